@@ -1,0 +1,7 @@
+/* The benchmark groups of kd-bench; each returns the exit code. */
+#ifndef KD_BENCH_GROUPS_H
+#define KD_BENCH_GROUPS_H
+
+int kd_bench_schema(int argc, char **argv);
+
+#endif

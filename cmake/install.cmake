@@ -1,0 +1,27 @@
+include(CMakePackageConfigHelpers)
+
+install(TARGETS kdispatch kdispatch_static EXPORT kdispatchTargets
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/kd DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+if(KD_BUILD_TOOLS)
+  install(TARGETS kd RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
+
+install(EXPORT kdispatchTargets NAMESPACE kdispatch::
+  DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/kdispatch)
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/kdispatchConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/kdispatchConfig.cmake
+  INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/kdispatch)
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/kdispatchConfigVersion.cmake
+  COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/kdispatchConfig.cmake
+              ${PROJECT_BINARY_DIR}/kdispatchConfigVersion.cmake
+  DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/kdispatch)
+
+configure_file(${PROJECT_SOURCE_DIR}/cmake/kdispatch.pc.in
+  ${PROJECT_BINARY_DIR}/kdispatch.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/kdispatch.pc
+  DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -1,0 +1,17 @@
+/*
+ * kd.h: the whole public API of kdispatch in one include.
+ */
+#ifndef KD_KD_H
+#define KD_KD_H
+
+#include "kd/common.h"
+#include "kd/status.h"
+#include "kd/dtype.h"
+#include "kd/scalar.h"
+#include "kd/device.h"
+#include "kd/tensor.h"
+#include "kd/value.h"
+#include "kd/schema.h"
+#include "kd/dlpack.h"
+
+#endif /* KD_KD_H */

@@ -1,0 +1,176 @@
+/*
+ * tensor.h: storage and tensors.
+ *
+ * Storage is a reference-counted block of bytes on one device, owned through
+ * the device type's allocator (or through a deleter, for memory that came from
+ * elsewhere). A tensor is a reference-counted handle onto a storage: an element
+ * offset, sizes, strides (in elements), a dtype and a device. Views are tensors
+ * that share a storage.
+ *
+ * Reference counting: a function that returns a new handle through `**out`
+ * gives the caller one reference, released with kd_tensor_release /
+ * kd_storage_release. A function that takes a handle borrows it unless its
+ * comment says otherwise. Counts are atomic, so handles may be shared between
+ * threads; the bytes themselves are not synchronised.
+ */
+#ifndef KD_TENSOR_H
+#define KD_TENSOR_H
+
+#include "kd/common.h"
+#include "kd/device.h"
+#include "kd/dtype.h"
+#include "kd/scalar.h"
+#include "kd/status.h"
+
+KD_EXTERN_C_BEGIN
+
+/* The most dimensions a tensor may have. */
+#define KD_MAX_DIMS 16
+
+/* Layouts (schema type `Layout`). Tensors of this version are always strided;
+ * the others exist so that schemas and boxed values can name them. Append only. */
+typedef enum kd_layout {
+  KD_LAYOUT_STRIDED = 0,
+  KD_LAYOUT_SPARSE = 1, /* COO */
+  KD_LAYOUT_SPARSE_CSR = 2,
+  KD_LAYOUT_SPARSE_CSC = 3,
+  KD_LAYOUT_SPARSE_BSR = 4,
+  KD_LAYOUT_SPARSE_BSC = 5,
+  KD_LAYOUT_MKLDNN = 6,
+  KD_LAYOUT_COUNT
+} kd_layout;
+
+/* Memory formats (schema type `MemoryFormat`). Append only. */
+typedef enum kd_memory_format {
+  KD_MEMORY_FORMAT_CONTIGUOUS = 0,
+  KD_MEMORY_FORMAT_PRESERVE = 1,
+  KD_MEMORY_FORMAT_CHANNELS_LAST = 2,
+  KD_MEMORY_FORMAT_CHANNELS_LAST_3D = 3,
+  KD_MEMORY_FORMAT_COUNT
+} kd_memory_format;
+
+/* "strided", "sparse_coo", ...; as PyTorch spells them in schemas
+ * (`torch.strided`). Static storage; "invalid" for a bad value. */
+KD_API const char *kd_layout_name(kd_layout layout);
+KD_API kd_status kd_layout_from_name(const char *name, kd_layout *out);
+/* "contiguous_format", "preserve_format", "channels_last", "channels_last_3d". */
+KD_API const char *kd_memory_format_name(kd_memory_format format);
+KD_API kd_status kd_memory_format_from_name(const char *name, kd_memory_format *out);
+
+/* ---- Storage ------------------------------------------------------------ */
+
+typedef struct kd_storage kd_storage;
+
+/* New storage of `nbytes` bytes on `device` from the device type's allocator.
+ * The bytes are not initialised. nbytes == 0 gives storage with a NULL data
+ * pointer; meta storage never has bytes. KD_ENOMEM when allocation fails,
+ * KD_EUNSUPPORTED when the device type has no allocator, KD_EINVAL for a bad
+ * device. The caller owns one reference. */
+KD_API kd_status kd_storage_new(kd_device device, size_t nbytes, kd_storage **out);
+
+/* Wraps memory the library does not own. When the last reference goes,
+ * `deleter(deleter_ctx)` is called (when deleter is not NULL). On error the
+ * deleter is not called and the caller still owns the memory. */
+KD_API kd_status kd_storage_wrap(kd_device device, void *data, size_t nbytes,
+                                 void (*deleter)(void *ctx), void *deleter_ctx,
+                                 kd_storage **out);
+
+/* Adds / drops a reference. Release frees at zero; NULL is ignored by both. */
+KD_API void kd_storage_retain(kd_storage *storage);
+KD_API void kd_storage_release(kd_storage *storage);
+
+KD_API void *kd_storage_data(const kd_storage *storage);
+KD_API size_t kd_storage_nbytes(const kd_storage *storage);
+KD_API kd_device kd_storage_device(const kd_storage *storage);
+/* The current reference count (for tests and debugging; racy by nature). */
+KD_API int64_t kd_storage_refcount(const kd_storage *storage);
+
+/* ---- Tensors ------------------------------------------------------------ */
+
+typedef struct kd_tensor kd_tensor;
+
+/* A new contiguous tensor with fresh storage; elements not initialised.
+ * `sizes` has `ndim` entries (it may be NULL when ndim == 0), each >= 0.
+ * KD_EINVAL: ndim < 0 or > KD_MAX_DIMS, a negative size, an invalid dtype;
+ * KD_EOVERFLOW: the byte size overflows; KD_ENOMEM. */
+KD_API kd_status kd_tensor_empty(int ndim, const int64_t *sizes, kd_dtype dtype,
+                                 kd_device device, kd_tensor **out);
+
+/* As kd_tensor_empty with explicit strides (in elements, >= 0); the storage is
+ * just large enough for the largest element offset. */
+KD_API kd_status kd_tensor_empty_strided(int ndim, const int64_t *sizes, const int64_t *strides,
+                                         kd_dtype dtype, kd_device device, kd_tensor **out);
+
+/* A new contiguous cpu tensor holding a copy of `data` (numel elements of
+ * `dtype`, row-major). Errors as kd_tensor_empty; KD_EINVAL for NULL data with
+ * numel > 0. */
+KD_API kd_status kd_tensor_from_data(int ndim, const int64_t *sizes, kd_dtype dtype,
+                                     const void *data, kd_tensor **out);
+
+/* A 0-dim tensor of `dtype` holding `value` (converted as
+ * kd_scalar_to_element does, with its errors), on cpu. */
+KD_API kd_status kd_tensor_from_scalar(const kd_scalar *value, kd_dtype dtype, kd_tensor **out);
+
+/* A tensor over existing storage (which it retains): element `offset`, sizes
+ * and strides. KD_ERANGE when an element would lie outside the storage
+ * (naming the dimension and the bytes needed); KD_EINVAL for negative sizes,
+ * strides or offset. */
+KD_API kd_status kd_tensor_from_storage(kd_storage *storage, int64_t offset, int ndim,
+                                        const int64_t *sizes, const int64_t *strides,
+                                        kd_dtype dtype, kd_tensor **out);
+
+/* A view of `base`: the same storage and dtype, new sizes, strides and element
+ * offset (absolute in the storage, as torch.as_strided). Errors as
+ * kd_tensor_from_storage. */
+KD_API kd_status kd_tensor_as_strided(const kd_tensor *base, int ndim, const int64_t *sizes,
+                                      const int64_t *strides, int64_t offset, kd_tensor **out);
+
+/* Adds / drops a reference; release frees the tensor at zero and drops its
+ * storage reference. NULL is ignored. */
+KD_API void kd_tensor_retain(kd_tensor *tensor);
+KD_API void kd_tensor_release(kd_tensor *tensor);
+KD_API int64_t kd_tensor_refcount(const kd_tensor *tensor);
+
+/* Accessors. Pointers returned point into the tensor and live as long as it. */
+KD_API int kd_tensor_ndim(const kd_tensor *tensor);
+KD_API const int64_t *kd_tensor_sizes(const kd_tensor *tensor);
+KD_API const int64_t *kd_tensor_strides(const kd_tensor *tensor);
+/* Size / stride of dimension `dim`; negative dims count from the end. Returns
+ * -1 for a dimension out of range. */
+KD_API int64_t kd_tensor_size(const kd_tensor *tensor, int dim);
+KD_API int64_t kd_tensor_stride(const kd_tensor *tensor, int dim);
+KD_API kd_dtype kd_tensor_dtype(const kd_tensor *tensor);
+KD_API kd_device kd_tensor_device(const kd_tensor *tensor);
+KD_API kd_layout kd_tensor_layout(const kd_tensor *tensor);
+KD_API int64_t kd_tensor_storage_offset(const kd_tensor *tensor);
+/* Borrowed: the tensor holds the reference. */
+KD_API kd_storage *kd_tensor_storage(const kd_tensor *tensor);
+/* The address of element 0 (storage data + offset * element size); NULL for
+ * meta tensors and empty storage. */
+KD_API void *kd_tensor_data(const kd_tensor *tensor);
+KD_API int64_t kd_tensor_numel(const kd_tensor *tensor);
+KD_API size_t kd_tensor_itemsize(const kd_tensor *tensor);
+/* True when the strides are the row-major strides of the sizes (size-1
+ * dimensions may have any stride, as in PyTorch). */
+KD_API bool kd_tensor_is_contiguous(const kd_tensor *tensor);
+/* True when both tensors view the same storage. */
+KD_API bool kd_tensor_shares_storage(const kd_tensor *a, const kd_tensor *b);
+
+/* Element access on cpu tensors. `index` has ndim entries (NULL for 0-dim);
+ * negative entries count from the end. KD_ERANGE for an index out of range
+ * (naming the dimension, the index and the size); KD_EUNSUPPORTED for a tensor
+ * whose bytes are not on the cpu. Set converts as kd_scalar_to_element, with
+ * its errors; on error nothing is written. */
+KD_API kd_status kd_tensor_get(const kd_tensor *tensor, const int64_t *index, kd_scalar *out);
+KD_API kd_status kd_tensor_set(kd_tensor *tensor, const int64_t *index, const kd_scalar *value);
+/* The only element of a one-element tensor; KD_EINVAL when numel != 1. */
+KD_API kd_status kd_tensor_item(const kd_tensor *tensor, kd_scalar *out);
+
+/* Formats a one-line description: "tensor(float32[2, 3], cpu)", with
+ * ", strides=[1, 2]" added when the tensor is not contiguous. Returns the
+ * needed length as snprintf. */
+KD_API size_t kd_tensor_describe(const kd_tensor *tensor, char *buf, size_t cap);
+
+KD_EXTERN_C_END
+
+#endif /* KD_TENSOR_H */

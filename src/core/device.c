@@ -1,0 +1,210 @@
+/*
+ * device.c: device type names, private device registration, allocators.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+
+#include "core/internal.h"
+#include "kd/device.h"
+
+#define KD__DEVICE_NAME_CAP 32
+
+typedef struct kd__device_slot {
+  char name[KD__DEVICE_NAME_CAP];
+  int32_t dlpack;       /* DLDeviceType, 0 for none */
+  bool renamed;         /* a backend gave this private type a name */
+  bool has_allocator;
+  kd_allocator allocator;
+} kd__device_slot;
+
+/* cpu=kDLCPU(1), cuda=kDLCUDA(2); meta has no DLPack form. */
+static kd__device_slot slots[KD_DEVICE_TYPE_COUNT] = {
+    {"cpu", 1, false, false, {0, NULL, NULL, NULL}},
+    {"cuda", 2, false, false, {0, NULL, NULL, NULL}},
+    {"meta", 0, false, false, {0, NULL, NULL, NULL}},
+    {"privateuseone", 0, false, false, {0, NULL, NULL, NULL}},
+    {"privateusetwo", 0, false, false, {0, NULL, NULL, NULL}},
+    {"privateusethree", 0, false, false, {0, NULL, NULL, NULL}},
+};
+
+/* Registration is rare and serialized; readers of names read bytes that are
+ * written once before the type is used. */
+static pthread_mutex_t device_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static bool valid_type(kd_device_type t) { return t >= 0 && t < KD_DEVICE_TYPE_COUNT; }
+
+static bool is_private(kd_device_type t) {
+  return t >= KD_DEVICE_PRIVATEUSE1 && t <= KD_DEVICE_PRIVATEUSE3;
+}
+
+const char *kd_device_type_name(kd_device_type type) {
+  return valid_type(type) ? slots[type].name : "invalid";
+}
+
+int32_t kd_device_type_dlpack(kd_device_type type) {
+  return valid_type(type) ? slots[type].dlpack : 0;
+}
+
+static bool valid_name(const char *name) {
+  size_t n = strlen(name);
+  if (n == 0 || n >= KD__DEVICE_NAME_CAP || !islower((unsigned char)name[0])) return false;
+  for (size_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)name[i];
+    if (!(islower(c) || isdigit(c) || c == '_')) return false;
+  }
+  return true;
+}
+
+kd_status kd_device_type_register(kd_device_type type, const char *name,
+                                  int32_t dlpack_device_type) {
+  if (!valid_type(type) || !is_private(type))
+    return kd_set_error(KD_EINVAL,
+                        "kd_device_type_register: device type %d is not a private device type "
+                        "(expected KD_DEVICE_PRIVATEUSE1..3)",
+                        (int)type);
+  if (!name || !valid_name(name))
+    return kd_set_error(KD_EINVAL,
+                        "kd_device_type_register: bad device name '%s': expected lower-case "
+                        "letters, digits and '_', starting with a letter, at most %d bytes",
+                        name ? name : "(null)", KD__DEVICE_NAME_CAP - 1);
+  kd_status st = KD_OK;
+  pthread_mutex_lock(&device_lock);
+  for (int t = 0; t < KD_DEVICE_TYPE_COUNT; t++) {
+    if (t != (int)type && !strcmp(slots[t].name, name)) {
+      st = kd_set_error(KD_EEXIST, "kd_device_type_register: the name '%s' is taken by device type %d",
+                        name, t);
+      goto done;
+    }
+  }
+  if (slots[type].renamed) {
+    if (strcmp(slots[type].name, name) != 0 || slots[type].dlpack != dlpack_device_type)
+      st = kd_set_error(KD_EEXIST,
+                        "kd_device_type_register: device type %d is already registered as '%s'",
+                        (int)type, slots[type].name);
+    goto done;
+  }
+  snprintf(slots[type].name, sizeof slots[type].name, "%s", name);
+  slots[type].dlpack = dlpack_device_type;
+  slots[type].renamed = true;
+done:
+  pthread_mutex_unlock(&device_lock);
+  return st;
+}
+
+kd_status kd_device_type_from_name(const char *name, kd_device_type *out) {
+  if (!name || !out) return kd_set_error(KD_EINVAL, "kd_device_type_from_name: NULL argument");
+  for (int t = 0; t < KD_DEVICE_TYPE_COUNT; t++) {
+    if (!strcmp(slots[t].name, name)) {
+      *out = (kd_device_type)t;
+      return KD_OK;
+    }
+  }
+  return kd_set_error(KD_ENOTFOUND, "unknown device type '%s': expected cpu, cuda, meta or a "
+                      "registered private device type",
+                      name);
+}
+
+kd_status kd_device_parse(const char *text, kd_device *out) {
+  if (!text || !out) return kd_set_error(KD_EINVAL, "kd_device_parse: NULL argument");
+  const char *colon = strchr(text, ':');
+  size_t n = colon ? (size_t)(colon - text) : strlen(text);
+  if (n == 0 || n >= KD__DEVICE_NAME_CAP)
+    return kd_set_error(KD_EINVAL, "bad device string '%s', column 1: expected a device type",
+                        text);
+  char type_name[KD__DEVICE_NAME_CAP];
+  memcpy(type_name, text, n);
+  type_name[n] = '\0';
+  kd_device_type type;
+  kd_status st = kd_device_type_from_name(type_name, &type);
+  if (st) return st;
+  int32_t index = 0;
+  if (colon) {
+    const char *p = colon + 1;
+    if (!isdigit((unsigned char)*p))
+      return kd_set_error(KD_EINVAL, "bad device string '%s', column %zu: expected a device index",
+                          text, (size_t)(p - text) + 1);
+    long v = 0;
+    while (isdigit((unsigned char)*p)) {
+      v = v * 10 + (*p - '0');
+      if (v > INT32_MAX)
+        return kd_set_error(KD_EINVAL, "bad device string '%s': device index too large", text);
+      p++;
+    }
+    if (*p)
+      return kd_set_error(KD_EINVAL, "bad device string '%s', column %zu: unexpected '%c'",
+                          text, (size_t)(p - text) + 1, *p);
+    if ((type == KD_DEVICE_CPU || type == KD_DEVICE_META) && v != 0)
+      return kd_set_error(KD_EINVAL, "bad device string '%s': %s has only device index 0", text,
+                          slots[type].name);
+    index = (int32_t)v;
+  }
+  out->type = type;
+  out->index = index;
+  return KD_OK;
+}
+
+size_t kd_device_format(kd_device device, char *buf, size_t cap) {
+  kd__fmt f = kd__fmt_init(buf, cap);
+  kd__fmt_puts(&f, kd_device_type_name(device.type));
+  if (device.type != KD_DEVICE_CPU && device.type != KD_DEVICE_META)
+    kd__fmt_printf(&f, ":%d", (int)device.index);
+  return f.len;
+}
+
+/* ---- Allocators ----------------------------------------------------------- */
+
+static void *cpu_alloc(void *ctx, kd_device device, size_t nbytes) {
+  (void)ctx;
+  (void)device;
+  size_t rounded = (nbytes + 63) & ~(size_t)63;
+  if (rounded < nbytes) return NULL;
+  return aligned_alloc(64, rounded);
+}
+
+static void cpu_free(void *ctx, kd_device device, void *ptr, size_t nbytes) {
+  (void)ctx;
+  (void)device;
+  (void)nbytes;
+  free(ptr);
+}
+
+static const kd_allocator cpu_default = {KD_ALLOCATOR_API_VERSION, cpu_alloc, cpu_free, NULL};
+
+kd_status kd_allocator_set(kd_device_type type, const kd_allocator *allocator) {
+  if (!valid_type(type))
+    return kd_set_error(KD_EINVAL, "kd_allocator_set: invalid device type %d", (int)type);
+  if (type == KD_DEVICE_META)
+    return kd_set_error(KD_EINVAL, "kd_allocator_set: meta tensors have no bytes to allocate");
+  if (allocator && (allocator->api_version != KD_ALLOCATOR_API_VERSION || !allocator->alloc ||
+                    !allocator->free))
+    return kd_set_error(KD_EINVAL,
+                        "kd_allocator_set(%s): expected api_version %d and non-NULL alloc and "
+                        "free, got api_version %u",
+                        slots[type].name, KD_ALLOCATOR_API_VERSION, allocator->api_version);
+  pthread_mutex_lock(&device_lock);
+  if (allocator) {
+    slots[type].allocator = *allocator;
+    slots[type].has_allocator = true;
+  } else {
+    slots[type].has_allocator = false;
+  }
+  pthread_mutex_unlock(&device_lock);
+  return KD_OK;
+}
+
+kd_status kd_allocator_get(kd_device_type type, kd_allocator *out) {
+  if (!valid_type(type) || !out)
+    return kd_set_error(KD_EINVAL, "kd_allocator_get: invalid device type %d", (int)type);
+  kd_status st = KD_OK;
+  pthread_mutex_lock(&device_lock);
+  if (slots[type].has_allocator)
+    *out = slots[type].allocator;
+  else if (type == KD_DEVICE_CPU)
+    *out = cpu_default;
+  else
+    st = kd_set_error(KD_ENOTFOUND, "no allocator for device type '%s'", slots[type].name);
+  pthread_mutex_unlock(&device_lock);
+  return st;
+}

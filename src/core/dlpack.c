@@ -1,0 +1,288 @@
+/*
+ * dlpack.c: DLPack export and import (0.6 unversioned; 1.x versioned when
+ * the installed header has it).
+ */
+#include "core/tensor_impl.h"
+#include "kd/dlpack.h"
+
+/* DLPack 0.8 added kDLBool; 0.6 has no bool type. */
+#if defined(DLPACK_VERSION) && DLPACK_VERSION >= 80
+#define KD__DL_HAS_BOOL 1
+#elif defined(DLPACK_MAJOR_VERSION)
+#define KD__DL_HAS_BOOL 1
+#else
+#define KD__DL_HAS_BOOL 0
+#endif
+
+static kd_status dtype_to_dl(kd_dtype dt, DLDataType *out) {
+  out->lanes = 1;
+  out->bits = (uint8_t)(kd_dtype_size(dt) * 8);
+  switch (kd_dtype_kind_of(dt)) {
+    case KD_KIND_BOOL:
+#if KD__DL_HAS_BOOL
+      out->code = kDLBool;
+      return KD_OK;
+#else
+      return kd_set_error(KD_EUNSUPPORTED,
+                          "DLPack export: dtype bool has no DLPack type in the installed "
+                          "dlpack.h (version %d); DLPack 0.8 or later is needed",
+                          DLPACK_VERSION);
+#endif
+    case KD_KIND_UINT:
+      out->code = kDLUInt;
+      return KD_OK;
+    case KD_KIND_INT:
+      out->code = kDLInt;
+      return KD_OK;
+    case KD_KIND_FLOAT:
+      out->code = dt == KD_BFLOAT16 ? kDLBfloat : kDLFloat;
+      return KD_OK;
+    case KD_KIND_COMPLEX:
+      out->code = kDLComplex;
+      return KD_OK;
+  }
+  return kd_set_error(KD_EUNSUPPORTED, "DLPack export: dtype %s has no DLPack type",
+                      kd_dtype_name(dt));
+}
+
+static kd_status dtype_from_dl(DLDataType t, kd_dtype *out) {
+  if (t.lanes != 1)
+    return kd_set_error(KD_EUNSUPPORTED,
+                        "DLPack import: vector types (lanes=%u) are not supported: expected 1",
+                        (unsigned)t.lanes);
+  kd_dtype d = KD_DTYPE_UNDEFINED;
+  switch (t.code) {
+    case kDLUInt:
+      d = t.bits == 8 ? KD_UINT8 : KD_DTYPE_UNDEFINED;
+      break;
+    case kDLInt:
+      d = t.bits == 8 ? KD_INT8 : t.bits == 16 ? KD_INT16 : t.bits == 32 ? KD_INT32
+        : t.bits == 64 ? KD_INT64 : KD_DTYPE_UNDEFINED;
+      break;
+    case kDLFloat:
+      d = t.bits == 16 ? KD_FLOAT16 : t.bits == 32 ? KD_FLOAT32 : t.bits == 64 ? KD_FLOAT64
+        : KD_DTYPE_UNDEFINED;
+      break;
+    case kDLBfloat:
+      d = t.bits == 16 ? KD_BFLOAT16 : KD_DTYPE_UNDEFINED;
+      break;
+    case kDLComplex:
+      d = t.bits == 64 ? KD_COMPLEX64 : t.bits == 128 ? KD_COMPLEX128 : KD_DTYPE_UNDEFINED;
+      break;
+#if KD__DL_HAS_BOOL
+    case kDLBool:
+      d = t.bits == 8 ? KD_BOOL : KD_DTYPE_UNDEFINED;
+      break;
+#endif
+    default:
+      break;
+  }
+  if (d == KD_DTYPE_UNDEFINED)
+    return kd_set_error(KD_EUNSUPPORTED,
+                        "DLPack import: data type (code %u, bits %u) has no kdispatch dtype",
+                        (unsigned)t.code, (unsigned)t.bits);
+  *out = d;
+  return KD_OK;
+}
+
+static kd_status device_to_dl(kd_device dev, DLDevice *out) {
+  int32_t code = kd_device_type_dlpack(dev.type);
+  if (code == 0)
+    return kd_set_error(KD_EUNSUPPORTED,
+                        "DLPack export: device type '%s' has no DLPack device type",
+                        kd_device_type_name(dev.type));
+  out->device_type = (DLDeviceType)code;
+  out->device_id = dev.index;
+  return KD_OK;
+}
+
+static kd_status device_from_dl(DLDevice d, kd_device *out) {
+  if (d.device_id < 0)
+    return kd_set_error(KD_EINVAL, "DLPack import: negative device id %d", (int)d.device_id);
+  if (d.device_type == kDLCPU || d.device_type == kDLCUDAHost) {
+    out->type = KD_DEVICE_CPU;
+    out->index = 0;
+    return KD_OK;
+  }
+  for (int t = 0; t < KD_DEVICE_TYPE_COUNT; t++) {
+    if (t != KD_DEVICE_META && kd_device_type_dlpack((kd_device_type)t) == (int32_t)d.device_type) {
+      out->type = (kd_device_type)t;
+      out->index = d.device_id;
+      return KD_OK;
+    }
+  }
+  return kd_set_error(KD_EUNSUPPORTED,
+                      "DLPack import: DLPack device type %d has no kdispatch device type "
+                      "(register one with kd_device_type_register)",
+                      (int)d.device_type);
+}
+
+/* Fills a DLTensor viewing `t`; shape and strides point into the caller's
+ * arrays, which live as long as the managed tensor. */
+static kd_status fill_dl_tensor(kd_tensor *t, DLTensor *dl, int64_t *shape, int64_t *strides) {
+  kd_status st;
+  if ((st = dtype_to_dl(t->dtype, &dl->dtype))) return st;
+  if ((st = device_to_dl(t->storage->device, &dl->device))) return st;
+  for (int i = 0; i < t->ndim; i++) {
+    shape[i] = t->sizes[i];
+    strides[i] = t->strides[i];
+  }
+  dl->data = kd_tensor_data(t);
+  dl->ndim = t->ndim;
+  dl->shape = shape;
+  dl->strides = strides;
+  dl->byte_offset = 0;
+  return KD_OK;
+}
+
+typedef struct kd__dl_export {
+  DLManagedTensor managed;
+  kd_tensor *tensor;
+  int64_t shape[KD_MAX_DIMS];
+  int64_t strides[KD_MAX_DIMS];
+} kd__dl_export;
+
+static void dl_export_deleter(DLManagedTensor *self) {
+  kd__dl_export *e = self->manager_ctx;
+  kd_tensor_release(e->tensor);
+  free(e);
+}
+
+kd_status kd_tensor_to_dlpack(kd_tensor *tensor, DLManagedTensor **out) {
+  if (!tensor || !out) return kd_set_error(KD_EINVAL, "kd_tensor_to_dlpack: NULL argument");
+  *out = NULL;
+  kd__dl_export *e = calloc(1, sizeof *e);
+  if (!e) return kd__oom("DLPack managed tensor");
+  kd_status st = fill_dl_tensor(tensor, &e->managed.dl_tensor, e->shape, e->strides);
+  if (st) {
+    free(e);
+    return st;
+  }
+  kd_tensor_retain(tensor);
+  e->tensor = tensor;
+  e->managed.manager_ctx = e;
+  e->managed.deleter = dl_export_deleter;
+  *out = &e->managed;
+  return KD_OK;
+}
+
+/* Builds a tensor over a DLTensor's memory. The storage's deleter is
+ * `deleter(ctx)`; on error nothing is called and nothing is kept. */
+static kd_status import_dl_tensor(const DLTensor *dl, void (*deleter)(void *), void *ctx,
+                                  kd_tensor **out) {
+  if (dl->ndim < 0 || dl->ndim > KD_MAX_DIMS)
+    return kd_set_error(KD_EINVAL, "DLPack import: ndim %d out of range: expected 0..%d",
+                        (int)dl->ndim, KD_MAX_DIMS);
+  if (dl->ndim > 0 && !dl->shape)
+    return kd_set_error(KD_EINVAL, "DLPack import: NULL shape with ndim %d", (int)dl->ndim);
+  kd_dtype dtype = KD_DTYPE_UNDEFINED;
+  kd_device dev = kd_device_cpu();
+  kd_status st;
+  if ((st = dtype_from_dl(dl->dtype, &dtype))) return st;
+  if ((st = device_from_dl(dl->device, &dev))) return st;
+  int ndim = dl->ndim;
+  int64_t strides[KD_MAX_DIMS];
+  int64_t numel = 1, last = 0;
+  for (int i = ndim - 1; i >= 0; i--) {
+    if (dl->shape[i] < 0)
+      return kd_set_error(KD_EINVAL, "DLPack import: size %lld of dimension %d is negative",
+                          (long long)dl->shape[i], i);
+    strides[i] = dl->strides ? dl->strides[i] : (i == ndim - 1 ? 1 : strides[i + 1] *
+                                                 (dl->shape[i + 1] > 1 ? dl->shape[i + 1] : 1));
+    if (strides[i] < 0)
+      return kd_set_error(KD_EUNSUPPORTED,
+                          "DLPack import: negative stride %lld in dimension %d is not supported",
+                          (long long)strides[i], i);
+    if (__builtin_mul_overflow(numel, dl->shape[i], &numel))
+      return kd_set_error(KD_EOVERFLOW, "DLPack import: too many elements");
+  }
+  size_t itemsize = kd_dtype_size(dtype);
+  size_t nbytes = 0;
+  if (numel > 0) {
+    for (int i = 0; i < ndim; i++) {
+      int64_t span;
+      if (__builtin_mul_overflow(dl->shape[i] - 1, strides[i], &span) ||
+          __builtin_add_overflow(last, span, &last))
+        return kd_set_error(KD_EOVERFLOW, "DLPack import: element offsets overflow");
+    }
+    nbytes = (size_t)(last + 1) * itemsize;
+    if (!dl->data)
+      return kd_set_error(KD_EINVAL, "DLPack import: NULL data pointer for %lld elements",
+                          (long long)numel);
+  }
+  char *data = dl->data ? (char *)dl->data + dl->byte_offset : NULL;
+  kd_storage *storage;
+  if ((st = kd_storage_wrap(dev, data, nbytes, deleter, ctx, &storage))) return st;
+  st = kd__tensor_make(storage, 0, ndim, dl->shape, strides, dtype, out);
+  if (st) storage->deleter = NULL; /* the caller keeps the managed tensor */
+  kd_storage_release(storage);
+  return st;
+}
+
+static void call_dl_deleter(void *ctx) {
+  DLManagedTensor *m = ctx;
+  if (m->deleter) m->deleter(m);
+}
+
+kd_status kd_tensor_from_dlpack(DLManagedTensor *src, kd_tensor **out) {
+  if (!src || !out) return kd_set_error(KD_EINVAL, "kd_tensor_from_dlpack: NULL argument");
+  *out = NULL;
+  return import_dl_tensor(&src->dl_tensor, call_dl_deleter, src, out);
+}
+
+#if defined(KD_HAVE_DLPACK_VERSIONED)
+typedef struct kd__dl_export_v {
+  DLManagedTensorVersioned managed;
+  kd_tensor *tensor;
+  int64_t shape[KD_MAX_DIMS];
+  int64_t strides[KD_MAX_DIMS];
+} kd__dl_export_v;
+
+static void dl_export_v_deleter(DLManagedTensorVersioned *self) {
+  kd__dl_export_v *e = self->manager_ctx;
+  kd_tensor_release(e->tensor);
+  free(e);
+}
+
+kd_status kd_tensor_to_dlpack_versioned(kd_tensor *tensor, DLManagedTensorVersioned **out) {
+  if (!tensor || !out)
+    return kd_set_error(KD_EINVAL, "kd_tensor_to_dlpack_versioned: NULL argument");
+  *out = NULL;
+  kd__dl_export_v *e = calloc(1, sizeof *e);
+  if (!e) return kd__oom("DLPack managed tensor");
+  kd_status st = fill_dl_tensor(tensor, &e->managed.dl_tensor, e->shape, e->strides);
+  if (st) {
+    free(e);
+    return st;
+  }
+  kd_tensor_retain(tensor);
+  e->tensor = tensor;
+  e->managed.version.major = DLPACK_MAJOR_VERSION;
+  e->managed.version.minor = DLPACK_MINOR_VERSION;
+  e->managed.flags = 0;
+  e->managed.manager_ctx = e;
+  e->managed.deleter = dl_export_v_deleter;
+  *out = &e->managed;
+  return KD_OK;
+}
+
+static void call_dl_v_deleter(void *ctx) {
+  DLManagedTensorVersioned *m = ctx;
+  if (m->deleter) m->deleter(m);
+}
+
+kd_status kd_tensor_from_dlpack_versioned(DLManagedTensorVersioned *src, kd_tensor **out) {
+  if (!src || !out)
+    return kd_set_error(KD_EINVAL, "kd_tensor_from_dlpack_versioned: NULL argument");
+  *out = NULL;
+  if (src->version.major != DLPACK_MAJOR_VERSION)
+    return kd_set_error(KD_EUNSUPPORTED,
+                        "DLPack import: major version %u is not supported: expected %d",
+                        (unsigned)src->version.major, DLPACK_MAJOR_VERSION);
+  if (src->flags & DLPACK_FLAG_BITMASK_READ_ONLY)
+    return kd_set_error(KD_EUNSUPPORTED,
+                        "DLPack import: the tensor is read-only and kdispatch tensors are "
+                        "writable");
+  return import_dl_tensor(&src->dl_tensor, call_dl_v_deleter, src, out);
+}
+#endif

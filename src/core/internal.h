@@ -1,0 +1,57 @@
+/*
+ * internal.h: helpers shared by the library's sources. Not installed.
+ */
+#ifndef KD_CORE_INTERNAL_H
+#define KD_CORE_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kd/common.h"
+#include "kd/status.h"
+
+/* Internal invariants only: never for bad input, which gets a kd_status. */
+#include <assert.h>
+#define KD__ASSERT(cond) assert(cond)
+
+#define KD__ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Sets KD_ENOMEM with the name of what could not be allocated. */
+kd_status kd__oom(const char *what);
+
+/* snprintf into buf/cap while tracking the total length needed; the helpers
+ * every *_format function is built on. */
+typedef struct kd__fmt {
+  char *buf;
+  size_t cap;
+  size_t len; /* bytes needed so far (may exceed cap) */
+} kd__fmt;
+
+static inline kd__fmt kd__fmt_init(char *buf, size_t cap) {
+  kd__fmt f;
+  f.buf = buf;
+  f.cap = cap;
+  f.len = 0;
+  if (buf && cap) buf[0] = '\0';
+  return f;
+}
+void kd__fmt_putn(kd__fmt *f, const char *s, size_t n);
+void kd__fmt_puts(kd__fmt *f, const char *s);
+void kd__fmt_printf(kd__fmt *f, const char *fmt, ...) KD_PRINTF_LIKE(2, 3);
+
+/* Reference counts. */
+typedef atomic_int_fast64_t kd__refcount;
+static inline void kd__ref_init(kd__refcount *r) { atomic_init(r, 1); }
+static inline void kd__ref_inc(kd__refcount *r) {
+  atomic_fetch_add_explicit(r, 1, memory_order_relaxed);
+}
+/* True when this was the last reference. */
+static inline bool kd__ref_dec(kd__refcount *r) {
+  return atomic_fetch_sub_explicit(r, 1, memory_order_acq_rel) == 1;
+}
+static inline int64_t kd__ref_get(const kd__refcount *r) {
+  return (int64_t)atomic_load_explicit((kd__refcount *)r, memory_order_relaxed);
+}
+
+#endif /* KD_CORE_INTERNAL_H */

@@ -1,0 +1,288 @@
+/*
+ * scalar.c: kd_scalar conversions and formatting.
+ */
+#include <math.h>
+#include <stdio.h>
+
+#include "core/internal.h"
+#include "kd/scalar.h"
+
+kd_dtype kd_scalar_dtype(const kd_scalar *s) {
+  switch (s->kind) {
+    case KD_SCALAR_BOOL:
+      return KD_BOOL;
+    case KD_SCALAR_INT:
+      return KD_INT64;
+    case KD_SCALAR_DOUBLE:
+      return KD_FLOAT64;
+    case KD_SCALAR_COMPLEX:
+      return KD_COMPLEX128;
+  }
+  return KD_DTYPE_UNDEFINED;
+}
+
+double kd_scalar_to_double(const kd_scalar *s) {
+  switch (s->kind) {
+    case KD_SCALAR_BOOL:
+      return s->v.b ? 1.0 : 0.0;
+    case KD_SCALAR_INT:
+      return (double)s->v.i;
+    case KD_SCALAR_DOUBLE:
+      return s->v.d;
+    case KD_SCALAR_COMPLEX:
+      return s->v.c.re;
+  }
+  return 0;
+}
+
+static int64_t double_to_int64_sat(double d) {
+  if (isnan(d)) return 0;
+  if (d >= 9223372036854775807.0) return INT64_MAX;
+  if (d <= -9223372036854775808.0) return INT64_MIN;
+  return (int64_t)d;
+}
+
+int64_t kd_scalar_to_int64(const kd_scalar *s) {
+  switch (s->kind) {
+    case KD_SCALAR_BOOL:
+      return s->v.b;
+    case KD_SCALAR_INT:
+      return s->v.i;
+    case KD_SCALAR_DOUBLE:
+      return double_to_int64_sat(s->v.d);
+    case KD_SCALAR_COMPLEX:
+      return double_to_int64_sat(s->v.c.re);
+  }
+  return 0;
+}
+
+static kd_status overflow(const kd_scalar *s, kd_dtype dtype) {
+  char text[64];
+  kd_scalar_format(s, text, sizeof text);
+  return kd_set_error(KD_EOVERFLOW, "value %s cannot be converted to type %s without overflow",
+                      text, kd_dtype_name(dtype));
+}
+
+/* Integer targets: the exact range for integer sources; for floating
+ * sources, PyTorch checks that the value lies within the type's range. */
+static kd_status to_integer(const kd_scalar *s, kd_dtype dtype, int64_t lo, int64_t hi,
+                            int64_t *out) {
+  if (s->kind == KD_SCALAR_INT || s->kind == KD_SCALAR_BOOL) {
+    int64_t v = kd_scalar_to_int64(s);
+    if (v < lo || v > hi) return overflow(s, dtype);
+    *out = v;
+    return KD_OK;
+  }
+  double d = kd_scalar_to_double(s);
+  if (isnan(d) || d < (double)lo - 1.0 || d >= (double)hi + 1.0) {
+    /* int64's bounds are not exact doubles; use the power of two. */
+    if (!(dtype == KD_INT64 && !isnan(d) && d >= -9223372036854775808.0 &&
+          d < 9223372036854775808.0))
+      return overflow(s, dtype);
+  }
+  *out = (int64_t)d;
+  return KD_OK;
+}
+
+kd_status kd_scalar_to_element(const kd_scalar *s, kd_dtype dtype, void *dst) {
+  if (!s || !dst) return kd_set_error(KD_EINVAL, "kd_scalar_to_element: NULL argument");
+  if (!kd_dtype_valid(dtype))
+    return kd_set_error(KD_EINVAL, "kd_scalar_to_element: invalid dtype %d", (int)dtype);
+  if (s->kind == KD_SCALAR_COMPLEX && s->v.c.im != 0 && !kd_dtype_is_complex(dtype) &&
+      dtype != KD_BOOL) {
+    char text[64];
+    kd_scalar_format(s, text, sizeof text);
+    return kd_set_error(KD_ETYPE,
+                        "value %s cannot be converted to type %s: it has an imaginary part",
+                        text, kd_dtype_name(dtype));
+  }
+  int64_t iv = 0;
+  kd_status st = KD_OK;
+  double d = kd_scalar_to_double(s);
+  switch (dtype) {
+    case KD_BOOL: {
+      bool b = s->kind == KD_SCALAR_COMPLEX ? (s->v.c.re != 0 || s->v.c.im != 0) : d != 0;
+      if (s->kind == KD_SCALAR_INT) b = s->v.i != 0;
+      *(uint8_t *)dst = b;
+      return KD_OK;
+    }
+    case KD_UINT8:
+      if ((st = to_integer(s, dtype, 0, UINT8_MAX, &iv))) return st;
+      *(uint8_t *)dst = (uint8_t)iv;
+      return KD_OK;
+    case KD_INT8:
+      if ((st = to_integer(s, dtype, INT8_MIN, INT8_MAX, &iv))) return st;
+      *(int8_t *)dst = (int8_t)iv;
+      return KD_OK;
+    case KD_INT16:
+      if ((st = to_integer(s, dtype, INT16_MIN, INT16_MAX, &iv))) return st;
+      *(int16_t *)dst = (int16_t)iv;
+      return KD_OK;
+    case KD_INT32:
+      if ((st = to_integer(s, dtype, INT32_MIN, INT32_MAX, &iv))) return st;
+      *(int32_t *)dst = (int32_t)iv;
+      return KD_OK;
+    case KD_INT64:
+      if ((st = to_integer(s, dtype, INT64_MIN, INT64_MAX, &iv))) return st;
+      *(int64_t *)dst = iv;
+      return KD_OK;
+    case KD_FLOAT16:
+      if (isfinite(d) && fabs(d) > 65504.0) return overflow(s, dtype);
+      *(uint16_t *)dst = kd_float_to_half((float)d);
+      return KD_OK;
+    case KD_BFLOAT16:
+      if (isfinite(d) && fabs(d) > 3.3895313892515355e38) return overflow(s, dtype);
+      *(uint16_t *)dst = kd_float_to_bfloat16((float)d);
+      return KD_OK;
+    case KD_FLOAT32:
+      if (isfinite(d) && fabs(d) > 3.4028234663852886e38) return overflow(s, dtype);
+      *(float *)dst = (float)d;
+      return KD_OK;
+    case KD_FLOAT64:
+      *(double *)dst = d;
+      return KD_OK;
+    case KD_COMPLEX64: {
+      double im = s->kind == KD_SCALAR_COMPLEX ? s->v.c.im : 0;
+      if ((isfinite(d) && fabs(d) > 3.4028234663852886e38) ||
+          (isfinite(im) && fabs(im) > 3.4028234663852886e38))
+        return overflow(s, dtype);
+      float *f = dst;
+      f[0] = (float)d;
+      f[1] = (float)im;
+      return KD_OK;
+    }
+    case KD_COMPLEX128: {
+      double *p = dst;
+      p[0] = d;
+      p[1] = s->kind == KD_SCALAR_COMPLEX ? s->v.c.im : 0;
+      return KD_OK;
+    }
+    default:
+      break;
+  }
+  return kd_set_error(KD_EINVAL, "kd_scalar_to_element: invalid dtype %d", (int)dtype);
+}
+
+kd_status kd_scalar_from_element(const void *src, kd_dtype dtype, kd_scalar *out) {
+  if (!src || !out) return kd_set_error(KD_EINVAL, "kd_scalar_from_element: NULL argument");
+  switch (dtype) {
+    case KD_BOOL:
+      *out = kd_scalar_bool(*(const uint8_t *)src != 0);
+      return KD_OK;
+    case KD_UINT8:
+      *out = kd_scalar_int(*(const uint8_t *)src);
+      return KD_OK;
+    case KD_INT8:
+      *out = kd_scalar_int(*(const int8_t *)src);
+      return KD_OK;
+    case KD_INT16:
+      *out = kd_scalar_int(*(const int16_t *)src);
+      return KD_OK;
+    case KD_INT32:
+      *out = kd_scalar_int(*(const int32_t *)src);
+      return KD_OK;
+    case KD_INT64:
+      *out = kd_scalar_int(*(const int64_t *)src);
+      return KD_OK;
+    case KD_FLOAT16:
+      *out = kd_scalar_double(kd_half_to_float(*(const uint16_t *)src));
+      return KD_OK;
+    case KD_BFLOAT16:
+      *out = kd_scalar_double(kd_bfloat16_to_float(*(const uint16_t *)src));
+      return KD_OK;
+    case KD_FLOAT32:
+      *out = kd_scalar_double(*(const float *)src);
+      return KD_OK;
+    case KD_FLOAT64:
+      *out = kd_scalar_double(*(const double *)src);
+      return KD_OK;
+    case KD_COMPLEX64: {
+      const float *f = src;
+      *out = kd_scalar_complex(f[0], f[1]);
+      return KD_OK;
+    }
+    case KD_COMPLEX128: {
+      const double *p = src;
+      *out = kd_scalar_complex(p[0], p[1]);
+      return KD_OK;
+    }
+    default:
+      break;
+  }
+  return kd_set_error(KD_EINVAL, "kd_scalar_from_element: invalid dtype %d", (int)dtype);
+}
+
+/* A double as Python's repr prints it: the shortest digits that read back
+ * the same, positional for exponents -4..15 and scientific otherwise,
+ * "inf"/"nan", and ".0" on integral values unless `bare` (complex parts). */
+static void format_double(kd__fmt *f, double d, bool bare) {
+  if (isnan(d)) {
+    kd__fmt_puts(f, "nan");
+    return;
+  }
+  if (isinf(d)) {
+    kd__fmt_puts(f, d < 0 ? "-inf" : "inf");
+    return;
+  }
+  char sci[48];
+  int prec = 1;
+  for (; prec <= 17; prec++) {
+    snprintf(sci, sizeof sci, "%.*e", prec - 1, d);
+    if (strtod(sci, NULL) == d) break;
+  }
+  const char *e = strchr(sci, 'e');
+  int exp = e ? atoi(e + 1) : 0;
+  char tmp[400];
+  if (exp >= -4 && exp < 16) {
+    int decimals = prec - 1 - exp;
+    snprintf(tmp, sizeof tmp, "%.*f", decimals > 0 ? decimals : 0, d);
+    kd__fmt_puts(f, tmp);
+    if (decimals <= 0 && !bare) kd__fmt_puts(f, ".0");
+    return;
+  }
+  kd__fmt_puts(f, sci); /* C writes e-05 / e+16, as Python does */
+}
+
+size_t kd_scalar_format(const kd_scalar *s, char *buf, size_t cap) {
+  kd__fmt f = kd__fmt_init(buf, cap);
+  switch (s->kind) {
+    case KD_SCALAR_BOOL:
+      kd__fmt_puts(&f, s->v.b ? "True" : "False");
+      break;
+    case KD_SCALAR_INT:
+      kd__fmt_printf(&f, "%lld", (long long)s->v.i);
+      break;
+    case KD_SCALAR_DOUBLE:
+      format_double(&f, s->v.d, false);
+      break;
+    case KD_SCALAR_COMPLEX:
+      /* Python: (1+2j), 2j when the real part is zero. */
+      if (s->v.c.re == 0 && !signbit(s->v.c.re)) {
+        format_double(&f, s->v.c.im, true);
+        kd__fmt_puts(&f, "j");
+      } else {
+        kd__fmt_puts(&f, "(");
+        format_double(&f, s->v.c.re, true);
+        if (!(s->v.c.im < 0) && !isnan(s->v.c.im)) kd__fmt_puts(&f, "+");
+        format_double(&f, s->v.c.im, true);
+        kd__fmt_puts(&f, "j)");
+      }
+      break;
+  }
+  return f.len;
+}
+
+bool kd_scalar_equal(const kd_scalar *a, const kd_scalar *b) {
+  if (a->kind != b->kind) return false;
+  switch (a->kind) {
+    case KD_SCALAR_BOOL:
+      return a->v.b == b->v.b;
+    case KD_SCALAR_INT:
+      return a->v.i == b->v.i;
+    case KD_SCALAR_DOUBLE:
+      return a->v.d == b->v.d;
+    case KD_SCALAR_COMPLEX:
+      return a->v.c.re == b->v.c.re && a->v.c.im == b->v.c.im;
+  }
+  return false;
+}

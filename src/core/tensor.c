@@ -1,0 +1,369 @@
+/*
+ * tensor.c: tensors over storage: creation, views, accessors, element access.
+ */
+#include <stdio.h>
+
+#include "core/tensor_impl.h"
+
+/* ---- Layout and memory format names --------------------------------------- */
+
+static const char *const layout_names[KD_LAYOUT_COUNT] = {
+    "strided", "sparse_coo", "sparse_csr", "sparse_csc", "sparse_bsr", "sparse_bsc", "_mkldnn",
+};
+
+static const char *const memory_format_names[KD_MEMORY_FORMAT_COUNT] = {
+    "contiguous_format", "preserve_format", "channels_last", "channels_last_3d",
+};
+
+const char *kd_layout_name(kd_layout layout) {
+  return layout >= 0 && layout < KD_LAYOUT_COUNT ? layout_names[layout] : "invalid";
+}
+
+static kd_status lookup_name(const char *what, const char *name, const char *const *names,
+                             int count, int *out) {
+  if (!name || !out) return kd_set_error(KD_EINVAL, "%s lookup: NULL argument", what);
+  const char *n = !strncmp(name, "torch.", 6) ? name + 6 : name;
+  for (int i = 0; i < count; i++) {
+    if (!strcmp(n, names[i])) {
+      *out = i;
+      return KD_OK;
+    }
+  }
+  char list[256];
+  kd__fmt f = kd__fmt_init(list, sizeof list);
+  for (int i = 0; i < count; i++) kd__fmt_printf(&f, "%s%s", i ? ", " : "", names[i]);
+  return kd_set_error(KD_ENOTFOUND, "unknown %s '%s': expected one of %s", what, name, list);
+}
+
+kd_status kd_layout_from_name(const char *name, kd_layout *out) {
+  int v;
+  kd_status st = lookup_name("layout", name, layout_names, KD_LAYOUT_COUNT, &v);
+  if (st == KD_OK) *out = (kd_layout)v;
+  return st;
+}
+
+const char *kd_memory_format_name(kd_memory_format format) {
+  return format >= 0 && format < KD_MEMORY_FORMAT_COUNT ? memory_format_names[format]
+                                                         : "invalid";
+}
+
+kd_status kd_memory_format_from_name(const char *name, kd_memory_format *out) {
+  int v;
+  kd_status st =
+      lookup_name("memory format", name, memory_format_names, KD_MEMORY_FORMAT_COUNT, &v);
+  if (st == KD_OK) *out = (kd_memory_format)v;
+  return st;
+}
+
+/* ---- Geometry ----------------------------------------------------------------- */
+
+static kd_status check_dims(const char *fn, int ndim, const int64_t *sizes, kd_dtype dtype) {
+  if (ndim < 0 || ndim > KD_MAX_DIMS)
+    return kd_set_error(KD_EINVAL, "%s: ndim %d out of range: expected 0..%d", fn, ndim,
+                        KD_MAX_DIMS);
+  if (ndim > 0 && !sizes) return kd_set_error(KD_EINVAL, "%s: NULL sizes with ndim %d", fn, ndim);
+  if (!kd_dtype_valid(dtype))
+    return kd_set_error(KD_EINVAL, "%s: invalid dtype %d", fn, (int)dtype);
+  for (int i = 0; i < ndim; i++)
+    if (sizes[i] < 0)
+      return kd_set_error(KD_EINVAL, "%s: size %lld of dimension %d is negative", fn,
+                          (long long)sizes[i], i);
+  return KD_OK;
+}
+
+static kd_status numel_of(int ndim, const int64_t *sizes, int64_t *out) {
+  int64_t n = 1;
+  for (int i = 0; i < ndim; i++) {
+    if (__builtin_mul_overflow(n, sizes[i], &n))
+      return kd_set_error(KD_EOVERFLOW, "tensor with %d dimensions has too many elements", ndim);
+  }
+  *out = n;
+  return KD_OK;
+}
+
+kd_status kd__check_geometry(int ndim, const int64_t *sizes, const int64_t *strides,
+                             int64_t offset, kd_dtype dtype, size_t nbytes) {
+  if (offset < 0)
+    return kd_set_error(KD_EINVAL, "storage offset %lld is negative", (long long)offset);
+  int64_t last = offset; /* element offset of the last element */
+  for (int i = 0; i < ndim; i++) {
+    if (strides[i] < 0)
+      return kd_set_error(KD_EINVAL, "stride %lld of dimension %d is negative",
+                          (long long)strides[i], i);
+    if (sizes[i] == 0) return KD_OK; /* no elements: any storage will do */
+    int64_t span;
+    if (__builtin_mul_overflow(sizes[i] - 1, strides[i], &span) ||
+        __builtin_add_overflow(last, span, &last))
+      return kd_set_error(KD_EOVERFLOW, "element offsets of dimension %d overflow", i);
+  }
+  int64_t need;
+  if (__builtin_add_overflow(last, 1, &need) ||
+      __builtin_mul_overflow(need, (int64_t)kd_dtype_size(dtype), &need))
+    return kd_set_error(KD_EOVERFLOW, "tensor byte size overflows");
+  if ((uint64_t)need > (uint64_t)nbytes)
+    return kd_set_error(KD_ERANGE,
+                        "view out of bounds: the last element needs %lld bytes of storage "
+                        "(offset %lld, %s), but the storage has %zu bytes",
+                        (long long)need, (long long)offset, kd_dtype_name(dtype), nbytes);
+  return KD_OK;
+}
+
+static bool compute_contiguous(const kd_tensor *t) {
+  int64_t expected = 1;
+  for (int i = t->ndim - 1; i >= 0; i--) {
+    if (t->sizes[i] == 0) return true;
+    if (t->sizes[i] != 1 && t->strides[i] != expected) return false;
+    expected *= t->sizes[i];
+  }
+  return true;
+}
+
+kd_status kd__tensor_make(kd_storage *storage, int64_t offset, int ndim, const int64_t *sizes,
+                          const int64_t *strides, kd_dtype dtype, kd_tensor **out) {
+  kd_tensor *t = calloc(1, sizeof *t);
+  if (!t) return kd__oom("tensor");
+  kd__ref_init(&t->refs);
+  kd_storage_retain(storage);
+  t->storage = storage;
+  t->offset = offset;
+  t->ndim = ndim;
+  t->dtype = dtype;
+  t->layout = KD_LAYOUT_STRIDED;
+  t->numel = 1;
+  for (int i = 0; i < ndim; i++) {
+    t->sizes[i] = sizes[i];
+    t->strides[i] = strides[i];
+    t->numel *= sizes[i];
+  }
+  t->contiguous = compute_contiguous(t);
+  *out = t;
+  return KD_OK;
+}
+
+static void contiguous_strides(int ndim, const int64_t *sizes, int64_t *strides) {
+  int64_t s = 1;
+  for (int i = ndim - 1; i >= 0; i--) {
+    strides[i] = s;
+    s *= sizes[i] > 1 ? sizes[i] : 1;
+  }
+}
+
+/* ---- Creation ------------------------------------------------------------------ */
+
+kd_status kd_tensor_empty_strided(int ndim, const int64_t *sizes, const int64_t *strides,
+                                  kd_dtype dtype, kd_device device, kd_tensor **out) {
+  if (!out) return kd_set_error(KD_EINVAL, "kd_tensor_empty_strided: NULL out");
+  *out = NULL;
+  kd_status st = check_dims("kd_tensor_empty_strided", ndim, sizes, dtype);
+  if (st) return st;
+  if (ndim > 0 && !strides)
+    return kd_set_error(KD_EINVAL, "kd_tensor_empty_strided: NULL strides with ndim %d", ndim);
+  int64_t numel = 0;
+  if ((st = numel_of(ndim, sizes, &numel))) return st;
+  /* Storage just large enough for the last element. */
+  int64_t last = 0;
+  for (int i = 0; i < ndim; i++) {
+    if (strides[i] < 0)
+      return kd_set_error(KD_EINVAL, "kd_tensor_empty_strided: stride %lld of dimension %d is negative",
+                          (long long)strides[i], i);
+    int64_t span;
+    if (sizes[i] > 0 && (__builtin_mul_overflow(sizes[i] - 1, strides[i], &span) ||
+                         __builtin_add_overflow(last, span, &last)))
+      return kd_set_error(KD_EOVERFLOW, "kd_tensor_empty_strided: element offsets overflow");
+  }
+  int64_t nbytes = 0;
+  if (numel > 0 && (__builtin_add_overflow(last, 1, &nbytes) ||
+                    __builtin_mul_overflow(nbytes, (int64_t)kd_dtype_size(dtype), &nbytes)))
+    return kd_set_error(KD_EOVERFLOW, "kd_tensor_empty_strided: byte size overflows");
+  kd_storage *storage;
+  if ((st = kd_storage_new(device, (size_t)nbytes, &storage))) return st;
+  st = kd__tensor_make(storage, 0, ndim, sizes, strides, dtype, out);
+  kd_storage_release(storage);
+  return st;
+}
+
+kd_status kd_tensor_empty(int ndim, const int64_t *sizes, kd_dtype dtype, kd_device device,
+                          kd_tensor **out) {
+  if (!out) return kd_set_error(KD_EINVAL, "kd_tensor_empty: NULL out");
+  *out = NULL;
+  kd_status st = check_dims("kd_tensor_empty", ndim, sizes, dtype);
+  if (st) return st;
+  int64_t strides[KD_MAX_DIMS];
+  contiguous_strides(ndim, sizes, strides);
+  return kd_tensor_empty_strided(ndim, sizes, strides, dtype, device, out);
+}
+
+kd_status kd_tensor_from_data(int ndim, const int64_t *sizes, kd_dtype dtype, const void *data,
+                              kd_tensor **out) {
+  if (!out) return kd_set_error(KD_EINVAL, "kd_tensor_from_data: NULL out");
+  kd_tensor *t;
+  kd_status st = kd_tensor_empty(ndim, sizes, dtype, kd_device_cpu(), &t);
+  if (st) return st;
+  if (t->numel > 0) {
+    if (!data) {
+      kd_tensor_release(t);
+      return kd_set_error(KD_EINVAL, "kd_tensor_from_data: NULL data for %lld elements",
+                          (long long)t->numel);
+    }
+    memcpy(t->storage->data, data, (size_t)t->numel * kd_dtype_size(dtype));
+  }
+  *out = t;
+  return KD_OK;
+}
+
+kd_status kd_tensor_from_scalar(const kd_scalar *value, kd_dtype dtype, kd_tensor **out) {
+  if (!out || !value) return kd_set_error(KD_EINVAL, "kd_tensor_from_scalar: NULL argument");
+  *out = NULL;
+  unsigned char elem[16];
+  if (!kd_dtype_valid(dtype))
+    return kd_set_error(KD_EINVAL, "kd_tensor_from_scalar: invalid dtype %d", (int)dtype);
+  kd_status st = kd_scalar_to_element(value, dtype, elem);
+  if (st) return st;
+  return kd_tensor_from_data(0, NULL, dtype, elem, out);
+}
+
+kd_status kd_tensor_from_storage(kd_storage *storage, int64_t offset, int ndim,
+                                 const int64_t *sizes, const int64_t *strides, kd_dtype dtype,
+                                 kd_tensor **out) {
+  if (!out) return kd_set_error(KD_EINVAL, "kd_tensor_from_storage: NULL out");
+  *out = NULL;
+  if (!storage) return kd_set_error(KD_EINVAL, "kd_tensor_from_storage: NULL storage");
+  kd_status st = check_dims("kd_tensor_from_storage", ndim, sizes, dtype);
+  if (st) return st;
+  if (ndim > 0 && !strides)
+    return kd_set_error(KD_EINVAL, "kd_tensor_from_storage: NULL strides with ndim %d", ndim);
+  int64_t numel = 0;
+  if ((st = numel_of(ndim, sizes, &numel))) return st;
+  if ((st = kd__check_geometry(ndim, sizes, strides, offset, dtype, storage->nbytes))) return st;
+  return kd__tensor_make(storage, offset, ndim, sizes, strides, dtype, out);
+}
+
+kd_status kd_tensor_as_strided(const kd_tensor *base, int ndim, const int64_t *sizes,
+                               const int64_t *strides, int64_t offset, kd_tensor **out) {
+  if (!base) {
+    if (out) *out = NULL;
+    return kd_set_error(KD_EINVAL, "kd_tensor_as_strided: NULL base");
+  }
+  return kd_tensor_from_storage(base->storage, offset, ndim, sizes, strides, base->dtype, out);
+}
+
+void kd_tensor_retain(kd_tensor *tensor) {
+  if (tensor) kd__ref_inc(&tensor->refs);
+}
+
+void kd_tensor_release(kd_tensor *tensor) {
+  if (!tensor || !kd__ref_dec(&tensor->refs)) return;
+  kd_storage_release(tensor->storage);
+  free(tensor);
+}
+
+int64_t kd_tensor_refcount(const kd_tensor *tensor) { return kd__ref_get(&tensor->refs); }
+
+/* ---- Accessors --------------------------------------------------------------------- */
+
+int kd_tensor_ndim(const kd_tensor *t) { return t->ndim; }
+const int64_t *kd_tensor_sizes(const kd_tensor *t) { return t->sizes; }
+const int64_t *kd_tensor_strides(const kd_tensor *t) { return t->strides; }
+
+static int wrap_dim(const kd_tensor *t, int dim) {
+  if (dim < 0) dim += t->ndim;
+  return dim >= 0 && dim < t->ndim ? dim : -1;
+}
+
+int64_t kd_tensor_size(const kd_tensor *t, int dim) {
+  int d = wrap_dim(t, dim);
+  return d < 0 ? -1 : t->sizes[d];
+}
+
+int64_t kd_tensor_stride(const kd_tensor *t, int dim) {
+  int d = wrap_dim(t, dim);
+  return d < 0 ? -1 : t->strides[d];
+}
+
+kd_dtype kd_tensor_dtype(const kd_tensor *t) { return t->dtype; }
+kd_device kd_tensor_device(const kd_tensor *t) { return t->storage->device; }
+kd_layout kd_tensor_layout(const kd_tensor *t) { return t->layout; }
+int64_t kd_tensor_storage_offset(const kd_tensor *t) { return t->offset; }
+kd_storage *kd_tensor_storage(const kd_tensor *t) { return t->storage; }
+
+void *kd_tensor_data(const kd_tensor *t) {
+  if (!t->storage->data) return NULL;
+  return (char *)t->storage->data + t->offset * (int64_t)kd_dtype_size(t->dtype);
+}
+
+int64_t kd_tensor_numel(const kd_tensor *t) { return t->numel; }
+size_t kd_tensor_itemsize(const kd_tensor *t) { return kd_dtype_size(t->dtype); }
+bool kd_tensor_is_contiguous(const kd_tensor *t) { return t->contiguous; }
+
+bool kd_tensor_shares_storage(const kd_tensor *a, const kd_tensor *b) {
+  return a && b && a->storage == b->storage;
+}
+
+/* ---- Element access ------------------------------------------------------------------ */
+
+static kd_status element_ptr(const kd_tensor *t, const int64_t *index, const char *fn,
+                             char **out) {
+  if (!t) return kd_set_error(KD_EINVAL, "%s: NULL tensor", fn);
+  if (t->storage->device.type != KD_DEVICE_CPU) {
+    char dev[48];
+    kd_device_format(t->storage->device, dev, sizeof dev);
+    return kd_set_error(KD_EUNSUPPORTED,
+                        "%s: element access needs a cpu tensor, but the tensor is on '%s'", fn,
+                        dev);
+  }
+  if (t->ndim > 0 && !index) return kd_set_error(KD_EINVAL, "%s: NULL index for %d dimensions", fn, t->ndim);
+  int64_t off = t->offset;
+  for (int i = 0; i < t->ndim; i++) {
+    int64_t ix = index[i];
+    if (ix < -t->sizes[i] || ix >= t->sizes[i])
+      return kd_set_error(KD_ERANGE,
+                          "%s: index %lld is out of bounds for dimension %d with size %lld", fn,
+                          (long long)ix, i, (long long)t->sizes[i]);
+    if (ix < 0) ix += t->sizes[i];
+    off += ix * t->strides[i];
+  }
+  *out = (char *)t->storage->data + off * (int64_t)kd_dtype_size(t->dtype);
+  return KD_OK;
+}
+
+kd_status kd_tensor_get(const kd_tensor *tensor, const int64_t *index, kd_scalar *out) {
+  char *p;
+  kd_status st = element_ptr(tensor, index, "kd_tensor_get", &p);
+  if (st) return st;
+  return kd_scalar_from_element(p, tensor->dtype, out);
+}
+
+kd_status kd_tensor_set(kd_tensor *tensor, const int64_t *index, const kd_scalar *value) {
+  char *p;
+  kd_status st = element_ptr(tensor, index, "kd_tensor_set", &p);
+  if (st) return st;
+  return kd_scalar_to_element(value, tensor->dtype, p);
+}
+
+kd_status kd_tensor_item(const kd_tensor *tensor, kd_scalar *out) {
+  if (!tensor) return kd_set_error(KD_EINVAL, "kd_tensor_item: NULL tensor");
+  if (tensor->numel != 1)
+    return kd_set_error(KD_EINVAL,
+                        "kd_tensor_item: a tensor with %lld elements cannot be converted to a "
+                        "scalar: expected exactly one element",
+                        (long long)tensor->numel);
+  int64_t zeros[KD_MAX_DIMS] = {0};
+  return kd_tensor_get(tensor, zeros, out);
+}
+
+size_t kd_tensor_describe(const kd_tensor *t, char *buf, size_t cap) {
+  kd__fmt f = kd__fmt_init(buf, cap);
+  char dev[48];
+  kd_device_format(t->storage->device, dev, sizeof dev);
+  kd__fmt_printf(&f, "tensor(%s[", kd_dtype_name(t->dtype));
+  for (int i = 0; i < t->ndim; i++) kd__fmt_printf(&f, "%s%lld", i ? ", " : "", (long long)t->sizes[i]);
+  kd__fmt_printf(&f, "], %s", dev);
+  if (!t->contiguous) {
+    kd__fmt_puts(&f, ", strides=[");
+    for (int i = 0; i < t->ndim; i++)
+      kd__fmt_printf(&f, "%s%lld", i ? ", " : "", (long long)t->strides[i]);
+    kd__fmt_puts(&f, "]");
+  }
+  kd__fmt_puts(&f, ")");
+  return f.len;
+}

@@ -1,0 +1,50 @@
+/*
+ * kd_test.h: cmocka plus assertions that print both sides and the library's
+ * last error message.
+ */
+#ifndef KD_TEST_H
+#define KD_TEST_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "kd/kd.h"
+
+/* expr must return KD_OK; on failure print the status and message. */
+#define KD_ASSERT_OK(expr)                                                          \
+  do {                                                                              \
+    kd_status kd_t_st_ = (expr);                                                    \
+    if (kd_t_st_ != KD_OK) {                                                        \
+      fail_msg("%s returned %s: %s", #expr, kd_status_name(kd_t_st_), kd_last_error()); \
+    }                                                                               \
+  } while (0)
+
+/* expr must fail with `status`, and the message must contain `needle`. */
+#define KD_ASSERT_ERR(expr, status, needle)                                           \
+  do {                                                                                \
+    kd_clear_error();                                                                 \
+    kd_status kd_t_st_ = (expr);                                                      \
+    if (kd_t_st_ != (status)) {                                                       \
+      fail_msg("%s returned %s, expected %s (message: %s)", #expr,                    \
+               kd_status_name(kd_t_st_), kd_status_name(status), kd_last_error());     \
+    }                                                                                 \
+    if (strstr(kd_last_error(), (needle)) == NULL) {                                  \
+      fail_msg("%s: message \"%s\" does not contain \"%s\"", #expr, kd_last_error(),  \
+               (needle));                                                             \
+    }                                                                                 \
+  } while (0)
+
+#define KD_ASSERT_STR_EQ(a, b)                                        \
+  do {                                                                \
+    const char *kd_t_a_ = (a), *kd_t_b_ = (b);                        \
+    if (strcmp(kd_t_a_, kd_t_b_) != 0)                                \
+      fail_msg("%s != %s:\n  \"%s\"\n  \"%s\"", #a, #b, kd_t_a_, kd_t_b_); \
+  } while (0)
+
+#endif /* KD_TEST_H */

@@ -1,0 +1,12 @@
+/*
+ * commands.h: the subcommands of `kd`. Each takes the arguments after its
+ * name (argv[0] is the subcommand's name) and returns the process exit code.
+ */
+#ifndef KD_TOOL_COMMANDS_H
+#define KD_TOOL_COMMANDS_H
+
+int kd_cmd_schema(int argc, char **argv);
+int kd_cmd_version(int argc, char **argv);
+int kd_cmd_tour(int argc, char **argv);
+
+#endif

@@ -1,0 +1,52 @@
+/*
+ * kd: the kdispatch command line.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+#include "kd/kd.h"
+
+typedef struct kd_command {
+  const char *name;
+  int (*run)(int argc, char **argv);
+  const char *summary;
+} kd_command;
+
+static const kd_command commands[] = {
+    {"schema", kd_cmd_schema, "parse schemas from stdin and print them canonically"},
+    {"tour", kd_cmd_tour, "a short tour of the library on a built-in example"},
+    {"version", kd_cmd_version, "print the library version"},
+};
+
+static void usage(FILE *out) {
+  fprintf(out, "usage: kd COMMAND [ARGS...]\n\ncommands:\n");
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+  fprintf(out, "\nkd COMMAND --help shows a command's options.\n");
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return 2;
+  }
+  if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+    usage(stdout);
+    return 0;
+  }
+  if (!strcmp(argv[1], "--version")) return kd_cmd_version(argc - 1, argv + 1);
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+    if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
+  }
+  fprintf(stderr, "kd: unknown command '%s'\n\n", argv[1]);
+  usage(stderr);
+  return 2;
+}
+
+int kd_cmd_version(int argc, char **argv) {
+  (void)argc;
+  (void)argv;
+  printf("kd %s (headers %s)\n", kd_version_string(), KD_VERSION_STRING);
+  return 0;
+}
