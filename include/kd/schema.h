@@ -54,6 +54,8 @@ typedef enum kd_type_kind {
   KD_TYPE_DICT,     /* Dict(K, V) (kd_type_key, kd_type_element) */
   KD_TYPE_FUTURE,   /* Future(T) (kd_type_element) */
   KD_TYPE_TUPLE,    /* (T1, T2, ...) (kd_type_tuple_size, kd_type_tuple_at) */
+  KD_TYPE_RREF,     /* RRef(T) (kd_type_element) */
+  KD_TYPE_UNION,    /* Union(T1, T2, ...) (kd_type_tuple_size, kd_type_tuple_at) */
   KD_TYPE_KIND_COUNT
 } kd_type_kind;
 
@@ -61,12 +63,14 @@ typedef struct kd_type kd_type;
 typedef struct kd_alias_info kd_alias_info;
 
 KD_API kd_type_kind kd_type_kind_of(const kd_type *type);
-/* Element of OPTIONAL, LIST and FUTURE, value type of DICT; NULL otherwise. */
+/* Element of OPTIONAL, LIST, FUTURE and RREF, value type of DICT; NULL otherwise. */
 KD_API const kd_type *kd_type_element(const kd_type *type);
 /* Key type of DICT; NULL otherwise. */
 KD_API const kd_type *kd_type_key(const kd_type *type);
 /* N of T[N]; -1 for T[] and non-lists. */
 KD_API int64_t kd_type_list_size(const kd_type *type);
+/* Members of TUPLE and UNION: count (0 for other kinds) and member i (NULL
+ * when out of range). */
 KD_API size_t kd_type_tuple_size(const kd_type *type);
 KD_API const kd_type *kd_type_tuple_at(const kd_type *type, size_t i);
 /* Name of VAR and CLASS; the spelling of a base type; NULL otherwise. */

@@ -36,7 +36,7 @@ static kd_status lookup_name(const char *what, const char *name, const char *con
 }
 
 kd_status kd_layout_from_name(const char *name, kd_layout *out) {
-  int v;
+  int v = 0;
   kd_status st = lookup_name("layout", name, layout_names, KD_LAYOUT_COUNT, &v);
   if (st == KD_OK) *out = (kd_layout)v;
   return st;
@@ -48,7 +48,7 @@ const char *kd_memory_format_name(kd_memory_format format) {
 }
 
 kd_status kd_memory_format_from_name(const char *name, kd_memory_format *out) {
-  int v;
+  int v = 0;
   kd_status st =
       lookup_name("memory format", name, memory_format_names, KD_MEMORY_FORMAT_COUNT, &v);
   if (st == KD_OK) *out = (kd_memory_format)v;

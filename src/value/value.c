@@ -397,28 +397,28 @@ static const kd_list *list_of(const kd_value *v, kd_value_tag a, kd_value_tag b)
 
 const int64_t *kd_value_int_list_data(const kd_value *v) {
   const kd_list *l = list_of(v, KD_VALUE_INT_LIST, KD_VALUE_INT_LIST);
-  return l ? KD__LIST_ITEMS(l, const int64_t) : NULL;
+  return l ? KD__LIST_CITEMS(l, int64_t) : NULL;
 }
 
 const double *kd_value_double_list_data(const kd_value *v) {
   const kd_list *l = list_of(v, KD_VALUE_DOUBLE_LIST, KD_VALUE_DOUBLE_LIST);
-  return l ? KD__LIST_ITEMS(l, const double) : NULL;
+  return l ? KD__LIST_CITEMS(l, double) : NULL;
 }
 
 const bool *kd_value_bool_list_data(const kd_value *v) {
   const kd_list *l = list_of(v, KD_VALUE_BOOL_LIST, KD_VALUE_BOOL_LIST);
-  return l ? KD__LIST_ITEMS(l, const bool) : NULL;
+  return l ? KD__LIST_CITEMS(l, bool) : NULL;
 }
 
 kd_tensor *const *kd_value_tensor_list_data(const kd_value *v) {
   const kd_list *l = list_of(v, KD_VALUE_TENSOR_LIST, KD_VALUE_OPT_TENSOR_LIST);
-  return l ? KD__LIST_ITEMS(l, kd_tensor *const) : NULL;
+  return l ? KD__LIST_CITEMS(l, kd_tensor *) : NULL;
 }
 
 const kd_value *kd_value_list_at(const kd_value *v, size_t i) {
   const kd_list *l = list_of(v, KD_VALUE_LIST, KD_VALUE_TUPLE);
   if (!l || i >= l->size) return NULL;
-  return &KD__LIST_ITEMS(l, const kd_value)[i];
+  return &KD__LIST_CITEMS(l, kd_value)[i];
 }
 
 /* ---- Equality -------------------------------------------------------------- */
@@ -429,35 +429,35 @@ static bool list_equal(const kd_list *a, const kd_list *b) {
   size_t n = a->size;
   switch (a->kind) {
     case KD_VALUE_INT_LIST: {
-      const int64_t *x = KD__LIST_ITEMS(a, const int64_t), *y = KD__LIST_ITEMS(b, const int64_t);
+      const int64_t *x = KD__LIST_CITEMS(a, int64_t), *y = KD__LIST_CITEMS(b, int64_t);
       for (size_t i = 0; i < n; i++)
         if (x[i] != y[i]) return false;
       return true;
     }
     case KD_VALUE_DOUBLE_LIST: {
-      const double *x = KD__LIST_ITEMS(a, const double), *y = KD__LIST_ITEMS(b, const double);
+      const double *x = KD__LIST_CITEMS(a, double), *y = KD__LIST_CITEMS(b, double);
       for (size_t i = 0; i < n; i++)
         if (!(x[i] == y[i])) return false;
       return true;
     }
     case KD_VALUE_BOOL_LIST: {
-      const bool *x = KD__LIST_ITEMS(a, const bool), *y = KD__LIST_ITEMS(b, const bool);
+      const bool *x = KD__LIST_CITEMS(a, bool), *y = KD__LIST_CITEMS(b, bool);
       for (size_t i = 0; i < n; i++)
         if (x[i] != y[i]) return false;
       return true;
     }
     case KD_VALUE_TENSOR_LIST:
     case KD_VALUE_OPT_TENSOR_LIST: {
-      kd_tensor *const *x = KD__LIST_ITEMS(a, kd_tensor *const);
-      kd_tensor *const *y = KD__LIST_ITEMS(b, kd_tensor *const);
+      kd_tensor *const *x = KD__LIST_CITEMS(a, kd_tensor *);
+      kd_tensor *const *y = KD__LIST_CITEMS(b, kd_tensor *);
       for (size_t i = 0; i < n; i++)
         if (x[i] != y[i]) return false;
       return true;
     }
     case KD_VALUE_LIST:
     case KD_VALUE_TUPLE: {
-      const kd_value *x = KD__LIST_ITEMS(a, const kd_value);
-      const kd_value *y = KD__LIST_ITEMS(b, const kd_value);
+      const kd_value *x = KD__LIST_CITEMS(a, kd_value);
+      const kd_value *y = KD__LIST_CITEMS(b, kd_value);
       for (size_t i = 0; i < n; i++)
         if (!kd_value_equal(&x[i], &y[i])) return false;
       return true;
@@ -591,21 +591,21 @@ static void fmt_list(kd__fmt *f, const kd_list *l) {
     if (i) kd__fmt_putn(f, ", ", 2);
     switch (l->kind) {
       case KD_VALUE_INT_LIST:
-        kd__fmt_printf(f, "%" PRId64, KD__LIST_ITEMS(l, const int64_t)[i]);
+        kd__fmt_printf(f, "%" PRId64, KD__LIST_CITEMS(l, int64_t)[i]);
         break;
       case KD_VALUE_DOUBLE_LIST:
-        fmt_scalar(f, kd_scalar_double(KD__LIST_ITEMS(l, const double)[i]));
+        fmt_scalar(f, kd_scalar_double(KD__LIST_CITEMS(l, double)[i]));
         break;
       case KD_VALUE_BOOL_LIST:
-        kd__fmt_puts(f, KD__LIST_ITEMS(l, const bool)[i] ? "True" : "False");
+        kd__fmt_puts(f, KD__LIST_CITEMS(l, bool)[i] ? "True" : "False");
         break;
       case KD_VALUE_TENSOR_LIST:
       case KD_VALUE_OPT_TENSOR_LIST:
-        fmt_tensor(f, KD__LIST_ITEMS(l, kd_tensor *const)[i]);
+        fmt_tensor(f, KD__LIST_CITEMS(l, kd_tensor *)[i]);
         break;
       case KD_VALUE_LIST:
       case KD_VALUE_TUPLE:
-        fmt_value(f, &KD__LIST_ITEMS(l, const kd_value)[i]);
+        fmt_value(f, &KD__LIST_CITEMS(l, kd_value)[i]);
         break;
       default:
         break;

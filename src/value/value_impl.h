@@ -29,7 +29,8 @@ struct kd_list {
   max_align_t data[]; /* `size` elements of the kind's element type */
 };
 
-/* The element array, typed. */
+/* The element array, typed: of a mutable list, and of a const list. */
 #define KD__LIST_ITEMS(list, type) ((type *)(void *)(list)->data)
+#define KD__LIST_CITEMS(list, type) ((type const *)(const void *)(list)->data)
 
 #endif /* KD_VALUE_IMPL_H */

@@ -1,0 +1,212 @@
+/* DLPack export and import, with DLPack's ownership rules. */
+#include "kd_test.h"
+
+static void test_export_roundtrip(void **state) {
+  (void)state;
+  int32_t data[6] = {1, 2, 3, 4, 5, 6};
+  kd_tensor *t, *v;
+  KD_ASSERT_OK(kd_tensor_from_data(2, (int64_t[]){2, 3}, KD_INT32, data, &t));
+  KD_ASSERT_OK(kd_tensor_as_strided(t, 2, (int64_t[]){3, 2}, (int64_t[]){1, 3}, 0, &v));
+  DLManagedTensor *m;
+  KD_ASSERT_OK(kd_tensor_to_dlpack(v, &m));
+  assert_int_equal(kd_tensor_refcount(v), 2); /* the managed tensor holds one */
+  DLTensor *dl = &m->dl_tensor;
+  assert_int_equal(dl->ndim, 2);
+  assert_int_equal(dl->shape[0], 3);
+  assert_int_equal(dl->strides[0], 1);
+  assert_int_equal(dl->strides[1], 3);
+  assert_int_equal(dl->dtype.code, kDLInt);
+  assert_int_equal(dl->dtype.bits, 32);
+  assert_int_equal(dl->dtype.lanes, 1);
+  assert_int_equal(dl->device.device_type, kDLCPU);
+  assert_ptr_equal(dl->data, kd_tensor_data(t));
+
+  /* Import: the same bytes; the consumer owns the managed tensor. */
+  kd_tensor *back;
+  KD_ASSERT_OK(kd_tensor_from_dlpack(m, &back));
+  assert_ptr_equal(kd_tensor_data(back), kd_tensor_data(t));
+  assert_int_equal(kd_tensor_stride(back, 1), 3);
+  assert_int_equal(kd_tensor_dtype(back), KD_INT32);
+  kd_scalar x;
+  KD_ASSERT_OK(kd_tensor_get(back, (int64_t[]){2, 1}, &x));
+  assert_int_equal(x.v.i, 6);
+  kd_tensor_release(v);
+  assert_int_equal(kd_tensor_refcount(t), 1);
+  kd_tensor_release(t);
+  /* The bytes stay alive through the import until it is released (ASan
+   * checks this read). */
+  KD_ASSERT_OK(kd_tensor_get(back, (int64_t[]){0, 0}, &x));
+  assert_int_equal(x.v.i, 1);
+  kd_tensor_release(back);
+}
+
+static void test_export_dtypes(void **state) {
+  (void)state;
+  static const struct {
+    kd_dtype dt;
+    uint8_t code, bits;
+  } rows[] = {
+      {KD_UINT8, kDLUInt, 8},       {KD_INT8, kDLInt, 8},         {KD_INT64, kDLInt, 64},
+      {KD_FLOAT16, kDLFloat, 16},   {KD_BFLOAT16, kDLBfloat, 16}, {KD_FLOAT64, kDLFloat, 64},
+      {KD_COMPLEX64, kDLComplex, 64}, {KD_COMPLEX128, kDLComplex, 128},
+  };
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    kd_tensor *t, *back;
+    KD_ASSERT_OK(kd_tensor_empty(1, (int64_t[]){4}, rows[i].dt, kd_device_cpu(), &t));
+    DLManagedTensor *m;
+    KD_ASSERT_OK(kd_tensor_to_dlpack(t, &m));
+    assert_int_equal(m->dl_tensor.dtype.code, rows[i].code);
+    assert_int_equal(m->dl_tensor.dtype.bits, rows[i].bits);
+    KD_ASSERT_OK(kd_tensor_from_dlpack(m, &back));
+    assert_int_equal(kd_tensor_dtype(back), rows[i].dt);
+    kd_tensor_release(back);
+    kd_tensor_release(t);
+  }
+  kd_tensor *b;
+  KD_ASSERT_OK(kd_tensor_empty(1, (int64_t[]){4}, KD_BOOL, kd_device_cpu(), &b));
+  DLManagedTensor *m = (DLManagedTensor *)0x1;
+#if DLPACK_VERSION < 80
+  KD_ASSERT_ERR(kd_tensor_to_dlpack(b, &m), KD_EUNSUPPORTED, "dtype bool has no DLPack type");
+  assert_null(m);
+#endif
+  kd_tensor_release(b);
+  KD_ASSERT_OK(kd_tensor_empty(1, (int64_t[]){4}, KD_FLOAT32, (kd_device){KD_DEVICE_META, 0}, &b));
+  KD_ASSERT_ERR(kd_tensor_to_dlpack(b, &m), KD_EUNSUPPORTED,
+                "device type 'meta' has no DLPack device type");
+  kd_tensor_release(b);
+  KD_ASSERT_ERR(kd_tensor_to_dlpack(NULL, &m), KD_EINVAL, "NULL");
+}
+
+/* A producer of our own: memory and shape owned by a context that the
+ * deleter frees, as another framework's export would be. */
+typedef struct foreign {
+  DLManagedTensor managed;
+  int64_t shape[2];
+  float data[6];
+  int *deleted;
+} foreign;
+
+static void foreign_deleter(DLManagedTensor *self) {
+  foreign *f = self->manager_ctx;
+  (*f->deleted)++;
+  free(f);
+}
+
+static foreign *make_foreign(int *deleted) {
+  foreign *f = calloc(1, sizeof *f);
+  f->shape[0] = 2;
+  f->shape[1] = 3;
+  for (int i = 0; i < 6; i++) f->data[i] = (float)i * 0.5f;
+  f->deleted = deleted;
+  f->managed.manager_ctx = f;
+  f->managed.deleter = foreign_deleter;
+  DLTensor *dl = &f->managed.dl_tensor;
+  dl->data = f->data;
+  dl->device.device_type = kDLCPU;
+  dl->ndim = 2;
+  dl->dtype.code = kDLFloat;
+  dl->dtype.bits = 32;
+  dl->dtype.lanes = 1;
+  dl->shape = f->shape;
+  dl->strides = NULL; /* row-major */
+  dl->byte_offset = 0;
+  return f;
+}
+
+static void test_import_foreign(void **state) {
+  (void)state;
+  int deleted = 0;
+  foreign *f = make_foreign(&deleted);
+  f->managed.dl_tensor.byte_offset = 4; /* skip one float: a 2x3 view needs 6 more */
+  f->shape[0] = 1;
+  kd_tensor *t, *view;
+  KD_ASSERT_OK(kd_tensor_from_dlpack(&f->managed, &t));
+  assert_int_equal(kd_tensor_stride(t, 0), 3);
+  assert_true(kd_tensor_is_contiguous(t));
+  kd_scalar x;
+  KD_ASSERT_OK(kd_tensor_get(t, (int64_t[]){0, 2}, &x));
+  assert_true(x.v.d == 1.5);
+  /* A view keeps the producer's memory alive after the tensor goes. */
+  KD_ASSERT_OK(kd_tensor_as_strided(t, 1, (int64_t[]){3}, (int64_t[]){1}, 0, &view));
+  kd_tensor_release(t);
+  assert_int_equal(deleted, 0);
+  kd_tensor_release(view);
+  assert_int_equal(deleted, 1);
+}
+
+static void test_import_errors(void **state) {
+  (void)state;
+  int deleted = 0;
+  foreign *f = make_foreign(&deleted);
+  kd_tensor *t = (kd_tensor *)0x1;
+  f->managed.dl_tensor.dtype.lanes = 4;
+  KD_ASSERT_ERR(kd_tensor_from_dlpack(&f->managed, &t), KD_EUNSUPPORTED, "lanes=4");
+  assert_null(t);
+  f->managed.dl_tensor.dtype.lanes = 1;
+  f->managed.dl_tensor.dtype.bits = 24;
+  KD_ASSERT_ERR(kd_tensor_from_dlpack(&f->managed, &t), KD_EUNSUPPORTED, "code 2, bits 24");
+  f->managed.dl_tensor.dtype.bits = 32;
+  f->managed.dl_tensor.device.device_type = kDLVulkan;
+  KD_ASSERT_ERR(kd_tensor_from_dlpack(&f->managed, &t), KD_EUNSUPPORTED,
+                "DLPack device type 7 has no kdispatch device type");
+  f->managed.dl_tensor.device.device_type = kDLCPU;
+  f->shape[1] = -3;
+  KD_ASSERT_ERR(kd_tensor_from_dlpack(&f->managed, &t), KD_EINVAL, "size -3 of dimension 1");
+  f->shape[1] = 3;
+  f->managed.dl_tensor.ndim = 40;
+  KD_ASSERT_ERR(kd_tensor_from_dlpack(&f->managed, &t), KD_EINVAL, "ndim 40 out of range");
+  f->managed.dl_tensor.ndim = 2;
+  int64_t neg[2] = {3, -1};
+  f->managed.dl_tensor.strides = neg;
+  KD_ASSERT_ERR(kd_tensor_from_dlpack(&f->managed, &t), KD_EUNSUPPORTED, "negative stride");
+  f->managed.dl_tensor.strides = NULL;
+  f->managed.dl_tensor.data = NULL;
+  KD_ASSERT_ERR(kd_tensor_from_dlpack(&f->managed, &t), KD_EINVAL, "NULL data pointer");
+  /* After every failure the caller still owns it. */
+  assert_int_equal(deleted, 0);
+  f->managed.deleter(&f->managed);
+  assert_int_equal(deleted, 1);
+}
+
+static void test_private_device(void **state) {
+  (void)state;
+  /* A private device with a DLPack type exchanges through it. */
+  KD_ASSERT_OK(kd_device_type_register(KD_DEVICE_PRIVATEUSE3, "vulkan_test", kDLVulkan));
+  int deleted = 0;
+  foreign *f = make_foreign(&deleted);
+  f->managed.dl_tensor.device.device_type = kDLVulkan;
+  f->managed.dl_tensor.device.device_id = 2;
+  kd_tensor *t;
+  KD_ASSERT_OK(kd_tensor_from_dlpack(&f->managed, &t));
+  assert_int_equal(kd_tensor_device(t).type, KD_DEVICE_PRIVATEUSE3);
+  assert_int_equal(kd_tensor_device(t).index, 2);
+  DLManagedTensor *m;
+  KD_ASSERT_OK(kd_tensor_to_dlpack(t, &m));
+  assert_int_equal(m->dl_tensor.device.device_type, kDLVulkan);
+  assert_int_equal(m->dl_tensor.device.device_id, 2);
+  m->deleter(m);
+  kd_tensor_release(t);
+  assert_int_equal(deleted, 1);
+}
+
+static void test_zero_size(void **state) {
+  (void)state;
+  kd_tensor *t, *back;
+  KD_ASSERT_OK(kd_tensor_empty(2, (int64_t[]){0, 5}, KD_FLOAT32, kd_device_cpu(), &t));
+  DLManagedTensor *m;
+  KD_ASSERT_OK(kd_tensor_to_dlpack(t, &m));
+  KD_ASSERT_OK(kd_tensor_from_dlpack(m, &back));
+  assert_int_equal(kd_tensor_numel(back), 0);
+  assert_int_equal(kd_tensor_size(back, 1), 5);
+  kd_tensor_release(back);
+  kd_tensor_release(t);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_export_roundtrip), cmocka_unit_test(test_export_dtypes),
+      cmocka_unit_test(test_import_foreign),   cmocka_unit_test(test_import_errors),
+      cmocka_unit_test(test_private_device),   cmocka_unit_test(test_zero_size),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

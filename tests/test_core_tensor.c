@@ -1,0 +1,283 @@
+/* Devices, allocators, storage and tensors. */
+#include "kd_test.h"
+
+static void test_device_names(void **state) {
+  (void)state;
+  KD_ASSERT_STR_EQ(kd_device_type_name(KD_DEVICE_CPU), "cpu");
+  KD_ASSERT_STR_EQ(kd_device_type_name(KD_DEVICE_META), "meta");
+  KD_ASSERT_STR_EQ(kd_device_type_name((kd_device_type)77), "invalid");
+  kd_device d;
+  KD_ASSERT_OK(kd_device_parse("cuda:3", &d));
+  assert_int_equal(d.type, KD_DEVICE_CUDA);
+  assert_int_equal(d.index, 3);
+  KD_ASSERT_OK(kd_device_parse("cpu", &d));
+  assert_true(kd_device_equal(d, kd_device_cpu()));
+  KD_ASSERT_ERR(kd_device_parse("gpu:0", &d), KD_ENOTFOUND, "unknown device type 'gpu'");
+  KD_ASSERT_ERR(kd_device_parse("cuda:", &d), KD_EINVAL, "column 6: expected a device index");
+  KD_ASSERT_ERR(kd_device_parse("cuda:1x", &d), KD_EINVAL, "column 7: unexpected 'x'");
+  KD_ASSERT_ERR(kd_device_parse("cpu:1", &d), KD_EINVAL, "only device index 0");
+  KD_ASSERT_ERR(kd_device_parse("", &d), KD_EINVAL, "expected a device type");
+  KD_ASSERT_ERR(kd_device_parse("cuda:99999999999", &d), KD_EINVAL, "too large");
+  char buf[32];
+  assert_int_equal(kd_device_format((kd_device){KD_DEVICE_CUDA, 1}, buf, sizeof buf), 6);
+  KD_ASSERT_STR_EQ(buf, "cuda:1");
+  kd_device_format(kd_device_cpu(), buf, sizeof buf);
+  KD_ASSERT_STR_EQ(buf, "cpu");
+}
+
+static void test_device_register(void **state) {
+  (void)state;
+  KD_ASSERT_ERR(kd_device_type_register(KD_DEVICE_CUDA, "gpu", 0), KD_EINVAL,
+                "not a private device type");
+  KD_ASSERT_ERR(kd_device_type_register(KD_DEVICE_PRIVATEUSE1, "OpenCL", 4), KD_EINVAL,
+                "bad device name 'OpenCL'");
+  KD_ASSERT_ERR(kd_device_type_register(KD_DEVICE_PRIVATEUSE1, "cpu", 4), KD_EEXIST,
+                "the name 'cpu' is taken");
+  KD_ASSERT_OK(kd_device_type_register(KD_DEVICE_PRIVATEUSE1, "opencl", 4));
+  KD_ASSERT_OK(kd_device_type_register(KD_DEVICE_PRIVATEUSE1, "opencl", 4)); /* same again */
+  KD_ASSERT_ERR(kd_device_type_register(KD_DEVICE_PRIVATEUSE1, "vulkan", 7), KD_EEXIST,
+                "already registered as 'opencl'");
+  KD_ASSERT_ERR(kd_device_type_register(KD_DEVICE_PRIVATEUSE2, "opencl", 4), KD_EEXIST,
+                "taken");
+  KD_ASSERT_STR_EQ(kd_device_type_name(KD_DEVICE_PRIVATEUSE1), "opencl");
+  assert_int_equal(kd_device_type_dlpack(KD_DEVICE_PRIVATEUSE1), 4);
+  kd_device d;
+  KD_ASSERT_OK(kd_device_parse("opencl:1", &d));
+  assert_int_equal(d.type, KD_DEVICE_PRIVATEUSE1);
+  assert_int_equal(d.index, 1);
+}
+
+typedef struct counting {
+  int allocs, frees;
+  size_t bytes;
+} counting;
+
+static void *count_alloc(void *ctx, kd_device dev, size_t n) {
+  (void)dev;
+  counting *c = ctx;
+  c->allocs++;
+  c->bytes += n;
+  return malloc(n);
+}
+static void count_free(void *ctx, kd_device dev, void *p, size_t n) {
+  (void)dev;
+  (void)n;
+  counting *c = ctx;
+  c->frees++;
+  free(p);
+}
+
+static void test_allocators(void **state) {
+  (void)state;
+  counting c = {0, 0, 0};
+  kd_allocator a = {KD_ALLOCATOR_API_VERSION, count_alloc, count_free, &c}, got;
+  /* No allocator for a private type yet. */
+  kd_storage *s;
+  KD_ASSERT_ERR(kd_storage_new((kd_device){KD_DEVICE_PRIVATEUSE2, 0}, 16, &s), KD_EUNSUPPORTED,
+                "no allocator is registered");
+  KD_ASSERT_ERR(kd_allocator_get(KD_DEVICE_PRIVATEUSE2, &got), KD_ENOTFOUND, "no allocator");
+  KD_ASSERT_OK(kd_allocator_set(KD_DEVICE_PRIVATEUSE2, &a));
+  KD_ASSERT_OK(kd_allocator_get(KD_DEVICE_PRIVATEUSE2, &got));
+  assert_ptr_equal(got.ctx, &c);
+  kd_tensor *t;
+  KD_ASSERT_OK(kd_tensor_empty(2, (int64_t[]){2, 3}, KD_FLOAT32,
+                               (kd_device){KD_DEVICE_PRIVATEUSE2, 1}, &t));
+  assert_int_equal(c.allocs, 1);
+  assert_int_equal(c.bytes, 24);
+  /* Element access needs cpu bytes. */
+  kd_scalar v;
+  KD_ASSERT_ERR(kd_tensor_get(t, (int64_t[]){0, 0}, &v), KD_EUNSUPPORTED,
+                "element access needs a cpu tensor, but the tensor is on 'privateusetwo:1'");
+  /* Replacing the allocator keeps the old one for existing storage. */
+  KD_ASSERT_OK(kd_allocator_set(KD_DEVICE_PRIVATEUSE2, NULL));
+  kd_tensor_release(t);
+  assert_int_equal(c.frees, 1);
+  a.api_version = 99;
+  KD_ASSERT_ERR(kd_allocator_set(KD_DEVICE_CPU, &a), KD_EINVAL, "expected api_version 1");
+  KD_ASSERT_ERR(kd_allocator_set(KD_DEVICE_META, NULL), KD_EINVAL, "meta");
+  KD_ASSERT_ERR(kd_allocator_set((kd_device_type)-1, NULL), KD_EINVAL, "invalid device type");
+}
+
+static void test_empty_and_views(void **state) {
+  (void)state;
+  kd_tensor *t;
+  KD_ASSERT_OK(kd_tensor_empty(3, (int64_t[]){2, 3, 4}, KD_INT32, kd_device_cpu(), &t));
+  assert_int_equal(kd_tensor_ndim(t), 3);
+  assert_int_equal(kd_tensor_numel(t), 24);
+  assert_int_equal(kd_tensor_stride(t, 0), 12);
+  assert_int_equal(kd_tensor_stride(t, -1), 1);
+  assert_int_equal(kd_tensor_size(t, -2), 3);
+  assert_int_equal(kd_tensor_size(t, 3), -1);
+  assert_true(kd_tensor_is_contiguous(t));
+  assert_int_equal(kd_tensor_itemsize(t), 4);
+  assert_int_equal(kd_tensor_layout(t), KD_LAYOUT_STRIDED);
+  assert_int_equal(kd_storage_nbytes(kd_tensor_storage(t)), 96);
+  assert_true(((uintptr_t)kd_tensor_data(t) & 63) == 0);
+  for (int64_t i = 0; i < 24; i++)
+    ((int32_t *)kd_tensor_data(t))[i] = (int32_t)i;
+
+  /* Transposed view of dims 1 and 2: shares storage, not contiguous. */
+  kd_tensor *v;
+  KD_ASSERT_OK(kd_tensor_as_strided(t, 3, (int64_t[]){2, 4, 3}, (int64_t[]){12, 1, 4}, 0, &v));
+  assert_true(kd_tensor_shares_storage(t, v));
+  assert_false(kd_tensor_is_contiguous(v));
+  assert_int_equal(kd_storage_refcount(kd_tensor_storage(t)), 2);
+  kd_scalar x;
+  KD_ASSERT_OK(kd_tensor_get(v, (int64_t[]){1, 3, 2}, &x)); /* t[1][2][3] = 12 + 8 + 3 */
+  assert_int_equal(x.kind, KD_SCALAR_INT);
+  assert_int_equal(x.v.i, 23);
+  KD_ASSERT_OK(kd_tensor_get(v, (int64_t[]){-1, -1, -1}, &x));
+  assert_int_equal(x.v.i, 23);
+  kd_scalar nine = kd_scalar_int(-9);
+  KD_ASSERT_OK(kd_tensor_set(v, (int64_t[]){0, 1, 0}, &nine));
+  assert_int_equal(((int32_t *)kd_tensor_data(t))[1], -9); /* written through the view */
+  char desc[96];
+  kd_tensor_describe(v, desc, sizeof desc);
+  KD_ASSERT_STR_EQ(desc, "tensor(int32[2, 4, 3], cpu, strides=[12, 1, 4])");
+  kd_tensor_describe(t, desc, sizeof desc);
+  KD_ASSERT_STR_EQ(desc, "tensor(int32[2, 3, 4], cpu)");
+
+  /* Errors. */
+  KD_ASSERT_ERR(kd_tensor_get(v, (int64_t[]){2, 0, 0}, &x), KD_ERANGE,
+                "index 2 is out of bounds for dimension 0 with size 2");
+  KD_ASSERT_ERR(kd_tensor_get(v, (int64_t[]){0, -5, 0}, &x), KD_ERANGE, "dimension 1 with size 4");
+  kd_scalar big = kd_scalar_int(1LL << 40);
+  KD_ASSERT_ERR(kd_tensor_set(v, (int64_t[]){0, 0, 0}, &big), KD_EOVERFLOW, "int32");
+  kd_tensor *bad = (kd_tensor *)0x1;
+  KD_ASSERT_ERR(kd_tensor_as_strided(t, 1, (int64_t[]){25}, (int64_t[]){1}, 0, &bad), KD_ERANGE,
+                "needs 100 bytes of storage (offset 0, int32), but the storage has 96 bytes");
+  assert_null(bad);
+  KD_ASSERT_ERR(kd_tensor_as_strided(t, 1, (int64_t[]){2}, (int64_t[]){-1}, 1, &bad), KD_EINVAL,
+                "stride -1 of dimension 0 is negative");
+  KD_ASSERT_ERR(kd_tensor_as_strided(t, 1, (int64_t[]){2}, (int64_t[]){1}, -1, &bad), KD_EINVAL,
+                "offset -1 is negative");
+  /* A view past the end is fine when it has no elements. */
+  KD_ASSERT_OK(kd_tensor_as_strided(t, 1, (int64_t[]){0}, (int64_t[]){1}, 1000, &bad));
+  assert_int_equal(kd_tensor_numel(bad), 0);
+  kd_tensor_release(bad);
+  KD_ASSERT_ERR(kd_tensor_item(t, &x), KD_EINVAL, "a tensor with 24 elements");
+
+  /* Offset views. */
+  kd_tensor *row;
+  KD_ASSERT_OK(kd_tensor_as_strided(t, 1, (int64_t[]){4}, (int64_t[]){1}, 20, &row));
+  assert_int_equal(kd_tensor_storage_offset(row), 20);
+  assert_int_equal(*(int32_t *)kd_tensor_data(row), 20);
+  kd_tensor_release(row);
+
+  kd_tensor_release(v);
+  assert_int_equal(kd_storage_refcount(kd_tensor_storage(t)), 1);
+  assert_int_equal(kd_tensor_refcount(t), 1);
+  kd_tensor_retain(t);
+  assert_int_equal(kd_tensor_refcount(t), 2);
+  kd_tensor_release(t);
+  kd_tensor_release(t);
+  kd_tensor_release(NULL);
+}
+
+static void test_create_errors(void **state) {
+  (void)state;
+  kd_tensor *t = NULL;
+  KD_ASSERT_ERR(kd_tensor_empty(17, (int64_t[17]){0}, KD_FLOAT32, kd_device_cpu(), &t),
+                KD_EINVAL, "ndim 17 out of range: expected 0..16");
+  KD_ASSERT_ERR(kd_tensor_empty(2, (int64_t[]){2, -1}, KD_FLOAT32, kd_device_cpu(), &t),
+                KD_EINVAL, "size -1 of dimension 1 is negative");
+  KD_ASSERT_ERR(kd_tensor_empty(1, (int64_t[]){2}, (kd_dtype)12, kd_device_cpu(), &t),
+                KD_EINVAL, "invalid dtype 12");
+  KD_ASSERT_ERR(kd_tensor_empty(3, (int64_t[]){1LL << 31, 1LL << 31, 1LL << 31}, KD_FLOAT32,
+                                kd_device_cpu(), &t),
+                KD_EOVERFLOW, "too many elements");
+  KD_ASSERT_ERR(kd_tensor_empty(1, (int64_t[]){2}, KD_FLOAT32, (kd_device){(kd_device_type)9, 0},
+                                &t),
+                KD_EINVAL, "invalid device");
+  KD_ASSERT_ERR(kd_tensor_from_data(1, (int64_t[]){2}, KD_FLOAT32, NULL, &t), KD_EINVAL,
+                "NULL data for 2 elements");
+  assert_null(t);
+  kd_scalar s = kd_scalar_double(1e300);
+  KD_ASSERT_ERR(kd_tensor_from_scalar(&s, KD_FLOAT32, &t), KD_EOVERFLOW, "float32");
+}
+
+static void test_data_scalar_meta(void **state) {
+  (void)state;
+  double data[] = {1, 2, 3, 4, 5, 6};
+  kd_tensor *t;
+  KD_ASSERT_OK(kd_tensor_from_data(2, (int64_t[]){3, 2}, KD_FLOAT64, data, &t));
+  kd_scalar x;
+  KD_ASSERT_OK(kd_tensor_get(t, (int64_t[]){2, 1}, &x));
+  assert_true(x.kind == KD_SCALAR_DOUBLE && x.v.d == 6);
+  kd_tensor_release(t);
+
+  kd_scalar c = kd_scalar_complex(1, -1);
+  KD_ASSERT_OK(kd_tensor_from_scalar(&c, KD_COMPLEX64, &t));
+  assert_int_equal(kd_tensor_ndim(t), 0);
+  assert_int_equal(kd_tensor_numel(t), 1);
+  KD_ASSERT_OK(kd_tensor_item(t, &x));
+  assert_true(x.kind == KD_SCALAR_COMPLEX && x.v.c.re == 1 && x.v.c.im == -1);
+  kd_tensor_release(t);
+
+  /* Every dtype stores and loads through element access. */
+  for (int dt = 0; dt < KD_DTYPE_COUNT; dt++) {
+    kd_tensor *e;
+    KD_ASSERT_OK(kd_tensor_empty(1, (int64_t[]){3}, (kd_dtype)dt, kd_device_cpu(), &e));
+    kd_scalar one = kd_scalar_int(1);
+    KD_ASSERT_OK(kd_tensor_set(e, (int64_t[]){2}, &one));
+    KD_ASSERT_OK(kd_tensor_get(e, (int64_t[]){2}, &x));
+    assert_true(kd_scalar_to_double(&x) == 1.0);
+    kd_tensor_release(e);
+  }
+
+  /* Meta tensors have shapes but no bytes. */
+  kd_tensor *m;
+  KD_ASSERT_OK(kd_tensor_empty(2, (int64_t[]){1000, 1000}, KD_FLOAT32,
+                               (kd_device){KD_DEVICE_META, 0}, &m));
+  assert_null(kd_tensor_data(m));
+  assert_int_equal(kd_tensor_numel(m), 1000000);
+  KD_ASSERT_ERR(kd_tensor_get(m, (int64_t[]){0, 0}, &x), KD_EUNSUPPORTED, "'meta'");
+  kd_tensor_release(m);
+
+  /* Strided empty: storage sized to the last element. */
+  KD_ASSERT_OK(kd_tensor_empty_strided(2, (int64_t[]){2, 3}, (int64_t[]){1, 2}, KD_INT16,
+                                       kd_device_cpu(), &t));
+  assert_int_equal(kd_storage_nbytes(kd_tensor_storage(t)), 12);
+  assert_false(kd_tensor_is_contiguous(t));
+  kd_tensor_release(t);
+  /* Size-1 dimensions may have any stride and still be contiguous. */
+  KD_ASSERT_OK(kd_tensor_empty_strided(2, (int64_t[]){1, 3}, (int64_t[]){99, 1}, KD_INT16,
+                                       kd_device_cpu(), &t));
+  assert_true(kd_tensor_is_contiguous(t));
+  kd_tensor_release(t);
+}
+
+static int wrapped_freed;
+static void wrapped_deleter(void *ctx) {
+  wrapped_freed++;
+  free(ctx);
+}
+
+static void test_storage_wrap(void **state) {
+  (void)state;
+  float *mem = malloc(4 * sizeof(float));
+  kd_storage *s;
+  KD_ASSERT_ERR(kd_storage_wrap(kd_device_cpu(), NULL, 16, NULL, NULL, &s), KD_EINVAL, "NULL data");
+  KD_ASSERT_OK(kd_storage_wrap(kd_device_cpu(), mem, 16, wrapped_deleter, mem, &s));
+  kd_tensor *t;
+  KD_ASSERT_OK(kd_tensor_from_storage(s, 1, 1, (int64_t[]){3}, (int64_t[]){1}, KD_FLOAT32, &t));
+  kd_tensor *bad;
+  KD_ASSERT_ERR(kd_tensor_from_storage(s, 2, 1, (int64_t[]){3}, (int64_t[]){1}, KD_FLOAT32, &bad),
+                KD_ERANGE, "storage has 16 bytes");
+  assert_null(bad);
+  kd_storage_release(s); /* the tensor still holds it */
+  assert_int_equal(wrapped_freed, 0);
+  assert_ptr_equal(kd_tensor_data(t), mem + 1);
+  kd_tensor_release(t);
+  assert_int_equal(wrapped_freed, 1);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_device_names),    cmocka_unit_test(test_device_register),
+      cmocka_unit_test(test_allocators),      cmocka_unit_test(test_empty_and_views),
+      cmocka_unit_test(test_create_errors),   cmocka_unit_test(test_data_scalar_meta),
+      cmocka_unit_test(test_storage_wrap),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
