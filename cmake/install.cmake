@@ -21,6 +21,10 @@ install(FILES ${PROJECT_BINARY_DIR}/kdispatchConfig.cmake
               ${PROJECT_BINARY_DIR}/kdispatchConfigVersion.cmake
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/kdispatch)
 
+# The .pc file finds its prefix relative to itself, so an install can move.
+file(RELATIVE_PATH KD_PC_TO_PREFIX
+  ${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/pkgconfig ${CMAKE_INSTALL_PREFIX})
+string(REGEX REPLACE "/$" "" KD_PC_TO_PREFIX "${KD_PC_TO_PREFIX}")
 configure_file(${PROJECT_SOURCE_DIR}/cmake/kdispatch.pc.in
   ${PROJECT_BINARY_DIR}/kdispatch.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/kdispatch.pc

@@ -65,7 +65,7 @@ static void test_export_dtypes(void **state) {
   kd_tensor *b;
   KD_ASSERT_OK(kd_tensor_empty(1, (int64_t[]){4}, KD_BOOL, kd_device_cpu(), &b));
   DLManagedTensor *m = (DLManagedTensor *)0x1;
-#if DLPACK_VERSION < 80
+#if !defined(DLPACK_MAJOR_VERSION) && DLPACK_VERSION < 80
   KD_ASSERT_ERR(kd_tensor_to_dlpack(b, &m), KD_EUNSUPPORTED, "dtype bool has no DLPack type");
   assert_null(m);
 #endif

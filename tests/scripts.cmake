@@ -1,0 +1,27 @@
+# Tests that are not one cmocka file each.
+
+# DLPack 1.x: src/core/dlpack.c compiled against a stand-in 1.x header, so the
+# versioned path is tested whatever dlpack.h Debian ships. Its copy of the
+# DLPack functions comes first on the link line, ahead of the archive's.
+add_executable(test_dlpack_versioned
+  ${CMAKE_CURRENT_SOURCE_DIR}/dlpack1/test_dlpack_versioned.c
+  ${PROJECT_SOURCE_DIR}/src/core/dlpack.c)
+target_include_directories(test_dlpack_versioned BEFORE PRIVATE
+  ${CMAKE_CURRENT_SOURCE_DIR}/dlpack1 ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/src
+  ${CMAKE_CURRENT_SOURCE_DIR})
+target_link_libraries(test_dlpack_versioned PRIVATE kdispatch_static PkgConfig::CMOCKA)
+set_target_properties(test_dlpack_versioned PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
+add_test(NAME test_dlpack_versioned COMMAND test_dlpack_versioned)
+
+# The shared library exports only kd_ functions: hidden visibility works.
+add_test(NAME test_exports
+  COMMAND ${CMAKE_COMMAND} -DLIB=$<TARGET_FILE:kdispatch> -P ${CMAKE_CURRENT_SOURCE_DIR}/check_exports.cmake)
+
+# Install to a scratch prefix, then build and run a consumer with
+# find_package(kdispatch) (shared and static) and with pkg-config.
+add_test(NAME test_install_consumer
+  COMMAND ${CMAKE_COMMAND} -DBUILD_DIR=${CMAKE_BINARY_DIR} -DSRC_DIR=${CMAKE_CURRENT_SOURCE_DIR}/consumer
+          -DWORK_DIR=${CMAKE_BINARY_DIR}/install-test -DC_COMPILER=${CMAKE_C_COMPILER}
+          -DSANITIZE=${KD_SANITIZE}
+          -P ${CMAKE_CURRENT_SOURCE_DIR}/install_consumer.cmake)
+set_tests_properties(test_install_consumer PROPERTIES TIMEOUT 300)
