@@ -186,6 +186,11 @@ static void test_create_errors(void **state) {
   KD_ASSERT_ERR(kd_tensor_empty(3, (int64_t[]){1LL << 31, 1LL << 31, 1LL << 31}, KD_FLOAT32,
                                 kd_device_cpu(), &t),
                 KD_EOVERFLOW, "too many elements");
+  /* Regression: strides overflowed (UB) before the element count was checked,
+   * and can overflow even with zero elements. */
+  KD_ASSERT_ERR(kd_tensor_empty(3, (int64_t[]){0, 1LL << 40, 1LL << 40}, KD_FLOAT32,
+                                kd_device_cpu(), &t),
+                KD_EOVERFLOW, "too many elements");
   KD_ASSERT_ERR(kd_tensor_empty(1, (int64_t[]){2}, KD_FLOAT32, (kd_device){(kd_device_type)9, 0},
                                 &t),
                 KD_EINVAL, "invalid device");

@@ -140,12 +140,16 @@ kd_status kd__tensor_make(kd_storage *storage, int64_t offset, int ndim, const i
   return KD_OK;
 }
 
-static void contiguous_strides(int ndim, const int64_t *sizes, int64_t *strides) {
+/* Row-major strides; KD_EOVERFLOW when they do not fit int64 (possible even
+ * for zero elements, as size-0 dimensions count as 1 here). */
+static kd_status contiguous_strides(int ndim, const int64_t *sizes, int64_t *strides) {
   int64_t s = 1;
   for (int i = ndim - 1; i >= 0; i--) {
     strides[i] = s;
-    s *= sizes[i] > 1 ? sizes[i] : 1;
+    if (i > 0 && __builtin_mul_overflow(s, sizes[i] > 1 ? sizes[i] : 1, &s))
+      return kd_set_error(KD_EOVERFLOW, "tensor with %d dimensions has too many elements", ndim);
   }
+  return KD_OK;
 }
 
 /* ---- Creation ------------------------------------------------------------------ */
@@ -189,7 +193,7 @@ kd_status kd_tensor_empty(int ndim, const int64_t *sizes, kd_dtype dtype, kd_dev
   kd_status st = check_dims("kd_tensor_empty", ndim, sizes, dtype);
   if (st) return st;
   int64_t strides[KD_MAX_DIMS];
-  contiguous_strides(ndim, sizes, strides);
+  if ((st = contiguous_strides(ndim, sizes, strides))) return st;
   return kd_tensor_empty_strided(ndim, sizes, strides, dtype, device, out);
 }
 
@@ -201,9 +205,9 @@ kd_status kd_tensor_from_data(int ndim, const int64_t *sizes, kd_dtype dtype, co
   if (st) return st;
   if (t->numel > 0) {
     if (!data) {
+      long long numel = (long long)t->numel;
       kd_tensor_release(t);
-      return kd_set_error(KD_EINVAL, "kd_tensor_from_data: NULL data for %lld elements",
-                          (long long)t->numel);
+      return kd_set_error(KD_EINVAL, "kd_tensor_from_data: NULL data for %lld elements", numel);
     }
     memcpy(t->storage->data, data, (size_t)t->numel * kd_dtype_size(dtype));
   }
