@@ -25,8 +25,9 @@ run: build
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
+# Side by side in one run: kdispatch, then libtorch when it was built.
 bench: build
-	$(BUILD)/bin/kd-bench schema ../shared/data/native_functions.yaml
+	sh bench/side_by_side.sh $(BUILD)/bin
 
 clean:
 	rm -rf $(BUILD)
