@@ -3,5 +3,6 @@
 #define KD_BENCH_GROUPS_H
 
 int kd_bench_schema(int argc, char **argv);
+int kd_bench_dispatch(int argc, char **argv);
 
 #endif

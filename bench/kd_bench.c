@@ -14,6 +14,7 @@ typedef struct group {
 } group;
 
 static const group groups[] = {
+    {"dispatch", kd_bench_dispatch, "dispatch      calls, lookup, registration (see docs/PERFORMANCE.md)"},
     {"schema", kd_bench_schema, "schema FILE   parse+print every schema of FILE (one per line, or native_functions.yaml)"},
 };
 

@@ -1,13 +1,21 @@
 // kd-bench-libtorch: the same figures as kd-bench, measured on libtorch
 // (Debian's libtorch-dev), for side-by-side comparison. Same method: the
 // median over repetitions of ns per operation, one "name value" line each.
+#include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/stack.h>
+#include <c10/core/InferenceMode.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
 #include <torch/csrc/jit/frontend/function_schema_parser.h>
+#include <torch/library.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <cstdint>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -73,10 +81,156 @@ int bench_schema(int argc, char **argv) {
   return 0;
 }
 
+// ---------------------------------------------------------------------------
+// dispatch: the c10 dispatcher's call, lookup and registration costs.
+
+// The no-op kernel every call path below ends in.
+at::Tensor noop(const at::Tensor &self) { return self; }
+
+// A kernel with add.Tensor's C++ signature, for the registration figures.
+at::Tensor add_kernel(const at::Tensor &self, const at::Tensor &, const at::Scalar &) {
+  return self;
+}
+
+}  // namespace
+
+// kdbench::noop, registered the way a user extension would register it. Kept
+// at namespace scope: these macros define static registrars.
+TORCH_LIBRARY(kdbench, m) { m.def("noop(Tensor self) -> Tensor"); }
+TORCH_LIBRARY_IMPL(kdbench, CPU, m) { m.impl("noop", noop); }
+
+namespace {
+
+constexpr int kDispatchReps = 15;  // >= 9, as for the other groups
+
+// Runs body(i) for i in [0, n) once as a warm-up and then kDispatchReps times,
+// timing each batch; returns the median in ns per iteration.
+template <class Body>
+double ns_per_op(size_t n, Body &&body) {
+  for (size_t i = 0; i < n; i++) body(i);
+  std::vector<double> samples;
+  for (int rep = 0; rep < kDispatchReps; rep++) {
+    double t0 = now_ns();
+    for (size_t i = 0; i < n; i++) body(i);
+    samples.push_back((now_ns() - t0) / n);
+  }
+  return median(samples);
+}
+
+// Folds a returned tensor into the sink, so no call can be discarded. Reads
+// only the TensorImpl address: no atomics, nearly free next to a call.
+inline void fold(uintptr_t &sink, const at::Tensor &r) {
+  sink = sink * 31 + reinterpret_cast<uintptr_t>(r.unsafeGetTensorImpl());
+}
+
+// Defines 1,000 operators with add.Tensor's schema under fresh names and
+// implements each for CPU, as run-time torch::Library objects; then destroys
+// the libraries, which deregisters all of it. Adds one sample (us) to each.
+void def_impl_release_1000(int rep, std::vector<double> &def_impl_us,
+                           std::vector<double> &release_us) {
+  constexpr int kOps = 1000;
+  // Names and schemas are built before timing: what is timed is what the
+  // dispatcher does with them (schema parsing included, as def() parses).
+  std::vector<std::string> schemas, names;
+  for (int i = 0; i < kOps; i++) {
+    std::string name = "add_" + std::to_string(rep) + "_" + std::to_string(i);
+    schemas.push_back("kdbench::" + name +
+                      ".Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor");
+    names.push_back(name + ".Tensor");
+  }
+  double t0 = now_ns();
+  // FRAGMENT: TORCH_LIBRARY(kdbench) above already owns the namespace's DEF.
+  auto def_lib = std::make_unique<torch::Library>(torch::Library::FRAGMENT, "kdbench",
+                                                  c10::nullopt, __FILE__, __LINE__);
+  auto impl_lib = std::make_unique<torch::Library>(torch::Library::IMPL, "kdbench",
+                                                   c10::DispatchKey::CPU, __FILE__, __LINE__);
+  for (int i = 0; i < kOps; i++) {
+    def_lib->def(schemas[i].c_str());
+    impl_lib->impl(names[i].c_str(), add_kernel);
+  }
+  double t1 = now_ns();
+  impl_lib.reset();  // the impls go first, then the defs (reverse order)
+  def_lib.reset();
+  double t2 = now_ns();
+  def_impl_us.push_back((t1 - t0) / 1e3);
+  release_us.push_back((t2 - t1) / 1e3);
+}
+
+int bench_dispatch(int argc, char ** /*argv*/) {
+  if (argc != 1) {
+    std::fprintf(stderr, "usage: kd-bench-libtorch dispatch\n");
+    return 2;
+  }
+  constexpr size_t kCalls = 1000000, kLookups = 200000;
+  uintptr_t sink = 0;
+
+  // A plain CPU tensor, as a user would hold it (requires_grad false).
+  at::Tensor t = at::empty({1});
+
+  // Baseline: the kernel through a function pointer the compiler cannot see
+  // through (volatile), so the call is neither inlined nor hoisted.
+  at::Tensor (*volatile direct)(const at::Tensor &) = noop;
+  double direct_ns = ns_per_op(kCalls, [&](size_t) { fold(sink, direct(t)); });
+
+  // The typed handle is looked up once, as generated code and extensions do.
+  auto op = c10::Dispatcher::singleton()
+                .findSchemaOrThrow("kdbench::noop", "")
+                .typed<at::Tensor(const at::Tensor &)>();
+  double unboxed_ns = ns_per_op(kCalls, [&](size_t) { fold(sink, op.call(t)); });
+
+  // Same call under InferenceMode: the autograd keys go into the thread's
+  // excluded set (the tensor itself still carries them).
+  double unboxed_inference_ns;
+  {
+    c10::InferenceMode guard;
+    unboxed_inference_ns = ns_per_op(kCalls, [&](size_t) { fold(sink, op.call(t)); });
+  }
+
+  // Boxed, as an interpreter calls: push the argument, call, pop the result.
+  torch::jit::Stack stack;
+  stack.reserve(4);
+  double boxed_ns = ns_per_op(kCalls, [&](size_t) {
+    torch::jit::push(stack, t);
+    op.callBoxed(stack);
+    fold(sink, torch::jit::pop(stack).toTensor());
+  });
+
+  // Lookup by name of an existing operator (OperatorName built per lookup,
+  // as a caller holding only the strings would).
+  double lookup_ns = ns_per_op(kLookups, [&](size_t) {
+    auto h = c10::Dispatcher::singleton().findSchema({"kdbench::noop", ""});
+    sink = sink * 31 + (h.has_value() ? 1 : 2);
+  });
+
+  // Registration and release: fresh names per repetition, since an operator
+  // cannot be defined again while its def is alive.
+  std::vector<double> def_impl_us, release_us;
+  for (int rep = 0; rep < kDispatchReps; rep++) def_impl_release_1000(rep, def_impl_us, release_us);
+
+  std::printf("direct_call_ns %.1f\n", direct_ns);
+  std::printf("dispatch_unboxed_ns %.1f\n", unboxed_ns);
+  std::printf("dispatch_unboxed_inference_mode_ns %.1f\n", unboxed_inference_ns);
+  std::printf("dispatch_boxed_ns %.1f\n", boxed_ns);
+  std::printf("op_lookup_ns %.1f\n", lookup_ns);
+  std::printf("def_impl_1000_us %.1f\n", median(def_impl_us));
+  std::printf("release_1000_us %.1f\n", median(release_us));
+
+  // Context for reading the figures: the keys the tensor carries and the
+  // thread-local sets that the dispatcher merges with them.
+  auto tls = c10::impl::tls_local_dispatch_key_set();
+  std::ostringstream os;
+  os << "(tensor keys " << t.key_set() << "; TLS included " << tls.included_ << ", excluded "
+     << tls.excluded_ << "; " << kDispatchReps << " repetitions, checksum " << sink << ")";
+  std::fprintf(stderr, "%s\n", os.str().c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
   if (argc >= 2 && !std::strcmp(argv[1], "schema")) return bench_schema(argc - 1, argv + 1);
-  std::fprintf(stderr, "usage: kd-bench-libtorch schema FILE\n");
+  if (argc >= 2 && !std::strcmp(argv[1], "dispatch")) return bench_dispatch(argc - 1, argv + 1);
+  std::fprintf(stderr, "usage: kd-bench-libtorch schema FILE\n"
+                       "       kd-bench-libtorch dispatch\n");
   return 2;
 }

@@ -13,5 +13,7 @@
 #include "kd/value.h"
 #include "kd/schema.h"
 #include "kd/dlpack.h"
+#include "kd/dispatch.h"
+#include "kd/library.h"
 
 #endif /* KD_KD_H */

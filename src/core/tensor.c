@@ -129,6 +129,7 @@ kd_status kd__tensor_make(kd_storage *storage, int64_t offset, int ndim, const i
   t->ndim = ndim;
   t->dtype = dtype;
   t->layout = KD_LAYOUT_STRIDED;
+  t->keys = kd__backend_keyset(storage->device.type);
   t->numel = 1;
   for (int i = 0; i < ndim; i++) {
     t->sizes[i] = sizes[i];

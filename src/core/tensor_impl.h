@@ -6,6 +6,7 @@
 #define KD_CORE_TENSOR_IMPL_H
 
 #include "core/internal.h"
+#include "kd/dispatch.h"
 #include "kd/tensor.h"
 
 struct kd_storage {
@@ -23,6 +24,7 @@ struct kd_storage {
 
 struct kd_tensor {
   kd__refcount refs;
+  kd_keyset keys;      /* dispatch keys: the backend key of the device */
   kd_storage *storage; /* one reference, never NULL */
   int64_t offset;      /* in elements */
   int ndim;
@@ -33,6 +35,12 @@ struct kd_tensor {
   int64_t sizes[KD_MAX_DIMS];
   int64_t strides[KD_MAX_DIMS];
 };
+
+/* The backend key of a device type: backend keys follow the device types in
+ * order (checked in src/dispatch/keys.c). */
+static inline kd_keyset kd__backend_keyset(kd_device_type type) {
+  return (kd_keyset)1 << (KD_KEY_CPU + (int)type);
+}
 
 /* Makes a tensor header over `storage` (retained) without bounds checks;
  * the callers have checked. */

@@ -8,5 +8,8 @@
 int kd_cmd_schema(int argc, char **argv);
 int kd_cmd_version(int argc, char **argv);
 int kd_cmd_tour(int argc, char **argv);
+int kd_cmd_ops(int argc, char **argv);
+int kd_cmd_dump(int argc, char **argv);
+int kd_cmd_table(int argc, char **argv);
 
 #endif

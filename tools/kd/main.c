@@ -14,7 +14,10 @@ typedef struct kd_command {
 } kd_command;
 
 static const kd_command commands[] = {
+    {"dump", kd_cmd_dump, "an operator's registrations per dispatch key"},
+    {"ops", kd_cmd_ops, "list the registered operators"},
     {"schema", kd_cmd_schema, "parse schemas from stdin and print them canonically"},
+    {"table", kd_cmd_table, "an operator's computed dispatch table"},
     {"tour", kd_cmd_tour, "a short tour of the library on a built-in example"},
     {"version", kd_cmd_version, "print the library version"},
 };

@@ -1,0 +1,263 @@
+/*
+ * call.c: the call path. A typed call costs: the key set of its tensor
+ * arguments, the thread's include/exclude sets and the operator's
+ * fallthrough mask (a few loads and bit operations), the highest set bit,
+ * one acquire load of the slot, and an indirect call. No lock, no hashing, no
+ * allocation. Everything unusual (missing kernels, functors, adapters between
+ * boxed and unboxed forms, tracing) is on the slow path.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "dispatch/dispatcher_impl.h"
+
+bool kd__trace;
+
+__attribute__((constructor)) static void kd__trace_init(void) {
+  const char *v = getenv("KD_SHOW_DISPATCH_TRACE");
+  kd__trace = v && *v && strcmp(v, "0") != 0;
+}
+
+#define KD__LIKELY(x) __builtin_expect(!!(x), 1)
+#define KD__UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+static void trace(const char *what, const kd_op *op, kd_dispatch_key key, kd_keyset ks) {
+  char keys[256];
+  kd_keyset_format(ks, keys, sizeof keys);
+  fprintf(stderr, "[kd dispatch] %*s%s %s: key %s of %s\n", 2 * (int)(kd__tls_reader.depth - 1), "",
+          what, op->name, kd_dispatch_key_name(key), keys);
+}
+
+kd_status kd__no_op_info(const kd_op *op) {
+  return kd_set_error(KD_ESTATE,
+                      "operator '%s' is not defined: it has no schema (a DEF or FRAGMENT library "
+                      "must def it before it can be called)",
+                      op->name);
+}
+
+/* The keys whose slot has a kernel (for the missing-kernel message). */
+static kd_keyset available_keys(const kd_op *op) {
+  kd_keyset ks = 0;
+  kd_keyset ft = atomic_load_explicit(&op->fallthrough, memory_order_relaxed);
+  for (unsigned k = 0; k < KD_NUM_RUNTIME_KEYS; k++) {
+    const kd__entry *e = atomic_load_explicit(&op->table[k], memory_order_acquire);
+    if (e && e->reason != KD__REASON_MISSING && !(ft & ((kd_keyset)1 << k))) ks |= (kd_keyset)1 << k;
+  }
+  return ks;
+}
+
+static kd_status missing(const kd_op *op, kd_dispatch_key key) {
+  char avail[512];
+  kd_keyset_format(available_keys(op), avail, sizeof avail);
+  return kd_set_error(KD_ENOKERNEL,
+                      "Could not run '%s' with arguments from the '%s' backend. This could be "
+                      "because the operator doesn't exist for this backend, or was omitted during "
+                      "the selective/custom build process (if using custom build). '%s' is only "
+                      "available for these backends: %s.",
+                      op->name, kd_dispatch_key_name(key), op->name, avail);
+}
+
+/* The data a kernel gets: a closure's data, or this slot's functor state,
+ * made on first use. */
+static kd_status kernel_data(const kd__entry *e, void **data) {
+  const kd__kernel *k = e->kernel;
+  if (k->k.kind != KD_KERNEL_FUNCTOR) {
+    *data = k->k.data;
+    return KD_OK;
+  }
+  kd__entry *me = (kd__entry *)e; /* only the state is written */
+  void *state = atomic_load_explicit(&me->state, memory_order_acquire);
+  if (state) {
+    *data = state;
+    return KD_OK;
+  }
+  kd_status st = k->k.create(k->k.data, k->ctor_args, k->k.nctor_args, &state);
+  if (st) return st;
+  void *expected = NULL;
+  if (!atomic_compare_exchange_strong_explicit(&me->state, &expected, state, memory_order_acq_rel,
+                                               memory_order_acquire)) {
+    if (k->k.destroy) k->k.destroy(state); /* another thread won */
+    state = expected;
+  }
+  *data = state;
+  return KD_OK;
+}
+
+/* Checks the entry can run; sets *data. */
+static kd_status prepare(const kd_op *op, const kd__entry *e, kd_dispatch_key key, void **data) {
+  if (!e || e->reason == KD__REASON_MISSING || e->kernel->k.kind == KD_KERNEL_FALLTHROUGH)
+    return missing(op, key);
+  if (e->kernel->k.kind == KD_KERNEL_NOT_SUPPORTED)
+    return kd_set_error(KD_EUNSUPPORTED, "'%s' is not supported for dispatch key '%s'", op->name,
+                        kd_dispatch_key_name(key));
+  return kernel_data(e, data);
+}
+
+/* A boxed kernel called typed: box the arguments, call, unbox the results. */
+static kd_status unboxed_via_boxed(const kd__op_info *info, const kd__kernel *k, const kd_call *c,
+                                   const kd_arg *args, kd_value *rets) {
+  kd_stack stack;
+  kd_stack_init(&stack);
+  kd_status st = kd_stack_reserve(&stack, info->nargs > info->nrets ? info->nargs : info->nrets);
+  for (uint32_t i = 0; st == KD_OK && i < info->nargs; i++) {
+    kd_value v;
+    st = kd__arg_to_value(info->kinds[i], &args[i], &v);
+    if (st == KD_OK) st = kd_stack_push(&stack, &v);
+  }
+  if (st == KD_OK) st = k->k.boxed(c, &stack);
+  if (st == KD_OK && stack.size != info->nrets)
+    st = kd_set_error(KD_EINTERNAL, "boxed kernel for '%s' left %zu values on the stack, expected %u",
+                      c->op->name, stack.size, info->nrets);
+  if (st == KD_OK) {
+    for (uint32_t i = 0; i < info->nrets; i++) kd_value_move(&rets[i], &stack.items[i]);
+    stack.size = 0;
+  }
+  kd_stack_free(&stack);
+  return st;
+}
+
+/* An unboxed kernel called boxed: read the arguments in place, call, replace
+ * them with the results. */
+static kd_status boxed_via_unboxed(const kd__op_info *info, const kd__kernel *k, const kd_call *c,
+                                   kd_stack *stack) {
+  kd_arg args[64];
+  kd_scalar scratch[64];
+  kd_value rets[16];
+  const kd_value *in = stack->items + stack->size - info->nargs;
+  for (uint32_t i = 0; i < info->nargs; i++) {
+    kd_status st = kd__value_to_arg(info, i, &in[i], &args[i], scratch);
+    if (st) return st;
+  }
+  for (uint32_t i = 0; i < info->nrets; i++) rets[i] = kd_value_none();
+  kd_status st = k->k.unboxed(c, args, rets);
+  if (st) {
+    for (uint32_t i = 0; i < info->nrets; i++) kd_value_destroy(&rets[i]);
+    return st;
+  }
+  kd_stack_drop(stack, info->nargs);
+  for (uint32_t i = 0; i < info->nrets; i++) {
+    st = kd_stack_push(stack, &rets[i]);
+    if (st) {
+      for (uint32_t j = i; j < info->nrets; j++) kd_value_destroy(&rets[j]);
+      return st;
+    }
+  }
+  return KD_OK;
+}
+
+static kd_status dispatch_unboxed(kd_op *op, const kd__op_info *info, kd_keyset ks,
+                                  const kd_arg *args, kd_value *rets) {
+  ks &= ~atomic_load_explicit(&op->fallthrough, memory_order_relaxed);
+  kd_dispatch_key key = kd_keyset_highest(ks);
+  const kd__entry *e = atomic_load_explicit(&op->table[key], memory_order_acquire);
+  if (KD__UNLIKELY(kd__trace)) trace("call", op, key, ks);
+  kd_call c = {op, ks, key, NULL};
+  if (KD__LIKELY(e && e->fast)) {
+    c.data = e->data;
+    return e->fast(&c, args, rets);
+  }
+  kd_status st = prepare(op, e, key, &c.data);
+  if (st) return st;
+  if (e->kernel->k.unboxed) return e->kernel->k.unboxed(&c, args, rets);
+  return unboxed_via_boxed(info, e->kernel, &c, args, rets);
+}
+
+static kd_status dispatch_boxed(kd_op *op, const kd__op_info *info, kd_keyset ks,
+                                kd_stack *stack) {
+  ks &= ~atomic_load_explicit(&op->fallthrough, memory_order_relaxed);
+  kd_dispatch_key key = kd_keyset_highest(ks);
+  const kd__entry *e = atomic_load_explicit(&op->table[key], memory_order_acquire);
+  if (KD__UNLIKELY(kd__trace)) trace("call boxed", op, key, ks);
+  kd_call c = {op, ks, key, NULL};
+  kd_status st = prepare(op, e, key, &c.data);
+  if (st) return st;
+  if (e->kernel->k.boxed) return e->kernel->k.boxed(&c, stack);
+  return boxed_via_unboxed(info, e->kernel, &c, stack);
+}
+
+static inline kd_keyset with_tls(kd_keyset ks) {
+  kd_tls_keys tls = kd__tls_keys;
+  return (ks | tls.include) & ~tls.exclude;
+}
+
+kd_status kd_call_unboxed(kd_op *op, const kd_arg *args, kd_value *rets) {
+  kd__read_enter();
+  const kd__op_info *info = atomic_load_explicit(&op->info, memory_order_acquire);
+  kd_status st;
+  if (KD__UNLIKELY(!info)) {
+    st = kd__no_op_info(op);
+  } else {
+    kd_keyset ks;
+    if (info->ntensor == 1 && info->kinds[info->tensor_idx[0]] == KD__ARG_TENSOR)
+      ks = args[info->tensor_idx[0]].t->keys;
+    else
+      ks = kd__args_keys(info, args);
+    st = dispatch_unboxed(op, info, with_tls(ks), args, rets);
+  }
+  kd__read_exit();
+  return st;
+}
+
+static kd_status check_stack(const kd_op *op, const kd__op_info *info, const kd_stack *stack) {
+  if (stack->size < info->nargs)
+    return kd_set_error(KD_ESTATE,
+                        "boxed call of '%s': the stack holds %zu values but the operator takes %u "
+                        "arguments",
+                        op->name, stack->size, info->nargs);
+  return KD_OK;
+}
+
+kd_status kd_call_boxed(kd_op *op, kd_stack *stack) {
+  kd__read_enter();
+  const kd__op_info *info = atomic_load_explicit(&op->info, memory_order_acquire);
+  kd_status st = info ? check_stack(op, info, stack) : kd__no_op_info(op);
+  if (st == KD_OK) {
+    kd_keyset ks = kd__stack_keys(info, stack->items + stack->size - info->nargs);
+    st = dispatch_boxed(op, info, with_tls(ks), stack);
+  }
+  kd__read_exit();
+  return st;
+}
+
+kd_status kd_call_unboxed_keys(kd_op *op, kd_keyset keys, const kd_arg *args, kd_value *rets) {
+  kd__read_enter();
+  const kd__op_info *info = atomic_load_explicit(&op->info, memory_order_acquire);
+  kd_status st = info ? dispatch_unboxed(op, info, keys, args, rets) : kd__no_op_info(op);
+  kd__read_exit();
+  return st;
+}
+
+kd_status kd_call_boxed_keys(kd_op *op, kd_keyset keys, kd_stack *stack) {
+  kd__read_enter();
+  const kd__op_info *info = atomic_load_explicit(&op->info, memory_order_acquire);
+  kd_status st = info ? check_stack(op, info, stack) : kd__no_op_info(op);
+  if (st == KD_OK) st = dispatch_boxed(op, info, keys, stack);
+  kd__read_exit();
+  return st;
+}
+
+kd_status kd_redispatch_unboxed(const kd_call *call, const kd_arg *args, kd_value *rets) {
+  if (KD__UNLIKELY(kd__trace)) fprintf(stderr, "[kd dispatch] redispatch below %s\n", kd_dispatch_key_name(call->key));
+  return kd_call_unboxed_keys(call->op, kd_keyset_below(call->keys, call->key), args, rets);
+}
+
+kd_status kd_redispatch_boxed(const kd_call *call, kd_stack *stack) {
+  if (KD__UNLIKELY(kd__trace)) fprintf(stderr, "[kd dispatch] redispatch below %s\n", kd_dispatch_key_name(call->key));
+  return kd_call_boxed_keys(call->op, kd_keyset_below(call->keys, call->key), stack);
+}
+
+kd_status kd_op_fill_defaults(kd_op *op, kd_stack *stack, size_t given) {
+  kd__read_enter();
+  const kd__op_info *info = atomic_load_explicit(&op->info, memory_order_acquire);
+  kd_status st = info ? KD_OK : kd__no_op_info(op);
+  for (size_t i = given; st == KD_OK && info && i < info->nargs; i++) {
+    if (!info->has_default[i]) {
+      st = kd_set_error(KD_EINVAL, "'%s': argument %zu '%s' was not given and has no default",
+                        op->name, i, kd_argument_name(kd_schema_argument(info->schema, i)));
+      break;
+    }
+    st = kd_stack_push_copy(stack, &info->defaults[i]);
+  }
+  kd__read_exit();
+  return st;
+}

@@ -1,0 +1,185 @@
+/*
+ * dispatcher_impl.h: operators, table entries and kernel records, shared by
+ * the call path (src/dispatch) and registration (src/registry). Not installed.
+ *
+ * Readers (calls) take no lock: they load op->info and op->table[key] with
+ * acquire loads inside a reclaim read section (reclaim.h). Everything they
+ * can reach is immutable once published, except a functor entry's state
+ * pointer, which is set once by compare-and-swap. Writers (registration) hold
+ * kd__registry_lock, build new objects, publish them with release stores and
+ * retire what they replace.
+ */
+#ifndef KD_DISPATCH_IMPL_H
+#define KD_DISPATCH_IMPL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "core/tensor_impl.h"
+#include "dispatch/reclaim.h"
+#include "kd/dispatch.h"
+#include "kd/library.h"
+
+#define KD__NUM_KEYS (KD_KEY_INVALID_) /* runtime slots + alias keys, for impl stacks */
+
+/* How an argument moves between a kd_value and a kd_arg (from its type). */
+typedef enum kd__arg_kind {
+  KD__ARG_TENSOR,
+  KD__ARG_OPT_TENSOR,
+  KD__ARG_INT,
+  KD__ARG_FLOAT,
+  KD__ARG_BOOL,
+  KD__ARG_SCALAR,
+  KD__ARG_OPT_SCALAR,
+  KD__ARG_DTYPE,
+  KD__ARG_LAYOUT,
+  KD__ARG_MEMORY_FORMAT,
+  KD__ARG_DEVICE,
+  KD__ARG_OPT_INT,
+  KD__ARG_OPT_FLOAT,
+  KD__ARG_OPT_BOOL,
+  KD__ARG_OPT_DTYPE,
+  KD__ARG_OPT_LAYOUT,
+  KD__ARG_OPT_MEMORY_FORMAT,
+  KD__ARG_OPT_DEVICE,
+  KD__ARG_INTS,
+  KD__ARG_OPT_INTS,
+  KD__ARG_FLOATS,
+  KD__ARG_OPT_FLOATS,
+  KD__ARG_BOOLS,
+  KD__ARG_OPT_BOOLS,
+  KD__ARG_TENSORS,
+  KD__ARG_OPT_TENSORS, /* Tensor?[] */
+  KD__ARG_STR,
+  KD__ARG_OPT_STR,
+  KD__ARG_VALUE, /* any other type, boxed */
+} kd__arg_kind;
+
+/* What the call path needs from a schema, computed once at def. Immutable. */
+typedef struct kd__op_info {
+  kd_schema *schema; /* owned */
+  uint32_t nargs, nrets;
+  uint32_t ntensor;          /* arguments that carry dispatch keys */
+  uint8_t kinds[64];         /* kd__arg_kind of argument i (nargs <= 64) */
+  uint8_t ret_kinds[16];     /* of return i (nrets <= 16) */
+  uint8_t tensor_idx[64];    /* indices of the arguments that carry keys */
+  kd_value *defaults;        /* nargs values: the decoded default, or None */
+  bool *has_default;         /* nargs flags */
+} kd__op_info;
+
+/* A registered kernel: the kd_kernel copied, plus the parsed signature. */
+typedef struct kd__kernel {
+  _Atomic int64_t refs;  /* its registration and every table entry using it */
+  kd_kernel k;           /* strings and ctor_args point at the copies below */
+  kd_schema *signature;  /* the signature parsed as a schema, or NULL */
+  char *signature_text;
+  char *debug_text;
+  kd_value *ctor_args;
+} kd__kernel;
+
+/* Why a slot holds what it holds. */
+typedef enum kd__reason {
+  KD__REASON_MISSING = 0,
+  KD__REASON_KERNEL,
+  KD__REASON_COMPOSITE_EXPLICIT,
+  KD__REASON_COMPOSITE_IMPLICIT,
+  KD__REASON_CATCH_ALL,
+  KD__REASON_FALLBACK,
+} kd__reason;
+
+/* One slot of a dispatch table. Immutable once published, except `state`. */
+typedef struct kd__entry {
+  kd_unboxed_fn fast;        /* the kernel's unboxed fn when it can be called as is */
+  void *data;                /* call->data for FUNCTION kernels */
+  const kd__kernel *kernel;  /* NULL when missing */
+  kd__reason reason;
+  kd_dispatch_key key;       /* the slot */
+  _Atomic(void *) state;     /* FUNCTOR: this slot's state, made on first call */
+} kd__entry;
+
+typedef struct kd_registration kd_registration;
+
+struct kd_op {
+  /* ---- read by calls ---- */
+  _Atomic(const kd__entry *) table[KD_NUM_RUNTIME_KEYS];
+  _Atomic kd_keyset fallthrough; /* keys whose slot falls through */
+  _Atomic(const kd__op_info *) info; /* NULL while not defined */
+  /* ---- registry side, under the lock ---- */
+  char *name;            /* "ns::name.overload" or "ns::name" */
+  size_t name_len;
+  size_t base_len;       /* length of "ns::name" */
+  uint64_t hash;
+  kd_registration *defs;                 /* definitions (same schema), newest first */
+  kd_registration *impls[KD__NUM_KEYS];  /* kernel stacks per key, newest first */
+  char **tags;
+  size_t ntags;
+  kd_op *next_in_list;   /* all operators ever made */
+};
+
+typedef enum kd__reg_kind { KD__REG_DEF, KD__REG_IMPL, KD__REG_FALLBACK } kd__reg_kind;
+
+struct kd_registration {
+  kd__reg_kind kind;
+  kd_library *lib;
+  kd_op *op;            /* DEF, IMPL */
+  kd_dispatch_key key;  /* IMPL, FALLBACK */
+  kd__kernel *kernel;   /* IMPL, FALLBACK (owned until retired) */
+  kd_schema *schema;    /* DEF (owned) */
+  char *debug;          /* "file.c:12" */
+  kd_registration *op_next;   /* in op->defs / op->impls[key] / fallbacks[key] */
+  kd_registration *companion; /* released with this one (def_kernel's impl) */
+  kd_registration *lib_next, *lib_prev;
+};
+
+struct kd_library {
+  kd_library_kind kind;
+  char *ns;
+  kd_dispatch_key key;
+  char *debug;
+  kd_registration *regs; /* held registrations */
+};
+
+/* ---- The registry (src/registry/registry.c) ---- */
+extern pthread_mutex_t kd__registry_lock;
+/* Fallback registrations per runtime key (stacks, newest first; at most one). */
+extern kd_registration *kd__fallbacks[KD_NUM_RUNTIME_KEYS];
+
+/* Finds or creates the operator (under the lock). */
+kd_status kd__op_get(const char *qualified, size_t len, kd_op **out);
+/* Recomputes and publishes the op's table (under the lock). */
+void kd__op_rebuild(kd_op *op);
+void kd__rebuild_all(void);
+/* True when something defines or implements the op. */
+bool kd__op_alive(const kd_op *op);
+void kd__notify(kd_registry_event_kind kind, kd_op *op, kd_dispatch_key key, const char *debug);
+/* Computes the entry a slot should hold: kernel and reason. */
+void kd__compute_slot(const kd_op *op, kd_dispatch_key key, const kd__kernel **kernel,
+                      kd__reason *reason);
+
+/* ---- Schemas and signatures (src/dispatch/op_info.c) ---- */
+kd_status kd__op_info_new(kd_schema *schema, kd__op_info **out); /* takes the schema */
+void kd__op_info_free(kd__op_info *info);
+/* Parses "(T1, T2) -> R" into a schema named "_". */
+kd_status kd__signature_parse(const char *sig, kd_schema **out);
+/* Checks a kernel signature against a schema; KD_ETYPE names the difference. */
+kd_status kd__signature_check(const char *opname, const kd_schema *schema, const kd_schema *sig,
+                              const char *sig_text);
+/* value -> arg, borrowing from the value (scratch holds converted scalars). */
+kd_status kd__value_to_arg(const kd__op_info *info, size_t i, const kd_value *v, kd_arg *a,
+                           kd_scalar *scratch);
+/* arg -> new owned value. */
+kd_status kd__arg_to_value(uint8_t kind, const kd_arg *a, kd_value *v);
+/* The key set of a typed call's arguments / of a boxed call's arguments. */
+kd_keyset kd__args_keys(const kd__op_info *info, const kd_arg *args);
+kd_keyset kd__stack_keys(const kd__op_info *info, const kd_value *args);
+
+/* ---- Calls (src/dispatch/call.c) ---- */
+extern bool kd__trace;
+extern _Thread_local kd_tls_keys kd__tls_keys __attribute__((tls_model("initial-exec")));
+kd_status kd__no_op_info(const kd_op *op);
+
+/* ---- Kernels ---- */
+kd_status kd__kernel_new(const kd_kernel *k, const char *debug, kd__kernel **out);
+void kd__kernel_free(void *kernel); /* retire callback */
+
+#endif /* KD_DISPATCH_IMPL_H */

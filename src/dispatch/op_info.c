@@ -1,0 +1,551 @@
+/*
+ * op_info.c: what calls need to know of a schema (argument kinds, which
+ * arguments carry dispatch keys, decoded defaults), kernel signatures, and the
+ * conversions between boxed values and unboxed arguments that the adapters
+ * are made of.
+ */
+#include <stdio.h>
+
+#include "dispatch/dispatcher_impl.h"
+
+/* ---- Argument kinds --------------------------------------------------------- */
+
+static int optional_kind(const kd_type *e) {
+  switch (kd_type_kind_of(e)) {
+    case KD_TYPE_TENSOR:
+      return KD__ARG_OPT_TENSOR;
+    case KD_TYPE_INT:
+    case KD_TYPE_SYMINT:
+      return KD__ARG_OPT_INT;
+    case KD_TYPE_FLOAT:
+      return KD__ARG_OPT_FLOAT;
+    case KD_TYPE_BOOL:
+      return KD__ARG_OPT_BOOL;
+    case KD_TYPE_SCALAR:
+      return KD__ARG_OPT_SCALAR;
+    case KD_TYPE_SCALAR_TYPE:
+      return KD__ARG_OPT_DTYPE;
+    case KD_TYPE_LAYOUT:
+      return KD__ARG_OPT_LAYOUT;
+    case KD_TYPE_MEMORY_FORMAT:
+      return KD__ARG_OPT_MEMORY_FORMAT;
+    case KD_TYPE_DEVICE:
+      return KD__ARG_OPT_DEVICE;
+    case KD_TYPE_STR:
+      return KD__ARG_OPT_STR;
+    case KD_TYPE_LIST: {
+      kd_type_kind k = kd_type_kind_of(kd_type_element(e));
+      if (k == KD_TYPE_INT || k == KD_TYPE_SYMINT) return KD__ARG_OPT_INTS;
+      if (k == KD_TYPE_FLOAT) return KD__ARG_OPT_FLOATS;
+      if (k == KD_TYPE_BOOL) return KD__ARG_OPT_BOOLS;
+      return KD__ARG_VALUE;
+    }
+    default:
+      return KD__ARG_VALUE;
+  }
+}
+
+static int arg_kind(const kd_type *t) {
+  switch (kd_type_kind_of(t)) {
+    case KD_TYPE_TENSOR:
+      return KD__ARG_TENSOR;
+    case KD_TYPE_INT:
+    case KD_TYPE_SYMINT:
+      return KD__ARG_INT;
+    case KD_TYPE_FLOAT:
+      return KD__ARG_FLOAT;
+    case KD_TYPE_BOOL:
+      return KD__ARG_BOOL;
+    case KD_TYPE_SCALAR:
+      return KD__ARG_SCALAR;
+    case KD_TYPE_SCALAR_TYPE:
+      return KD__ARG_DTYPE;
+    case KD_TYPE_LAYOUT:
+      return KD__ARG_LAYOUT;
+    case KD_TYPE_MEMORY_FORMAT:
+      return KD__ARG_MEMORY_FORMAT;
+    case KD_TYPE_DEVICE:
+      return KD__ARG_DEVICE;
+    case KD_TYPE_STR:
+      return KD__ARG_STR;
+    case KD_TYPE_OPTIONAL:
+      return optional_kind(kd_type_element(t));
+    case KD_TYPE_LIST: {
+      const kd_type *e = kd_type_element(t);
+      kd_type_kind k = kd_type_kind_of(e);
+      if (k == KD_TYPE_INT || k == KD_TYPE_SYMINT) return KD__ARG_INTS;
+      if (k == KD_TYPE_FLOAT) return KD__ARG_FLOATS;
+      if (k == KD_TYPE_BOOL) return KD__ARG_BOOLS;
+      if (k == KD_TYPE_TENSOR) return KD__ARG_TENSORS;
+      if (k == KD_TYPE_OPTIONAL && kd_type_kind_of(kd_type_element(e)) == KD_TYPE_TENSOR)
+        return KD__ARG_OPT_TENSORS;
+      return KD__ARG_VALUE;
+    }
+    default:
+      return KD__ARG_VALUE;
+  }
+}
+
+static bool carries_keys(int kind) {
+  return kind == KD__ARG_TENSOR || kind == KD__ARG_OPT_TENSOR || kind == KD__ARG_TENSORS ||
+         kind == KD__ARG_OPT_TENSORS;
+}
+
+void kd__op_info_free(kd__op_info *info) {
+  if (!info) return;
+  if (info->defaults)
+    for (uint32_t i = 0; i < info->nargs; i++) kd_value_destroy(&info->defaults[i]);
+  free(info->defaults);
+  free(info->has_default);
+  kd_schema_free(info->schema);
+  free(info);
+}
+
+kd_status kd__op_info_new(kd_schema *schema, kd__op_info **out) {
+  *out = NULL;
+  size_t nargs = kd_schema_num_arguments(schema), nrets = kd_schema_num_returns(schema);
+  if (nargs > 64 || nrets > 16) {
+    char name[256];
+    kd_schema_format(schema, name, sizeof name);
+    kd_schema_free(schema);
+    return kd_set_error(KD_EUNSUPPORTED,
+                        "operator '%s' has %zu arguments and %zu returns: at most 64 and 16 are "
+                        "supported",
+                        name, nargs, nrets);
+  }
+  kd__op_info *info = calloc(1, sizeof *info);
+  if (!info) {
+    kd_schema_free(schema);
+    return kd__oom("operator info");
+  }
+  info->schema = schema;
+  info->nargs = (uint32_t)nargs;
+  info->nrets = (uint32_t)nrets;
+  info->defaults = calloc(nargs ? nargs : 1, sizeof *info->defaults);
+  info->has_default = calloc(nargs ? nargs : 1, sizeof *info->has_default);
+  if (!info->defaults || !info->has_default) {
+    kd__op_info_free(info);
+    return kd__oom("operator info");
+  }
+  for (size_t i = 0; i < nargs; i++) {
+    const kd_argument *a = kd_schema_argument(schema, i);
+    int kind = arg_kind(kd_argument_type(a));
+    info->kinds[i] = (uint8_t)kind;
+    if (carries_keys(kind)) info->tensor_idx[info->ntensor++] = (uint8_t)i;
+    if (kd_argument_default(a)) {
+      kd_status st = kd_argument_default_value(a, &info->defaults[i]);
+      if (st) {
+        kd__op_info_free(info);
+        return st;
+      }
+      info->has_default[i] = true;
+    }
+  }
+  for (size_t i = 0; i < nrets; i++)
+    info->ret_kinds[i] = (uint8_t)arg_kind(kd_argument_type(kd_schema_return(schema, i)));
+  *out = info;
+  return KD_OK;
+}
+
+/* ---- Key sets of calls ----------------------------------------------------------- */
+
+kd_keyset kd__args_keys(const kd__op_info *info, const kd_arg *args) {
+  kd_keyset ks = 0;
+  for (uint32_t k = 0; k < info->ntensor; k++) {
+    uint32_t i = info->tensor_idx[k];
+    const kd_arg *a = &args[i];
+    switch (info->kinds[i]) {
+      case KD__ARG_TENSOR:
+      case KD__ARG_OPT_TENSOR:
+        if (a->t) ks |= a->t->keys;
+        break;
+      default: /* lists */
+        for (int64_t j = 0; j < a->tensors.size; j++)
+          if (a->tensors.data[j]) ks |= a->tensors.data[j]->keys;
+        break;
+    }
+  }
+  return ks;
+}
+
+kd_keyset kd__stack_keys(const kd__op_info *info, const kd_value *args) {
+  kd_keyset ks = 0;
+  for (uint32_t k = 0; k < info->ntensor; k++) {
+    const kd_value *v = &args[info->tensor_idx[k]];
+    if (v->tag == KD_VALUE_TENSOR) {
+      ks |= v->u.t->keys;
+    } else if (v->tag == KD_VALUE_TENSOR_LIST || v->tag == KD_VALUE_OPT_TENSOR_LIST) {
+      kd_tensor *const *items = kd_value_tensor_list_data(v);
+      size_t n = kd_value_list_size(v);
+      for (size_t j = 0; j < n; j++)
+        if (items[j]) ks |= items[j]->keys;
+    }
+  }
+  return ks;
+}
+
+/* ---- Boxed value <-> unboxed argument ---------------------------------------------- */
+
+static kd_status mismatch(const kd__op_info *info, size_t i, const char *expected,
+                          const kd_value *v) {
+  const kd_argument *a = kd_schema_argument(info->schema, i);
+  char type[128];
+  kd_type_format(kd_argument_type(a), type, sizeof type);
+  return kd_set_error(KD_ETYPE,
+                      "%s::%s: argument %zu '%s' of type %s expected %s, found a value of type %s",
+                      kd_schema_namespace(info->schema), kd_schema_name(info->schema), i,
+                      kd_argument_name(a), type, expected, kd_value_tag_name(v->tag));
+}
+
+kd_status kd__value_to_arg(const kd__op_info *info, size_t i, const kd_value *v, kd_arg *a,
+                           kd_scalar *scratch) {
+  int kind = info->kinds[i];
+  bool none = v->tag == KD_VALUE_NONE;
+  switch (kind) {
+    case KD__ARG_OPT_TENSOR:
+      if (none) {
+        a->t = NULL;
+        return KD_OK;
+      }
+      /* fall through */
+    case KD__ARG_TENSOR:
+      if (v->tag != KD_VALUE_TENSOR) return mismatch(info, i, "a Tensor", v);
+      a->t = v->u.t;
+      return KD_OK;
+    case KD__ARG_INT:
+      if (v->tag != KD_VALUE_INT) return mismatch(info, i, "an int", v);
+      a->i = v->u.i;
+      return KD_OK;
+    case KD__ARG_FLOAT:
+      if (v->tag == KD_VALUE_DOUBLE) a->f = v->u.d;
+      else if (v->tag == KD_VALUE_INT) a->f = (double)v->u.i;
+      else return mismatch(info, i, "a float", v);
+      return KD_OK;
+    case KD__ARG_BOOL:
+      if (v->tag != KD_VALUE_BOOL) return mismatch(info, i, "a bool", v);
+      a->b = v->u.b;
+      return KD_OK;
+    case KD__ARG_OPT_SCALAR:
+      if (none) {
+        a->s = NULL;
+        return KD_OK;
+      }
+      /* fall through */
+    case KD__ARG_SCALAR:
+      if (kd_value_get_scalar(v, &scratch[i]) != KD_OK) return mismatch(info, i, "a Scalar", v);
+      a->s = &scratch[i];
+      return KD_OK;
+    case KD__ARG_DTYPE:
+      if (v->tag != KD_VALUE_DTYPE) return mismatch(info, i, "a ScalarType", v);
+      a->dtype = v->u.dtype;
+      return KD_OK;
+    case KD__ARG_LAYOUT:
+      if (v->tag != KD_VALUE_LAYOUT) return mismatch(info, i, "a Layout", v);
+      a->layout = v->u.layout;
+      return KD_OK;
+    case KD__ARG_MEMORY_FORMAT:
+      if (v->tag != KD_VALUE_MEMORY_FORMAT) return mismatch(info, i, "a MemoryFormat", v);
+      a->mf = v->u.mf;
+      return KD_OK;
+    case KD__ARG_DEVICE:
+      if (v->tag != KD_VALUE_DEVICE) return mismatch(info, i, "a Device", v);
+      a->device = v->u.device;
+      return KD_OK;
+    case KD__ARG_OPT_INT:
+    case KD__ARG_OPT_FLOAT:
+    case KD__ARG_OPT_BOOL:
+    case KD__ARG_OPT_DTYPE:
+    case KD__ARG_OPT_LAYOUT:
+    case KD__ARG_OPT_MEMORY_FORMAT:
+    case KD__ARG_OPT_DEVICE: {
+      a->opt.has = !none;
+      if (none) return KD_OK;
+      kd_value_tag want = kind == KD__ARG_OPT_INT ? KD_VALUE_INT
+                        : kind == KD__ARG_OPT_FLOAT ? KD_VALUE_DOUBLE
+                        : kind == KD__ARG_OPT_BOOL ? KD_VALUE_BOOL
+                        : kind == KD__ARG_OPT_DTYPE ? KD_VALUE_DTYPE
+                        : kind == KD__ARG_OPT_LAYOUT ? KD_VALUE_LAYOUT
+                        : kind == KD__ARG_OPT_MEMORY_FORMAT ? KD_VALUE_MEMORY_FORMAT
+                        : KD_VALUE_DEVICE;
+      if (want == KD_VALUE_DOUBLE && v->tag == KD_VALUE_INT) {
+        a->opt.v.f = (double)v->u.i;
+        return KD_OK;
+      }
+      if (v->tag != want) return mismatch(info, i, kd_value_tag_name(want), v);
+      switch (want) {
+        case KD_VALUE_INT: a->opt.v.i = v->u.i; break;
+        case KD_VALUE_DOUBLE: a->opt.v.f = v->u.d; break;
+        case KD_VALUE_BOOL: a->opt.v.b = v->u.b; break;
+        case KD_VALUE_DTYPE: a->opt.v.dtype = v->u.dtype; break;
+        case KD_VALUE_LAYOUT: a->opt.v.layout = v->u.layout; break;
+        case KD_VALUE_MEMORY_FORMAT: a->opt.v.mf = v->u.mf; break;
+        default: a->opt.v.device = v->u.device; break;
+      }
+      return KD_OK;
+    }
+    case KD__ARG_OPT_INTS:
+    case KD__ARG_OPT_FLOATS:
+    case KD__ARG_OPT_BOOLS:
+      if (none) {
+        a->ints.data = NULL;
+        a->ints.size = -1;
+        return KD_OK;
+      }
+      kind--; /* the non-optional kind precedes the optional one */
+      /* fall through */
+    case KD__ARG_INTS:
+    case KD__ARG_FLOATS:
+    case KD__ARG_BOOLS: {
+      kd_value_tag want = kind == KD__ARG_INTS ? KD_VALUE_INT_LIST
+                        : kind == KD__ARG_FLOATS ? KD_VALUE_DOUBLE_LIST : KD_VALUE_BOOL_LIST;
+      if (v->tag != want) return mismatch(info, i, kd_value_tag_name(want), v);
+      if (kind == KD__ARG_INTS) {
+        a->ints.data = kd_value_int_list_data(v);
+        a->ints.size = (int64_t)kd_value_list_size(v);
+      } else if (kind == KD__ARG_FLOATS) {
+        a->floats.data = kd_value_double_list_data(v);
+        a->floats.size = (int64_t)kd_value_list_size(v);
+      } else {
+        a->bools.data = kd_value_bool_list_data(v);
+        a->bools.size = (int64_t)kd_value_list_size(v);
+      }
+      return KD_OK;
+    }
+    case KD__ARG_TENSORS:
+    case KD__ARG_OPT_TENSORS:
+      if (v->tag != KD_VALUE_TENSOR_LIST && v->tag != KD_VALUE_OPT_TENSOR_LIST)
+        return mismatch(info, i, kind == KD__ARG_TENSORS ? "Tensor[]" : "Tensor?[]", v);
+      a->tensors.data = kd_value_tensor_list_data(v);
+      a->tensors.size = (int64_t)kd_value_list_size(v);
+      return KD_OK;
+    case KD__ARG_OPT_STR:
+      if (none) {
+        a->str.data = NULL;
+        a->str.size = 0;
+        return KD_OK;
+      }
+      /* fall through */
+    case KD__ARG_STR: {
+      size_t len;
+      const char *s = kd_value_string_data(v, &len);
+      if (!s) return mismatch(info, i, "a str", v);
+      a->str.data = s;
+      a->str.size = (int64_t)len;
+      return KD_OK;
+    }
+    default:
+      a->value = none ? NULL : v;
+      return KD_OK;
+  }
+}
+
+kd_status kd__arg_to_value(uint8_t kind, const kd_arg *a, kd_value *v) {
+  *v = kd_value_none();
+  switch (kind) {
+    case KD__ARG_TENSOR:
+    case KD__ARG_OPT_TENSOR:
+      *v = kd_value_tensor(a->t);
+      return KD_OK;
+    case KD__ARG_INT:
+      *v = kd_value_int(a->i);
+      return KD_OK;
+    case KD__ARG_FLOAT:
+      *v = kd_value_double(a->f);
+      return KD_OK;
+    case KD__ARG_BOOL:
+      *v = kd_value_bool(a->b);
+      return KD_OK;
+    case KD__ARG_SCALAR:
+    case KD__ARG_OPT_SCALAR:
+      if (a->s) *v = kd_value_scalar(*a->s);
+      return KD_OK;
+    case KD__ARG_DTYPE:
+      *v = kd_value_dtype(a->dtype);
+      return KD_OK;
+    case KD__ARG_LAYOUT:
+      *v = kd_value_layout(a->layout);
+      return KD_OK;
+    case KD__ARG_MEMORY_FORMAT:
+      *v = kd_value_memory_format(a->mf);
+      return KD_OK;
+    case KD__ARG_DEVICE:
+      *v = kd_value_device(a->device);
+      return KD_OK;
+    case KD__ARG_OPT_INT:
+      if (a->opt.has) *v = kd_value_int(a->opt.v.i);
+      return KD_OK;
+    case KD__ARG_OPT_FLOAT:
+      if (a->opt.has) *v = kd_value_double(a->opt.v.f);
+      return KD_OK;
+    case KD__ARG_OPT_BOOL:
+      if (a->opt.has) *v = kd_value_bool(a->opt.v.b);
+      return KD_OK;
+    case KD__ARG_OPT_DTYPE:
+      if (a->opt.has) *v = kd_value_dtype(a->opt.v.dtype);
+      return KD_OK;
+    case KD__ARG_OPT_LAYOUT:
+      if (a->opt.has) *v = kd_value_layout(a->opt.v.layout);
+      return KD_OK;
+    case KD__ARG_OPT_MEMORY_FORMAT:
+      if (a->opt.has) *v = kd_value_memory_format(a->opt.v.mf);
+      return KD_OK;
+    case KD__ARG_OPT_DEVICE:
+      if (a->opt.has) *v = kd_value_device(a->opt.v.device);
+      return KD_OK;
+    case KD__ARG_OPT_INTS:
+      if (a->ints.size < 0) return KD_OK;
+      /* fall through */
+    case KD__ARG_INTS:
+      return kd_value_int_list(a->ints.data, (size_t)a->ints.size, v);
+    case KD__ARG_OPT_FLOATS:
+      if (a->floats.size < 0) return KD_OK;
+      /* fall through */
+    case KD__ARG_FLOATS:
+      return kd_value_double_list(a->floats.data, (size_t)a->floats.size, v);
+    case KD__ARG_OPT_BOOLS:
+      if (a->bools.size < 0) return KD_OK;
+      /* fall through */
+    case KD__ARG_BOOLS:
+      return kd_value_bool_list(a->bools.data, (size_t)a->bools.size, v);
+    case KD__ARG_TENSORS:
+      return kd_value_tensor_list(a->tensors.data, (size_t)a->tensors.size, v);
+    case KD__ARG_OPT_TENSORS:
+      return kd_value_opt_tensor_list(a->tensors.data, (size_t)a->tensors.size, v);
+    case KD__ARG_OPT_STR:
+      if (!a->str.data) return KD_OK;
+      /* fall through */
+    case KD__ARG_STR:
+      return kd_value_string(a->str.data, (size_t)a->str.size, v);
+    default:
+      if (a->value) kd_value_copy(v, a->value);
+      return KD_OK;
+  }
+}
+
+/* ---- Signatures ----------------------------------------------------------------------- */
+
+kd_status kd__signature_parse(const char *sig, kd_schema **out) {
+  *out = NULL;
+  size_t n = strlen(sig);
+  const char *open = strchr(sig, '(');
+  if (!open) return kd_set_error(KD_ESYNTAX, "kernel signature '%s': expected '(' types ')' -> returns", sig);
+  /* Name every unnamed argument _0, _1, ... so the schema parser accepts it. */
+  size_t cap = n * 2 + 64;
+  char *text = malloc(cap);
+  if (!text) return kd__oom("signature");
+  kd__fmt f = kd__fmt_init(text, cap);
+  kd__fmt_puts(&f, "_(");
+  const char *p = open + 1;
+  int depth = 0, index = 0;
+  const char *piece = p;
+  for (;; p++) {
+    char c = *p;
+    if (c == '\0') {
+      free(text);
+      return kd_set_error(KD_ESYNTAX, "kernel signature '%s': unclosed '('", sig);
+    }
+    if (c == '(' || c == '[') depth++;
+    if ((c == ')' || c == ']') && depth > 0) {
+      depth--;
+      continue;
+    }
+    if ((c == ',' || c == ')') && depth == 0) {
+      const char *s = piece, *e = p;
+      while (s < e && *s == ' ') s++;
+      while (e > s && e[-1] == ' ') e--;
+      if (e > s) {
+        if (index > 0) kd__fmt_puts(&f, ", ");
+        kd__fmt_putn(&f, s, (size_t)(e - s));
+        /* Named already when the piece ends in an identifier after a space at
+         * depth 0 (e.g. "Tensor self"). */
+        const char *sp = NULL;
+        int d = 0;
+        for (const char *q = s; q < e; q++) {
+          if (*q == '(' || *q == '[') d++;
+          else if (*q == ')' || *q == ']') d--;
+          else if (*q == ' ' && d == 0) sp = q;
+        }
+        bool named = sp && (e[-1] == '_' || (e[-1] >= 'a' && e[-1] <= 'z') ||
+                            (e[-1] >= 'A' && e[-1] <= 'Z') || (e[-1] >= '0' && e[-1] <= '9')) &&
+                     !(e - s == 1 && *s == '*');
+        if (!(e - s == 1 && *s == '*') && !named) kd__fmt_printf(&f, " _%d", index);
+        index++;
+      }
+      piece = p + 1;
+      if (c == ')') break;
+    }
+  }
+  kd__fmt_puts(&f, p);
+  kd_status st = kd_schema_parse(text, strlen(text), out);
+  if (st) {
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", kd_last_error());
+    kd_set_error(st, "kernel signature '%s': %s", sig, msg);
+  }
+  free(text);
+  return st;
+}
+
+/* The type as text with alias annotations removed and SymInt spelled int:
+ * what decides the C form of an argument. */
+static void normalized_type(const kd_type *t, char *out, size_t cap) {
+  char raw[256];
+  kd_type_format(t, raw, sizeof raw);
+  size_t o = 0;
+  for (size_t i = 0; raw[i] && o + 1 < cap; i++) {
+    if (raw[i] == '(' && i >= 6 && !strncmp(raw + i - 6, "Tensor", 6)) {
+      int d = 0;
+      for (; raw[i]; i++) {
+        if (raw[i] == '(') d++;
+        if (raw[i] == ')' && --d == 0) break;
+      }
+      if (!raw[i]) break;
+      continue;
+    }
+    if (!strncmp(raw + i, "SymInt", 6)) {
+      if (o + 3 < cap) memcpy(out + o, "int", 3), o += 3;
+      i += 5;
+      continue;
+    }
+    out[o++] = raw[i];
+  }
+  out[o] = '\0';
+}
+
+kd_status kd__signature_check(const char *opname, const kd_schema *schema, const kd_schema *sig,
+                              const char *sig_text) {
+  size_t na = kd_schema_num_arguments(schema), nb = kd_schema_num_arguments(sig);
+  size_t n = na < nb ? na : nb;
+  char ta[256], tb[256];
+  for (size_t i = 0; i < n; i++) {
+    const kd_argument *a = kd_schema_argument(schema, i);
+    normalized_type(kd_argument_type(a), ta, sizeof ta);
+    normalized_type(kd_argument_type(kd_schema_argument(sig, i)), tb, sizeof tb);
+    if (strcmp(ta, tb) != 0)
+      return kd_set_error(KD_ETYPE,
+                          "kernel for '%s' has signature %s, which does not match the schema: "
+                          "argument %zu '%s' is %s in the schema but %s in the kernel",
+                          opname, sig_text, i, kd_argument_name(a), ta, tb);
+  }
+  if (na != nb)
+    return kd_set_error(KD_ETYPE,
+                        "kernel for '%s' has signature %s, which does not match the schema: the "
+                        "schema has %zu arguments, the kernel %zu",
+                        opname, sig_text, na, nb);
+  size_t ra = kd_schema_num_returns(schema), rb = kd_schema_num_returns(sig);
+  if (ra != rb)
+    return kd_set_error(KD_ETYPE,
+                        "kernel for '%s' has signature %s, which does not match the schema: the "
+                        "schema has %zu returns, the kernel %zu",
+                        opname, sig_text, ra, rb);
+  for (size_t i = 0; i < ra; i++) {
+    normalized_type(kd_argument_type(kd_schema_return(schema, i)), ta, sizeof ta);
+    normalized_type(kd_argument_type(kd_schema_return(sig, i)), tb, sizeof tb);
+    if (strcmp(ta, tb) != 0)
+      return kd_set_error(KD_ETYPE,
+                          "kernel for '%s' has signature %s, which does not match the schema: "
+                          "return %zu is %s in the schema but %s in the kernel",
+                          opname, sig_text, i, ta, tb);
+  }
+  return KD_OK;
+}

@@ -1,0 +1,510 @@
+/*
+ * library.c: libraries and registrations: def, impl, fallback, release.
+ *
+ * Every operation validates and allocates first, then changes the registry
+ * under the lock in steps that cannot fail, so a failed registration leaves
+ * everything as it was.
+ */
+#include <ctype.h>
+#include <stdio.h>
+
+#include "dispatch/dispatcher_impl.h"
+
+/* DEF libraries open now, one per namespace. */
+typedef struct def_lib {
+  kd_library *lib;
+  struct def_lib *next;
+} def_lib;
+static def_lib *def_libs;
+
+static char *dup_str(const char *s) {
+  size_t n = strlen(s) + 1;
+  char *d = malloc(n);
+  if (d) memcpy(d, s, n);
+  return d;
+}
+
+static bool is_identifier(const char *s, size_t n) {
+  if (n == 0 || !(isalpha((unsigned char)s[0]) || s[0] == '_')) return false;
+  for (size_t i = 1; i < n; i++)
+    if (!(isalnum((unsigned char)s[i]) || s[i] == '_')) return false;
+  return true;
+}
+
+kd_status kd_library_open(kd_library_kind kind, const char *ns, kd_dispatch_key key,
+                          const char *file, int line, kd_library **out) {
+  if (!out) return kd_set_error(KD_EINVAL, "kd_library_open: NULL out");
+  *out = NULL;
+  if (kind < KD_LIBRARY_DEF || kind > KD_LIBRARY_IMPL)
+    return kd_set_error(KD_EINVAL, "kd_library_open: invalid library kind %d", (int)kind);
+  if (!ns || !is_identifier(ns, strlen(ns)))
+    return kd_set_error(KD_EINVAL, "kd_library_open: illegal namespace '%s': expected an identifier",
+                        ns ? ns : "(null)");
+  if (kind == KD_LIBRARY_IMPL && !kd_dispatch_key_is_runtime(key) && !kd_dispatch_key_is_alias(key))
+    return kd_set_error(KD_EINVAL, "kd_library_open: IMPL library for '%s' with invalid key %d", ns,
+                        (int)key);
+  kd_library *lib = calloc(1, sizeof *lib);
+  char debug[512];
+  snprintf(debug, sizeof debug, "%s:%d", file ? file : "?", line);
+  if (!lib || !(lib->ns = dup_str(ns)) || !(lib->debug = dup_str(debug))) {
+    if (lib) free(lib->ns);
+    free(lib);
+    return kd__oom("library");
+  }
+  lib->kind = kind;
+  lib->key = kind == KD_LIBRARY_IMPL ? key : KD_KEY_CATCH_ALL;
+  def_lib *d = NULL;
+  if (kind == KD_LIBRARY_DEF && !(d = calloc(1, sizeof *d))) {
+    free(lib->ns);
+    free(lib->debug);
+    free(lib);
+    return kd__oom("library");
+  }
+  kd_status st = KD_OK;
+  pthread_mutex_lock(&kd__registry_lock);
+  if (d) {
+    for (def_lib *p = def_libs; p; p = p->next)
+      if (!strcmp(p->lib->ns, ns)) {
+        st = kd_set_error(KD_EEXIST,
+                          "only one DEF library is allowed per namespace: '%s' is already defined "
+                          "by the library opened at %s (use a FRAGMENT library to add to it); "
+                          "this one is at %s",
+                          ns, p->lib->debug, lib->debug);
+        break;
+      }
+    if (st == KD_OK) {
+      d->lib = lib;
+      d->next = def_libs;
+      def_libs = d;
+    }
+  }
+  pthread_mutex_unlock(&kd__registry_lock);
+  if (st) {
+    free(d);
+    free(lib->ns);
+    free(lib->debug);
+    free(lib);
+    return st;
+  }
+  *out = lib;
+  return KD_OK;
+}
+
+static void link_to_library(kd_library *lib, kd_registration *r) {
+  r->lib = lib;
+  r->lib_prev = NULL;
+  r->lib_next = lib->regs;
+  if (lib->regs) lib->regs->lib_prev = r;
+  lib->regs = r;
+}
+
+static void unlink_from_library(kd_registration *r) {
+  if (r->lib_prev) r->lib_prev->lib_next = r->lib_next;
+  else r->lib->regs = r->lib_next;
+  if (r->lib_next) r->lib_next->lib_prev = r->lib_prev;
+}
+
+static void unlink_from_list(kd_registration **head, kd_registration *r) {
+  for (kd_registration **p = head; *p; p = &(*p)->op_next)
+    if (*p == r) {
+      *p = r->op_next;
+      return;
+    }
+}
+
+static void free_info(void *p) { kd__op_info_free(p); }
+
+/* Undoes one registration; under the lock. */
+static void release_locked(kd_registration *r) {
+  if (r->companion) {
+    kd_registration *c = r->companion;
+    r->companion = NULL;
+    release_locked(c);
+  }
+  kd_op *op = r->op;
+  switch (r->kind) {
+    case KD__REG_DEF:
+      unlink_from_list(&op->defs, r);
+      if (!op->defs) {
+        const kd__op_info *info = atomic_load_explicit(&op->info, memory_order_relaxed);
+        atomic_store_explicit(&op->info, NULL, memory_order_release);
+        if (info) kd__retire(free_info, (void *)info);
+        for (size_t i = 0; i < op->ntags; i++) free(op->tags[i]);
+        free(op->tags);
+        op->tags = NULL;
+        op->ntags = 0;
+        kd__notify(KD_EVENT_UNDEF, op, KD_KEY_UNDEFINED, r->debug);
+      }
+      kd_schema_free(r->schema);
+      break;
+    case KD__REG_IMPL:
+      unlink_from_list(&op->impls[r->key], r);
+      kd__op_rebuild(op);
+      kd__notify(KD_EVENT_IMPL_RELEASE, op, r->key, r->debug);
+      kd__kernel_free(r->kernel);
+      break;
+    case KD__REG_FALLBACK:
+      unlink_from_list(&kd__fallbacks[r->key], r);
+      kd__rebuild_all();
+      kd__notify(KD_EVENT_FALLBACK_RELEASE, NULL, r->key, r->debug);
+      kd__kernel_free(r->kernel);
+      break;
+  }
+  unlink_from_library(r);
+  free(r->debug);
+  free(r);
+}
+
+void kd_registration_release(kd_registration *reg) {
+  if (!reg) return;
+  pthread_mutex_lock(&kd__registry_lock);
+  release_locked(reg);
+  pthread_mutex_unlock(&kd__registry_lock);
+}
+
+void kd_library_close(kd_library *lib) {
+  if (!lib) return;
+  pthread_mutex_lock(&kd__registry_lock);
+  /* Release newest first, so stacked kernels unwind in order. */
+  while (lib->regs) release_locked(lib->regs);
+  for (def_lib **p = &def_libs; *p; p = &(*p)->next)
+    if ((*p)->lib == lib) {
+      def_lib *d = *p;
+      *p = d->next;
+      free(d);
+      break;
+    }
+  pthread_mutex_unlock(&kd__registry_lock);
+  free(lib->ns);
+  free(lib->debug);
+  free(lib);
+}
+
+static kd_registration *new_registration(kd__reg_kind kind, const char *debug) {
+  kd_registration *r = calloc(1, sizeof *r);
+  if (!r) return NULL;
+  r->kind = kind;
+  if (debug && !(r->debug = dup_str(debug))) {
+    free(r);
+    return NULL;
+  }
+  return r;
+}
+
+/* "ns::name.overload" for a name given to def or impl, checked. */
+static kd_status qualify(const kd_library *lib, const char *schema_ns, const char *name,
+                         size_t name_len, const char *overload, char *out, size_t cap) {
+  if (schema_ns && *schema_ns && strcmp(schema_ns, lib->ns) != 0)
+    return kd_set_error(KD_EINVAL,
+                        "operator '%s::%.*s' is outside the namespace '%s' of the library opened "
+                        "at %s",
+                        schema_ns, (int)name_len, name, lib->ns, lib->debug);
+  if (!is_identifier(name, name_len))
+    return kd_set_error(KD_EINVAL, "illegal operator name '%.*s': expected an identifier",
+                        (int)name_len, name);
+  if (overload && *overload && !is_identifier(overload, strlen(overload)))
+    return kd_set_error(KD_EINVAL, "illegal overload name '%s' for operator '%.*s'", overload,
+                        (int)name_len, name);
+  int n = snprintf(out, cap, "%s::%.*s%s%s", lib->ns, (int)name_len, name,
+                   overload && *overload ? "." : "", overload ? overload : "");
+  if (n < 0 || (size_t)n >= cap)
+    return kd_set_error(KD_EINVAL, "operator name '%.*s' is too long", (int)name_len, name);
+  return KD_OK;
+}
+
+/* Splits "name.overload" (an impl's name, maybe with "ns::"). */
+static kd_status qualify_name(const kd_library *lib, const char *name, char *out, size_t cap) {
+  const char *ns_end = strstr(name, "::");
+  char ns[128] = "";
+  const char *base = name;
+  if (ns_end) {
+    snprintf(ns, sizeof ns, "%.*s", (int)(ns_end - name), name);
+    base = ns_end + 2;
+  }
+  const char *dot = strchr(base, '.');
+  size_t base_len = dot ? (size_t)(dot - base) : strlen(base);
+  return qualify(lib, ns, base, base_len, dot ? dot + 1 : "", out, cap);
+}
+
+/* Checks every kernel registered for op against a schema. */
+static kd_status check_impls(const kd_op *op, const kd_schema *schema) {
+  for (int k = 0; k < KD__NUM_KEYS; k++)
+    for (const kd_registration *r = op->impls[k]; r; r = r->op_next)
+      if (r->kernel->signature) {
+        kd_status st = kd__signature_check(op->name, schema, r->kernel->signature,
+                                           r->kernel->signature_text);
+        if (st) return st;
+      }
+  return KD_OK;
+}
+
+kd_status kd_library_def(kd_library *lib, const char *schema_text, const char *const *tags,
+                         size_t ntags, kd_registration **out) {
+  if (out) *out = NULL;
+  if (!lib || !schema_text) return kd_set_error(KD_EINVAL, "kd_library_def: NULL argument");
+  if (lib->kind == KD_LIBRARY_IMPL)
+    return kd_set_error(KD_ESTATE, "kd_library_def: the library opened at %s is an IMPL library; "
+                        "operators are defined by DEF and FRAGMENT libraries",
+                        lib->debug);
+  kd_schema *schema, *info_schema;
+  size_t len = strlen(schema_text);
+  kd_status st = kd_schema_parse(schema_text, len, &schema);
+  if (st) return st;
+  char qualified[512];
+  st = qualify(lib, kd_schema_namespace(schema), kd_schema_name(schema),
+               strlen(kd_schema_name(schema)), kd_schema_overload(schema), qualified,
+               sizeof qualified);
+  if (st) {
+    kd_schema_free(schema);
+    return st;
+  }
+  /* The operator's info keeps its own copy of the schema. */
+  if ((st = kd_schema_parse(schema_text, len, &info_schema))) {
+    kd_schema_free(schema);
+    return st;
+  }
+  kd__op_info *info = NULL;
+  if ((st = kd__op_info_new(info_schema, &info))) {
+    kd_schema_free(schema);
+    return st;
+  }
+  char **tag_copy = ntags ? calloc(ntags, sizeof *tag_copy) : NULL;
+  bool oom = ntags && !tag_copy;
+  for (size_t i = 0; !oom && i < ntags; i++) oom = !(tag_copy[i] = dup_str(tags[i]));
+  kd_registration *r = oom ? NULL : new_registration(KD__REG_DEF, lib->debug);
+  if (!r) {
+    for (size_t i = 0; tag_copy && i < ntags; i++) free(tag_copy[i]);
+    free(tag_copy);
+    kd__op_info_free(info);
+    kd_schema_free(schema);
+    return kd__oom("registration");
+  }
+  r->schema = schema;
+  pthread_mutex_lock(&kd__registry_lock);
+  kd_op *op;
+  st = kd__op_get(qualified, strlen(qualified), &op);
+  if (st == KD_OK && op->defs) {
+    /* Defined already: the same schema adds a reference, another is an error. */
+    char a[1024], b[1024];
+    kd_schema_format(op->defs->schema, a, sizeof a);
+    kd_schema_format(schema, b, sizeof b);
+    const char *pa = strstr(a, "::") ? strstr(a, "::") + 2 : a;
+    const char *pb = strstr(b, "::") ? strstr(b, "::") + 2 : b;
+    if (strcmp(pa, pb) != 0)
+      st = kd_set_error(KD_EEXIST,
+                        "operator '%s' is already defined with schema '%s' (at %s); it cannot "
+                        "also be defined as '%s' (at %s)",
+                        qualified, a, op->defs->debug, b, lib->debug);
+  } else if (st == KD_OK) {
+    st = check_impls(op, info->schema);
+  }
+  if (st) {
+    pthread_mutex_unlock(&kd__registry_lock);
+    for (size_t i = 0; tag_copy && i < ntags; i++) free(tag_copy[i]);
+    free(tag_copy);
+    kd__op_info_free(info);
+    kd_schema_free(schema);
+    free(r->debug);
+    free(r);
+    return st;
+  }
+  bool first = op->defs == NULL;
+  r->op = op;
+  r->op_next = op->defs;
+  op->defs = r;
+  link_to_library(lib, r);
+  if (first) {
+    op->tags = tag_copy;
+    op->ntags = ntags;
+    tag_copy = NULL;
+    atomic_store_explicit(&op->info, info, memory_order_release);
+    info = NULL;
+    kd__notify(KD_EVENT_DEF, op, KD_KEY_UNDEFINED, r->debug);
+  }
+  pthread_mutex_unlock(&kd__registry_lock);
+  for (size_t i = 0; tag_copy && i < ntags; i++) free(tag_copy[i]);
+  free(tag_copy);
+  kd__op_info_free(info); /* a repeated def keeps the first one's info */
+  if (out) *out = r;
+  return KD_OK;
+}
+
+static kd_status impl_common(kd_library *lib, const char *name, kd_dispatch_key key,
+                             const kd_kernel *kernel, kd_registration **out) {
+  if (out) *out = NULL;
+  if (!lib || !name || !kernel) return kd_set_error(KD_EINVAL, "kd_library_impl: NULL argument");
+  if (!kd_dispatch_key_is_runtime(key) && !kd_dispatch_key_is_alias(key))
+    return kd_set_error(KD_EINVAL, "kd_library_impl(%s): invalid dispatch key %d", name, (int)key);
+  char qualified[512];
+  kd_status st = qualify_name(lib, name, qualified, sizeof qualified);
+  if (st) return st;
+  kd__kernel *k;
+  if ((st = kd__kernel_new(kernel, lib->debug, &k))) return st;
+  kd_registration *r = new_registration(KD__REG_IMPL, k->debug_text ? k->debug_text : lib->debug);
+  if (!r) {
+    k->k.destroy_data = NULL;
+    kd__kernel_free(k);
+    return kd__oom("registration");
+  }
+  r->kernel = k;
+  r->key = key;
+  pthread_mutex_lock(&kd__registry_lock);
+  kd_op *op;
+  st = kd__op_get(qualified, strlen(qualified), &op);
+  const kd__op_info *info = st ? NULL : atomic_load_explicit(&op->info, memory_order_relaxed);
+  if (st == KD_OK && info && k->signature)
+    st = kd__signature_check(op->name, info->schema, k->signature, k->signature_text);
+  if (st) {
+    pthread_mutex_unlock(&kd__registry_lock);
+    k->k.destroy_data = NULL; /* the caller keeps its data */
+    kd__kernel_free(k);
+    free(r->debug);
+    free(r);
+    return st;
+  }
+  if (op->impls[key])
+    kd_warn("overriding a previously registered kernel for the same operator and the same "
+            "dispatch key\n  operator: %s\n  dispatch key: %s\n  previous kernel: registered at "
+            "%s\n       new kernel: registered at %s",
+            op->name, kd_dispatch_key_name(key), op->impls[key]->debug ? op->impls[key]->debug : "?",
+            r->debug ? r->debug : "?");
+  r->op = op;
+  r->op_next = op->impls[key];
+  op->impls[key] = r;
+  link_to_library(lib, r);
+  kd__op_rebuild(op);
+  kd__notify(KD_EVENT_IMPL, op, key, r->debug);
+  pthread_mutex_unlock(&kd__registry_lock);
+  if (out) *out = r;
+  return KD_OK;
+}
+
+kd_status kd_library_impl(kd_library *lib, const char *name, const kd_kernel *kernel,
+                          kd_registration **out) {
+  if (!lib) return kd_set_error(KD_EINVAL, "kd_library_impl: NULL library");
+  return impl_common(lib, name, lib->key, kernel, out);
+}
+
+kd_status kd_library_impl_key(kd_library *lib, const char *name, kd_dispatch_key key,
+                              const kd_kernel *kernel, kd_registration **out) {
+  if (!lib) return kd_set_error(KD_EINVAL, "kd_library_impl_key: NULL library");
+  if (lib->kind == KD_LIBRARY_IMPL && lib->key != KD_KEY_CATCH_ALL && key != lib->key)
+    return kd_set_error(KD_EINVAL,
+                        "kd_library_impl_key(%s): the IMPL library opened at %s is for key %s, "
+                        "not %s",
+                        name ? name : "(null)", lib->debug, kd_dispatch_key_name(lib->key),
+                        kd_dispatch_key_name(key));
+  return impl_common(lib, name, key, kernel, out);
+}
+
+kd_status kd_library_def_kernel(kd_library *lib, const char *name, const kd_kernel *kernel,
+                                kd_registration **out) {
+  if (out) *out = NULL;
+  if (!lib || !name || !kernel) return kd_set_error(KD_EINVAL, "kd_library_def_kernel: NULL argument");
+  if (!kernel->signature)
+    return kd_set_error(KD_EINVAL,
+                        "kd_library_def_kernel(%s): the kernel has no signature to infer the "
+                        "schema from",
+                        name);
+  kd_schema *sig;
+  kd_status st = kd__signature_parse(kernel->signature, &sig);
+  if (st) return st;
+  char text[1024], schema[1200];
+  kd_schema_format(sig, text, sizeof text); /* "_(Tensor _0, int _1) -> Tensor" */
+  kd_schema_free(sig);
+  snprintf(schema, sizeof schema, "%s%s", name, text + 1);
+  kd_registration *def, *impl;
+  if ((st = kd_library_def(lib, schema, NULL, 0, &def))) return st;
+  if ((st = impl_common(lib, name, KD_KEY_CATCH_ALL, kernel, &impl))) {
+    kd_registration_release(def);
+    return st;
+  }
+  pthread_mutex_lock(&kd__registry_lock);
+  def->companion = impl;
+  pthread_mutex_unlock(&kd__registry_lock);
+  if (out) *out = def;
+  return KD_OK;
+}
+
+kd_status kd_library_fallback(kd_library *lib, const kd_kernel *kernel, kd_registration **out) {
+  if (out) *out = NULL;
+  if (!lib || !kernel) return kd_set_error(KD_EINVAL, "kd_library_fallback: NULL argument");
+  if (lib->kind != KD_LIBRARY_IMPL || !kd_dispatch_key_is_runtime(lib->key))
+    return kd_set_error(KD_EINVAL,
+                        "kd_library_fallback: the library opened at %s must be an IMPL library "
+                        "for a runtime key, not %s",
+                        lib->debug, kd_dispatch_key_name(lib->key));
+  if (kernel->kind == KD_KERNEL_FUNCTOR || (kernel->kind == KD_KERNEL_FUNCTION && !kernel->boxed))
+    return kd_set_error(KD_EINVAL,
+                        "kd_library_fallback(%s): a fallback must be a boxed function, a "
+                        "fallthrough or not-supported, as it serves every operator",
+                        kd_dispatch_key_name(lib->key));
+  kd__kernel *k;
+  kd_status st = kd__kernel_new(kernel, lib->debug, &k);
+  if (st) return st;
+  kd_registration *r = new_registration(KD__REG_FALLBACK, k->debug_text ? k->debug_text : lib->debug);
+  if (!r) {
+    k->k.destroy_data = NULL;
+    kd__kernel_free(k);
+    return kd__oom("registration");
+  }
+  r->kernel = k;
+  r->key = lib->key;
+  pthread_mutex_lock(&kd__registry_lock);
+  if (kd__fallbacks[lib->key]) {
+    st = kd_set_error(KD_EEXIST,
+                      "a fallback for dispatch key %s is already registered (at %s); the one at "
+                      "%s cannot also be",
+                      kd_dispatch_key_name(lib->key), kd__fallbacks[lib->key]->debug, r->debug);
+    pthread_mutex_unlock(&kd__registry_lock);
+    k->k.destroy_data = NULL;
+    kd__kernel_free(k);
+    free(r->debug);
+    free(r);
+    return st;
+  }
+  kd__fallbacks[lib->key] = r;
+  link_to_library(lib, r);
+  kd__rebuild_all();
+  kd__notify(KD_EVENT_FALLBACK, NULL, lib->key, r->debug);
+  pthread_mutex_unlock(&kd__registry_lock);
+  if (out) *out = r;
+  return KD_OK;
+}
+
+/* ---- Static registration ----------------------------------------------------------- */
+
+typedef struct opened_desc {
+  const kd_library_desc *desc;
+  kd_library *lib;
+  struct opened_desc *next;
+} opened_desc;
+static opened_desc *opened;
+static pthread_mutex_t desc_lock = PTHREAD_MUTEX_INITIALIZER;
+
+kd_status kd_library_open_desc(const kd_library_desc *desc) {
+  if (!desc || desc->version != KD_LIBRARY_DESC_VERSION || !desc->body)
+    return kd_set_error(KD_EINVAL, "kd_library_open_desc: bad descriptor");
+  pthread_mutex_lock(&desc_lock);
+  for (opened_desc *o = opened; o; o = o->next)
+    if (o->desc == desc) {
+      pthread_mutex_unlock(&desc_lock);
+      return KD_OK;
+    }
+  opened_desc *o = calloc(1, sizeof *o);
+  kd_status st = o ? kd_library_open(desc->kind, desc->ns, desc->key, desc->file, desc->line, &o->lib)
+                   : kd__oom("library descriptor");
+  if (st) {
+    free(o);
+    pthread_mutex_unlock(&desc_lock);
+    kd_warn("could not open the library of '%s' at %s:%d: %s", desc->ns,
+            desc->file ? desc->file : "?", desc->line, kd_last_error());
+    return st;
+  }
+  o->desc = desc;
+  o->next = opened;
+  opened = o;
+  pthread_mutex_unlock(&desc_lock);
+  desc->body(o->lib);
+  return KD_OK;
+}

@@ -1,0 +1,571 @@
+/*
+ * registry.c: the operator table (lookup by name without a lock), dispatch
+ * table computation, listeners and introspection. Registration itself is in
+ * library.c; both run under kd__registry_lock.
+ */
+#include <stdio.h>
+
+#include "dispatch/dispatcher_impl.h"
+
+pthread_mutex_t kd__registry_lock = PTHREAD_MUTEX_INITIALIZER;
+kd_registration *kd__fallbacks[KD_NUM_RUNTIME_KEYS];
+
+/* ---- Operator lookup ---------------------------------------------------------- */
+
+/* Open addressing, linear probing, at most half full. Readers load the
+ * current array and probe it; a resize publishes a new array and retires
+ * the old one. Operators are never removed (a handle stays valid). */
+typedef struct op_table {
+  size_t mask;
+  kd_op *slots[];
+} op_table;
+
+static _Atomic(op_table *) ops_by_name;
+static size_t op_count;
+static kd_op *all_ops; /* every operator ever made, newest first */
+
+static inline uint64_t mix(uint64_t h) {
+  h ^= h >> 32;
+  h *= 0xd6e8feb86659fd93ull;
+  h ^= h >> 32;
+  return h;
+}
+
+/* A hash of n bytes, eight at a time. */
+static uint64_t hash_bytes(const char *s, size_t n, uint64_t h) {
+  while (n >= 8) {
+    uint64_t w;
+    memcpy(&w, s, 8);
+    h = (h ^ w) * 0x9e3779b97f4a7c15ull;
+    h ^= h >> 29;
+    s += 8;
+    n -= 8;
+  }
+  uint64_t w = 0;
+  for (size_t i = 0; i < n; i++) w |= (uint64_t)(unsigned char)s[i] << (8 * i);
+  h = (h ^ w ^ ((uint64_t)n << 56)) * 0x9e3779b97f4a7c15ull;
+  return h;
+}
+
+static uint64_t hash_name(const char *base, size_t base_len, const char *overload, size_t ov_len) {
+  return mix(hash_bytes(overload, ov_len, hash_bytes(base, base_len, 0x243f6a8885a308d3ull)));
+}
+
+static bool name_equal(const kd_op *op, const char *base, size_t base_len, const char *ov,
+                       size_t ov_len) {
+  if (op->base_len != base_len || memcmp(op->name, base, base_len) != 0) return false;
+  if (ov_len == 0) return op->name_len == base_len;
+  return op->name_len == base_len + 1 + ov_len && op->name[base_len] == '.' &&
+         memcmp(op->name + base_len + 1, ov, ov_len) == 0;
+}
+
+/* Probes the current table; call inside a read section or under the lock. */
+static kd_op *lookup(const char *base, size_t base_len, const char *ov, size_t ov_len) {
+  op_table *t = atomic_load_explicit(&ops_by_name, memory_order_acquire);
+  if (!t) return NULL;
+  uint64_t h = hash_name(base, base_len, ov, ov_len);
+  for (size_t i = h & t->mask;; i = (i + 1) & t->mask) {
+    kd_op *op = t->slots[i];
+    if (!op) return NULL;
+    if (op->hash == h && name_equal(op, base, base_len, ov, ov_len)) return op;
+  }
+}
+
+/* Splits "ns::name.overload" into base and overload. */
+static void split_qualified(const char *q, size_t len, size_t *base_len) {
+  const char *colons = NULL;
+  for (size_t i = 0; i + 1 < len; i++)
+    if (q[i] == ':' && q[i + 1] == ':') colons = q + i + 2;
+  const char *start = colons ? colons : q;
+  const char *dot = memchr(start, '.', len - (size_t)(start - q));
+  *base_len = dot ? (size_t)(dot - q) : len;
+}
+
+static void table_insert(op_table *t, kd_op *op) {
+  for (size_t i = op->hash & t->mask;; i = (i + 1) & t->mask) {
+    if (!t->slots[i]) {
+      t->slots[i] = op;
+      return;
+    }
+  }
+}
+
+static void free_table(void *p) { free(p); }
+
+kd_status kd__op_get(const char *qualified, size_t len, kd_op **out) {
+  size_t base_len;
+  split_qualified(qualified, len, &base_len);
+  const char *ov = base_len < len ? qualified + base_len + 1 : "";
+  size_t ov_len = base_len < len ? len - base_len - 1 : 0;
+  kd_op *op = lookup(qualified, base_len, ov, ov_len);
+  if (op) {
+    *out = op;
+    return KD_OK;
+  }
+  op_table *t = atomic_load_explicit(&ops_by_name, memory_order_relaxed);
+  size_t cap = t ? t->mask + 1 : 0;
+  op_table *grown = NULL;
+  if ((op_count + 1) * 2 > cap) {
+    size_t ncap = cap ? cap * 2 : 256;
+    grown = calloc(1, sizeof *grown + ncap * sizeof(kd_op *));
+    if (!grown) return kd__oom("operator table");
+    grown->mask = ncap - 1;
+  }
+  op = calloc(1, sizeof *op);
+  char *name = malloc(len + 1);
+  if (!op || !name) {
+    free(op);
+    free(name);
+    free(grown);
+    return kd__oom("operator");
+  }
+  memcpy(name, qualified, len);
+  name[len] = '\0';
+  op->name = name;
+  op->name_len = len;
+  op->base_len = base_len;
+  op->hash = hash_name(qualified, base_len, ov, ov_len);
+  if (grown) {
+    for (size_t i = 0; t && i < cap; i++)
+      if (t->slots[i]) table_insert(grown, t->slots[i]);
+    table_insert(grown, op);
+    atomic_store_explicit(&ops_by_name, grown, memory_order_release);
+    if (t) kd__retire(free_table, t);
+  } else {
+    /* The slot is written before readers can find it: publish with release. */
+    op_table *cur = t;
+    size_t i = op->hash & cur->mask;
+    while (cur->slots[i]) i = (i + 1) & cur->mask;
+    atomic_store_explicit((_Atomic(kd_op *) *)&cur->slots[i], op, memory_order_release);
+  }
+  op->next_in_list = all_ops;
+  all_ops = op;
+  op_count++;
+  *out = op;
+  return KD_OK;
+}
+
+bool kd__op_alive(const kd_op *op) {
+  if (op->defs) return true;
+  for (int k = 0; k < KD__NUM_KEYS; k++)
+    if (op->impls[k]) return true;
+  return false;
+}
+
+kd_status kd_op_find(const char *name, const char *overload, kd_op **out) {
+  if (!name || !out) return kd_set_error(KD_EINVAL, "kd_op_find: NULL argument");
+  *out = NULL;
+  size_t base_len = strlen(name), ov_len;
+  const char *ov = overload;
+  if (!ov) {
+    size_t len = base_len;
+    split_qualified(name, len, &base_len);
+    ov = base_len < len ? name + base_len + 1 : "";
+    ov_len = base_len < len ? len - base_len - 1 : 0;
+  } else {
+    ov_len = strlen(ov);
+  }
+  kd__read_enter();
+  kd_op *op = lookup(name, base_len, ov, ov_len);
+  kd__read_exit();
+  if (!op || !kd__op_alive(op))
+    return kd_set_error(KD_ENOTFOUND, "operator '%.*s%s%.*s' not found", (int)base_len, name,
+                        ov_len ? "." : "", (int)ov_len, ov);
+  *out = op;
+  return KD_OK;
+}
+
+kd_status kd_op_find_typed(const char *name, const char *overload, const char *signature,
+                           kd_op **out) {
+  kd_op *op;
+  kd_status st = kd_op_find(name, overload, &op);
+  if (st) {
+    if (out) *out = NULL;
+    return st;
+  }
+  *out = NULL;
+  if (!signature) return kd_set_error(KD_EINVAL, "kd_op_find_typed(%s): NULL signature", op->name);
+  kd_schema *sig;
+  if ((st = kd__signature_parse(signature, &sig))) return st;
+  pthread_mutex_lock(&kd__registry_lock);
+  const kd__op_info *info = atomic_load_explicit(&op->info, memory_order_relaxed);
+  if (!info)
+    st = kd__no_op_info(op);
+  else
+    st = kd__signature_check(op->name, info->schema, sig, signature);
+  pthread_mutex_unlock(&kd__registry_lock);
+  kd_schema_free(sig);
+  if (st == KD_OK) *out = op;
+  return st;
+}
+
+const kd_schema *kd_op_schema(const kd_op *op) {
+  const kd__op_info *info = atomic_load_explicit(&op->info, memory_order_acquire);
+  return info ? info->schema : NULL;
+}
+
+const char *kd_op_name(const kd_op *op) { return op->name; }
+
+/* ---- Dispatch tables -------------------------------------------------------------- */
+
+static const kd__kernel *top(const kd_registration *r) { return r ? r->kernel : NULL; }
+
+void kd__compute_slot(const kd_op *op, kd_dispatch_key key, const kd__kernel **kernel,
+                      kd__reason *reason) {
+  kd_keyset bit = kd_keyset_of(key);
+  const kd__kernel *k;
+  *kernel = NULL;
+  *reason = KD__REASON_MISSING;
+  if ((k = top(op->impls[key]))) {
+    *kernel = k;
+    *reason = KD__REASON_KERNEL;
+    return;
+  }
+  if ((kd_keyset_backends() & bit) && (k = top(op->impls[KD_KEY_COMPOSITE_EXPLICIT_AUTOGRAD]))) {
+    *kernel = k;
+    *reason = KD__REASON_COMPOSITE_EXPLICIT;
+    return;
+  }
+  if ((kd_dispatch_key_expand(KD_KEY_COMPOSITE_IMPLICIT_AUTOGRAD) & bit) &&
+      (k = top(op->impls[KD_KEY_COMPOSITE_IMPLICIT_AUTOGRAD]))) {
+    *kernel = k;
+    *reason = KD__REASON_COMPOSITE_IMPLICIT;
+    return;
+  }
+  /* A catch-all kernel implements the operator: it beats a backend's
+   * fallback, but a functionality key's fallback (a mode) wraps it. */
+  bool functionality = !(kd_keyset_backends() & bit) && key != KD_KEY_UNDEFINED;
+  const kd__kernel *catch_all = top(op->impls[KD_KEY_CATCH_ALL]);
+  const kd__kernel *fallback = top(kd__fallbacks[key]);
+  const kd__kernel *first = functionality ? fallback : catch_all;
+  const kd__kernel *second = functionality ? catch_all : fallback;
+  if (first) {
+    *kernel = first;
+    *reason = functionality ? KD__REASON_FALLBACK : KD__REASON_CATCH_ALL;
+  } else if (second) {
+    *kernel = second;
+    *reason = functionality ? KD__REASON_CATCH_ALL : KD__REASON_FALLBACK;
+  }
+}
+
+static void kernel_unref(const kd__kernel *k);
+
+static void free_entry(void *p) {
+  kd__entry *e = p;
+  void *state = atomic_load_explicit(&e->state, memory_order_acquire);
+  if (state && e->kernel->k.destroy) e->kernel->k.destroy(state);
+  kernel_unref(e->kernel);
+  free(e);
+}
+
+void kd__op_rebuild(kd_op *op) {
+  kd_keyset fallthrough = 0;
+  for (unsigned key = 0; key < KD_NUM_RUNTIME_KEYS; key++) {
+    if (!kd_dispatch_key_is_runtime((kd_dispatch_key)key)) continue;
+    const kd__kernel *kernel;
+    kd__reason reason;
+    kd__compute_slot(op, (kd_dispatch_key)key, &kernel, &reason);
+    if (kernel && kernel->k.kind == KD_KERNEL_FALLTHROUGH) fallthrough |= (kd_keyset)1 << key;
+    const kd__entry *old = atomic_load_explicit(&op->table[key], memory_order_relaxed);
+    if (old ? (old->kernel == kernel && old->reason == reason) : !kernel) continue;
+    kd__entry *e = NULL;
+    if (kernel) {
+      e = calloc(1, sizeof *e);
+      if (!e) {
+        /* Keep the old entry; kd_dispatcher_check reports the difference. */
+        kd_warn("out of memory rebuilding the dispatch table of '%s'", op->name);
+        continue;
+      }
+      e->kernel = kernel;
+      e->reason = reason;
+      e->key = (kd_dispatch_key)key;
+      e->data = kernel->k.data;
+      e->fast = kernel->k.kind == KD_KERNEL_FUNCTION ? kernel->k.unboxed : NULL;
+      atomic_fetch_add_explicit(&((kd__kernel *)kernel)->refs, 1, memory_order_relaxed);
+    }
+    atomic_store_explicit(&op->table[key], e, memory_order_release);
+    if (old) kd__retire(free_entry, (void *)old);
+  }
+  atomic_store_explicit(&op->fallthrough, fallthrough, memory_order_release);
+}
+
+void kd__rebuild_all(void) {
+  for (kd_op *op = all_ops; op; op = op->next_in_list) kd__op_rebuild(op);
+}
+
+/* ---- Kernel records ------------------------------------------------------------------- */
+
+static char *dup_str(const char *s) {
+  if (!s) return NULL;
+  size_t n = strlen(s) + 1;
+  char *d = malloc(n);
+  if (d) memcpy(d, s, n);
+  return d;
+}
+
+static void kernel_free_now(kd__kernel *k) {
+  if (k->k.destroy_data) k->k.destroy_data(k->k.data);
+  for (size_t i = 0; i < k->k.nctor_args; i++) kd_value_destroy(&k->ctor_args[i]);
+  free(k->ctor_args);
+  kd_schema_free(k->signature);
+  free(k->signature_text);
+  free(k->debug_text);
+  free(k);
+}
+
+static void kernel_unref(const kd__kernel *k) {
+  kd__kernel *m = (kd__kernel *)k;
+  if (atomic_fetch_sub_explicit(&m->refs, 1, memory_order_acq_rel) == 1) kernel_free_now(m);
+}
+
+void kd__kernel_free(void *kernel) { kernel_unref(kernel); }
+
+kd_status kd__kernel_new(const kd_kernel *k, const char *debug, kd__kernel **out) {
+  *out = NULL;
+  if (!k || k->api_version != KD_KERNEL_API_VERSION)
+    return kd_set_error(KD_EINVAL, "kernel: expected api_version %d, got %u",
+                        KD_KERNEL_API_VERSION, k ? k->api_version : 0);
+  switch (k->kind) {
+    case KD_KERNEL_FUNCTION:
+    case KD_KERNEL_FUNCTOR:
+      if (!k->unboxed && !k->boxed)
+        return kd_set_error(KD_EINVAL, "kernel registered at %s: neither an unboxed nor a boxed function",
+                            debug ? debug : "?");
+      if (k->unboxed && !k->signature)
+        return kd_set_error(KD_EINVAL,
+                            "kernel registered at %s: an unboxed function needs its signature",
+                            debug ? debug : "?");
+      if (k->kind == KD_KERNEL_FUNCTOR && !k->create)
+        return kd_set_error(KD_EINVAL, "functor kernel registered at %s: no create function",
+                            debug ? debug : "?");
+      break;
+    case KD_KERNEL_FALLTHROUGH:
+    case KD_KERNEL_NOT_SUPPORTED:
+      break;
+    default:
+      return kd_set_error(KD_EINVAL, "kernel: invalid kind %d", (int)k->kind);
+  }
+  kd__kernel *r = calloc(1, sizeof *r);
+  if (!r) return kd__oom("kernel");
+  r->k = *k;
+  atomic_init(&r->refs, 1);
+  kd_status st = KD_OK;
+  if (k->signature) {
+    r->signature_text = dup_str(k->signature);
+    if (!r->signature_text) st = kd__oom("kernel");
+    else st = kd__signature_parse(k->signature, &r->signature);
+  }
+  const char *dbg = k->debug ? k->debug : debug;
+  if (st == KD_OK && dbg && !(r->debug_text = dup_str(dbg))) st = kd__oom("kernel");
+  if (st == KD_OK && k->nctor_args) {
+    r->ctor_args = calloc(k->nctor_args, sizeof *r->ctor_args);
+    if (!r->ctor_args) st = kd__oom("kernel");
+    for (size_t i = 0; st == KD_OK && i < k->nctor_args; i++)
+      kd_value_copy(&r->ctor_args[i], &k->ctor_args[i]);
+  }
+  if (st) {
+    r->k.destroy_data = NULL; /* the caller keeps its data on failure */
+    r->k.nctor_args = r->ctor_args ? k->nctor_args : 0;
+    kernel_free_now(r);
+    return st;
+  }
+  r->k.signature = r->signature_text;
+  r->k.debug = r->debug_text;
+  r->k.ctor_args = r->ctor_args;
+  *out = r;
+  return KD_OK;
+}
+
+/* ---- Listeners ------------------------------------------------------------------------- */
+
+struct kd_listener {
+  kd_listener_fn fn;
+  void *user_data;
+  kd_listener *next;
+};
+static kd_listener *listeners;
+
+void kd__notify(kd_registry_event_kind kind, kd_op *op, kd_dispatch_key key, const char *debug) {
+  kd_registry_event ev = {kind, op, key, debug};
+  for (kd_listener *l = listeners; l; l = l->next) l->fn(&ev, l->user_data);
+}
+
+kd_status kd_listener_add(kd_listener_fn fn, void *user_data, kd_listener **out) {
+  if (!fn || !out) return kd_set_error(KD_EINVAL, "kd_listener_add: NULL argument");
+  kd_listener *l = calloc(1, sizeof *l);
+  if (!l) return kd__oom("listener");
+  l->fn = fn;
+  l->user_data = user_data;
+  pthread_mutex_lock(&kd__registry_lock);
+  /* Replay what exists, oldest registration first within each list. */
+  for (kd_op *op = all_ops; op; op = op->next_in_list) {
+    if (op->defs) {
+      kd_registry_event ev = {KD_EVENT_DEF, op, KD_KEY_UNDEFINED, op->defs->debug};
+      fn(&ev, user_data);
+    }
+    for (int k = 0; k < KD__NUM_KEYS; k++)
+      for (kd_registration *r = op->impls[k]; r; r = r->op_next) {
+        kd_registry_event ev = {KD_EVENT_IMPL, op, (kd_dispatch_key)k, r->debug};
+        fn(&ev, user_data);
+      }
+  }
+  for (int k = 0; k < KD_NUM_RUNTIME_KEYS; k++)
+    if (kd__fallbacks[k]) {
+      kd_registry_event ev = {KD_EVENT_FALLBACK, NULL, (kd_dispatch_key)k, kd__fallbacks[k]->debug};
+      fn(&ev, user_data);
+    }
+  l->next = listeners;
+  listeners = l;
+  pthread_mutex_unlock(&kd__registry_lock);
+  *out = l;
+  return KD_OK;
+}
+
+void kd_listener_remove(kd_listener *listener) {
+  if (!listener) return;
+  pthread_mutex_lock(&kd__registry_lock);
+  for (kd_listener **p = &listeners; *p; p = &(*p)->next)
+    if (*p == listener) {
+      *p = listener->next;
+      break;
+    }
+  pthread_mutex_unlock(&kd__registry_lock);
+  free(listener);
+}
+
+/* ---- Introspection ---------------------------------------------------------------------- */
+
+static int compare_ops(const void *a, const void *b) {
+  return strcmp((*(kd_op *const *)a)->name, (*(kd_op *const *)b)->name);
+}
+
+int kd_ops_foreach(int (*fn)(kd_op *op, void *user_data), void *user_data) {
+  pthread_mutex_lock(&kd__registry_lock);
+  size_t n = 0;
+  for (kd_op *op = all_ops; op; op = op->next_in_list) n += kd__op_alive(op);
+  kd_op **list = malloc((n ? n : 1) * sizeof *list);
+  if (!list) {
+    pthread_mutex_unlock(&kd__registry_lock);
+    kd__oom("operator list");
+    return -1;
+  }
+  n = 0;
+  for (kd_op *op = all_ops; op; op = op->next_in_list)
+    if (kd__op_alive(op)) list[n++] = op;
+  pthread_mutex_unlock(&kd__registry_lock);
+  qsort(list, n, sizeof *list, compare_ops);
+  int rc = 0;
+  for (size_t i = 0; i < n && rc == 0; i++) rc = fn(list[i], user_data);
+  free(list);
+  return rc;
+}
+
+static const char *kernel_form(const kd__kernel *k) {
+  switch (k->k.kind) {
+    case KD_KERNEL_FALLTHROUGH:
+      return "fallthrough";
+    case KD_KERNEL_NOT_SUPPORTED:
+      return "not supported";
+    case KD_KERNEL_FUNCTOR:
+      return "functor";
+    default:
+      if (k->k.unboxed && k->k.boxed) return "unboxed+boxed";
+      if (k->k.unboxed) return k->k.data ? "closure" : "unboxed";
+      return "boxed";
+  }
+}
+
+size_t kd_op_dump(const kd_op *op, char *buf, size_t cap) {
+  kd__fmt f = kd__fmt_init(buf, cap);
+  pthread_mutex_lock(&kd__registry_lock);
+  kd__fmt_printf(&f, "operator: %s\n", op->name);
+  const kd__op_info *info = atomic_load_explicit(&op->info, memory_order_relaxed);
+  if (info) {
+    char schema[1024];
+    kd_schema_format(info->schema, schema, sizeof schema);
+    kd__fmt_printf(&f, "schema: %s\n", schema);
+  } else {
+    kd__fmt_puts(&f, "schema: (none)\n");
+  }
+  for (const kd_registration *r = op->defs; r; r = r->op_next)
+    kd__fmt_printf(&f, "  def registered at %s\n", r->debug ? r->debug : "?");
+  for (size_t i = 0; i < op->ntags; i++) kd__fmt_printf(&f, "  tag %s\n", op->tags[i]);
+  for (int k = 0; k < KD__NUM_KEYS; k++) {
+    bool first = true;
+    for (const kd_registration *r = op->impls[k]; r; r = r->op_next) {
+      kd__fmt_printf(&f, "  %s: %s kernel registered at %s%s\n",
+                     kd_dispatch_key_name((kd_dispatch_key)k), kernel_form(r->kernel),
+                     r->debug ? r->debug : "?", first ? "" : " [inactive: overridden]");
+      first = false;
+    }
+  }
+  pthread_mutex_unlock(&kd__registry_lock);
+  return f.len;
+}
+
+static const char *reason_name(kd__reason r) {
+  switch (r) {
+    case KD__REASON_KERNEL:
+      return "kernel";
+    case KD__REASON_COMPOSITE_EXPLICIT:
+      return "composite explicit";
+    case KD__REASON_COMPOSITE_IMPLICIT:
+      return "composite implicit";
+    case KD__REASON_CATCH_ALL:
+      return "catch-all";
+    case KD__REASON_FALLBACK:
+      return "fallback";
+    default:
+      return "missing";
+  }
+}
+
+size_t kd_op_dump_table(const kd_op *op, char *buf, size_t cap) {
+  kd__fmt f = kd__fmt_init(buf, cap);
+  pthread_mutex_lock(&kd__registry_lock);
+  kd__fmt_printf(&f, "dispatch table of %s:\n", op->name);
+  kd_keyset missing_keys = 0;
+  for (unsigned k = 0; k < KD_NUM_RUNTIME_KEYS; k++) {
+    if (!kd_dispatch_key_is_runtime((kd_dispatch_key)k)) continue;
+    const kd__entry *e = atomic_load_explicit(&op->table[k], memory_order_relaxed);
+    if (!e) {
+      missing_keys |= (kd_keyset)1 << k;
+      continue;
+    }
+    const char *what = e->kernel->k.kind == KD_KERNEL_FALLTHROUGH ? "fallthrough"
+                                                                   : kernel_form(e->kernel);
+    kd__fmt_printf(&f, "  %-14s %s [%s] from %s\n", kd_dispatch_key_name((kd_dispatch_key)k),
+                   what, reason_name(e->reason), e->kernel->debug_text ? e->kernel->debug_text : "?");
+  }
+  char keys[512];
+  kd_keyset_format(missing_keys, keys, sizeof keys);
+  kd__fmt_printf(&f, "  missing: %s\n", keys);
+  pthread_mutex_unlock(&kd__registry_lock);
+  return f.len;
+}
+
+kd_status kd_dispatcher_check(void) {
+  kd_status st = KD_OK;
+  pthread_mutex_lock(&kd__registry_lock);
+  for (kd_op *op = all_ops; op && st == KD_OK; op = op->next_in_list) {
+    kd_keyset ft = 0;
+    for (unsigned k = 0; k < KD_NUM_RUNTIME_KEYS && st == KD_OK; k++) {
+      if (!kd_dispatch_key_is_runtime((kd_dispatch_key)k)) continue;
+      const kd__kernel *kernel;
+      kd__reason reason;
+      kd__compute_slot(op, (kd_dispatch_key)k, &kernel, &reason);
+      if (kernel && kernel->k.kind == KD_KERNEL_FALLTHROUGH) ft |= (kd_keyset)1 << k;
+      const kd__entry *e = atomic_load_explicit(&op->table[k], memory_order_relaxed);
+      bool same = e ? (e->kernel == kernel && e->reason == reason) : !kernel;
+      if (!same)
+        st = kd_set_error(KD_EINTERNAL,
+                          "dispatch table of '%s' is stale at key %s: cached %s, computed %s",
+                          op->name, kd_dispatch_key_name((kd_dispatch_key)k),
+                          e ? reason_name(e->reason) : "missing", reason_name(reason));
+    }
+    if (st == KD_OK && ft != atomic_load_explicit(&op->fallthrough, memory_order_relaxed))
+      st = kd_set_error(KD_EINTERNAL, "fallthrough mask of '%s' is stale", op->name);
+  }
+  pthread_mutex_unlock(&kd__registry_lock);
+  return st;
+}

@@ -1,0 +1,902 @@
+/* The dispatcher: registration, tables, keys, kernels of every form, errors. */
+#include "kd_test.h"
+#include "dispatch/reclaim.h"
+
+/* ---- Helpers ------------------------------------------------------------------ */
+
+/* Which kernels ran, in order: "cpu,tracer,...". */
+static char ran[512];
+static void mark(const char *what) {
+  size_t n = strlen(ran);
+  snprintf(ran + n, sizeof ran - n, "%s%s", n ? "," : "", what);
+}
+
+static char warnings[2048];
+static void on_warning(const char *msg, void *ud) {
+  (void)ud;
+  snprintf(warnings, sizeof warnings, "%s", msg);
+}
+
+static kd_tensor *tensor_on(kd_device_type type) {
+  kd_tensor *t;
+  if (type == KD_DEVICE_CPU || type == KD_DEVICE_META) {
+    kd_tensor_empty(1, (int64_t[]){2}, KD_FLOAT32, (kd_device){type, 0}, &t);
+  } else {
+    /* A device without an allocator: wrap bytes we own, as a backend would. */
+    static float fake[4];
+    kd_storage *s;
+    kd_storage_wrap((kd_device){type, 0}, fake, sizeof fake, NULL, NULL, &s);
+    kd_tensor_from_storage(s, 0, 1, (int64_t[]){2}, (int64_t[]){1}, KD_FLOAT32, &t);
+    kd_storage_release(s);
+  }
+  return t;
+}
+
+/* Unboxed kernels of "(Tensor) -> Tensor": return the input, mark. */
+#define ID_KERNEL(name, label)                                             \
+  static kd_status name(const kd_call *c, const kd_arg *a, kd_value *r) { \
+    (void)c;                                                               \
+    mark(label);                                                           \
+    r[0] = kd_value_tensor(a[0].t);                                        \
+    return KD_OK;                                                          \
+  }
+ID_KERNEL(k_cpu, "cpu")
+ID_KERNEL(k_cpu2, "cpu2")
+ID_KERNEL(k_explicit, "explicit")
+ID_KERNEL(k_implicit, "implicit")
+
+/* A mode kernel: mark, then redispatch below its key. */
+static kd_status k_tracer(const kd_call *c, const kd_arg *a, kd_value *r) {
+  mark("tracer");
+  return kd_redispatch_unboxed(c, a, r);
+}
+static kd_status k_profiler(const kd_call *c, const kd_arg *a, kd_value *r) {
+  mark("profiler");
+  return kd_redispatch_unboxed(c, a, r);
+}
+/* A boxed fallback for a mode key: works on any operator. */
+static kd_status fb_tracer(const kd_call *c, kd_stack *s) {
+  char m[128];
+  snprintf(m, sizeof m, "fb_tracer(%s)", kd_op_name(c->op));
+  mark(m);
+  return kd_redispatch_boxed(c, s);
+}
+
+static const char *SIG1 = "(Tensor) -> Tensor";
+
+/* Calls op on t typed; returns the status; checks the identity result. */
+static kd_status call1(kd_op *op, kd_tensor *t) {
+  kd_arg a[1] = {{.t = t}};
+  kd_value r[1] = {kd_value_none()};
+  kd_status st = kd_call_unboxed(op, a, r);
+  if (st == KD_OK) {
+    assert_int_equal(r[0].tag, KD_VALUE_TENSOR);
+    assert_ptr_equal(r[0].u.t, t);
+  }
+  kd_value_destroy(&r[0]);
+  return st;
+}
+
+/* The same call, boxed. */
+static kd_status call1_boxed(kd_op *op, kd_tensor *t) {
+  kd_stack s;
+  kd_stack_init(&s);
+  kd_value v = kd_value_tensor(t);
+  kd_stack_push(&s, &v);
+  kd_status st = kd_call_boxed(op, &s);
+  if (st == KD_OK) {
+    assert_int_equal(s.size, 1);
+    assert_ptr_equal(s.items[0].u.t, t);
+  }
+  kd_stack_free(&s);
+  return st;
+}
+
+static kd_library *open_lib(kd_library_kind kind, const char *ns, kd_dispatch_key key) {
+  kd_library *lib;
+  KD_ASSERT_OK(kd_library_open(kind, ns, key, __FILE__, __LINE__, &lib));
+  return lib;
+}
+
+/* ---- Tests ---------------------------------------------------------------------- */
+
+static void test_keys(void **state) {
+  (void)state;
+  KD_ASSERT_STR_EQ(kd_dispatch_key_name(KD_KEY_CPU), "CPU");
+  KD_ASSERT_STR_EQ(kd_dispatch_key_name(KD_KEY_COMPOSITE_IMPLICIT_AUTOGRAD),
+                   "CompositeImplicitAutograd");
+  KD_ASSERT_STR_EQ(kd_dispatch_key_name((kd_dispatch_key)40), "Invalid");
+  kd_dispatch_key k;
+  KD_ASSERT_OK(kd_dispatch_key_from_name("Tracer", &k));
+  assert_int_equal(k, KD_KEY_TRACER);
+  KD_ASSERT_OK(kd_dispatch_key_from_name("CatchAll", &k));
+  assert_int_equal(k, KD_KEY_CATCH_ALL);
+  KD_ASSERT_ERR(kd_dispatch_key_from_name("GPU", &k), KD_ENOTFOUND,
+                "unknown dispatch key 'GPU': expected one of Undefined, CPU");
+  assert_true(kd_dispatch_key_is_runtime(KD_KEY_META));
+  assert_false(kd_dispatch_key_is_runtime(KD_KEY_CATCH_ALL));
+  assert_true(kd_dispatch_key_is_alias(KD_KEY_CATCH_ALL));
+  assert_true(kd_keyset_highest(0) == KD_KEY_UNDEFINED);
+  assert_true(kd_keyset_highest(kd_keyset_of(KD_KEY_CPU) | kd_keyset_of(KD_KEY_TRACER)) ==
+              KD_KEY_TRACER);
+  assert_true(kd_keyset_below(kd_keyset_of(KD_KEY_CPU) | kd_keyset_of(KD_KEY_TRACER),
+                              KD_KEY_TRACER) == kd_keyset_of(KD_KEY_CPU));
+  char buf[128];
+  kd_keyset_format(kd_keyset_of(KD_KEY_TRACER) | kd_keyset_of(KD_KEY_CPU), buf, sizeof buf);
+  KD_ASSERT_STR_EQ(buf, "[CPU, Tracer]");
+  assert_true(kd_dispatch_key_expand(KD_KEY_COMPOSITE_EXPLICIT_AUTOGRAD) == kd_keyset_backends());
+  assert_true(kd_dispatch_key_expand(KD_KEY_COMPOSITE_IMPLICIT_AUTOGRAD) ==
+              (kd_keyset_backends() | 1));
+  assert_int_equal(kd_backend_key(KD_DEVICE_META), KD_KEY_META);
+  kd_tensor *t = tensor_on(KD_DEVICE_CPU);
+  assert_true(kd_tensor_key_set(t) == kd_keyset_of(KD_KEY_CPU));
+  kd_tensor_release(t);
+  /* Renaming a private key. */
+  KD_ASSERT_ERR(kd_dispatch_key_rename(KD_KEY_CPU, "X"), KD_EINVAL, "not a private backend key");
+  KD_ASSERT_ERR(kd_dispatch_key_rename(KD_KEY_PRIVATEUSE2, "Tracer"), KD_EEXIST, "taken");
+  KD_ASSERT_ERR(kd_dispatch_key_rename(KD_KEY_PRIVATEUSE2, "9x"), KD_EINVAL, "bad key name");
+  KD_ASSERT_OK(kd_dispatch_key_rename(KD_KEY_PRIVATEUSE2, "OpenCL"));
+  KD_ASSERT_ERR(kd_dispatch_key_rename(KD_KEY_PRIVATEUSE2, "Vulkan"), KD_EEXIST,
+                "already named 'OpenCL'");
+  KD_ASSERT_STR_EQ(kd_dispatch_key_name(KD_KEY_PRIVATEUSE2), "OpenCL");
+  KD_ASSERT_OK(kd_dispatch_key_from_name("OpenCL", &k));
+  assert_int_equal(k, KD_KEY_PRIVATEUSE2);
+}
+
+static void test_tls_guards(void **state) {
+  (void)state;
+  kd_tls_keys g0 = kd_tls_keys_get();
+  assert_true(g0.include == 0 && g0.exclude == 0);
+  kd_tls_keys g1 = kd_tls_include(kd_keyset_of(KD_KEY_TRACER));
+  kd_tls_keys g2 = kd_tls_include(kd_keyset_of(KD_KEY_PROFILER));
+  kd_tls_keys g3 = kd_tls_exclude(kd_keyset_of(KD_KEY_TRACER));
+  kd_tls_keys now = kd_tls_keys_get();
+  assert_true(now.include == (kd_keyset_of(KD_KEY_TRACER) | kd_keyset_of(KD_KEY_PROFILER)));
+  assert_true(now.exclude == kd_keyset_of(KD_KEY_TRACER));
+  kd_tls_restore(g3);
+  assert_true(kd_tls_keys_get().exclude == 0);
+  kd_tls_restore(g2);
+  assert_true(kd_tls_keys_get().include == kd_keyset_of(KD_KEY_TRACER));
+  kd_tls_restore(g1);
+  assert_true(kd_tls_keys_get().include == 0);
+}
+
+static void test_basic_call_and_missing(void **state) {
+  (void)state;
+  kd_library *def = open_lib(KD_LIBRARY_DEF, "basic", KD_KEY_UNDEFINED);
+  kd_library *cpu = open_lib(KD_LIBRARY_IMPL, "basic", KD_KEY_CPU);
+  KD_ASSERT_OK(kd_library_def(def, "ident(Tensor self) -> Tensor", NULL, 0, NULL));
+  kd_kernel k = kd_kernel_unboxed(k_cpu, SIG1);
+  KD_ASSERT_OK(kd_library_impl(cpu, "ident", &k, NULL));
+  kd_op *op;
+  KD_ASSERT_OK(kd_op_find_typed("basic::ident", "", SIG1, &op));
+  KD_ASSERT_STR_EQ(kd_op_name(op), "basic::ident");
+  kd_op *same;
+  KD_ASSERT_OK(kd_op_find("basic::ident", NULL, &same));
+  assert_ptr_equal(op, same);
+  kd_tensor *t = tensor_on(KD_DEVICE_CPU), *m = tensor_on(KD_DEVICE_META);
+  ran[0] = 0;
+  KD_ASSERT_OK(call1(op, t));
+  KD_ASSERT_OK(call1_boxed(op, t)); /* unboxed kernel called boxed */
+  KD_ASSERT_STR_EQ(ran, "cpu,cpu");
+  KD_ASSERT_ERR(call1(op, m), KD_ENOKERNEL,
+                "Could not run 'basic::ident' with arguments from the 'Meta' backend");
+  KD_ASSERT_ERR(call1(op, m), KD_ENOKERNEL, "is only available for these backends: [CPU].");
+  KD_ASSERT_ERR(call1_boxed(op, m), KD_ENOKERNEL, "'Meta' backend");
+  /* Typed lookup checks the caller's signature. */
+  KD_ASSERT_ERR(kd_op_find_typed("basic::ident", "", "(int) -> Tensor", &same), KD_ETYPE,
+                "argument 0 'self' is Tensor in the schema but int in the kernel");
+  KD_ASSERT_ERR(kd_op_find_typed("basic::ident", "", "(Tensor, Tensor) -> Tensor", &same),
+                KD_ETYPE, "the schema has 1 arguments, the kernel 2");
+  KD_ASSERT_ERR(kd_op_find("basic::nope", "", &same), KD_ENOTFOUND,
+                "operator 'basic::nope' not found");
+  /* A boxed call with too few values. */
+  kd_stack s;
+  kd_stack_init(&s);
+  KD_ASSERT_ERR(kd_call_boxed(op, &s), KD_ESTATE, "the stack holds 0 values but the operator takes 1");
+  /* ... or a value of the wrong type, for an unboxed kernel. */
+  kd_value v = kd_value_int(3);
+  kd_stack_push(&s, &v);
+  KD_ASSERT_ERR(kd_call_boxed_keys(op, kd_keyset_of(KD_KEY_CPU), &s), KD_ETYPE,
+                "argument 0 'self' of type Tensor expected a Tensor, found a value of type int");
+  kd_stack_free(&s);
+  kd_library_close(cpu);
+  kd_library_close(def);
+  /* Gone: the handle stays, lookups fail. */
+  KD_ASSERT_ERR(kd_op_find("basic::ident", "", &same), KD_ENOTFOUND, "not found");
+  KD_ASSERT_ERR(call1(op, t), KD_ESTATE, "operator 'basic::ident' is not defined");
+  KD_ASSERT_OK(kd_dispatcher_check());
+  kd_tensor_release(t);
+  kd_tensor_release(m);
+}
+
+static void test_stacking_and_release(void **state) {
+  (void)state;
+  kd_library *def = open_lib(KD_LIBRARY_DEF, "stack", KD_KEY_UNDEFINED);
+  kd_library *cpu = open_lib(KD_LIBRARY_IMPL, "stack", KD_KEY_CPU);
+  KD_ASSERT_OK(kd_library_def(def, "f(Tensor self) -> Tensor", NULL, 0, NULL));
+  kd_kernel k1 = kd_kernel_unboxed(k_cpu, SIG1), k2 = kd_kernel_unboxed(k_cpu2, SIG1);
+  k1.debug = "first.c:1";
+  k2.debug = "second.c:2";
+  kd_registration *r1, *r2;
+  KD_ASSERT_OK(kd_library_impl(cpu, "f", &k1, &r1));
+  kd_set_warning_handler(on_warning, NULL);
+  warnings[0] = 0;
+  KD_ASSERT_OK(kd_library_impl(cpu, "f", &k2, &r2));
+  kd_set_warning_handler(NULL, NULL);
+  assert_non_null(strstr(warnings, "overriding a previously registered kernel"));
+  assert_non_null(strstr(warnings, "previous kernel: registered at first.c:1"));
+  assert_non_null(strstr(warnings, "new kernel: registered at second.c:2"));
+  kd_op *op;
+  KD_ASSERT_OK(kd_op_find("stack::f", "", &op));
+  char dump[2048];
+  kd_op_dump(op, dump, sizeof dump);
+  assert_non_null(strstr(dump, "CPU: unboxed kernel registered at second.c:2\n"));
+  assert_non_null(strstr(dump, "CPU: unboxed kernel registered at first.c:1 [inactive: overridden]"));
+  kd_tensor *t = tensor_on(KD_DEVICE_CPU);
+  ran[0] = 0;
+  KD_ASSERT_OK(call1(op, t));
+  kd_registration_release(r2);
+  KD_ASSERT_OK(call1(op, t));
+  KD_ASSERT_STR_EQ(ran, "cpu2,cpu");
+  /* Releasing the older one while a newer is active leaves the newer. */
+  KD_ASSERT_OK(kd_library_impl(cpu, "f", &k2, &r2));
+  kd_registration_release(r1);
+  ran[0] = 0;
+  KD_ASSERT_OK(call1(op, t));
+  KD_ASSERT_STR_EQ(ran, "cpu2");
+  kd_registration_release(r2);
+  KD_ASSERT_ERR(call1(op, t), KD_ENOKERNEL, "available for these backends: [].");
+  KD_ASSERT_OK(kd_dispatcher_check());
+  kd_library_close(cpu);
+  kd_library_close(def);
+  kd_tensor_release(t);
+}
+
+static void test_alias_precedence(void **state) {
+  (void)state;
+  kd_library *def = open_lib(KD_LIBRARY_DEF, "alias", KD_KEY_UNDEFINED);
+  kd_library *imp = open_lib(KD_LIBRARY_IMPL, "alias", KD_KEY_COMPOSITE_IMPLICIT_AUTOGRAD);
+  kd_library *exp = open_lib(KD_LIBRARY_IMPL, "alias", KD_KEY_COMPOSITE_EXPLICIT_AUTOGRAD);
+  kd_library *cpu = open_lib(KD_LIBRARY_IMPL, "alias", KD_KEY_CPU);
+  KD_ASSERT_OK(kd_library_def(def, "g(Tensor self) -> Tensor", NULL, 0, NULL));
+  KD_ASSERT_OK(kd_library_def(def, "make() -> int", NULL, 0, NULL));
+  kd_kernel ki = kd_kernel_unboxed(k_implicit, SIG1), ke = kd_kernel_unboxed(k_explicit, SIG1),
+            kc = kd_kernel_unboxed(k_cpu, SIG1);
+  KD_ASSERT_OK(kd_library_impl(imp, "g", &ki, NULL));
+  kd_op *op;
+  KD_ASSERT_OK(kd_op_find("alias::g", "", &op));
+  kd_tensor *t = tensor_on(KD_DEVICE_CPU), *m = tensor_on(KD_DEVICE_META);
+  ran[0] = 0;
+  KD_ASSERT_OK(call1(op, t));
+  KD_ASSERT_OK(call1(op, m));
+  KD_ASSERT_STR_EQ(ran, "implicit,implicit");
+  kd_registration *re;
+  KD_ASSERT_OK(kd_library_impl(exp, "g", &ke, &re));
+  KD_ASSERT_OK(kd_library_impl(cpu, "g", &kc, NULL));
+  ran[0] = 0;
+  KD_ASSERT_OK(call1(op, t)); /* exact key */
+  KD_ASSERT_OK(call1(op, m)); /* composite explicit over implicit */
+  KD_ASSERT_STR_EQ(ran, "cpu,explicit");
+  char table[4096];
+  kd_op_dump_table(op, table, sizeof table);
+  assert_non_null(strstr(table, "CPU            unboxed [kernel]"));
+  assert_non_null(strstr(table, "Meta           unboxed [composite explicit]"));
+  assert_non_null(strstr(table, "Undefined      unboxed [composite implicit]"));
+  assert_non_null(strstr(table, "missing: [BackendSelect, Tracer, Profiler, Mode1, Mode2]"));
+  kd_registration_release(re);
+  ran[0] = 0;
+  KD_ASSERT_OK(call1(op, m));
+  KD_ASSERT_STR_EQ(ran, "implicit");
+  KD_ASSERT_OK(kd_dispatcher_check());
+  kd_library_close(cpu);
+  kd_library_close(exp);
+  kd_library_close(imp);
+  kd_library_close(def);
+  kd_tensor_release(t);
+  kd_tensor_release(m);
+}
+
+/* An operator with no tensor arguments goes to the Undefined slot. */
+static kd_status k_make(const kd_call *c, const kd_arg *a, kd_value *r) {
+  (void)c;
+  (void)a;
+  r[0] = kd_value_int(42);
+  return KD_OK;
+}
+
+static void test_no_tensor_arguments(void **state) {
+  (void)state;
+  kd_library *def = open_lib(KD_LIBRARY_DEF, "notensor", KD_KEY_UNDEFINED);
+  kd_library *imp = open_lib(KD_LIBRARY_IMPL, "notensor", KD_KEY_COMPOSITE_IMPLICIT_AUTOGRAD);
+  KD_ASSERT_OK(kd_library_def(def, "make() -> int", NULL, 0, NULL));
+  kd_op *op;
+  KD_ASSERT_OK(kd_op_find("notensor::make", "", &op));
+  kd_value r = kd_value_none();
+  KD_ASSERT_ERR(kd_call_unboxed(op, NULL, &r), KD_ENOKERNEL, "from the 'Undefined' backend");
+  kd_kernel k = kd_kernel_unboxed(k_make, "() -> int");
+  KD_ASSERT_OK(kd_library_impl(imp, "make", &k, NULL));
+  KD_ASSERT_OK(kd_call_unboxed(op, NULL, &r));
+  assert_int_equal(r.u.i, 42);
+  kd_library_close(imp);
+  kd_library_close(def);
+}
+
+static void test_fallback_fallthrough_redispatch(void **state) {
+  (void)state;
+  kd_library *def = open_lib(KD_LIBRARY_DEF, "modes", KD_KEY_UNDEFINED);
+  kd_library *cpu = open_lib(KD_LIBRARY_IMPL, "modes", KD_KEY_CPU);
+  kd_library *tr = open_lib(KD_LIBRARY_IMPL, "modes", KD_KEY_TRACER);
+  kd_library *pr = open_lib(KD_LIBRARY_IMPL, "modes", KD_KEY_PROFILER);
+  KD_ASSERT_OK(kd_library_def(def, "h(Tensor self) -> Tensor", NULL, 0, NULL));
+  kd_kernel kc = kd_kernel_unboxed(k_cpu, SIG1);
+  KD_ASSERT_OK(kd_library_impl(cpu, "h", &kc, NULL));
+  kd_op *op;
+  KD_ASSERT_OK(kd_op_find("modes::h", "", &op));
+  kd_tensor *t = tensor_on(KD_DEVICE_CPU);
+
+  /* A boxed fallback for Tracer, reached through the thread's include set. */
+  kd_kernel fb = kd_kernel_boxed(fb_tracer);
+  kd_registration *rfb;
+  KD_ASSERT_OK(kd_library_fallback(tr, &fb, &rfb));
+  kd_tls_keys g = kd_tls_include(kd_keyset_of(KD_KEY_TRACER));
+  ran[0] = 0;
+  KD_ASSERT_OK(call1(op, t));
+  KD_ASSERT_OK(call1_boxed(op, t));
+  KD_ASSERT_STR_EQ(ran, "fb_tracer(modes::h),cpu,fb_tracer(modes::h),cpu");
+  /* An operator kernel for the key beats the fallback. */
+  kd_kernel kt = kd_kernel_unboxed(k_tracer, SIG1);
+  kd_registration *rkt;
+  KD_ASSERT_OK(kd_library_impl(tr, "h", &kt, &rkt));
+  ran[0] = 0;
+  KD_ASSERT_OK(call1(op, t));
+  KD_ASSERT_STR_EQ(ran, "tracer,cpu");
+  /* Two modes chain: Profiler -> Tracer -> CPU, typed and boxed. */
+  kd_kernel kp = kd_kernel_unboxed(k_profiler, SIG1);
+  KD_ASSERT_OK(kd_library_impl(pr, "h", &kp, NULL));
+  kd_tls_keys g2 = kd_tls_include(kd_keyset_of(KD_KEY_PROFILER));
+  ran[0] = 0;
+  KD_ASSERT_OK(call1(op, t));
+  KD_ASSERT_OK(call1_boxed(op, t));
+  KD_ASSERT_STR_EQ(ran, "profiler,tracer,cpu,profiler,tracer,cpu");
+  /* Excluding a key skips it. */
+  kd_tls_keys g3 = kd_tls_exclude(kd_keyset_of(KD_KEY_PROFILER));
+  ran[0] = 0;
+  KD_ASSERT_OK(call1(op, t));
+  KD_ASSERT_STR_EQ(ran, "tracer,cpu");
+  kd_tls_restore(g3);
+  kd_tls_restore(g2);
+  /* An operator-level fallthrough for Tracer: straight to CPU, with Tracer
+   * in the fallthrough mask. */
+  kd_registration_release(rkt);
+  kd_kernel ft = kd_kernel_fallthrough();
+  kd_registration *rft;
+  KD_ASSERT_OK(kd_library_impl(tr, "h", &ft, &rft));
+  ran[0] = 0;
+  KD_ASSERT_OK(call1(op, t));
+  KD_ASSERT_STR_EQ(ran, "cpu");
+  char table[4096];
+  kd_op_dump_table(op, table, sizeof table);
+  assert_non_null(strstr(table, "Tracer         fallthrough [kernel]"));
+  kd_registration_release(rft);
+  /* A key-wide fallthrough replaces the boxed fallback. */
+  kd_registration_release(rfb);
+  KD_ASSERT_OK(kd_library_fallback(tr, &ft, &rfb));
+  ran[0] = 0;
+  KD_ASSERT_OK(call1_boxed(op, t));
+  KD_ASSERT_STR_EQ(ran, "cpu");
+  /* A second fallback for a key is refused, naming the first. */
+  KD_ASSERT_ERR(kd_library_fallback(tr, &fb, NULL), KD_EEXIST,
+                "a fallback for dispatch key Tracer is already registered (at");
+  /* Fallbacks must work for any schema. */
+  kd_kernel bad = kd_kernel_unboxed(k_cpu, SIG1);
+  KD_ASSERT_ERR(kd_library_fallback(pr, &bad, NULL), KD_EINVAL, "must be a boxed function");
+  KD_ASSERT_ERR(kd_library_fallback(def, &fb, NULL), KD_EINVAL, "must be an IMPL library");
+  kd_tls_restore(g);
+  KD_ASSERT_OK(kd_dispatcher_check());
+  kd_library_close(pr);
+  kd_library_close(tr);
+  kd_library_close(cpu);
+  kd_library_close(def);
+  kd_tensor_release(t);
+}
+
+/* (Tensor a, Tensor[] b, Tensor? c) -> Tensor: the key set is the union. */
+static kd_status k_union(const kd_call *c, const kd_arg *a, kd_value *r) {
+  char m[64];
+  snprintf(m, sizeof m, "union@%s", kd_dispatch_key_name(c->key));
+  mark(m);
+  r[0] = kd_value_tensor(a[0].t);
+  return KD_OK;
+}
+
+static void test_key_union(void **state) {
+  (void)state;
+  kd_library *def = open_lib(KD_LIBRARY_DEF, "keys", KD_KEY_UNDEFINED);
+  kd_library *all = open_lib(KD_LIBRARY_IMPL, "keys", KD_KEY_CATCH_ALL);
+  KD_ASSERT_OK(kd_library_def(def, "u(Tensor a, Tensor[] b, Tensor? c) -> Tensor", NULL, 0, NULL));
+  kd_kernel k = kd_kernel_unboxed(k_union, "(Tensor, Tensor[], Tensor?) -> Tensor");
+  KD_ASSERT_OK(kd_library_impl(all, "u", &k, NULL));
+  kd_op *op;
+  KD_ASSERT_OK(kd_op_find("keys::u", "", &op));
+  kd_tensor *cpu = tensor_on(KD_DEVICE_CPU), *meta = tensor_on(KD_DEVICE_META),
+            *p1 = tensor_on(KD_DEVICE_PRIVATEUSE1);
+  kd_tensor *list[2] = {cpu, meta};
+  kd_arg a[3];
+  kd_value r = kd_value_none();
+  ran[0] = 0;
+  a[0].t = cpu;
+  a[1].tensors.data = list;
+  a[1].tensors.size = 1;
+  a[2].t = NULL;
+  KD_ASSERT_OK(kd_call_unboxed(op, a, &r));
+  kd_value_destroy(&r);
+  a[1].tensors.size = 2; /* meta in the list */
+  KD_ASSERT_OK(kd_call_unboxed(op, a, &r));
+  kd_value_destroy(&r);
+  a[2].t = p1; /* PrivateUse1 beats Meta */
+  KD_ASSERT_OK(kd_call_unboxed(op, a, &r));
+  kd_value_destroy(&r);
+  KD_ASSERT_STR_EQ(ran, "union@CPU,union@Meta,union@PrivateUse1");
+  /* Boxed: the same union from the stack. */
+  kd_stack s;
+  kd_stack_init(&s);
+  kd_value v = kd_value_tensor(cpu);
+  kd_stack_push(&s, &v);
+  KD_ASSERT_OK(kd_value_tensor_list(list, 2, &v));
+  kd_stack_push(&s, &v);
+  v = kd_value_none();
+  kd_stack_push(&s, &v);
+  ran[0] = 0;
+  KD_ASSERT_OK(kd_call_boxed(op, &s));
+  KD_ASSERT_STR_EQ(ran, "union@Meta");
+  kd_stack_free(&s);
+  kd_library_close(all);
+  kd_library_close(def);
+  kd_tensor_release(cpu);
+  kd_tensor_release(meta);
+  kd_tensor_release(p1);
+}
+
+/* ---- Kernel forms ------------------------------------------------------------------ */
+
+/* (Tensor self, int n) -> (Tensor, int): several returns. */
+static kd_status k_pair(const kd_call *c, const kd_arg *a, kd_value *r) {
+  int *calls = c->data;
+  if (calls) (*calls)++;
+  r[0] = kd_value_tensor(a[0].t);
+  r[1] = kd_value_int(a[1].i * 2);
+  return KD_OK;
+}
+static kd_status kb_pair(const kd_call *c, kd_stack *s) {
+  (void)c;
+  kd_value n, t;
+  kd_stack_pop(s, &n);
+  kd_stack_pop(s, &t);
+  kd_stack_push(s, &t);
+  n.u.i *= 3;
+  kd_stack_push(s, &n);
+  return KD_OK;
+}
+/* (Tensor(a!) self) -> (): no return. */
+static kd_status k_none(const kd_call *c, const kd_arg *a, kd_value *r) {
+  (void)c;
+  (void)a;
+  (void)r;
+  mark("none");
+  return KD_OK;
+}
+
+static int destroyed_data;
+static void destroy_counter(void *p) {
+  (void)p;
+  destroyed_data++;
+}
+
+/* A functor: its state counts calls; made per slot. */
+typedef struct counter_state {
+  int64_t calls;
+  int64_t start;
+} counter_state;
+static int states_made, states_destroyed;
+static kd_status counter_create(void *data, const kd_value *ctor, size_t n, void **state) {
+  (void)data;
+  if (n != 1 || ctor[0].tag != KD_VALUE_INT)
+    return kd_set_error(KD_EINVAL, "counter: expected one int constructor argument");
+  if (ctor[0].u.i < 0) return kd_set_error(KD_EINVAL, "counter: negative start %lld", (long long)ctor[0].u.i);
+  counter_state *s = malloc(sizeof *s);
+  s->calls = 0;
+  s->start = ctor[0].u.i;
+  states_made++;
+  *state = s;
+  return KD_OK;
+}
+static void counter_destroy(void *state) {
+  states_destroyed++;
+  free(state);
+}
+static kd_status k_counter(const kd_call *c, const kd_arg *a, kd_value *r) {
+  counter_state *s = c->data;
+  s->calls++;
+  r[0] = kd_value_tensor(a[0].t);
+  r[1] = kd_value_int(s->start + s->calls);
+  return KD_OK;
+}
+
+static void pair_typed(kd_op *op, kd_tensor *t, int64_t n, int64_t expect) {
+  kd_arg a[2] = {{.t = t}, {.i = n}};
+  kd_value r[2] = {kd_value_none(), kd_value_none()};
+  KD_ASSERT_OK(kd_call_unboxed(op, a, r));
+  assert_ptr_equal(r[0].u.t, t);
+  assert_int_equal(r[1].u.i, expect);
+  kd_value_destroy(&r[0]);
+}
+
+static void pair_boxed(kd_op *op, kd_tensor *t, int64_t n, int64_t expect) {
+  kd_stack s;
+  kd_stack_init(&s);
+  kd_value v = kd_value_tensor(t);
+  kd_stack_push(&s, &v);
+  v = kd_value_int(n);
+  kd_stack_push(&s, &v);
+  KD_ASSERT_OK(kd_call_boxed(op, &s));
+  assert_int_equal(s.size, 2);
+  assert_ptr_equal(s.items[0].u.t, t);
+  assert_int_equal(s.items[1].u.i, expect);
+  kd_stack_free(&s);
+}
+
+static void test_kernel_forms(void **state) {
+  (void)state;
+  kd_library *def = open_lib(KD_LIBRARY_DEF, "forms", KD_KEY_UNDEFINED);
+  kd_library *cpu = open_lib(KD_LIBRARY_IMPL, "forms", KD_KEY_CPU);
+  kd_library *meta = open_lib(KD_LIBRARY_IMPL, "forms", KD_KEY_META);
+  KD_ASSERT_OK(kd_library_def(def, "pair(Tensor self, int n) -> (Tensor, int)", NULL, 0, NULL));
+  KD_ASSERT_OK(kd_library_def(def, "touch(Tensor(a!) self) -> ()", NULL, 0, NULL));
+  kd_op *pair, *touch;
+  KD_ASSERT_OK(kd_op_find("forms::pair", "", &pair));
+  KD_ASSERT_OK(kd_op_find("forms::touch", "", &touch));
+  kd_tensor *t = tensor_on(KD_DEVICE_CPU), *m = tensor_on(KD_DEVICE_META);
+  const char *sig = "(Tensor, int) -> (Tensor, int)";
+
+  /* A plain function, typed and boxed (through the adapter). */
+  kd_kernel k = kd_kernel_unboxed(k_pair, sig);
+  kd_registration *r;
+  KD_ASSERT_OK(kd_library_impl(cpu, "pair", &k, &r));
+  pair_typed(pair, t, 5, 10);
+  pair_boxed(pair, t, 5, 10);
+  kd_registration_release(r);
+  /* A boxed function, boxed and typed (through the adapter). */
+  k = kd_kernel_boxed(kb_pair);
+  KD_ASSERT_OK(kd_library_impl(cpu, "pair", &k, &r));
+  pair_boxed(pair, t, 5, 15);
+  pair_typed(pair, t, 5, 15);
+  kd_registration_release(r);
+  /* A closure: its data reaches the kernel and is destroyed after release. */
+  int calls = 0;
+  k = kd_kernel_closure(k_pair, sig, &calls, destroy_counter);
+  KD_ASSERT_OK(kd_library_impl(cpu, "pair", &k, &r));
+  pair_typed(pair, t, 1, 2);
+  pair_boxed(pair, t, 1, 2);
+  assert_int_equal(calls, 2);
+  kd_registration_release(r);
+  kd__reclaim(true);
+  assert_int_equal(destroyed_data, 1);
+  /* A functor: state made lazily per slot, kept between calls, separate per
+   * key, destroyed on release. */
+  kd_value ctor = kd_value_int(100);
+  k = kd_kernel_unboxed(k_counter, sig);
+  k.kind = KD_KERNEL_FUNCTOR;
+  k.create = counter_create;
+  k.destroy = counter_destroy;
+  k.ctor_args = &ctor;
+  k.nctor_args = 1;
+  kd_library *expl = open_lib(KD_LIBRARY_IMPL, "forms", KD_KEY_COMPOSITE_EXPLICIT_AUTOGRAD);
+  KD_ASSERT_OK(kd_library_impl(expl, "pair", &k, &r));
+  assert_int_equal(states_made, 0);
+  pair_typed(pair, t, 0, 101);
+  pair_typed(pair, t, 0, 102);
+  pair_boxed(pair, t, 0, 103);
+  pair_typed(pair, m, 0, 101); /* Meta's slot has its own state */
+  assert_int_equal(states_made, 2);
+  kd_registration_release(r);
+  kd__reclaim(true);
+  assert_int_equal(states_destroyed, 2);
+  /* A functor whose construction fails reports it from the call. */
+  ctor = kd_value_int(-1);
+  KD_ASSERT_OK(kd_library_impl(expl, "pair", &k, &r));
+  kd_arg a[2] = {{.t = t}, {.i = 0}};
+  kd_value rv[2] = {kd_value_none(), kd_value_none()};
+  KD_ASSERT_ERR(kd_call_unboxed(pair, a, rv), KD_EINVAL, "counter: negative start -1");
+  kd_registration_release(r);
+  kd_library_close(expl);
+  /* Not supported. */
+  k = kd_kernel_not_supported();
+  KD_ASSERT_OK(kd_library_impl(meta, "pair", &k, &r));
+  a[0].t = m;
+  KD_ASSERT_ERR(kd_call_unboxed(pair, a, rv), KD_EUNSUPPORTED,
+                "'forms::pair' is not supported for dispatch key 'Meta'");
+  kd_registration_release(r);
+  /* No returns, typed and boxed. */
+  k = kd_kernel_unboxed(k_none, "(Tensor) -> ()");
+  KD_ASSERT_OK(kd_library_impl(cpu, "touch", &k, NULL));
+  ran[0] = 0;
+  kd_arg ta[1] = {{.t = t}};
+  KD_ASSERT_OK(kd_call_unboxed(touch, ta, NULL));
+  kd_stack s;
+  kd_stack_init(&s);
+  kd_value v = kd_value_tensor(t);
+  kd_stack_push(&s, &v);
+  KD_ASSERT_OK(kd_call_boxed(touch, &s));
+  assert_int_equal(s.size, 0);
+  kd_stack_free(&s);
+  KD_ASSERT_STR_EQ(ran, "none,none");
+  /* Bad kernel descriptions. */
+  k = kd_kernel_zero_();
+  KD_ASSERT_ERR(kd_library_impl(cpu, "pair", &k, NULL), KD_EINVAL, "neither an unboxed nor a boxed");
+  k = kd_kernel_unboxed(k_pair, NULL);
+  KD_ASSERT_ERR(kd_library_impl(cpu, "pair", &k, NULL), KD_EINVAL, "needs its signature");
+  k = kd_kernel_unboxed(k_pair, sig);
+  k.api_version = 7;
+  KD_ASSERT_ERR(kd_library_impl(cpu, "pair", &k, NULL), KD_EINVAL, "expected api_version 1");
+  kd_library_close(meta);
+  kd_library_close(cpu);
+  kd_library_close(def);
+  kd_tensor_release(t);
+  kd_tensor_release(m);
+}
+
+/* ---- Registration errors ---------------------------------------------------------- */
+
+static void test_registration_errors(void **state) {
+  (void)state;
+  kd_library *def = open_lib(KD_LIBRARY_DEF, "errs", KD_KEY_UNDEFINED);
+  kd_library *other = NULL;
+  KD_ASSERT_ERR(kd_library_open(KD_LIBRARY_DEF, "errs", KD_KEY_UNDEFINED, "x.c", 9, &other),
+                KD_EEXIST, "only one DEF library is allowed per namespace: 'errs'");
+  assert_null(other);
+  KD_ASSERT_ERR(kd_library_open(KD_LIBRARY_DEF, "9bad", KD_KEY_UNDEFINED, NULL, 0, &other),
+                KD_EINVAL, "illegal namespace '9bad'");
+  KD_ASSERT_ERR(kd_library_open(KD_LIBRARY_IMPL, "errs", (kd_dispatch_key)40, NULL, 0, &other),
+                KD_EINVAL, "invalid key 40");
+  KD_ASSERT_OK(kd_library_def(def, "a.x(Tensor self) -> Tensor", NULL, 0, NULL));
+  kd_op *op;
+  KD_ASSERT_OK(kd_op_find("errs::a", "x", &op));
+  char before[4096], after[4096];
+  kd_op_dump(op, before, sizeof before);
+  KD_ASSERT_ERR(kd_library_def(def, "other::a(Tensor self) -> Tensor", NULL, 0, NULL), KD_EINVAL,
+                "operator 'other::a' is outside the namespace 'errs'");
+  KD_ASSERT_ERR(kd_library_def(def, "a.x(Tensor self, int n) -> Tensor", NULL, 0, NULL),
+                KD_EEXIST,
+                "operator 'errs::a.x' is already defined with schema 'a.x(Tensor self) -> Tensor'");
+  KD_ASSERT_ERR(kd_library_def(def, "a.x(Tensor self -> Tensor", NULL, 0, NULL), KD_ESYNTAX,
+                "column");
+  /* The same schema again is another reference. */
+  kd_registration *again;
+  KD_ASSERT_OK(kd_library_def(def, "errs::a.x(Tensor self) -> Tensor", NULL, 0, &again));
+  kd_registration_release(again);
+  KD_ASSERT_OK(kd_op_find("errs::a", "x", &op));
+  kd_library *cpu = open_lib(KD_LIBRARY_IMPL, "errs", KD_KEY_CPU);
+  KD_ASSERT_ERR(kd_library_def(cpu, "b(Tensor self) -> Tensor", NULL, 0, NULL), KD_ESTATE,
+                "is an IMPL library");
+  kd_kernel k = kd_kernel_unboxed(k_cpu, "(Tensor, float) -> Tensor");
+  KD_ASSERT_ERR(kd_library_impl(cpu, "a.x", &k, NULL), KD_ETYPE,
+                "kernel for 'errs::a.x' has signature (Tensor, float) -> Tensor, which does not "
+                "match the schema: the schema has 1 arguments, the kernel 2");
+  k.signature = "(int) -> Tensor";
+  KD_ASSERT_ERR(kd_library_impl(cpu, "a.x", &k, NULL), KD_ETYPE,
+                "argument 0 'self' is Tensor in the schema but int in the kernel");
+  k.signature = "(Tensor) -> int";
+  KD_ASSERT_ERR(kd_library_impl(cpu, "a.x", &k, NULL), KD_ETYPE,
+                "return 0 is Tensor in the schema but int in the kernel");
+  k.signature = "(Tensor(a!) x) -> Tensor";
+  KD_ASSERT_OK(kd_library_impl(cpu, "a.x", &k, NULL)); /* names and annotations don't matter */
+  KD_ASSERT_ERR(kd_library_impl(cpu, "bad-name", &k, NULL), KD_EINVAL, "illegal operator name 'bad-name'");
+  KD_ASSERT_ERR(kd_library_impl(cpu, "a.b-c", &k, NULL), KD_EINVAL, "illegal overload name 'b-c'");
+  KD_ASSERT_ERR(kd_library_impl(cpu, "nope::a.x", &k, NULL), KD_EINVAL, "outside the namespace");
+  /* An impl that came first is checked when the def arrives. */
+  k.signature = "(int) -> int";
+  KD_ASSERT_OK(kd_library_impl(cpu, "later", &k, NULL));
+  KD_ASSERT_ERR(kd_library_def(def, "later(Tensor self) -> Tensor", NULL, 0, NULL), KD_ETYPE,
+                "argument 0 'self' is Tensor in the schema but int in the kernel");
+  kd_op *later;
+  KD_ASSERT_OK(kd_op_find("errs::later", "", &later)); /* implemented, not defined */
+  assert_null(kd_op_schema(later));
+  /* Nothing changed through the failures. */
+  kd_library_close(cpu);
+  kd_op_dump(op, after, sizeof after);
+  KD_ASSERT_STR_EQ(before, after);
+  KD_ASSERT_OK(kd_dispatcher_check());
+  kd_library_close(def);
+}
+
+/* def by name, with the schema inferred from the kernel's signature. */
+static void test_def_kernel(void **state) {
+  (void)state;
+  kd_library *def = open_lib(KD_LIBRARY_DEF, "infer", KD_KEY_UNDEFINED);
+  kd_kernel k = kd_kernel_unboxed(k_pair, "(Tensor, int) -> (Tensor, int)");
+  kd_registration *r;
+  KD_ASSERT_OK(kd_library_def_kernel(def, "pair", &k, &r));
+  kd_op *op;
+  KD_ASSERT_OK(kd_op_find("infer::pair", "", &op));
+  char text[256];
+  kd_schema_format(kd_op_schema(op), text, sizeof text);
+  KD_ASSERT_STR_EQ(text, "pair(Tensor _0, int _1) -> (Tensor, int)");
+  kd_tensor *t = tensor_on(KD_DEVICE_META);
+  pair_typed(op, t, 4, 8); /* CatchAll serves every key */
+  kd_registration_release(r); /* undoes both the def and the impl */
+  KD_ASSERT_ERR(kd_op_find("infer::pair", "", &op), KD_ENOTFOUND, "not found");
+  k.signature = NULL;
+  KD_ASSERT_ERR(kd_library_def_kernel(def, "q", &k, NULL), KD_EINVAL, "no signature");
+  kd_library_close(def);
+  kd_tensor_release(t);
+}
+
+/* ---- Listeners ------------------------------------------------------------------------- */
+
+static char events[2048];
+static void on_event(const kd_registry_event *ev, void *ud) {
+  (void)ud;
+  static const char *names[] = {"def", "undef", "impl", "impl-", "fallback", "fallback-"};
+  size_t n = strlen(events);
+  if (strncmp(ev->op ? kd_op_name(ev->op) : "listen", "listen", 6) != 0 && ev->op) return;
+  snprintf(events + n, sizeof events - n, "%s%s %s@%s", n ? ";" : "", names[ev->kind],
+           ev->op ? kd_op_name(ev->op) : "-", kd_dispatch_key_name(ev->key));
+}
+
+static void test_listeners(void **state) {
+  (void)state;
+  kd_library *def = open_lib(KD_LIBRARY_DEF, "listen", KD_KEY_UNDEFINED);
+  kd_library *cpu = open_lib(KD_LIBRARY_IMPL, "listen", KD_KEY_CPU);
+  KD_ASSERT_OK(kd_library_def(def, "x(Tensor self) -> Tensor", NULL, 0, NULL));
+  kd_kernel k = kd_kernel_unboxed(k_cpu, SIG1);
+  KD_ASSERT_OK(kd_library_impl(cpu, "x", &k, NULL));
+  events[0] = 0;
+  kd_listener *l;
+  KD_ASSERT_OK(kd_listener_add(on_event, NULL, &l)); /* hears the existing ones */
+  KD_ASSERT_STR_EQ(events, "def listen::x@Undefined;impl listen::x@CPU");
+  events[0] = 0;
+  kd_registration *r;
+  KD_ASSERT_OK(kd_library_def(def, "y(Tensor self) -> Tensor", NULL, 0, &r));
+  kd_registration_release(r);
+  kd_library_close(cpu);
+  KD_ASSERT_STR_EQ(events, "def listen::y@Undefined;undef listen::y@Undefined;impl- listen::x@CPU");
+  kd_listener_remove(l);
+  events[0] = 0;
+  kd_library_close(def);
+  KD_ASSERT_STR_EQ(events, "");
+}
+
+/* ---- Every order gives the same table --------------------------------------------- */
+
+static void permute_check(kd_library **libs, const char **names, const kd_kernel *ks, int n,
+                          const char *expected_table) {
+  int idx[4] = {0, 1, 2, 3};
+  int count = 0;
+  /* Heap's algorithm over the registration order; releases in reverse of a
+   * rotated order. */
+  int c[4] = {0, 0, 0, 0};
+  for (int i = 0;;) {
+    kd_registration *regs[4];
+    for (int j = 0; j < n; j++)
+      KD_ASSERT_OK(kd_library_impl(libs[idx[j]], names[idx[j]], &ks[idx[j]], &regs[idx[j]]));
+    kd_op *op;
+    KD_ASSERT_OK(kd_op_find("order::f", "", &op));
+    char table[4096];
+    kd_op_dump_table(op, table, sizeof table);
+    KD_ASSERT_STR_EQ(table, expected_table);
+    KD_ASSERT_OK(kd_dispatcher_check());
+    for (int j = 0; j < n; j++) kd_registration_release(regs[(j + count) % n]);
+    KD_ASSERT_OK(kd_dispatcher_check());
+    count++;
+    while (i < n && c[i] >= i) c[i++] = 0;
+    if (i >= n) break;
+    int sw = (i % 2) ? c[i] : 0;
+    int tmp = idx[sw];
+    idx[sw] = idx[i];
+    idx[i] = tmp;
+    c[i]++;
+    i = 0;
+  }
+  assert_int_equal(count, 24);
+}
+
+static void test_every_order(void **state) {
+  (void)state;
+  kd_library *def = open_lib(KD_LIBRARY_DEF, "order", KD_KEY_UNDEFINED);
+  KD_ASSERT_OK(kd_library_def(def, "f(Tensor self) -> Tensor", NULL, 0, NULL));
+  kd_library *libs[4] = {open_lib(KD_LIBRARY_IMPL, "order", KD_KEY_CPU),
+                         open_lib(KD_LIBRARY_IMPL, "order", KD_KEY_COMPOSITE_EXPLICIT_AUTOGRAD),
+                         open_lib(KD_LIBRARY_IMPL, "order", KD_KEY_COMPOSITE_IMPLICIT_AUTOGRAD),
+                         open_lib(KD_LIBRARY_IMPL, "order", KD_KEY_TRACER)};
+  const char *names[4] = {"f", "f", "f", "f"};
+  kd_kernel ks[4] = {kd_kernel_unboxed(k_cpu, SIG1), kd_kernel_unboxed(k_explicit, SIG1),
+                     kd_kernel_unboxed(k_implicit, SIG1), kd_kernel_unboxed(k_tracer, SIG1)};
+  ks[0].debug = "cpu";
+  ks[1].debug = "explicit";
+  ks[2].debug = "implicit";
+  ks[3].debug = "tracer";
+  /* The reference: registered in one order. */
+  kd_registration *regs[4];
+  for (int j = 0; j < 4; j++) KD_ASSERT_OK(kd_library_impl(libs[j], "f", &ks[j], &regs[j]));
+  kd_op *op;
+  KD_ASSERT_OK(kd_op_find("order::f", "", &op));
+  char expected[4096];
+  kd_op_dump_table(op, expected, sizeof expected);
+  assert_non_null(strstr(expected, "Tracer         unboxed [kernel] from tracer"));
+  assert_non_null(strstr(expected, "CUDA           unboxed [composite explicit] from explicit"));
+  assert_non_null(strstr(expected, "Undefined      unboxed [composite implicit] from implicit"));
+  for (int j = 0; j < 4; j++) kd_registration_release(regs[j]);
+  permute_check(libs, names, ks, 4, expected);
+  for (int j = 0; j < 4; j++) kd_library_close(libs[j]);
+  kd_library_close(def);
+}
+
+/* ---- Static registration in this program --------------------------------------------- */
+
+static kd_status k_static(const kd_call *c, const kd_arg *a, kd_value *r) {
+  (void)c;
+  r[0] = kd_value_int(a[0].i + 1);
+  return KD_OK;
+}
+
+KD_LIBRARY(staticdef, m) {
+  kd_library_def(m, "inc(int x) -> int", NULL, 0, NULL);
+}
+KD_LIBRARY_FRAGMENT(staticdef, more, m) {
+  kd_library_def(m, "inc2(int x) -> int", NULL, 0, NULL);
+}
+KD_LIBRARY_IMPL(staticdef, CATCH_ALL, m) {
+  kd_kernel k = kd_kernel_unboxed(k_static, "(int) -> int");
+  kd_library_impl(m, "inc", &k, NULL);
+  kd_library_impl(m, "inc2", &k, NULL);
+}
+
+static void test_static_macros(void **state) {
+  (void)state;
+  kd_op *op;
+  KD_ASSERT_OK(kd_op_find("staticdef::inc", "", &op));
+  kd_arg a[1] = {{.i = 41}};
+  kd_value r = kd_value_none();
+  KD_ASSERT_OK(kd_call_unboxed(op, a, &r));
+  assert_int_equal(r.u.i, 42);
+  KD_ASSERT_OK(kd_op_find("staticdef::inc2", "", &op));
+  /* Opening a descriptor again does nothing. */
+  KD_ASSERT_OK(kd_library_open_desc(&kd_library_def_staticdef));
+  KD_ASSERT_ERR(kd_library_open_desc(NULL), KD_EINVAL, "bad descriptor");
+}
+
+static int count_op(kd_op *op, void *ud) {
+  if (!strncmp(kd_op_name(op), "staticdef::", 11)) (*(int *)ud)++;
+  return 0;
+}
+
+static void test_foreach(void **state) {
+  (void)state;
+  int n = 0;
+  assert_int_equal(kd_ops_foreach(count_op, &n), 0);
+  assert_int_equal(n, 2);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_keys),
+      cmocka_unit_test(test_tls_guards),
+      cmocka_unit_test(test_basic_call_and_missing),
+      cmocka_unit_test(test_stacking_and_release),
+      cmocka_unit_test(test_alias_precedence),
+      cmocka_unit_test(test_no_tensor_arguments),
+      cmocka_unit_test(test_fallback_fallthrough_redispatch),
+      cmocka_unit_test(test_key_union),
+      cmocka_unit_test(test_kernel_forms),
+      cmocka_unit_test(test_registration_errors),
+      cmocka_unit_test(test_def_kernel),
+      cmocka_unit_test(test_listeners),
+      cmocka_unit_test(test_every_order),
+      cmocka_unit_test(test_static_macros),
+      cmocka_unit_test(test_foreach),
+  };
+  int rc = cmocka_run_group_tests(tests, NULL, NULL);
+  kd__reclaim(true);
+  return rc;
+}

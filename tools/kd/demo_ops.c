@@ -1,0 +1,79 @@
+/*
+ * demo_ops.c: a few operators built into `kd`, registered with the static
+ * registration macros, so that `kd ops`, `kd dump`, `kd table` and the tour
+ * have something to show before the operator library exists. They work on
+ * float32 cpu tensors only.
+ *
+ *   demo::scale(Tensor self, float factor=2.) -> Tensor      CPU kernel, Meta kernel
+ *   demo::describe(Tensor self) -> str                       CompositeImplicitAutograd
+ *   Tracer fallback: prints each call, then redispatches
+ */
+#include <stdio.h>
+
+#include "commands.h"
+#include "kd/kd.h"
+
+static kd_status scale_cpu(const kd_call *c, const kd_arg *a, kd_value *r) {
+  (void)c;
+  kd_tensor *self = a[0].t, *out;
+  if (kd_tensor_dtype(self) != KD_FLOAT32 || !kd_tensor_is_contiguous(self))
+    return kd_set_error(KD_ETYPE, "demo::scale: expected a contiguous float32 tensor, got %s",
+                        kd_dtype_name(kd_tensor_dtype(self)));
+  kd_status st = kd_tensor_empty(kd_tensor_ndim(self), kd_tensor_sizes(self), KD_FLOAT32,
+                                 kd_tensor_device(self), &out);
+  if (st) return st;
+  const float *x = kd_tensor_data(self);
+  float *y = kd_tensor_data(out);
+  for (int64_t i = 0; i < kd_tensor_numel(self); i++) y[i] = x[i] * (float)a[1].f;
+  r[0] = kd_value_tensor(out);
+  kd_tensor_release(out);
+  return KD_OK;
+}
+
+static kd_status scale_meta(const kd_call *c, const kd_arg *a, kd_value *r) {
+  (void)c;
+  kd_tensor *out;
+  kd_status st = kd_tensor_empty(kd_tensor_ndim(a[0].t), kd_tensor_sizes(a[0].t),
+                                 kd_tensor_dtype(a[0].t), kd_tensor_device(a[0].t), &out);
+  if (st) return st;
+  r[0] = kd_value_tensor(out);
+  kd_tensor_release(out);
+  return KD_OK;
+}
+
+static kd_status describe(const kd_call *c, const kd_arg *a, kd_value *r) {
+  (void)c;
+  char buf[256];
+  size_t n = kd_tensor_describe(a[0].t, buf, sizeof buf);
+  return kd_value_string(buf, n < sizeof buf ? n : sizeof buf - 1, &r[0]);
+}
+
+static kd_status trace_fallback(const kd_call *c, kd_stack *s) {
+  printf("   [Tracer] %s\n", kd_op_name(c->op));
+  return kd_redispatch_boxed(c, s);
+}
+
+KD_LIBRARY(demo, m) {
+  kd_library_def(m, "scale(Tensor self, float factor=2.) -> Tensor", NULL, 0, NULL);
+  kd_library_def(m, "describe(Tensor self) -> str", NULL, 0, NULL);
+}
+
+KD_LIBRARY_IMPL(demo, CPU, m) {
+  kd_kernel k = kd_kernel_unboxed(scale_cpu, "(Tensor, float) -> Tensor");
+  kd_library_impl(m, "scale", &k, NULL);
+}
+
+KD_LIBRARY_IMPL(demo, META, m) {
+  kd_kernel k = kd_kernel_unboxed(scale_meta, "(Tensor, float) -> Tensor");
+  kd_library_impl(m, "scale", &k, NULL);
+}
+
+KD_LIBRARY_IMPL(demo, COMPOSITE_IMPLICIT_AUTOGRAD, m) {
+  kd_kernel k = kd_kernel_unboxed(describe, "(Tensor) -> str");
+  kd_library_impl(m, "describe", &k, NULL);
+}
+
+KD_LIBRARY_IMPL(_, TRACER, m) {
+  kd_kernel k = kd_kernel_boxed(trace_fallback);
+  kd_library_fallback(m, &k, NULL);
+}
