@@ -22,6 +22,19 @@
 
 #define KD__NUM_KEYS (KD_KEY_INVALID_) /* runtime slots + alias keys, for impl stacks */
 
+/* Every defined runtime key, and the backends, as constants. */
+#define KD__KEYBIT_(E, name, bit) | ((kd_keyset)1 << bit)
+#define KD__RUNTIME_KEYS ((kd_keyset)0 KD_DISPATCH_KEY_LIST(KD__KEYBIT_))
+#define KD__BACKEND_KEYS                                                             \
+  (((kd_keyset)1 << KD_KEY_CPU) | ((kd_keyset)1 << KD_KEY_CUDA) |                    \
+   ((kd_keyset)1 << KD_KEY_META) | ((kd_keyset)1 << KD_KEY_PRIVATEUSE1) |            \
+   ((kd_keyset)1 << KD_KEY_PRIVATEUSE2) | ((kd_keyset)1 << KD_KEY_PRIVATEUSE3))
+
+/* Iterates k over the set bits of ks, lowest first. */
+#define KD__FOR_EACH_KEY(k, ks) \
+  for (kd_keyset k##_rest_ = (ks); k##_rest_ && ((k = (unsigned)__builtin_ctzll(k##_rest_)), 1); \
+       k##_rest_ &= k##_rest_ - 1)
+
 /* How an argument moves between a kd_value and a kd_arg (from its type). */
 typedef enum kd__arg_kind {
   KD__ARG_TENSOR,
@@ -63,17 +76,17 @@ typedef struct kd__op_info {
   uint8_t kinds[64];         /* kd__arg_kind of argument i (nargs <= 64) */
   uint8_t ret_kinds[16];     /* of return i (nrets <= 16) */
   uint8_t tensor_idx[64];    /* indices of the arguments that carry keys */
-  kd_value *defaults;        /* nargs values: the decoded default, or None */
-  bool *has_default;         /* nargs flags */
+  kd_value *defaults;        /* nargs values: the decoded default, or None (same block) */
+  bool *has_default;         /* nargs flags (same block) */
 } kd__op_info;
 
 /* A registered kernel: the kd_kernel copied, plus the parsed signature. */
 typedef struct kd__kernel {
   _Atomic int64_t refs;  /* its registration and every table entry using it */
   kd_kernel k;           /* strings and ctor_args point at the copies below */
-  kd_schema *signature;  /* the signature parsed as a schema, or NULL */
-  char *signature_text;
-  char *debug_text;
+  const kd_schema *signature; /* the signature parsed (shared, from the cache), or NULL */
+  const char *signature_text; /* its text (shared, from the cache) */
+  char *debug_text;      /* owned copy of k.debug, or NULL */
   kd_value *ctor_args;
 } kd__kernel;
 
@@ -105,15 +118,17 @@ struct kd_op {
   _Atomic kd_keyset fallthrough; /* keys whose slot falls through */
   _Atomic(const kd__op_info *) info; /* NULL while not defined */
   /* ---- registry side, under the lock ---- */
-  char *name;            /* "ns::name.overload" or "ns::name" */
+  const char *name;      /* "ns::name.overload" or "ns::name" (name_buf) */
   size_t name_len;
   size_t base_len;       /* length of "ns::name" */
   uint64_t hash;
   kd_registration *defs;                 /* definitions (same schema), newest first */
-  kd_registration *impls[KD__NUM_KEYS];  /* kernel stacks per key, newest first */
+  kd_registration *impls; /* kernels of every key, newest first: the first of a
+                           * key is its active one, the others stack below it */
   char **tags;
   size_t ntags;
   kd_op *next_in_list;   /* all operators ever made */
+  char name_buf[];
 };
 
 typedef enum kd__reg_kind { KD__REG_DEF, KD__REG_IMPL, KD__REG_FALLBACK } kd__reg_kind;
@@ -123,9 +138,8 @@ struct kd_registration {
   kd_library *lib;
   kd_op *op;            /* DEF, IMPL */
   kd_dispatch_key key;  /* IMPL, FALLBACK */
-  kd__kernel *kernel;   /* IMPL, FALLBACK (owned until retired) */
-  kd_schema *schema;    /* DEF (owned) */
-  char *debug;          /* "file.c:12" */
+  kd__kernel *kernel;   /* IMPL, FALLBACK (one reference) */
+  const char *debug;    /* "file.c:12": the kernel's or the library's string */
   kd_registration *op_next;   /* in op->defs / op->impls[key] / fallbacks[key] */
   kd_registration *companion; /* released with this one (def_kernel's impl) */
   kd_registration *lib_next, *lib_prev;
@@ -146,9 +160,12 @@ extern kd_registration *kd__fallbacks[KD_NUM_RUNTIME_KEYS];
 
 /* Finds or creates the operator (under the lock). */
 kd_status kd__op_get(const char *qualified, size_t len, kd_op **out);
-/* Recomputes and publishes the op's table (under the lock). */
+/* Recomputes and publishes the op's table (under the lock): every slot, or
+ * only the slots of `keys` (those a registration for a key can change:
+ * kd_dispatch_key_expand of it). */
 void kd__op_rebuild(kd_op *op);
-void kd__rebuild_all(void);
+void kd__op_rebuild_keys(kd_op *op, kd_keyset keys);
+void kd__rebuild_all_keys(kd_keyset keys);
 /* True when something defines or implements the op. */
 bool kd__op_alive(const kd_op *op);
 void kd__notify(kd_registry_event_kind kind, kd_op *op, kd_dispatch_key key, const char *debug);
@@ -161,6 +178,10 @@ kd_status kd__op_info_new(kd_schema *schema, kd__op_info **out); /* takes the sc
 void kd__op_info_free(kd__op_info *info);
 /* Parses "(T1, T2) -> R" into a schema named "_". */
 kd_status kd__signature_parse(const char *sig, kd_schema **out);
+/* The same through a cache: parsed once per distinct text, kept for the life
+ * of the process (there are few distinct signatures). *text is the cached
+ * copy of the text. Thread-safe. */
+kd_status kd__signature_get(const char *sig, const kd_schema **out, const char **text);
 /* Checks a kernel signature against a schema; KD_ETYPE names the difference. */
 kd_status kd__signature_check(const char *opname, const kd_schema *schema, const kd_schema *sig,
                               const char *sig_text);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "core/tensor_impl.h"
+#include "dispatch/dispatcher_impl.h"
 #include "kd/dispatch.h"
 
 _Static_assert(KD_KEY_CPU + KD_DEVICE_CPU == KD_KEY_CPU, "backend keys follow device types");
@@ -44,25 +45,16 @@ static const char *const alias_names[] = {
 };
 
 bool kd_dispatch_key_is_runtime(kd_dispatch_key key) {
-  return (unsigned)key < KD_NUM_RUNTIME_KEYS && runtime_name((unsigned)key) != NULL;
+  return (unsigned)key < KD_NUM_RUNTIME_KEYS && (KD__RUNTIME_KEYS >> (unsigned)key & 1);
 }
 
 bool kd_dispatch_key_is_alias(kd_dispatch_key key) {
   return key > KD_KEY_ALIAS_FIRST_ && key < KD_KEY_INVALID_;
 }
 
-kd_keyset kd_keyset_backends(void) {
-  kd_keyset ks = 0;
-  for (int k = KD_KEY_CPU; k <= KD_KEY_PRIVATEUSE3; k++) ks |= kd_keyset_of((kd_dispatch_key)k);
-  return ks;
-}
+kd_keyset kd_keyset_backends(void) { return KD__BACKEND_KEYS; }
 
-static kd_keyset all_runtime_keys(void) {
-  kd_keyset ks = 0;
-  for (unsigned k = 0; k < KD_NUM_RUNTIME_KEYS; k++)
-    if (runtime_name(k)) ks |= (kd_keyset)1 << k;
-  return ks;
-}
+static kd_keyset all_runtime_keys(void) { return KD__RUNTIME_KEYS; }
 
 kd_keyset kd_dispatch_key_expand(kd_dispatch_key key) {
   switch (key) {

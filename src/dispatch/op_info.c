@@ -93,10 +93,7 @@ static bool carries_keys(int kind) {
 
 void kd__op_info_free(kd__op_info *info) {
   if (!info) return;
-  if (info->defaults)
-    for (uint32_t i = 0; i < info->nargs; i++) kd_value_destroy(&info->defaults[i]);
-  free(info->defaults);
-  free(info->has_default);
+  for (uint32_t i = 0; i < info->nargs; i++) kd_value_destroy(&info->defaults[i]);
   kd_schema_free(info->schema);
   free(info);
 }
@@ -113,20 +110,17 @@ kd_status kd__op_info_new(kd_schema *schema, kd__op_info **out) {
                         "supported",
                         name, nargs, nrets);
   }
-  kd__op_info *info = calloc(1, sizeof *info);
+  /* One block: the info, then the defaults, then the flags. */
+  kd__op_info *info = calloc(1, sizeof *info + nargs * (sizeof(kd_value) + sizeof(bool)));
   if (!info) {
     kd_schema_free(schema);
     return kd__oom("operator info");
   }
   info->schema = schema;
+  info->defaults = (kd_value *)(info + 1);
+  info->has_default = (bool *)(info->defaults + nargs);
   info->nargs = (uint32_t)nargs;
   info->nrets = (uint32_t)nrets;
-  info->defaults = calloc(nargs ? nargs : 1, sizeof *info->defaults);
-  info->has_default = calloc(nargs ? nargs : 1, sizeof *info->has_default);
-  if (!info->defaults || !info->has_default) {
-    kd__op_info_free(info);
-    return kd__oom("operator info");
-  }
   for (size_t i = 0; i < nargs; i++) {
     const kd_argument *a = kd_schema_argument(schema, i);
     int kind = arg_kind(kd_argument_type(a));
@@ -512,6 +506,38 @@ static void normalized_type(const kd_type *t, char *out, size_t cap) {
   out[o] = '\0';
 }
 
+/* Whether two types have the same C form: alias annotations and list sizes
+ * do not matter, and SymInt is int. */
+static bool same_c_type(const kd_type *a, const kd_type *b) {
+  kd_type_kind ka = kd_type_kind_of(a), kb = kd_type_kind_of(b);
+  if (ka == KD_TYPE_SYMINT) ka = KD_TYPE_INT;
+  if (kb == KD_TYPE_SYMINT) kb = KD_TYPE_INT;
+  if (ka != kb) return false;
+  switch (ka) {
+    case KD_TYPE_VAR:
+    case KD_TYPE_CLASS:
+      return strcmp(kd_type_name(a), kd_type_name(b)) == 0;
+    case KD_TYPE_DICT:
+      if (!same_c_type(kd_type_key(a), kd_type_key(b))) return false;
+      /* fall through */
+    case KD_TYPE_OPTIONAL:
+    case KD_TYPE_LIST:
+    case KD_TYPE_FUTURE:
+    case KD_TYPE_RREF:
+      return same_c_type(kd_type_element(a), kd_type_element(b));
+    case KD_TYPE_TUPLE:
+    case KD_TYPE_UNION: {
+      size_t n = kd_type_tuple_size(a);
+      if (n != kd_type_tuple_size(b)) return false;
+      for (size_t i = 0; i < n; i++)
+        if (!same_c_type(kd_type_tuple_at(a, i), kd_type_tuple_at(b, i))) return false;
+      return true;
+    }
+    default:
+      return true;
+  }
+}
+
 kd_status kd__signature_check(const char *opname, const kd_schema *schema, const kd_schema *sig,
                               const char *sig_text) {
   size_t na = kd_schema_num_arguments(schema), nb = kd_schema_num_arguments(sig);
@@ -519,13 +545,14 @@ kd_status kd__signature_check(const char *opname, const kd_schema *schema, const
   char ta[256], tb[256];
   for (size_t i = 0; i < n; i++) {
     const kd_argument *a = kd_schema_argument(schema, i);
-    normalized_type(kd_argument_type(a), ta, sizeof ta);
-    normalized_type(kd_argument_type(kd_schema_argument(sig, i)), tb, sizeof tb);
-    if (strcmp(ta, tb) != 0)
-      return kd_set_error(KD_ETYPE,
-                          "kernel for '%s' has signature %s, which does not match the schema: "
-                          "argument %zu '%s' is %s in the schema but %s in the kernel",
-                          opname, sig_text, i, kd_argument_name(a), ta, tb);
+    const kd_type *xa = kd_argument_type(a), *xb = kd_argument_type(kd_schema_argument(sig, i));
+    if (same_c_type(xa, xb)) continue;
+    normalized_type(xa, ta, sizeof ta);
+    normalized_type(xb, tb, sizeof tb);
+    return kd_set_error(KD_ETYPE,
+                        "kernel for '%s' has signature %s, which does not match the schema: "
+                        "argument %zu '%s' is %s in the schema but %s in the kernel",
+                        opname, sig_text, i, kd_argument_name(a), ta, tb);
   }
   if (na != nb)
     return kd_set_error(KD_ETYPE,
@@ -539,13 +566,74 @@ kd_status kd__signature_check(const char *opname, const kd_schema *schema, const
                         "schema has %zu returns, the kernel %zu",
                         opname, sig_text, ra, rb);
   for (size_t i = 0; i < ra; i++) {
-    normalized_type(kd_argument_type(kd_schema_return(schema, i)), ta, sizeof ta);
-    normalized_type(kd_argument_type(kd_schema_return(sig, i)), tb, sizeof tb);
-    if (strcmp(ta, tb) != 0)
-      return kd_set_error(KD_ETYPE,
-                          "kernel for '%s' has signature %s, which does not match the schema: "
-                          "return %zu is %s in the schema but %s in the kernel",
-                          opname, sig_text, i, ta, tb);
+    const kd_type *xa = kd_argument_type(kd_schema_return(schema, i));
+    const kd_type *xb = kd_argument_type(kd_schema_return(sig, i));
+    if (same_c_type(xa, xb)) continue;
+    normalized_type(xa, ta, sizeof ta);
+    normalized_type(xb, tb, sizeof tb);
+    return kd_set_error(KD_ETYPE,
+                        "kernel for '%s' has signature %s, which does not match the schema: "
+                        "return %zu is %s in the schema but %s in the kernel",
+                        opname, sig_text, i, ta, tb);
   }
+  return KD_OK;
+}
+
+/* ---- The signature cache ------------------------------------------------------------ */
+
+typedef struct sig_entry {
+  char *text;
+  kd_schema *schema;
+  struct sig_entry *next;
+} sig_entry;
+
+static sig_entry *sig_buckets[256];
+static pthread_mutex_t sig_lock = PTHREAD_MUTEX_INITIALIZER;
+
+kd_status kd__signature_get(const char *sig, const kd_schema **out, const char **text) {
+  uint32_t h = 2166136261u;
+  for (const char *p = sig; *p; p++) h = (h ^ (unsigned char)*p) * 16777619u;
+  sig_entry **bucket = &sig_buckets[h & 255];
+  pthread_mutex_lock(&sig_lock);
+  for (sig_entry *e = *bucket; e; e = e->next)
+    if (!strcmp(e->text, sig)) {
+      *out = e->schema;
+      *text = e->text;
+      pthread_mutex_unlock(&sig_lock);
+      return KD_OK;
+    }
+  pthread_mutex_unlock(&sig_lock);
+  kd_schema *schema;
+  kd_status st = kd__signature_parse(sig, &schema);
+  if (st) return st;
+  size_t n = strlen(sig) + 1;
+  sig_entry *e = malloc(sizeof *e);
+  char *copy = malloc(n);
+  if (!e || !copy) {
+    free(e);
+    free(copy);
+    kd_schema_free(schema);
+    return kd__oom("signature");
+  }
+  memcpy(copy, sig, n);
+  e->text = copy;
+  e->schema = schema;
+  pthread_mutex_lock(&sig_lock);
+  /* Another thread may have added it meanwhile: keep the first. */
+  for (sig_entry *o = *bucket; o; o = o->next)
+    if (!strcmp(o->text, sig)) {
+      pthread_mutex_unlock(&sig_lock);
+      kd_schema_free(schema);
+      free(copy);
+      free(e);
+      *out = o->schema;
+      *text = o->text;
+      return KD_OK;
+    }
+  e->next = *bucket;
+  *bucket = e;
+  pthread_mutex_unlock(&sig_lock);
+  *out = e->schema;
+  *text = e->text;
   return KD_OK;
 }

@@ -14,7 +14,8 @@
  * frees what every active reader has moved past. Where membarrier is not
  * available (or under ThreadSanitizer, which does not model it), readers add
  * a sequentially consistent fence after the store instead (a seq_cst
- * exchange under ThreadSanitizer, which does not model fences). The mode is
+ * exchange on x86, where that is a full barrier, and under ThreadSanitizer,
+ * which does not model fences). The mode is
  * fixed before the first reader registers; KD_RECLAIM_FENCE=1 in the
  * environment forces the fence mode. reclaim.c gives the ordering argument.
  *
@@ -66,7 +67,8 @@ static inline void kd__read_enter(void) {
   if (__builtin_expect(!r->registered, 0)) kd__reader_register(r);
   uint64_t e = atomic_load_explicit(&kd__global_epoch, memory_order_acquire);
   if (kd__reader_fence) {
-#if KD__TSAN
+#if KD__TSAN || defined(__x86_64__) || defined(__i386__)
+    /* A locked instruction: a full barrier on x86 (cheaper than mfence). */
     atomic_exchange_explicit(&r->epoch, e, memory_order_seq_cst);
 #else
     atomic_store_explicit(&r->epoch, e, memory_order_relaxed);

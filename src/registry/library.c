@@ -135,23 +135,21 @@ static void release_locked(kd_registration *r) {
         op->ntags = 0;
         kd__notify(KD_EVENT_UNDEF, op, KD_KEY_UNDEFINED, r->debug);
       }
-      kd_schema_free(r->schema);
       break;
     case KD__REG_IMPL:
-      unlink_from_list(&op->impls[r->key], r);
-      kd__op_rebuild(op);
+      unlink_from_list(&op->impls, r);
+      kd__op_rebuild_keys(op, kd_dispatch_key_expand(r->key));
       kd__notify(KD_EVENT_IMPL_RELEASE, op, r->key, r->debug);
       kd__kernel_free(r->kernel);
       break;
     case KD__REG_FALLBACK:
       unlink_from_list(&kd__fallbacks[r->key], r);
-      kd__rebuild_all();
+      kd__rebuild_all_keys(kd_keyset_of(r->key));
       kd__notify(KD_EVENT_FALLBACK_RELEASE, NULL, r->key, r->debug);
       kd__kernel_free(r->kernel);
       break;
   }
   unlink_from_library(r);
-  free(r->debug);
   free(r);
 }
 
@@ -180,14 +178,13 @@ void kd_library_close(kd_library *lib) {
   free(lib);
 }
 
+/* `debug` is the kernel's or the library's string, both of which outlive
+ * the registration. */
 static kd_registration *new_registration(kd__reg_kind kind, const char *debug) {
   kd_registration *r = calloc(1, sizeof *r);
   if (!r) return NULL;
   r->kind = kind;
-  if (debug && !(r->debug = dup_str(debug))) {
-    free(r);
-    return NULL;
-  }
+  r->debug = debug;
   return r;
 }
 
@@ -205,10 +202,23 @@ static kd_status qualify(const kd_library *lib, const char *schema_ns, const cha
   if (overload && *overload && !is_identifier(overload, strlen(overload)))
     return kd_set_error(KD_EINVAL, "illegal overload name '%s' for operator '%.*s'", overload,
                         (int)name_len, name);
-  int n = snprintf(out, cap, "%s::%.*s%s%s", lib->ns, (int)name_len, name,
-                   overload && *overload ? "." : "", overload ? overload : "");
-  if (n < 0 || (size_t)n >= cap)
+  size_t ns_len = strlen(lib->ns), ov_len = overload ? strlen(overload) : 0;
+  size_t need = ns_len + 2 + name_len + (ov_len ? 1 + ov_len : 0) + 1;
+  if (need > cap)
     return kd_set_error(KD_EINVAL, "operator name '%.*s' is too long", (int)name_len, name);
+  char *p = out;
+  memcpy(p, lib->ns, ns_len);
+  p += ns_len;
+  *p++ = ':';
+  *p++ = ':';
+  memcpy(p, name, name_len);
+  p += name_len;
+  if (ov_len) {
+    *p++ = '.';
+    memcpy(p, overload, ov_len);
+    p += ov_len;
+  }
+  *p = '\0';
   return KD_OK;
 }
 
@@ -228,8 +238,7 @@ static kd_status qualify_name(const kd_library *lib, const char *name, char *out
 
 /* Checks every kernel registered for op against a schema. */
 static kd_status check_impls(const kd_op *op, const kd_schema *schema) {
-  for (int k = 0; k < KD__NUM_KEYS; k++)
-    for (const kd_registration *r = op->impls[k]; r; r = r->op_next)
+  for (const kd_registration *r = op->impls; r; r = r->op_next)
       if (r->kernel->signature) {
         kd_status st = kd__signature_check(op->name, schema, r->kernel->signature,
                                            r->kernel->signature_text);
@@ -246,85 +255,71 @@ kd_status kd_library_def(kd_library *lib, const char *schema_text, const char *c
     return kd_set_error(KD_ESTATE, "kd_library_def: the library opened at %s is an IMPL library; "
                         "operators are defined by DEF and FRAGMENT libraries",
                         lib->debug);
-  kd_schema *schema, *info_schema;
-  size_t len = strlen(schema_text);
-  kd_status st = kd_schema_parse(schema_text, len, &schema);
+  kd_schema *schema;
+  kd_status st = kd_schema_parse(schema_text, strlen(schema_text), &schema);
   if (st) return st;
   char qualified[512];
   st = qualify(lib, kd_schema_namespace(schema), kd_schema_name(schema),
                strlen(kd_schema_name(schema)), kd_schema_overload(schema), qualified,
                sizeof qualified);
-  if (st) {
-    kd_schema_free(schema);
-    return st;
-  }
-  /* The operator's info keeps its own copy of the schema. */
-  if ((st = kd_schema_parse(schema_text, len, &info_schema))) {
-    kd_schema_free(schema);
-    return st;
+  char **tag_copy = NULL;
+  kd_registration *r = NULL;
+  if (st == KD_OK) {
+    tag_copy = ntags ? calloc(ntags, sizeof *tag_copy) : NULL;
+    bool oom = ntags && !tag_copy;
+    for (size_t i = 0; !oom && i < ntags; i++) oom = !(tag_copy[i] = dup_str(tags[i]));
+    if (oom || !(r = new_registration(KD__REG_DEF, lib->debug))) st = kd__oom("registration");
   }
   kd__op_info *info = NULL;
-  if ((st = kd__op_info_new(info_schema, &info))) {
-    kd_schema_free(schema);
-    return st;
-  }
-  char **tag_copy = ntags ? calloc(ntags, sizeof *tag_copy) : NULL;
-  bool oom = ntags && !tag_copy;
-  for (size_t i = 0; !oom && i < ntags; i++) oom = !(tag_copy[i] = dup_str(tags[i]));
-  kd_registration *r = oom ? NULL : new_registration(KD__REG_DEF, lib->debug);
-  if (!r) {
-    for (size_t i = 0; tag_copy && i < ntags; i++) free(tag_copy[i]);
-    free(tag_copy);
-    kd__op_info_free(info);
-    kd_schema_free(schema);
-    return kd__oom("registration");
-  }
-  r->schema = schema;
-  pthread_mutex_lock(&kd__registry_lock);
-  kd_op *op;
-  st = kd__op_get(qualified, strlen(qualified), &op);
-  if (st == KD_OK && op->defs) {
-    /* Defined already: the same schema adds a reference, another is an error. */
-    char a[1024], b[1024];
-    kd_schema_format(op->defs->schema, a, sizeof a);
-    kd_schema_format(schema, b, sizeof b);
-    const char *pa = strstr(a, "::") ? strstr(a, "::") + 2 : a;
-    const char *pb = strstr(b, "::") ? strstr(b, "::") + 2 : b;
-    if (strcmp(pa, pb) != 0)
-      st = kd_set_error(KD_EEXIST,
-                        "operator '%s' is already defined with schema '%s' (at %s); it cannot "
-                        "also be defined as '%s' (at %s)",
-                        qualified, a, op->defs->debug, b, lib->debug);
-  } else if (st == KD_OK) {
-    st = check_impls(op, info->schema);
-  }
-  if (st) {
+  kd_op *op = NULL;
+  if (st == KD_OK) {
+    pthread_mutex_lock(&kd__registry_lock);
+    st = kd__op_get(qualified, strlen(qualified), &op);
+    const kd__op_info *cur = st ? NULL : atomic_load_explicit(&op->info, memory_order_relaxed);
+    if (cur) {
+      /* Defined already: the same schema adds a reference, another is an error. */
+      char a[1024], b[1024];
+      kd_schema_format(cur->schema, a, sizeof a);
+      kd_schema_format(schema, b, sizeof b);
+      const char *pa = strstr(a, "::") ? strstr(a, "::") + 2 : a;
+      const char *pb = strstr(b, "::") ? strstr(b, "::") + 2 : b;
+      if (strcmp(pa, pb) != 0)
+        st = kd_set_error(KD_EEXIST,
+                          "operator '%s' is already defined with schema '%s' (at %s); it cannot "
+                          "also be defined as '%s' (at %s)",
+                          qualified, a, op->defs->debug, b, lib->debug);
+      kd_schema_free(schema);
+      schema = NULL;
+    } else if (st == KD_OK) {
+      st = kd__op_info_new(schema, &info); /* takes the schema */
+      schema = NULL;
+      if (st == KD_OK && (st = check_impls(op, info->schema))) {
+        kd__op_info_free(info);
+        info = NULL;
+      }
+    }
+    if (st == KD_OK) {
+      r->op = op;
+      r->op_next = op->defs;
+      op->defs = r;
+      link_to_library(lib, r);
+      if (info) {
+        op->tags = tag_copy;
+        op->ntags = ntags;
+        tag_copy = NULL;
+        atomic_store_explicit(&op->info, info, memory_order_release);
+        kd__notify(KD_EVENT_DEF, op, KD_KEY_UNDEFINED, r->debug);
+      }
+    }
     pthread_mutex_unlock(&kd__registry_lock);
-    for (size_t i = 0; tag_copy && i < ntags; i++) free(tag_copy[i]);
-    free(tag_copy);
-    kd__op_info_free(info);
-    kd_schema_free(schema);
-    free(r->debug);
+  }
+  for (size_t i = 0; tag_copy && i < ntags; i++) free(tag_copy[i]);
+  free(tag_copy);
+  kd_schema_free(schema);
+  if (st) {
     free(r);
     return st;
   }
-  bool first = op->defs == NULL;
-  r->op = op;
-  r->op_next = op->defs;
-  op->defs = r;
-  link_to_library(lib, r);
-  if (first) {
-    op->tags = tag_copy;
-    op->ntags = ntags;
-    tag_copy = NULL;
-    atomic_store_explicit(&op->info, info, memory_order_release);
-    info = NULL;
-    kd__notify(KD_EVENT_DEF, op, KD_KEY_UNDEFINED, r->debug);
-  }
-  pthread_mutex_unlock(&kd__registry_lock);
-  for (size_t i = 0; tag_copy && i < ntags; i++) free(tag_copy[i]);
-  free(tag_copy);
-  kd__op_info_free(info); /* a repeated def keeps the first one's info */
   if (out) *out = r;
   return KD_OK;
 }
@@ -358,21 +353,22 @@ static kd_status impl_common(kd_library *lib, const char *name, kd_dispatch_key 
     pthread_mutex_unlock(&kd__registry_lock);
     k->k.destroy_data = NULL; /* the caller keeps its data */
     kd__kernel_free(k);
-    free(r->debug);
     free(r);
     return st;
   }
-  if (op->impls[key])
+  const kd_registration *prev = op->impls;
+  while (prev && prev->key != key) prev = prev->op_next;
+  if (prev)
     kd_warn("overriding a previously registered kernel for the same operator and the same "
             "dispatch key\n  operator: %s\n  dispatch key: %s\n  previous kernel: registered at "
             "%s\n       new kernel: registered at %s",
-            op->name, kd_dispatch_key_name(key), op->impls[key]->debug ? op->impls[key]->debug : "?",
+            op->name, kd_dispatch_key_name(key), prev->debug ? prev->debug : "?",
             r->debug ? r->debug : "?");
   r->op = op;
-  r->op_next = op->impls[key];
-  op->impls[key] = r;
+  r->op_next = op->impls;
+  op->impls = r;
   link_to_library(lib, r);
-  kd__op_rebuild(op);
+  kd__op_rebuild_keys(op, kd_dispatch_key_expand(key));
   kd__notify(KD_EVENT_IMPL, op, key, r->debug);
   pthread_mutex_unlock(&kd__registry_lock);
   if (out) *out = r;
@@ -459,13 +455,12 @@ kd_status kd_library_fallback(kd_library *lib, const kd_kernel *kernel, kd_regis
     pthread_mutex_unlock(&kd__registry_lock);
     k->k.destroy_data = NULL;
     kd__kernel_free(k);
-    free(r->debug);
     free(r);
     return st;
   }
   kd__fallbacks[lib->key] = r;
   link_to_library(lib, r);
-  kd__rebuild_all();
+  kd__rebuild_all_keys(kd_keyset_of(lib->key));
   kd__notify(KD_EVENT_FALLBACK, NULL, lib->key, r->debug);
   pthread_mutex_unlock(&kd__registry_lock);
   if (out) *out = r;

@@ -111,17 +111,14 @@ kd_status kd__op_get(const char *qualified, size_t len, kd_op **out) {
     if (!grown) return kd__oom("operator table");
     grown->mask = ncap - 1;
   }
-  op = calloc(1, sizeof *op);
-  char *name = malloc(len + 1);
-  if (!op || !name) {
-    free(op);
-    free(name);
+  op = calloc(1, sizeof *op + len + 1);
+  if (!op) {
     free(grown);
     return kd__oom("operator");
   }
-  memcpy(name, qualified, len);
-  name[len] = '\0';
-  op->name = name;
+  memcpy(op->name_buf, qualified, len);
+  op->name_buf[len] = '\0';
+  op->name = op->name_buf;
   op->name_len = len;
   op->base_len = base_len;
   op->hash = hash_name(qualified, base_len, ov, ov_len);
@@ -147,9 +144,7 @@ kd_status kd__op_get(const char *qualified, size_t len, kd_op **out) {
 
 bool kd__op_alive(const kd_op *op) {
   if (op->defs) return true;
-  for (int k = 0; k < KD__NUM_KEYS; k++)
-    if (op->impls[k]) return true;
-  return false;
+  return op->impls != NULL;
 }
 
 kd_status kd_op_find(const char *name, const char *overload, kd_op **out) {
@@ -208,7 +203,12 @@ const char *kd_op_name(const kd_op *op) { return op->name; }
 
 /* ---- Dispatch tables -------------------------------------------------------------- */
 
-static const kd__kernel *top(const kd_registration *r) { return r ? r->kernel : NULL; }
+/* The active kernel of a key: the newest registration for it. */
+static const kd__kernel *top(const kd_op *op, kd_dispatch_key key) {
+  for (const kd_registration *r = op->impls; r; r = r->op_next)
+    if (r->key == key) return r->kernel;
+  return NULL;
+}
 
 void kd__compute_slot(const kd_op *op, kd_dispatch_key key, const kd__kernel **kernel,
                       kd__reason *reason) {
@@ -216,27 +216,27 @@ void kd__compute_slot(const kd_op *op, kd_dispatch_key key, const kd__kernel **k
   const kd__kernel *k;
   *kernel = NULL;
   *reason = KD__REASON_MISSING;
-  if ((k = top(op->impls[key]))) {
+  if ((k = top(op, key))) {
     *kernel = k;
     *reason = KD__REASON_KERNEL;
     return;
   }
-  if ((kd_keyset_backends() & bit) && (k = top(op->impls[KD_KEY_COMPOSITE_EXPLICIT_AUTOGRAD]))) {
+  if ((KD__BACKEND_KEYS & bit) && (k = top(op, KD_KEY_COMPOSITE_EXPLICIT_AUTOGRAD))) {
     *kernel = k;
     *reason = KD__REASON_COMPOSITE_EXPLICIT;
     return;
   }
-  if ((kd_dispatch_key_expand(KD_KEY_COMPOSITE_IMPLICIT_AUTOGRAD) & bit) &&
-      (k = top(op->impls[KD_KEY_COMPOSITE_IMPLICIT_AUTOGRAD]))) {
+  if (((KD__BACKEND_KEYS | 1) & bit) &&
+      (k = top(op, KD_KEY_COMPOSITE_IMPLICIT_AUTOGRAD))) {
     *kernel = k;
     *reason = KD__REASON_COMPOSITE_IMPLICIT;
     return;
   }
   /* A catch-all kernel implements the operator: it beats a backend's
    * fallback, but a functionality key's fallback (a mode) wraps it. */
-  bool functionality = !(kd_keyset_backends() & bit) && key != KD_KEY_UNDEFINED;
-  const kd__kernel *catch_all = top(op->impls[KD_KEY_CATCH_ALL]);
-  const kd__kernel *fallback = top(kd__fallbacks[key]);
+  bool functionality = !(KD__BACKEND_KEYS & bit) && key != KD_KEY_UNDEFINED;
+  const kd__kernel *catch_all = top(op, KD_KEY_CATCH_ALL);
+  const kd__kernel *fallback = kd__fallbacks[key] ? kd__fallbacks[key]->kernel : NULL;
   const kd__kernel *first = functionality ? fallback : catch_all;
   const kd__kernel *second = functionality ? catch_all : fallback;
   if (first) {
@@ -258,10 +258,10 @@ static void free_entry(void *p) {
   free(e);
 }
 
-void kd__op_rebuild(kd_op *op) {
-  kd_keyset fallthrough = 0;
-  for (unsigned key = 0; key < KD_NUM_RUNTIME_KEYS; key++) {
-    if (!kd_dispatch_key_is_runtime((kd_dispatch_key)key)) continue;
+void kd__op_rebuild_keys(kd_op *op, kd_keyset keys) {
+  kd_keyset fallthrough = atomic_load_explicit(&op->fallthrough, memory_order_relaxed) & ~keys;
+  unsigned key;
+  KD__FOR_EACH_KEY(key, keys & KD__RUNTIME_KEYS) {
     const kd__kernel *kernel;
     kd__reason reason;
     kd__compute_slot(op, (kd_dispatch_key)key, &kernel, &reason);
@@ -289,8 +289,10 @@ void kd__op_rebuild(kd_op *op) {
   atomic_store_explicit(&op->fallthrough, fallthrough, memory_order_release);
 }
 
-void kd__rebuild_all(void) {
-  for (kd_op *op = all_ops; op; op = op->next_in_list) kd__op_rebuild(op);
+void kd__op_rebuild(kd_op *op) { kd__op_rebuild_keys(op, KD__RUNTIME_KEYS); }
+
+void kd__rebuild_all_keys(kd_keyset keys) {
+  for (kd_op *op = all_ops; op; op = op->next_in_list) kd__op_rebuild_keys(op, keys);
 }
 
 /* ---- Kernel records ------------------------------------------------------------------- */
@@ -307,8 +309,6 @@ static void kernel_free_now(kd__kernel *k) {
   if (k->k.destroy_data) k->k.destroy_data(k->k.data);
   for (size_t i = 0; i < k->k.nctor_args; i++) kd_value_destroy(&k->ctor_args[i]);
   free(k->ctor_args);
-  kd_schema_free(k->signature);
-  free(k->signature_text);
   free(k->debug_text);
   free(k);
 }
@@ -350,13 +350,8 @@ kd_status kd__kernel_new(const kd_kernel *k, const char *debug, kd__kernel **out
   r->k = *k;
   atomic_init(&r->refs, 1);
   kd_status st = KD_OK;
-  if (k->signature) {
-    r->signature_text = dup_str(k->signature);
-    if (!r->signature_text) st = kd__oom("kernel");
-    else st = kd__signature_parse(k->signature, &r->signature);
-  }
-  const char *dbg = k->debug ? k->debug : debug;
-  if (st == KD_OK && dbg && !(r->debug_text = dup_str(dbg))) st = kd__oom("kernel");
+  if (k->signature) st = kd__signature_get(k->signature, &r->signature, &r->signature_text);
+  if (st == KD_OK && k->debug && !(r->debug_text = dup_str(k->debug))) st = kd__oom("kernel");
   if (st == KD_OK && k->nctor_args) {
     r->ctor_args = calloc(k->nctor_args, sizeof *r->ctor_args);
     if (!r->ctor_args) st = kd__oom("kernel");
@@ -370,7 +365,7 @@ kd_status kd__kernel_new(const kd_kernel *k, const char *debug, kd__kernel **out
     return st;
   }
   r->k.signature = r->signature_text;
-  r->k.debug = r->debug_text;
+  r->k.debug = r->debug_text ? r->debug_text : debug; /* the library outlives the kernel's use */
   r->k.ctor_args = r->ctor_args;
   *out = r;
   return KD_OK;
@@ -404,7 +399,8 @@ kd_status kd_listener_add(kd_listener_fn fn, void *user_data, kd_listener **out)
       fn(&ev, user_data);
     }
     for (int k = 0; k < KD__NUM_KEYS; k++)
-      for (kd_registration *r = op->impls[k]; r; r = r->op_next) {
+      for (kd_registration *r = op->impls; r; r = r->op_next) {
+        if (r->key != (kd_dispatch_key)k) continue;
         kd_registry_event ev = {KD_EVENT_IMPL, op, (kd_dispatch_key)k, r->debug};
         fn(&ev, user_data);
       }
@@ -492,7 +488,8 @@ size_t kd_op_dump(const kd_op *op, char *buf, size_t cap) {
   for (size_t i = 0; i < op->ntags; i++) kd__fmt_printf(&f, "  tag %s\n", op->tags[i]);
   for (int k = 0; k < KD__NUM_KEYS; k++) {
     bool first = true;
-    for (const kd_registration *r = op->impls[k]; r; r = r->op_next) {
+    for (const kd_registration *r = op->impls; r; r = r->op_next) {
+      if (r->key != (kd_dispatch_key)k) continue;
       kd__fmt_printf(&f, "  %s: %s kernel registered at %s%s\n",
                      kd_dispatch_key_name((kd_dispatch_key)k), kernel_form(r->kernel),
                      r->debug ? r->debug : "?", first ? "" : " [inactive: overridden]");
@@ -535,7 +532,7 @@ size_t kd_op_dump_table(const kd_op *op, char *buf, size_t cap) {
     const char *what = e->kernel->k.kind == KD_KERNEL_FALLTHROUGH ? "fallthrough"
                                                                    : kernel_form(e->kernel);
     kd__fmt_printf(&f, "  %-14s %s [%s] from %s\n", kd_dispatch_key_name((kd_dispatch_key)k),
-                   what, reason_name(e->reason), e->kernel->debug_text ? e->kernel->debug_text : "?");
+                   what, reason_name(e->reason), e->kernel->k.debug ? e->kernel->k.debug : "?");
   }
   char keys[512];
   kd_keyset_format(missing_keys, keys, sizeof keys);
