@@ -4,13 +4,13 @@
  * repetitions of ns per operation, after one warm-up repetition):
  *   direct_call_ns       the no-op kernel through a plain function pointer
  *   dispatch_unboxed_ns  typed call of a one-tensor no-op operator
- *   dispatch_boxed_ns    boxed call: push the tensor, call, pop the result
+ *   dispatch_boxed_ns    boxed call: push the tensor, call
+ *   *_ret_ns             the same three with a kernel that returns its input
+ *                        (a result reference taken and dropped per call)
  *   op_lookup_ns         kd_op_find by name and overload
  *   def_impl_1000_us     define 1,000 operators (add.Tensor's schema, new
  *                        names) and implement each for CPU
  *   release_1000_us      release those 2,000 registrations
- * Like libtorch's kernel, the no-op returns its input: one reference taken
- * for the result and dropped by the caller, in every figure.
  */
 #include <stdio.h>
 #include <string.h>
@@ -22,6 +22,13 @@
 #define REPS 15
 
 static kd_status noop(const kd_call *c, const kd_arg *a, kd_value *r) {
+  (void)c;
+  (void)a;
+  (void)r;
+  return KD_OK;
+}
+
+static kd_status noop_ret(const kd_call *c, const kd_arg *a, kd_value *r) {
   (void)c;
   r[0] = kd_value_tensor(a[0].t);
   return KD_OK;
@@ -35,11 +42,12 @@ static kd_status add_kernel(const kd_call *c, const kd_arg *a, kd_value *r) {
 
 static uintptr_t sink;
 
-static double time_calls(kd_op *op, kd_tensor *t, int mode, size_t n) {
+/* mode: 0 direct, 1 typed, 2 boxed; ret: the kernel returns its input. */
+static double time_calls(kd_op *op, kd_tensor *t, int mode, bool ret, size_t n) {
   kd_arg args[1] = {{.t = t}};
-  kd_value rets[1];
+  kd_value rets[1] = {kd_value_none()};
   kd_call call = {op, kd_tensor_key_set(t), KD_KEY_CPU, NULL};
-  kd_unboxed_fn volatile fp = noop;
+  kd_unboxed_fn volatile fp = ret ? noop_ret : noop;
   kd_stack stack;
   kd_stack_init(&stack);
   kd_stack_reserve(&stack, 4);
@@ -47,19 +55,19 @@ static double time_calls(kd_op *op, kd_tensor *t, int mode, size_t n) {
   for (size_t i = 0; i < n; i++) {
     if (mode == 0) {
       fp(&call, args, rets);
-      sink += (uintptr_t)rets[0].u.t;
-      kd_value_destroy(&rets[0]);
     } else if (mode == 1) {
       kd_call_unboxed(op, args, rets);
-      sink += (uintptr_t)rets[0].u.t;
-      kd_value_destroy(&rets[0]);
     } else {
       kd_value v = kd_value_tensor(t);
       kd_stack_push(&stack, &v);
       kd_call_boxed(op, &stack);
-      kd_stack_pop(&stack, &v);
-      sink += (uintptr_t)v.u.t;
-      kd_value_destroy(&v);
+      if (ret) {
+        kd_stack_pop(&stack, &rets[0]);
+      }
+    }
+    if (ret) {
+      sink += (uintptr_t)rets[0].u.t;
+      kd_value_destroy(&rets[0]);
     }
   }
   uint64_t t1 = kd_bench_now_ns();
@@ -83,26 +91,32 @@ int kd_bench_dispatch(int argc, char **argv) {
   kd_library *def, *cpu;
   if (kd_library_open(KD_LIBRARY_DEF, "kdbench", KD_KEY_UNDEFINED, __FILE__, __LINE__, &def) ||
       kd_library_open(KD_LIBRARY_IMPL, "kdbench", KD_KEY_CPU, __FILE__, __LINE__, &cpu) ||
-      kd_library_def(def, "noop(Tensor self) -> Tensor", NULL, 0, NULL)) {
+      kd_library_def(def, "noop(Tensor self) -> ()", NULL, 0, NULL) ||
+      kd_library_def(def, "noop_ret(Tensor self) -> Tensor", NULL, 0, NULL)) {
     fprintf(stderr, "kd-bench dispatch: %s\n", kd_last_error());
     return 1;
   }
-  kd_kernel k = kd_kernel_unboxed(noop, "(Tensor) -> Tensor");
-  kd_op *op;
+  kd_kernel k = kd_kernel_unboxed(noop, "(Tensor) -> ()");
+  kd_kernel kr = kd_kernel_unboxed(noop_ret, "(Tensor) -> Tensor");
+  kd_op *ops[2];
   kd_tensor *t;
-  if (kd_library_impl(cpu, "noop", &k, NULL) ||
-      kd_op_find_typed("kdbench::noop", "", "(Tensor) -> Tensor", &op) ||
+  if (kd_library_impl(cpu, "noop", &k, NULL) || kd_library_impl(cpu, "noop_ret", &kr, NULL) ||
+      kd_op_find_typed("kdbench::noop", "", "(Tensor) -> ()", &ops[0]) ||
+      kd_op_find_typed("kdbench::noop_ret", "", "(Tensor) -> Tensor", &ops[1]) ||
       kd_tensor_empty(1, (int64_t[]){1}, KD_FLOAT32, kd_device_cpu(), &t)) {
     fprintf(stderr, "kd-bench dispatch: %s\n", kd_last_error());
     return 1;
   }
-  static const char *names[] = {"direct_call_ns", "dispatch_unboxed_ns", "dispatch_boxed_ns"};
-  for (int mode = 0; mode < 3; mode++) {
-    double s[REPS];
-    time_calls(op, t, mode, 100000);
-    for (int r = 0; r < REPS; r++) s[r] = time_calls(op, t, mode, 1000000);
-    printf("%s %.2f\n", names[mode], kd_bench_median(s, REPS));
-  }
+  static const char *names[2][3] = {
+      {"direct_call_ns", "dispatch_unboxed_ns", "dispatch_boxed_ns"},
+      {"direct_call_ret_ns", "dispatch_unboxed_ret_ns", "dispatch_boxed_ret_ns"}};
+  for (int ret = 0; ret < 2; ret++)
+    for (int mode = 0; mode < 3; mode++) {
+      double s[REPS];
+      time_calls(ops[ret], t, mode, ret, 100000);
+      for (int r = 0; r < REPS; r++) s[r] = time_calls(ops[ret], t, mode, ret, 1000000);
+      printf("%s %.2f\n", names[ret][mode], kd_bench_median(s, REPS));
+    }
   double s[REPS];
   time_lookup(10000);
   for (int r = 0; r < REPS; r++) s[r] = time_lookup(200000);

@@ -84,8 +84,11 @@ int bench_schema(int argc, char **argv) {
 // ---------------------------------------------------------------------------
 // dispatch: the c10 dispatcher's call, lookup and registration costs.
 
-// The no-op kernel every call path below ends in.
-at::Tensor noop(const at::Tensor &self) { return self; }
+// The no-op kernels the call paths end in: one that does nothing (the main
+// figures: the cost of dispatch alone), and one that returns its input (the
+// *_ret figures: a result reference taken and dropped, atomics included).
+void noop(const at::Tensor &) {}
+at::Tensor noop_ret(const at::Tensor &self) { return self; }
 
 // A kernel with add.Tensor's C++ signature, for the registration figures.
 at::Tensor add_kernel(const at::Tensor &self, const at::Tensor &, const at::Scalar &) {
@@ -96,8 +99,14 @@ at::Tensor add_kernel(const at::Tensor &self, const at::Tensor &, const at::Scal
 
 // kdbench::noop, registered the way a user extension would register it. Kept
 // at namespace scope: these macros define static registrars.
-TORCH_LIBRARY(kdbench, m) { m.def("noop(Tensor self) -> Tensor"); }
-TORCH_LIBRARY_IMPL(kdbench, CPU, m) { m.impl("noop", noop); }
+TORCH_LIBRARY(kdbench, m) {
+  m.def("noop(Tensor self) -> ()");
+  m.def("noop_ret(Tensor self) -> Tensor");
+}
+TORCH_LIBRARY_IMPL(kdbench, CPU, m) {
+  m.impl("noop", noop);
+  m.impl("noop_ret", noop_ret);
+}
 
 namespace {
 
@@ -169,21 +178,27 @@ int bench_dispatch(int argc, char ** /*argv*/) {
 
   // Baseline: the kernel through a function pointer the compiler cannot see
   // through (volatile), so the call is neither inlined nor hoisted.
-  at::Tensor (*volatile direct)(const at::Tensor &) = noop;
-  double direct_ns = ns_per_op(kCalls, [&](size_t) { fold(sink, direct(t)); });
+  void (*volatile direct)(const at::Tensor &) = noop;
+  double direct_ns = ns_per_op(kCalls, [&](size_t) { direct(t); });
+  at::Tensor (*volatile direct_ret)(const at::Tensor &) = noop_ret;
+  double direct_ret_ns = ns_per_op(kCalls, [&](size_t) { fold(sink, direct_ret(t)); });
 
-  // The typed handle is looked up once, as generated code and extensions do.
+  // The typed handles are looked up once, as generated code and extensions do.
   auto op = c10::Dispatcher::singleton()
                 .findSchemaOrThrow("kdbench::noop", "")
-                .typed<at::Tensor(const at::Tensor &)>();
-  double unboxed_ns = ns_per_op(kCalls, [&](size_t) { fold(sink, op.call(t)); });
+                .typed<void(const at::Tensor &)>();
+  auto op_ret = c10::Dispatcher::singleton()
+                    .findSchemaOrThrow("kdbench::noop_ret", "")
+                    .typed<at::Tensor(const at::Tensor &)>();
+  double unboxed_ns = ns_per_op(kCalls, [&](size_t) { op.call(t); });
+  double unboxed_ret_ns = ns_per_op(kCalls, [&](size_t) { fold(sink, op_ret.call(t)); });
 
   // Same call under InferenceMode: the autograd keys go into the thread's
   // excluded set (the tensor itself still carries them).
   double unboxed_inference_ns;
   {
     c10::InferenceMode guard;
-    unboxed_inference_ns = ns_per_op(kCalls, [&](size_t) { fold(sink, op.call(t)); });
+    unboxed_inference_ns = ns_per_op(kCalls, [&](size_t) { op.call(t); });
   }
 
   // Boxed, as an interpreter calls: push the argument, call, pop the result.
@@ -192,6 +207,10 @@ int bench_dispatch(int argc, char ** /*argv*/) {
   double boxed_ns = ns_per_op(kCalls, [&](size_t) {
     torch::jit::push(stack, t);
     op.callBoxed(stack);
+  });
+  double boxed_ret_ns = ns_per_op(kCalls, [&](size_t) {
+    torch::jit::push(stack, t);
+    op_ret.callBoxed(stack);
     fold(sink, torch::jit::pop(stack).toTensor());
   });
 
@@ -209,8 +228,11 @@ int bench_dispatch(int argc, char ** /*argv*/) {
 
   std::printf("direct_call_ns %.1f\n", direct_ns);
   std::printf("dispatch_unboxed_ns %.1f\n", unboxed_ns);
-  std::printf("dispatch_unboxed_inference_mode_ns %.1f\n", unboxed_inference_ns);
   std::printf("dispatch_boxed_ns %.1f\n", boxed_ns);
+  std::printf("direct_call_ret_ns %.1f\n", direct_ret_ns);
+  std::printf("dispatch_unboxed_ret_ns %.1f\n", unboxed_ret_ns);
+  std::printf("dispatch_boxed_ret_ns %.1f\n", boxed_ret_ns);
+  std::printf("dispatch_unboxed_inference_mode_ns %.1f\n", unboxed_inference_ns);
   std::printf("op_lookup_ns %.1f\n", lookup_ns);
   std::printf("def_impl_1000_us %.1f\n", median(def_impl_us));
   std::printf("release_1000_us %.1f\n", median(release_us));

@@ -145,34 +145,58 @@ static kd_status boxed_via_unboxed(const kd__op_info *info, const kd__kernel *k,
   return KD_OK;
 }
 
-static kd_status dispatch_unboxed(kd_op *op, const kd__op_info *info, kd_keyset ks,
-                                  const kd_arg *args, kd_value *rets) {
+/* Everything but the plain case: a missing or special entry, a functor, a
+ * boxed-only kernel, a fallthrough entry reached through a stale mask,
+ * tracing. */
+static kd_status __attribute__((noinline))
+dispatch_unboxed_slow(kd_op *op, const kd__op_info *info, kd_keyset ks, const kd_arg *args,
+                      kd_value *rets) {
+  for (;;) {
+    kd_dispatch_key key = kd_keyset_highest(ks);
+    const kd__entry *e = atomic_load_explicit(&op->table[key], memory_order_acquire);
+    if (e && e->kernel->k.kind == KD_KERNEL_FALLTHROUGH && key != KD_KEY_UNDEFINED) {
+      ks &= ~kd_keyset_of(key); /* the mask was read before the slot changed */
+      continue;
+    }
+    if (KD__UNLIKELY(kd__trace)) trace("call", op, key, ks);
+    kd_call c = {op, ks, key, NULL};
+    kd_status st = prepare(op, e, key, &c.data);
+    if (st) return st;
+    if (e->kernel->k.unboxed) return e->kernel->k.unboxed(&c, args, rets);
+    return unboxed_via_boxed(info, e->kernel, &c, args, rets);
+  }
+}
+
+static inline __attribute__((always_inline)) kd_status
+dispatch_unboxed(kd_op *op, const kd__op_info *info, kd_keyset ks, const kd_arg *args,
+                 kd_value *rets) {
   ks &= ~atomic_load_explicit(&op->fallthrough, memory_order_relaxed);
   kd_dispatch_key key = kd_keyset_highest(ks);
   const kd__entry *e = atomic_load_explicit(&op->table[key], memory_order_acquire);
-  if (KD__UNLIKELY(kd__trace)) trace("call", op, key, ks);
-  kd_call c = {op, ks, key, NULL};
-  if (KD__LIKELY(e && e->fast)) {
-    c.data = e->data;
+  if (KD__LIKELY(e && e->fast && !kd__trace)) {
+    kd_call c = {op, ks, key, e->data};
     return e->fast(&c, args, rets);
   }
-  kd_status st = prepare(op, e, key, &c.data);
-  if (st) return st;
-  if (e->kernel->k.unboxed) return e->kernel->k.unboxed(&c, args, rets);
-  return unboxed_via_boxed(info, e->kernel, &c, args, rets);
+  return dispatch_unboxed_slow(op, info, ks, args, rets);
 }
 
 static kd_status dispatch_boxed(kd_op *op, const kd__op_info *info, kd_keyset ks,
                                 kd_stack *stack) {
   ks &= ~atomic_load_explicit(&op->fallthrough, memory_order_relaxed);
-  kd_dispatch_key key = kd_keyset_highest(ks);
-  const kd__entry *e = atomic_load_explicit(&op->table[key], memory_order_acquire);
-  if (KD__UNLIKELY(kd__trace)) trace("call boxed", op, key, ks);
-  kd_call c = {op, ks, key, NULL};
-  kd_status st = prepare(op, e, key, &c.data);
-  if (st) return st;
-  if (e->kernel->k.boxed) return e->kernel->k.boxed(&c, stack);
-  return boxed_via_unboxed(info, e->kernel, &c, stack);
+  for (;;) {
+    kd_dispatch_key key = kd_keyset_highest(ks);
+    const kd__entry *e = atomic_load_explicit(&op->table[key], memory_order_acquire);
+    if (e && e->kernel->k.kind == KD_KERNEL_FALLTHROUGH && key != KD_KEY_UNDEFINED) {
+      ks &= ~kd_keyset_of(key);
+      continue;
+    }
+    if (KD__UNLIKELY(kd__trace)) trace("call boxed", op, key, ks);
+    kd_call c = {op, ks, key, NULL};
+    kd_status st = prepare(op, e, key, &c.data);
+    if (st) return st;
+    if (e->kernel->k.boxed) return e->kernel->k.boxed(&c, stack);
+    return boxed_via_unboxed(info, e->kernel, &c, stack);
+  }
 }
 
 static inline kd_keyset with_tls(kd_keyset ks) {
@@ -187,11 +211,8 @@ kd_status kd_call_unboxed(kd_op *op, const kd_arg *args, kd_value *rets) {
   if (KD__UNLIKELY(!info)) {
     st = kd__no_op_info(op);
   } else {
-    kd_keyset ks;
-    if (info->ntensor == 1 && info->kinds[info->tensor_idx[0]] == KD__ARG_TENSOR)
-      ks = args[info->tensor_idx[0]].t->keys;
-    else
-      ks = kd__args_keys(info, args);
+    kd_keyset ks = KD__LIKELY(info->single_tensor >= 0) ? args[info->single_tensor].t->keys
+                                                         : kd__args_keys(info, args);
     st = dispatch_unboxed(op, info, with_tls(ks), args, rets);
   }
   kd__read_exit();

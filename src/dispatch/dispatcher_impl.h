@@ -73,6 +73,7 @@ typedef struct kd__op_info {
   kd_schema *schema; /* owned */
   uint32_t nargs, nrets;
   uint32_t ntensor;          /* arguments that carry dispatch keys */
+  int32_t single_tensor;     /* the index when exactly one does and it is a Tensor, else -1 */
   uint8_t kinds[64];         /* kd__arg_kind of argument i (nargs <= 64) */
   uint8_t ret_kinds[16];     /* of return i (nrets <= 16) */
   uint8_t tensor_idx[64];    /* indices of the arguments that carry keys */

@@ -137,6 +137,9 @@ kd_status kd__op_info_new(kd_schema *schema, kd__op_info **out) {
   }
   for (size_t i = 0; i < nrets; i++)
     info->ret_kinds[i] = (uint8_t)arg_kind(kd_argument_type(kd_schema_return(schema, i)));
+  info->single_tensor = info->ntensor == 1 && info->kinds[info->tensor_idx[0]] == KD__ARG_TENSOR
+                            ? info->tensor_idx[0]
+                            : -1;
   *out = info;
   return KD_OK;
 }
