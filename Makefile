@@ -5,6 +5,7 @@ BUILD ?= build
 BUILD_TYPE ?= RelWithDebInfo
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
+CTEST_ARGS ?=
 
 .PHONY: all deps configure build run test bench clean
 
@@ -23,7 +24,7 @@ run: build
 	$(BUILD)/bin/kd tour
 
 test: build
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
 
 # Side by side in one run: kdispatch, then libtorch when it was built.
 bench: build

@@ -25,3 +25,4 @@ add_test(NAME test_install_consumer
           -DSANITIZE=${KD_SANITIZE}
           -P ${CMAKE_CURRENT_SOURCE_DIR}/install_consumer.cmake)
 set_tests_properties(test_install_consumer PROPERTIES TIMEOUT 300)
+add_subdirectory(${CMAKE_CURRENT_SOURCE_DIR}/static_link ${CMAKE_CURRENT_BINARY_DIR}/static_link)

@@ -728,7 +728,12 @@ static void test_def_kernel(void **state) {
   KD_ASSERT_ERR(kd_op_find("infer::pair", "", &op), KD_ENOTFOUND, "not found");
   k.signature = NULL;
   KD_ASSERT_ERR(kd_library_def_kernel(def, "q", &k, NULL), KD_EINVAL, "no signature");
+  /* Regression: closing the library while it still holds a def_kernel pair
+   * released the impl, then freed it again through the def (use after free). */
+  k.signature = "(Tensor, int) -> (Tensor, int)";
+  KD_ASSERT_OK(kd_library_def_kernel(def, "pair2", &k, NULL));
   kd_library_close(def);
+  KD_ASSERT_ERR(kd_op_find("infer::pair2", "", &op), KD_ENOTFOUND, "not found");
   kd_tensor_release(t);
 }
 

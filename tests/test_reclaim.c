@@ -9,6 +9,9 @@
  */
 #include <pthread.h>
 #include <sched.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <time.h>
@@ -44,6 +47,7 @@ static void wait_phase(int n) {
 
 static int setup(void **state) {
   (void)state;
+  while (kd__tls_reader.depth != 0) kd__read_exit(); /* a failed test left a call */
   kd__reclaim_shutdown(); /* start every test from an empty list */
   atomic_store(&g_freed, 0);
   set_phase(0);
@@ -141,13 +145,13 @@ static void test_threshold_reclaims(void **state) {
 }
 
 /* A chain: each callback retires the next link. */
-typedef struct link {
+typedef struct chain_link {
   int freed;
-  struct link *next;
-} link;
+  struct chain_link *next;
+} chain_link;
 
 static void chain_cb(void *p) {
-  link *l = p;
+  chain_link *l = p;
   l->freed++;
   if (l->next) kd__retire(chain_cb, l->next);
   if (l->next) kd__reclaim(false); /* allowed from a callback too */
@@ -156,8 +160,8 @@ static void chain_cb(void *p) {
 static void test_retire_from_callback(void **state) {
   (void)state;
   enum { N = 100 };
-  static link links[N];
-  for (int i = 0; i < N; i++) links[i] = (link){0, i + 1 < N ? &links[i + 1] : NULL};
+  static chain_link links[N];
+  for (int i = 0; i < N; i++) links[i] = (chain_link){0, i + 1 < N ? &links[i + 1] : NULL};
   kd__retire(chain_cb, &links[0]);
   assert_int_equal(kd__reclaim(true), 0);
   for (int i = 0; i < N; i++) assert_int_equal(links[i].freed, 1);
@@ -202,19 +206,42 @@ static void *hold_call(void *arg) {
   return NULL;
 }
 
+/* One holder thread at a time; the teardown releases it should a test fail
+ * halfway (else every later kd__reclaim(true) would wait on it). */
+static pthread_t g_holder;
+static bool g_holder_live;
+
+static void start_holder(void) {
+  assert_int_equal(pthread_create(&g_holder, NULL, hold_call, NULL), 0);
+  g_holder_live = true;
+  wait_phase(1);
+}
+
+static void join_holder(void) {
+  if (!g_holder_live) return;
+  g_holder_live = false;
+  set_phase(2);
+  assert_int_equal(pthread_join(g_holder, NULL), 0);
+}
+
+static int teardown(void **state) {
+  (void)state;
+  join_holder();
+  while (kd__tls_reader.depth != 0) kd__read_exit();
+  return 0;
+}
+
 static void test_other_thread_blocks(void **state) {
   (void)state;
   int n = 0;
-  pthread_t t;
-  assert_int_equal(pthread_create(&t, NULL, hold_call, NULL), 0);
-  wait_phase(1);
+  start_holder();
   kd__retire(count_cb, &n);
   assert_int_equal(kd__reclaim(false), 1);
   assert_int_equal(n, 0);
   set_phase(2);
   assert_int_equal(kd__reclaim(true), 0); /* waits for the other call */
   assert_int_equal(n, 1);
-  assert_int_equal(pthread_join(t, NULL), 0);
+  join_holder();
 }
 
 /* Retired before this thread's call began, blocked by another thread: a
@@ -223,9 +250,7 @@ static void test_other_thread_blocks(void **state) {
 static void test_wait_inside_call_frees_older(void **state) {
   (void)state;
   int older = 0, mine = 0;
-  pthread_t t;
-  assert_int_equal(pthread_create(&t, NULL, hold_call, NULL), 0);
-  wait_phase(1);
+  start_holder();
   kd__retire(count_cb, &older);
   assert_int_equal(kd__reclaim(false), 1); /* bumps the epoch */
   kd__read_enter();                        /* later than `older` */
@@ -237,7 +262,7 @@ static void test_wait_inside_call_frees_older(void **state) {
   kd__read_exit();
   assert_int_equal(kd__reclaim(false), 0);
   assert_int_equal(mine, 1);
-  assert_int_equal(pthread_join(t, NULL), 0);
+  join_holder();
 }
 
 static void *exit_inside_call(void *arg) {
@@ -268,6 +293,33 @@ static void test_thread_exit_unregisters(void **state) {
   assert_int_equal(n, 1);
 }
 
+/* fork() while another thread is inside a call: the child drops that
+ * thread's record (it has no such thread), so its reclaim is not blocked. */
+static void test_fork_child_drops_other_readers(void **state) {
+  (void)state;
+  int n = 0;
+  start_holder();
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    alarm(10); /* a child that waits forever fails instead */
+    kd__read_enter();
+    kd__read_exit();
+    kd__retire(count_cb, &n);
+    _exit(kd__reclaim(true) == 0 && n == 1 ? 0 : 1);
+  }
+  int status = 0;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+  kd__retire(count_cb, &n); /* the parent still sees the other call */
+  assert_int_equal(kd__reclaim(false), 1);
+  set_phase(2);
+  assert_int_equal(kd__reclaim(true), 0);
+  assert_int_equal(n, 1);
+  join_holder();
+}
+
 /* ---- stress -------------------------------------------------------------------- */
 
 #define LIVE 0x4c495645c0ffee11ULL
@@ -284,6 +336,7 @@ static _Atomic bool g_stop;
 static _Atomic size_t g_bad;
 static _Atomic size_t g_reads;
 static _Atomic size_t g_block_frees;
+static _Atomic int g_started;
 
 static block *new_block(uint64_t seq) {
   block *b = malloc(sizeof *b);
@@ -321,6 +374,7 @@ static void *reader_main(void *arg) {
   (void)arg;
   uint64_t last = 0;
   size_t n = 0;
+  atomic_fetch_add(&g_started, 1);
   while (!atomic_load_explicit(&g_stop, memory_order_relaxed)) {
     uint64_t seq = read_once(n % 16 == 0);
     if (seq < last) atomic_fetch_add(&g_bad, 1); /* acquire: never goes back */
@@ -360,19 +414,21 @@ static void test_stress(void **state) {
   atomic_store(&g_bad, 0);
   atomic_store(&g_reads, 0);
   atomic_store(&g_block_frees, 0);
+  atomic_store(&g_started, 0);
 
   pthread_t readers[READERS], churn;
   for (int i = 0; i < READERS; i++)
     assert_int_equal(pthread_create(&readers[i], NULL, reader_main, NULL), 0);
   assert_int_equal(pthread_create(&churn, NULL, churn_main, NULL), 0);
 
+  while (atomic_load(&g_started) < READERS) sched_yield();
   double t0 = now_s();
   size_t swaps = 0;
   while (swaps < SWAPS) {
     block *old = atomic_exchange_explicit(&g_shared, new_block(swaps + 1), memory_order_acq_rel);
     kd__retire(free_block, old);
     swaps++;
-    if (swaps % 256 == 0) {
+    if (swaps % 32 == 0) {
       kd__reclaim(false);
       if (now_s() - t0 > budget_s) break;
     }
@@ -390,23 +446,25 @@ static void test_stress(void **state) {
   assert_int_equal(atomic_load(&g_bad), 0);
   assert_int_equal(atomic_load(&g_block_frees), swaps + 1);
   assert_true(swaps >= 1000);
+  assert_true(atomic_load(&g_reads) > 0);
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup(test_mode, setup),
-      cmocka_unit_test_setup(test_retire_then_reclaim, setup),
-      cmocka_unit_test_setup(test_not_freed_inside_call, setup),
-      cmocka_unit_test_setup(test_nesting, setup),
-      cmocka_unit_test_setup(test_callbacks_once, setup),
-      cmocka_unit_test_setup(test_threshold_reclaims, setup),
-      cmocka_unit_test_setup(test_retire_from_callback, setup),
-      cmocka_unit_test_setup(test_wait_inside_call_returns, setup),
-      cmocka_unit_test_setup(test_shutdown_frees_all, setup),
-      cmocka_unit_test_setup(test_other_thread_blocks, setup),
-      cmocka_unit_test_setup(test_wait_inside_call_frees_older, setup),
-      cmocka_unit_test_setup(test_thread_exit_unregisters, setup),
-      cmocka_unit_test_setup(test_stress, setup),
+      cmocka_unit_test_setup_teardown(test_mode, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_retire_then_reclaim, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_not_freed_inside_call, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_nesting, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_callbacks_once, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_threshold_reclaims, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_retire_from_callback, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_wait_inside_call_returns, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_shutdown_frees_all, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_other_thread_blocks, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_wait_inside_call_frees_older, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_thread_exit_unregisters, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_fork_child_drops_other_readers, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_stress, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

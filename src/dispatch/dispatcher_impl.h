@@ -143,6 +143,7 @@ struct kd_registration {
   const char *debug;    /* "file.c:12": the kernel's or the library's string */
   kd_registration *op_next;   /* in op->defs / op->impls[key] / fallbacks[key] */
   kd_registration *companion; /* released with this one (def_kernel's impl) */
+  kd_registration *owner;     /* the registration this one is the companion of */
   kd_registration *lib_next, *lib_prev;
 };
 

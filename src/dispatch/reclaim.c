@@ -197,7 +197,6 @@ static void atfork_child(void) {
   /* Only this thread survives: drop the other threads' records (their TLS is
    * gone with them) and re-register the new process for membarrier. */
   kd__reader *self = &kd__tls_reader;
-  unlock(); return;
   g_readers = NULL;
   if (self->registered) {
     self->next = NULL;

@@ -119,7 +119,12 @@ static void release_locked(kd_registration *r) {
   if (r->companion) {
     kd_registration *c = r->companion;
     r->companion = NULL;
+    c->owner = NULL;
     release_locked(c);
+  }
+  if (r->owner) { /* released on its own first: its owner forgets it */
+    r->owner->companion = NULL;
+    r->owner = NULL;
   }
   kd_op *op = r->op;
   switch (r->kind) {
@@ -417,6 +422,7 @@ kd_status kd_library_def_kernel(kd_library *lib, const char *name, const kd_kern
   }
   pthread_mutex_lock(&kd__registry_lock);
   def->companion = impl;
+  impl->owner = def;
   pthread_mutex_unlock(&kd__registry_lock);
   if (out) *out = def;
   return KD_OK;
