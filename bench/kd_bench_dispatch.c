@@ -5,6 +5,9 @@
  *   direct_call_ns       the no-op kernel through a plain function pointer
  *   dispatch_unboxed_ns  typed call of a one-tensor no-op operator
  *   dispatch_boxed_ns    boxed call: push the tensor, call
+ *   dispatch_boxed_borrowed_ns  the same with the tensor pushed borrowed
+ *                        (kd_value_tensor_borrowed: no reference taken), as
+ *                        an interpreter lending its frame's values would
  *   *_ret_ns             the same three with a kernel that returns its input
  *                        (a result reference taken and dropped per call)
  *   op_lookup_ns         kd_op_find by name and overload
@@ -42,7 +45,8 @@ static kd_status add_kernel(const kd_call *c, const kd_arg *a, kd_value *r) {
 
 static uintptr_t sink;
 
-/* mode: 0 direct, 1 typed, 2 boxed; ret: the kernel returns its input. */
+/* mode: 0 direct, 1 typed, 2 boxed, 3 boxed borrowed; ret: the kernel
+ * returns its input. */
 static double time_calls(kd_op *op, kd_tensor *t, int mode, bool ret, size_t n) {
   kd_arg args[1] = {{.t = t}};
   kd_value rets[1] = {kd_value_none()};
@@ -58,7 +62,7 @@ static double time_calls(kd_op *op, kd_tensor *t, int mode, bool ret, size_t n) 
     } else if (mode == 1) {
       kd_call_unboxed(op, args, rets);
     } else {
-      kd_value v = kd_value_tensor(t);
+      kd_value v = mode == 2 ? kd_value_tensor(t) : kd_value_tensor_borrowed(t);
       kd_stack_push(&stack, &v);
       kd_call_boxed(op, &stack);
       if (ret) {
@@ -107,11 +111,12 @@ int kd_bench_dispatch(int argc, char **argv) {
     fprintf(stderr, "kd-bench dispatch: %s\n", kd_last_error());
     return 1;
   }
-  static const char *names[2][3] = {
-      {"direct_call_ns", "dispatch_unboxed_ns", "dispatch_boxed_ns"},
-      {"direct_call_ret_ns", "dispatch_unboxed_ret_ns", "dispatch_boxed_ret_ns"}};
+  static const char *names[2][4] = {
+      {"direct_call_ns", "dispatch_unboxed_ns", "dispatch_boxed_ns", "dispatch_boxed_borrowed_ns"},
+      {"direct_call_ret_ns", "dispatch_unboxed_ret_ns", "dispatch_boxed_ret_ns",
+       "dispatch_boxed_borrowed_ret_ns"}};
   for (int ret = 0; ret < 2; ret++)
-    for (int mode = 0; mode < 3; mode++) {
+    for (int mode = 0; mode < 4; mode++) {
       double s[REPS];
       time_calls(ops[ret], t, mode, ret, 100000);
       for (int r = 0; r < REPS; r++) s[r] = time_calls(ops[ret], t, mode, ret, 1000000);

@@ -13,6 +13,12 @@
  * - kd_value_copy makes a second owner (retains); kd_value_move transfers.
  * - kd_value_destroy drops the reference and sets the value to None; it is
  *   safe on None and on zero-initialised memory (which is None).
+ * - A *borrowed* value (kd_value_tensor_borrowed) holds no reference: whoever
+ *   makes it guarantees the tensor outlives it. Destroying it drops nothing;
+ *   copying it makes an owned value; kd_value_own turns it into one. Boxed
+ *   calls accept borrowed arguments (an interpreter lending its frame's
+ *   tensors saves two atomic operations per argument) and always give owned
+ *   results. A kernel that keeps an argument beyond the call copies it.
  * - Accessors return borrowed pointers, valid while the value lives.
  */
 #ifndef KD_VALUE_H
@@ -60,8 +66,13 @@ typedef enum kd_value_tag {
 typedef struct kd_string kd_string;
 typedef struct kd_list kd_list;
 
+/* kd_value.flags: the value does not own its payload (see
+ * kd_value_tensor_borrowed). */
+#define KD_VALUE_BORROWED 1u
+
 typedef struct kd_value {
   kd_value_tag tag; /* which member of u is set */
+  uint32_t flags;   /* KD_VALUE_BORROWED or 0 */
   union {
     bool b;                  /* BOOL */
     int64_t i;               /* INT */
@@ -88,6 +99,7 @@ KD_API const char *kd_value_tag_name(kd_value_tag tag);
 static inline kd_value kd_value_none(void) {
   kd_value v;
   v.tag = KD_VALUE_NONE;
+  v.flags = 0;
   v.u.c.re = 0;
   v.u.c.im = 0;
   return v;
@@ -153,6 +165,23 @@ static inline kd_value kd_value_memory_format(kd_memory_format mf) {
 /* Retains `tensor` (borrowed). A NULL tensor gives None. Cannot fail. */
 KD_API kd_value kd_value_tensor(kd_tensor *tensor);
 
+/* A borrowed tensor value: no reference is taken, none is dropped by
+ * kd_value_destroy. The caller keeps `tensor` alive while the value (or any
+ * value moved from it) exists. A NULL tensor gives None. */
+static inline kd_value kd_value_tensor_borrowed(kd_tensor *tensor) {
+  kd_value v = kd_value_none();
+  if (tensor) {
+    v.tag = KD_VALUE_TENSOR;
+    v.flags = KD_VALUE_BORROWED;
+    v.u.t = tensor;
+  }
+  return v;
+}
+
+/* Makes a borrowed value own its payload (takes a reference); no-op on an
+ * owned value. NULL is ignored. */
+KD_API void kd_value_own(kd_value *value);
+
 /* Copies `len` bytes of `text` (need not be NUL-terminated; may hold NULs).
  * KD_ENOMEM; *out is None on error. */
 KD_API kd_status kd_value_string(const char *text, size_t len, kd_value *out);
@@ -175,8 +204,9 @@ KD_API kd_status kd_value_tuple(const kd_value *items, size_t n, kd_value *out);
 
 /* Drops the value's reference (if any) and sets it to None. NULL is ignored. */
 KD_API void kd_value_destroy(kd_value *value);
-/* *dst = a new owner of src's payload (retains). dst must not hold a value
- * (it is overwritten without being destroyed). Cannot fail. */
+/* *dst = a new owner of src's payload (retains; the copy of a borrowed value
+ * is owned). dst must not hold a value (it is overwritten without being
+ * destroyed). Cannot fail. */
 KD_API void kd_value_copy(kd_value *dst, const kd_value *src);
 /* Moves: *dst = *src, *src = None. dst must not hold a value. */
 static inline void kd_value_move(kd_value *dst, kd_value *src) {
@@ -245,8 +275,18 @@ KD_API void kd_stack_free(kd_stack *s);
 /* Makes room for at least `capacity` values. KD_ENOMEM (stack unchanged). */
 KD_API kd_status kd_stack_reserve(kd_stack *s, size_t capacity);
 /* Pushes *v by moving it: the stack takes the reference, *v becomes None.
- * On KD_ENOMEM the value stays with the caller (unchanged). */
-KD_API kd_status kd_stack_push(kd_stack *s, kd_value *v);
+ * On KD_ENOMEM the value stays with the caller (unchanged); KD_EINVAL for a
+ * NULL stack or value. Inline while there is room; kd_stack_push_grow is its
+ * out-of-line part (grows the array, then pushes). */
+KD_API kd_status kd_stack_push_grow(kd_stack *s, kd_value *v);
+static inline kd_status kd_stack_push(kd_stack *s, kd_value *v) {
+  if (s && v && s->size < s->capacity) {
+    s->items[s->size++] = *v;
+    *v = kd_value_none();
+    return KD_OK;
+  }
+  return kd_stack_push_grow(s, v);
+}
 /* Pushes a copy of *v (retains); the caller keeps *v. KD_ENOMEM. */
 KD_API kd_status kd_stack_push_copy(kd_stack *s, const kd_value *v);
 /* Pops the top into *out, which the caller then owns. KD_ESTATE when empty

@@ -93,7 +93,8 @@ static kd_status prepare(const kd_op *op, const kd__entry *e, kd_dispatch_key ke
   return kernel_data(e, data);
 }
 
-/* A boxed kernel called typed: box the arguments, call, unbox the results. */
+/* A boxed kernel called typed: box the arguments (tensors borrowed, as the
+ * typed caller holds them for the call), call, unbox the results (owned). */
 static kd_status unboxed_via_boxed(const kd__op_info *info, const kd__kernel *k, const kd_call *c,
                                    const kd_arg *args, kd_value *rets) {
   kd_stack stack;
@@ -101,7 +102,10 @@ static kd_status unboxed_via_boxed(const kd__op_info *info, const kd__kernel *k,
   kd_status st = kd_stack_reserve(&stack, info->nargs > info->nrets ? info->nargs : info->nrets);
   for (uint32_t i = 0; st == KD_OK && i < info->nargs; i++) {
     kd_value v;
-    st = kd__arg_to_value(info->kinds[i], &args[i], &v);
+    if (info->kinds[i] == KD__ARG_TENSOR || info->kinds[i] == KD__ARG_OPT_TENSOR)
+      v = kd_value_tensor_borrowed(args[i].t);
+    else
+      st = kd__arg_to_value(info->kinds[i], &args[i], &v);
     if (st == KD_OK) st = kd_stack_push(&stack, &v);
   }
   if (st == KD_OK) st = k->k.boxed(c, &stack);
@@ -109,39 +113,54 @@ static kd_status unboxed_via_boxed(const kd__op_info *info, const kd__kernel *k,
     st = kd_set_error(KD_EINTERNAL, "boxed kernel for '%s' left %zu values on the stack, expected %u",
                       c->op->name, stack.size, info->nrets);
   if (st == KD_OK) {
-    for (uint32_t i = 0; i < info->nrets; i++) kd_value_move(&rets[i], &stack.items[i]);
+    for (uint32_t i = 0; i < info->nrets; i++) {
+      kd_value_own(&stack.items[i]);
+      kd_value_move(&rets[i], &stack.items[i]);
+    }
     stack.size = 0;
   }
   kd_stack_free(&stack);
   return st;
 }
 
+/* Drops a value the stack owned (or borrowed). */
+static inline void drop_value(kd_value *v) {
+  if (v->tag >= KD_VALUE_STRING && !(v->flags & KD_VALUE_BORROWED) &&
+      (v->tag == KD_VALUE_STRING || v->tag >= KD_VALUE_TENSOR))
+    kd_value_destroy(v);
+}
+
 /* An unboxed kernel called boxed: read the arguments in place, call, replace
  * them with the results. */
-static kd_status boxed_via_unboxed(const kd__op_info *info, const kd__kernel *k, const kd_call *c,
+static kd_status boxed_via_unboxed(const kd__op_info *info, kd_unboxed_fn fn, const kd_call *c,
                                    kd_stack *stack) {
-  kd_arg args[64];
-  kd_scalar scratch[64];
-  kd_value rets[16];
-  const kd_value *in = stack->items + stack->size - info->nargs;
-  for (uint32_t i = 0; i < info->nargs; i++) {
+  uint32_t nargs = info->nargs, nrets = info->nrets;
+  kd_arg args[nargs ? nargs : 1];
+  kd_scalar scratch[nargs ? nargs : 1];
+  kd_value rets[nrets ? nrets : 1];
+  kd_value *in = stack->items + stack->size - nargs;
+  for (uint32_t i = 0; i < nargs; i++) {
+    if (info->kinds[i] == KD__ARG_TENSOR && in[i].tag == KD_VALUE_TENSOR) {
+      args[i].t = in[i].u.t;
+      continue;
+    }
     kd_status st = kd__value_to_arg(info, i, &in[i], &args[i], scratch);
     if (st) return st;
   }
-  for (uint32_t i = 0; i < info->nrets; i++) rets[i] = kd_value_none();
-  kd_status st = k->k.unboxed(c, args, rets);
+  for (uint32_t i = 0; i < nrets; i++) rets[i] = kd_value_none();
+  kd_status st = fn(c, args, rets);
   if (st) {
-    for (uint32_t i = 0; i < info->nrets; i++) kd_value_destroy(&rets[i]);
+    for (uint32_t i = 0; i < nrets; i++) kd_value_destroy(&rets[i]);
     return st;
   }
-  kd_stack_drop(stack, info->nargs);
-  for (uint32_t i = 0; i < info->nrets; i++) {
-    st = kd_stack_push(stack, &rets[i]);
-    if (st) {
-      for (uint32_t j = i; j < info->nrets; j++) kd_value_destroy(&rets[j]);
-      return st;
-    }
+  for (uint32_t i = 0; i < nargs; i++) drop_value(&in[i]);
+  stack->size -= nargs;
+  if (stack->size + nrets > stack->capacity &&
+      (st = kd_stack_reserve(stack, stack->size + nrets))) {
+    for (uint32_t i = 0; i < nrets; i++) kd_value_destroy(&rets[i]);
+    return st;
   }
+  for (uint32_t i = 0; i < nrets; i++) stack->items[stack->size++] = rets[i];
   return KD_OK;
 }
 
@@ -180,9 +199,8 @@ dispatch_unboxed(kd_op *op, const kd__op_info *info, kd_keyset ks, const kd_arg 
   return dispatch_unboxed_slow(op, info, ks, args, rets);
 }
 
-static kd_status dispatch_boxed(kd_op *op, const kd__op_info *info, kd_keyset ks,
-                                kd_stack *stack) {
-  ks &= ~atomic_load_explicit(&op->fallthrough, memory_order_relaxed);
+static kd_status __attribute__((noinline))
+dispatch_boxed_slow(kd_op *op, const kd__op_info *info, kd_keyset ks, kd_stack *stack) {
   for (;;) {
     kd_dispatch_key key = kd_keyset_highest(ks);
     const kd__entry *e = atomic_load_explicit(&op->table[key], memory_order_acquire);
@@ -195,8 +213,29 @@ static kd_status dispatch_boxed(kd_op *op, const kd__op_info *info, kd_keyset ks
     kd_status st = prepare(op, e, key, &c.data);
     if (st) return st;
     if (e->kernel->k.boxed) return e->kernel->k.boxed(&c, stack);
-    return boxed_via_unboxed(info, e->kernel, &c, stack);
+    return boxed_via_unboxed(info, e->kernel->k.unboxed, &c, stack);
   }
+}
+
+static inline __attribute__((always_inline)) kd_status
+dispatch_boxed(kd_op *op, const kd__op_info *info, kd_keyset ks, kd_stack *stack) {
+  ks &= ~atomic_load_explicit(&op->fallthrough, memory_order_relaxed);
+  kd_dispatch_key key = kd_keyset_highest(ks);
+  const kd__entry *e = atomic_load_explicit(&op->table[key], memory_order_acquire);
+  if (KD__LIKELY(e && (e->fast || e->boxed) && !kd__trace)) {
+    kd_call c = {op, ks, key, e->data};
+    if (e->boxed) return e->boxed(&c, stack);
+    return boxed_via_unboxed(info, e->fast, &c, stack);
+  }
+  return dispatch_boxed_slow(op, info, ks, stack);
+}
+
+/* Results of boxed calls are owned, even when a kernel passed a borrowed
+ * argument through. */
+static inline void own_results(const kd__op_info *info, kd_stack *stack) {
+  kd_value *r = stack->items + stack->size - info->nrets;
+  for (uint32_t i = 0; i < info->nrets; i++)
+    if (KD__UNLIKELY(r[i].flags & KD_VALUE_BORROWED)) kd_value_own(&r[i]);
 }
 
 static inline kd_keyset with_tls(kd_keyset ks) {
@@ -233,8 +272,12 @@ kd_status kd_call_boxed(kd_op *op, kd_stack *stack) {
   const kd__op_info *info = atomic_load_explicit(&op->info, memory_order_acquire);
   kd_status st = info ? check_stack(op, info, stack) : kd__no_op_info(op);
   if (st == KD_OK) {
-    kd_keyset ks = kd__stack_keys(info, stack->items + stack->size - info->nargs);
+    const kd_value *in = stack->items + stack->size - info->nargs;
+    kd_keyset ks = info->single_tensor >= 0 && in[info->single_tensor].tag == KD_VALUE_TENSOR
+                       ? in[info->single_tensor].u.t->keys
+                       : kd__stack_keys(info, in);
     st = dispatch_boxed(op, info, with_tls(ks), stack);
+    if (st == KD_OK) own_results(info, stack);
   }
   kd__read_exit();
   return st;
@@ -253,6 +296,7 @@ kd_status kd_call_boxed_keys(kd_op *op, kd_keyset keys, kd_stack *stack) {
   const kd__op_info *info = atomic_load_explicit(&op->info, memory_order_acquire);
   kd_status st = info ? check_stack(op, info, stack) : kd__no_op_info(op);
   if (st == KD_OK) st = dispatch_boxed(op, info, keys, stack);
+  if (st == KD_OK) own_results(info, stack);
   kd__read_exit();
   return st;
 }

@@ -104,6 +104,7 @@ typedef enum kd__reason {
 /* One slot of a dispatch table. Immutable once published, except `state`. */
 typedef struct kd__entry {
   kd_unboxed_fn fast;        /* the kernel's unboxed fn when it can be called as is */
+  kd_boxed_fn boxed;         /* the kernel's boxed fn (FUNCTION kernels), or NULL */
   void *data;                /* call->data for FUNCTION kernels */
   const kd__kernel *kernel;  /* NULL when missing */
   kd__reason reason;

@@ -281,6 +281,7 @@ void kd__op_rebuild_keys(kd_op *op, kd_keyset keys) {
       e->key = (kd_dispatch_key)key;
       e->data = kernel->k.data;
       e->fast = kernel->k.kind == KD_KERNEL_FUNCTION ? kernel->k.unboxed : NULL;
+      e->boxed = kernel->k.kind == KD_KERNEL_FUNCTION ? kernel->k.boxed : NULL;
       atomic_fetch_add_explicit(&((kd__kernel *)kernel)->refs, 1, memory_order_relaxed);
     }
     atomic_store_explicit(&op->table[key], e, memory_order_release);

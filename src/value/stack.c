@@ -38,7 +38,7 @@ kd_status kd_stack_reserve(kd_stack *s, size_t capacity) {
   return stack_grow_to(s, capacity);
 }
 
-kd_status kd_stack_push(kd_stack *s, kd_value *v) {
+kd_status kd_stack_push_grow(kd_stack *s, kd_value *v) {
   if (!s) return kd_set_error(KD_EINVAL, "kd_stack_push: stack is NULL");
   if (!v) return kd_set_error(KD_EINVAL, "kd_stack_push: value is NULL");
   kd_status st = stack_make_room(s);

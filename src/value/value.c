@@ -223,6 +223,10 @@ kd_status kd_value_tuple(const kd_value *items, size_t n, kd_value *out) {
 
 void kd_value_destroy(kd_value *value) {
   if (!value) return;
+  if (value->flags & KD_VALUE_BORROWED) {
+    *value = kd_value_none();
+    return;
+  }
   switch (value->tag) {
     case KD_VALUE_TENSOR:
       kd_tensor_release(value->u.t);
@@ -244,6 +248,7 @@ void kd_value_copy(kd_value *dst, const kd_value *src) {
     return;
   }
   *dst = *src;
+  dst->flags &= ~KD_VALUE_BORROWED;
   switch (src->tag) {
     case KD_VALUE_TENSOR:
       kd_tensor_retain(src->u.t);
@@ -255,6 +260,13 @@ void kd_value_copy(kd_value *dst, const kd_value *src) {
       if (is_list_tag(src->tag) && src->u.list) kd__ref_inc(&src->u.list->refcount);
       break;
   }
+}
+
+void kd_value_own(kd_value *value) {
+  if (!value || !(value->flags & KD_VALUE_BORROWED)) return;
+  kd_value copy;
+  kd_value_copy(&copy, value);
+  *value = copy;
 }
 
 /* ---- Accessors ------------------------------------------------------------- */
