@@ -572,6 +572,44 @@ static void test_kernel_forms(void **state) {
   pair_boxed(pair, t, 5, 15);
   pair_typed(pair, t, 5, 15);
   kd_registration_release(r);
+  /* Borrowed arguments: no reference is taken for them, and a result that
+   * passes one through comes back owned. */
+  KD_ASSERT_OK(kd_library_impl(cpu, "pair", &k, &r)); /* the boxed kernel, again */
+  {
+    kd_stack s;
+    kd_stack_init(&s);
+    int64_t before = kd_tensor_refcount(t);
+    kd_value v = kd_value_tensor_borrowed(t);
+    kd_stack_push(&s, &v);
+    v = kd_value_int(2);
+    kd_stack_push(&s, &v);
+    KD_ASSERT_OK(kd_call_boxed(pair, &s));
+    assert_int_equal(s.items[0].flags, 0);
+    assert_int_equal(kd_tensor_refcount(t), before + 1);
+    kd_stack_free(&s);
+    assert_int_equal(kd_tensor_refcount(t), before);
+    pair_typed(pair, t, 1, 3); /* typed call of the boxed kernel: args lent */
+    assert_int_equal(kd_tensor_refcount(t), before);
+  }
+  kd_registration_release(r);
+  k = kd_kernel_unboxed(k_pair, sig);
+  KD_ASSERT_OK(kd_library_impl(cpu, "pair", &k, &r));
+  {
+    kd_stack s;
+    kd_stack_init(&s);
+    int64_t before = kd_tensor_refcount(t);
+    kd_value v = kd_value_tensor_borrowed(t);
+    kd_stack_push(&s, &v);
+    v = kd_value_int(2);
+    kd_stack_push(&s, &v);
+    KD_ASSERT_OK(kd_call_boxed(pair, &s)); /* unboxed kernel through the adapter */
+    assert_int_equal(s.items[0].flags, 0);
+    assert_int_equal(s.items[1].u.i, 4);
+    assert_int_equal(kd_tensor_refcount(t), before + 1);
+    kd_stack_free(&s);
+    assert_int_equal(kd_tensor_refcount(t), before);
+  }
+  kd_registration_release(r);
   /* A closure: its data reaches the kernel and is destroyed after release. */
   int calls = 0;
   k = kd_kernel_closure(k_pair, sig, &calls, destroy_counter);

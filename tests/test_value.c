@@ -989,6 +989,50 @@ static void test_stack_null_arguments(void **state) {
   kd_stack_free(&s);
 }
 
+/* Borrowed values hold no reference; copies and kd_value_own make owned ones. */
+static void test_borrowed_values(void **state) {
+  (void)state;
+  kd_tensor *t;
+  KD_ASSERT_OK(kd_tensor_empty(1, (int64_t[]){3}, KD_FLOAT32, kd_device_cpu(), &t));
+  kd_value b = kd_value_tensor_borrowed(t);
+  assert_int_equal(b.tag, KD_VALUE_TENSOR);
+  assert_true(b.flags & KD_VALUE_BORROWED);
+  assert_int_equal(kd_tensor_refcount(t), 1);
+  kd_value c;
+  kd_value_copy(&c, &b);
+  assert_int_equal(c.flags, 0);
+  assert_int_equal(kd_tensor_refcount(t), 2);
+  kd_value_destroy(&b); /* drops nothing */
+  assert_int_equal(kd_tensor_refcount(t), 2);
+  kd_value_destroy(&c);
+  assert_int_equal(kd_tensor_refcount(t), 1);
+  /* On a stack: pushing, dropping and clearing leave the count alone. */
+  kd_stack s;
+  kd_stack_init(&s);
+  b = kd_value_tensor_borrowed(t);
+  KD_ASSERT_OK(kd_stack_push(&s, &b));
+  assert_int_equal(kd_tensor_refcount(t), 1);
+  KD_ASSERT_OK(kd_stack_push_copy(&s, kd_stack_peek(&s, 0))); /* the copy owns */
+  assert_int_equal(kd_tensor_refcount(t), 2);
+  kd_stack_clear(&s);
+  assert_int_equal(kd_tensor_refcount(t), 1);
+  /* kd_value_own takes the reference the value lacked. */
+  b = kd_value_tensor_borrowed(t);
+  kd_value_own(&b);
+  assert_int_equal(b.flags, 0);
+  assert_int_equal(kd_tensor_refcount(t), 2);
+  kd_value_own(&b); /* no-op on an owned value */
+  assert_int_equal(kd_tensor_refcount(t), 2);
+  kd_value_destroy(&b);
+  kd_value_own(NULL);
+  assert_true(kd_value_is_none(&(kd_value){KD_VALUE_NONE, 0, {0}}));
+  b = kd_value_tensor_borrowed(NULL);
+  assert_true(kd_value_is_none(&b));
+  kd_stack_free(&s);
+  assert_int_equal(kd_tensor_refcount(t), 1);
+  kd_tensor_release(t);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_tag_names),
@@ -1016,6 +1060,7 @@ int main(void) {
       cmocka_unit_test(test_stack_ownership),
       cmocka_unit_test(test_stack_growth_and_reserve),
       cmocka_unit_test(test_stack_null_arguments),
+      cmocka_unit_test(test_borrowed_values),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
