@@ -131,37 +131,57 @@ static inline void drop_value(kd_value *v) {
 }
 
 /* An unboxed kernel called boxed: read the arguments in place, call, replace
- * them with the results. */
-static kd_status boxed_via_unboxed(const kd__op_info *info, kd_unboxed_fn fn, const kd_call *c,
-                                   kd_stack *stack) {
+ * them with the results. `args`, `scratch` and `rets` have room for the
+ * operator's arguments and returns. */
+static inline __attribute__((always_inline)) kd_status
+boxed_via_unboxed_in(const kd__op_info *info, kd_unboxed_fn fn, const kd_call *c,
+                     kd_stack *stack, kd_arg *args, kd_scalar *scratch, kd_value *rets) {
   uint32_t nargs = info->nargs, nrets = info->nrets;
-  kd_arg args[nargs ? nargs : 1];
-  kd_scalar scratch[nargs ? nargs : 1];
-  kd_value rets[nrets ? nrets : 1];
   kd_value *in = stack->items + stack->size - nargs;
   for (uint32_t i = 0; i < nargs; i++) {
-    if (info->kinds[i] == KD__ARG_TENSOR && in[i].tag == KD_VALUE_TENSOR) {
+    if (KD__LIKELY(info->kinds[i] == KD__ARG_TENSOR && in[i].tag == KD_VALUE_TENSOR)) {
       args[i].t = in[i].u.t;
-      continue;
+    } else {
+      kd_status st = kd__value_to_arg(info, i, &in[i], &args[i], scratch);
+      if (st) return st;
     }
-    kd_status st = kd__value_to_arg(info, i, &in[i], &args[i], scratch);
-    if (st) return st;
   }
   for (uint32_t i = 0; i < nrets; i++) rets[i] = kd_value_none();
   kd_status st = fn(c, args, rets);
-  if (st) {
+  if (KD__UNLIKELY(st)) {
     for (uint32_t i = 0; i < nrets; i++) kd_value_destroy(&rets[i]);
     return st;
   }
   for (uint32_t i = 0; i < nargs; i++) drop_value(&in[i]);
   stack->size -= nargs;
-  if (stack->size + nrets > stack->capacity &&
+  if (KD__UNLIKELY(stack->size + nrets > stack->capacity) &&
       (st = kd_stack_reserve(stack, stack->size + nrets))) {
     for (uint32_t i = 0; i < nrets; i++) kd_value_destroy(&rets[i]);
     return st;
   }
   for (uint32_t i = 0; i < nrets; i++) stack->items[stack->size++] = rets[i];
   return KD_OK;
+}
+
+/* Operators of up to 8 arguments and 4 returns use small frames; the rest
+ * the largest the limits allow, out of line. */
+static kd_status __attribute__((noinline))
+boxed_via_unboxed_big(const kd__op_info *info, kd_unboxed_fn fn, const kd_call *c,
+                      kd_stack *stack) {
+  kd_arg args[64];
+  kd_scalar scratch[64];
+  kd_value rets[16];
+  return boxed_via_unboxed_in(info, fn, c, stack, args, scratch, rets);
+}
+
+static inline kd_status boxed_via_unboxed(const kd__op_info *info, kd_unboxed_fn fn,
+                                          const kd_call *c, kd_stack *stack) {
+  if (KD__UNLIKELY(info->nargs > 8 || info->nrets > 4))
+    return boxed_via_unboxed_big(info, fn, c, stack);
+  kd_arg args[8];
+  kd_scalar scratch[8];
+  kd_value rets[4];
+  return boxed_via_unboxed_in(info, fn, c, stack, args, scratch, rets);
 }
 
 /* Everything but the plain case: a missing or special entry, a functor, a
