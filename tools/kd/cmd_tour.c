@@ -1,9 +1,11 @@
 /*
  * kd tour: the built-in example `make run` shows. It walks through the parts
  * of kdispatch that exist so far: schemas, dtypes and promotion, tensors and
- * views, boxed values, DLPack.
+ * views, boxed values, DLPack, and the dispatcher (with the demo operators
+ * of demo_ops.c).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "commands.h"
@@ -103,6 +105,79 @@ int kd_cmd_tour(int argc, char **argv) {
          kd_tensor_data(back) == kd_tensor_data(tt) ? "yes" : "no");
   kd_tensor_release(back);
   kd_tensor_release(tt);
+
+  printf("\n6. The dispatcher: demo::scale has CPU and Meta kernels, and Tracer a fallback\n");
+  kd_op *scale;
+  if (kd_op_find("demo::scale", NULL, &scale)) return fail("find demo::scale");
+  size_t n = kd_op_dump_table(scale, NULL, 0);
+  char *table = malloc(n + 1);
+  if (table) {
+    kd_op_dump_table(scale, table, n + 1);
+    /* Drop the source paths: they depend on where the tree was built. */
+    for (char *line = strtok(table, "\n"); line; line = strtok(NULL, "\n")) {
+      char *from = strstr(line, " from ");
+      if (from) *from = '\0';
+      printf("   %s\n", line);
+    }
+    free(table);
+  }
+  kd_tensor *meta;
+  if (kd_tensor_empty(2, (int64_t[]){2, 3}, KD_FLOAT32, (kd_device){KD_DEVICE_META, 0}, &meta))
+    return fail("meta tensor");
+  kd_tensor *inputs[2] = {t, meta};
+  for (int i = 0; i < 2; i++) {
+    /* A boxed call, as an interpreter makes it: the default factor=2. is
+     * filled in from the schema. */
+    kd_stack st;
+    kd_stack_init(&st);
+    kd_value arg = kd_value_tensor_borrowed(inputs[i]);
+    kd_stack_push(&st, &arg);
+    if (kd_op_fill_defaults(scale, &st, 1) || kd_call_boxed(scale, &st)) {
+      kd_stack_free(&st);
+      return fail("demo::scale");
+    }
+    kd_tensor_describe(st.items[0].u.t, buf, sizeof buf);
+    printf("   demo::scale(%s tensor) -> %s\n", i ? "a meta" : "a cpu", buf);
+    if (i == 0) {
+      kd_scalar y;
+      kd_tensor_get(st.items[0].u.t, (int64_t[]){1, 2}, &y);
+      printf("      [1][2] = %g (6 * 2)\n", kd_scalar_to_double(&y));
+    }
+    kd_stack_free(&st);
+  }
+  /* A mode key: with Tracer in the thread's include set, the fallback runs
+   * first and redispatches to the backend below it. */
+  kd_tls_keys saved = kd_tls_include(kd_keyset_of(KD_KEY_TRACER));
+  kd_arg args[2];
+  args[0].t = t;
+  args[1].f = 0.5;
+  kd_value out = kd_value_none();
+  printf("   with Tracer included on this thread:\n");
+  kd_status cst = kd_call_unboxed(scale, args, &out);
+  kd_tls_restore(saved);
+  if (cst) return fail("demo::scale under Tracer");
+  kd_tensor_describe(out.u.t, buf, sizeof buf);
+  printf("   demo::scale(t, 0.5) -> %s\n", buf);
+  kd_value_destroy(&out);
+  /* A backend with no kernel: the error names what exists. */
+  if (kd_device_type_register(KD_DEVICE_PRIVATEUSE1, "opencl", 4) == KD_OK &&
+      kd_dispatch_key_rename(KD_KEY_PRIVATEUSE1, "OpenCL") == KD_OK) {
+    kd_storage *storage;
+    kd_tensor *ocl;
+    static float fake[6];
+    kd_storage_wrap((kd_device){KD_DEVICE_PRIVATEUSE1, 0}, fake, sizeof fake, NULL, NULL, &storage);
+    kd_tensor_from_storage(storage, 0, 1, (int64_t[]){6}, (int64_t[]){1}, KD_FLOAT32, &ocl);
+    kd_storage_release(storage);
+    args[0].t = ocl;
+    if (kd_call_unboxed(scale, args, &out) != KD_OK) {
+      /* The message's first sentence, and the list of what exists. */
+      const char *msg = kd_last_error(), *end = strchr(msg, '.'), *avail = strstr(msg, "available");
+      printf("   on an opencl tensor: %.*s.\n      ... %s\n", end ? (int)(end - msg) : 60, msg,
+             avail ? avail : "");
+    }
+    kd_tensor_release(ocl);
+  }
+  kd_tensor_release(meta);
   kd_tensor_release(t);
   return 0;
 }
