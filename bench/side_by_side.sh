@@ -1,14 +1,20 @@
 #!/bin/sh
 # Runs each benchmark group on kdispatch and, when built, on libtorch,
 # alternating the two three times so that both see the same machine state.
-# Usage: bench/side_by_side.sh BIN_DIR
+# Usage: bench/side_by_side.sh BIN_DIR [GROUP...]   (groups: schema dispatch)
 set -eu
 bin=${1:-build/bin}
+[ $# -gt 0 ] && shift
+groups=${*:-schema dispatch}
 data=$(dirname "$0")/../../shared/data/native_functions.yaml
 for round in 1 2 3; do
   echo "# round $round"
-  "$bin/kd-bench" schema "$data" | sed 's/^/kdispatch /'
-  if [ -x "$bin/kd-bench-libtorch" ]; then
-    "$bin/kd-bench-libtorch" schema "$data" 2>/dev/null | sed 's/^/libtorch  /'
-  fi
+  for g in $groups; do
+    args=""
+    [ "$g" = schema ] && args=$data
+    "$bin/kd-bench" "$g" $args 2>/dev/null | sed "s/^/kdispatch $g /"
+    if [ -x "$bin/kd-bench-libtorch" ]; then
+      "$bin/kd-bench-libtorch" "$g" $args 2>/dev/null | sed "s/^/libtorch  $g /"
+    fi
+  done
 done

@@ -26,3 +26,10 @@ add_test(NAME test_install_consumer
           -P ${CMAKE_CURRENT_SOURCE_DIR}/install_consumer.cmake)
 set_tests_properties(test_install_consumer PROPERTIES TIMEOUT 300)
 add_subdirectory(${CMAKE_CURRENT_SOURCE_DIR}/static_link ${CMAKE_CURRENT_BINARY_DIR}/static_link)
+
+# The README's example program, built against the static library and run.
+add_executable(example_twice ${PROJECT_SOURCE_DIR}/examples/twice.c)
+target_link_libraries(example_twice PRIVATE kdispatch_static)
+set_target_properties(example_twice PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
+add_test(NAME test_example_twice COMMAND example_twice)
+set_tests_properties(test_example_twice PROPERTIES PASS_REGULAR_EXPRESSION "myops::twice\\(21\\) = 42")
