@@ -48,4 +48,28 @@
       fail_msg("%s != %s:\n  \"%s\"\n  \"%s\"", #a, #b, kd_t_a_, kd_t_b_); \
   } while (0)
 
+/* Runs a shell command; returns its standard output (malloc'd, NUL-terminated;
+ * the caller frees it) and sets *status to its exit status (-1 when it did not
+ * exit normally). */
+#include <sys/wait.h>
+static inline char *kd_test_run(const char *cmd, int *status) {
+  FILE *p = popen(cmd, "r");
+  if (!p) fail_msg("popen(%s) failed", cmd);
+  size_t cap = 4096, len = 0, got;
+  char *buf = malloc(cap);
+  assert_non_null(buf);
+  while ((got = fread(buf + len, 1, cap - len - 1, p)) > 0) {
+    len += got;
+    if (cap - len < 2) {
+      cap *= 2;
+      buf = realloc(buf, cap);
+      assert_non_null(buf);
+    }
+  }
+  buf[len] = '\0';
+  int ws = pclose(p);
+  *status = (ws != -1 && WIFEXITED(ws)) ? WEXITSTATUS(ws) : -1;
+  return buf;
+}
+
 #endif /* KD_TEST_H */

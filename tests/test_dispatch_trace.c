@@ -86,23 +86,7 @@ static const char *self_path;
 static char *run_child(const char *env, int *status) {
   char cmd[4096];
   snprintf(cmd, sizeof cmd, "env %s KD_TRACE_CHILD=1 '%s' 2>&1", env, self_path);
-  FILE *p = popen(cmd, "r");
-  if (!p) fail_msg("popen(%s) failed", cmd);
-  size_t cap = 4096, len = 0, got;
-  char *buf = malloc(cap);
-  assert_non_null(buf);
-  while ((got = fread(buf + len, 1, cap - len - 1, p)) > 0) {
-    len += got;
-    if (cap - len < 2) {
-      cap *= 2;
-      buf = realloc(buf, cap);
-      assert_non_null(buf);
-    }
-  }
-  buf[len] = '\0';
-  int ws = pclose(p);
-  *status = (ws != -1 && WIFEXITED(ws)) ? WEXITSTATUS(ws) : -1;
-  return buf;
+  return kd_test_run(cmd, status);
 }
 
 static void test_trace_on(void **state) {

@@ -25,23 +25,8 @@ static run_result run_kd(const char *args, const char *input) {
     snprintf(cmd, sizeof cmd, "printf '%%b' '%s' | '%s/kd' %s", input, KD_BIN_DIR, args);
   else
     snprintf(cmd, sizeof cmd, "'%s/kd' %s </dev/null", KD_BIN_DIR, args);
-  FILE *p = popen(cmd, "r");
-  if (!p) fail_msg("popen(%s) failed", cmd);
-  size_t cap = 4096, len = 0;
-  char *buf = malloc(cap);
-  assert_non_null(buf);
-  size_t got;
-  while ((got = fread(buf + len, 1, cap - len - 1, p)) > 0) {
-    len += got;
-    if (cap - len < 2) {
-      cap *= 2;
-      buf = realloc(buf, cap);
-      assert_non_null(buf);
-    }
-  }
-  buf[len] = '\0';
-  int ws = pclose(p);
-  run_result r = {buf, (ws != -1 && WIFEXITED(ws)) ? WEXITSTATUS(ws) : -1};
+  run_result r;
+  r.out = kd_test_run(cmd, &r.status);
   return r;
 }
 
