@@ -451,6 +451,24 @@ static void test_key_union(void **state) {
   KD_ASSERT_OK(kd_call_boxed(op, &s));
   KD_ASSERT_STR_EQ(ran, "union@Meta");
   kd_stack_free(&s);
+  /* Tensor?[]: None entries are skipped, the others count. */
+  KD_ASSERT_OK(kd_library_def(def, "v(Tensor a, Tensor?[] b) -> Tensor", NULL, 0, NULL));
+  kd_kernel kv = kd_kernel_unboxed(k_union, "(Tensor, Tensor?[]) -> Tensor");
+  KD_ASSERT_OK(kd_library_impl(all, "v", &kv, NULL));
+  kd_op *opv;
+  KD_ASSERT_OK(kd_op_find("keys::v", "", &opv));
+  kd_tensor *opt[3] = {NULL, p1, NULL};
+  kd_arg av[2];
+  av[0].t = cpu;
+  av[1].tensors.data = opt;
+  av[1].tensors.size = 3;
+  ran[0] = 0;
+  KD_ASSERT_OK(kd_call_unboxed(opv, av, &r));
+  kd_value_destroy(&r);
+  av[1].tensors.size = 1; /* only None */
+  KD_ASSERT_OK(kd_call_unboxed(opv, av, &r));
+  kd_value_destroy(&r);
+  KD_ASSERT_STR_EQ(ran, "union@PrivateUse1,union@CPU");
   kd_library_close(all);
   kd_library_close(def);
   kd_tensor_release(cpu);
@@ -697,9 +715,15 @@ static void test_registration_errors(void **state) {
                 KD_EINVAL, "illegal namespace '9bad'");
   KD_ASSERT_ERR(kd_library_open(KD_LIBRARY_IMPL, "errs", (kd_dispatch_key)40, NULL, 0, &other),
                 KD_EINVAL, "invalid key 40");
-  KD_ASSERT_OK(kd_library_def(def, "a.x(Tensor self) -> Tensor", NULL, 0, NULL));
+  const char *tags[2] = {"pointwise", "core"};
+  KD_ASSERT_OK(kd_library_def(def, "a.x(Tensor self) -> Tensor", tags, 2, NULL));
   kd_op *op;
   KD_ASSERT_OK(kd_op_find("errs::a", "x", &op));
+  {
+    char d[1024];
+    kd_op_dump(op, d, sizeof d);
+    assert_non_null(strstr(d, "  tag pointwise\n  tag core\n"));
+  }
   char before[4096], after[4096];
   kd_op_dump(op, before, sizeof before);
   KD_ASSERT_ERR(kd_library_def(def, "other::a(Tensor self) -> Tensor", NULL, 0, NULL), KD_EINVAL,
@@ -813,7 +837,7 @@ static void test_listeners(void **state) {
 /* ---- Every order gives the same table --------------------------------------------- */
 
 static void permute_check(kd_library **libs, const char **names, const kd_kernel *ks, int n,
-                          const char *expected_table) {
+                          const char *expected_table, const char *expected_dump) {
   int idx[4] = {0, 1, 2, 3};
   int count = 0;
   /* Heap's algorithm over the registration order; releases in reverse of a
@@ -825,9 +849,11 @@ static void permute_check(kd_library **libs, const char **names, const kd_kernel
       KD_ASSERT_OK(kd_library_impl(libs[idx[j]], names[idx[j]], &ks[idx[j]], &regs[idx[j]]));
     kd_op *op;
     KD_ASSERT_OK(kd_op_find("order::f", "", &op));
-    char table[4096];
+    char table[4096], dump[4096];
     kd_op_dump_table(op, table, sizeof table);
     KD_ASSERT_STR_EQ(table, expected_table);
+    kd_op_dump(op, dump, sizeof dump);
+    KD_ASSERT_STR_EQ(dump, expected_dump);
     KD_ASSERT_OK(kd_dispatcher_check());
     for (int j = 0; j < n; j++) kd_registration_release(regs[(j + count) % n]);
     KD_ASSERT_OK(kd_dispatcher_check());
@@ -864,13 +890,18 @@ static void test_every_order(void **state) {
   for (int j = 0; j < 4; j++) KD_ASSERT_OK(kd_library_impl(libs[j], "f", &ks[j], &regs[j]));
   kd_op *op;
   KD_ASSERT_OK(kd_op_find("order::f", "", &op));
-  char expected[4096];
+  char expected[4096], expected_dump[4096];
   kd_op_dump_table(op, expected, sizeof expected);
+  kd_op_dump(op, expected_dump, sizeof expected_dump);
   assert_non_null(strstr(expected, "Tracer         unboxed [kernel] from tracer"));
   assert_non_null(strstr(expected, "CUDA           unboxed [composite explicit] from explicit"));
   assert_non_null(strstr(expected, "Undefined      unboxed [composite implicit] from implicit"));
   for (int j = 0; j < 4; j++) kd_registration_release(regs[j]);
-  permute_check(libs, names, ks, 4, expected);
+  permute_check(libs, names, ks, 4, expected, expected_dump);
+  /* After every release the operator is back to its definition alone. */
+  char empty[4096];
+  kd_op_dump_table(op, empty, sizeof empty);
+  assert_non_null(strstr(empty, "missing: [Undefined, CPU, CUDA, Meta,"));
   for (int j = 0; j < 4; j++) kd_library_close(libs[j]);
   kd_library_close(def);
 }
