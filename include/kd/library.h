@@ -108,8 +108,11 @@ typedef void (*kd_listener_fn)(const kd_registry_event *event, void *user_data);
 typedef struct kd_listener kd_listener;
 
 /* Adds a listener, told of every def/impl/fallback and their release, under
- * the registration lock (it must not register). A new listener first hears
- * a DEF, IMPL or FALLBACK event for everything registered now. */
+ * the registration lock (it must not register; the event and its strings are
+ * valid only during the call). A new listener first hears a DEF, IMPL or
+ * FALLBACK event for everything registered now. The caller owns *out and
+ * passes it to kd_listener_remove, which frees it (NULL is ignored);
+ * `user_data` stays the caller's. KD_EINVAL for a NULL fn or out; KD_ENOMEM. */
 KD_API kd_status kd_listener_add(kd_listener_fn fn, void *user_data, kd_listener **out);
 KD_API void kd_listener_remove(kd_listener *listener);
 
