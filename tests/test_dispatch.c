@@ -505,6 +505,12 @@ static kd_status k_none(const kd_call *c, const kd_arg *a, kd_value *r) {
   return KD_OK;
 }
 
+static kd_status kb_none(const kd_call *c, kd_stack *s) {
+  (void)c;
+  mark("boxed_none");
+  return kd_stack_drop(s, 1);
+}
+
 static int destroyed_data;
 static void destroy_counter(void *p) {
   (void)p;
@@ -687,6 +693,21 @@ static void test_kernel_forms(void **state) {
   assert_int_equal(s.size, 0);
   kd_stack_free(&s);
   KD_ASSERT_STR_EQ(ran, "none,none");
+  /* No returns from a boxed kernel, typed (adapter) and boxed. */
+  kd_library *meta_touch = open_lib(KD_LIBRARY_IMPL, "forms", KD_KEY_META);
+  k = kd_kernel_boxed(kb_none);
+  KD_ASSERT_OK(kd_library_impl(meta_touch, "touch", &k, NULL));
+  ran[0] = 0;
+  ta[0].t = m;
+  KD_ASSERT_OK(kd_call_unboxed(touch, ta, NULL));
+  kd_stack_init(&s);
+  v = kd_value_tensor(m);
+  kd_stack_push(&s, &v);
+  KD_ASSERT_OK(kd_call_boxed(touch, &s));
+  assert_int_equal(s.size, 0);
+  kd_stack_free(&s);
+  KD_ASSERT_STR_EQ(ran, "boxed_none,boxed_none");
+  kd_library_close(meta_touch);
   /* Bad kernel descriptions. */
   k = kd_kernel_zero_();
   KD_ASSERT_ERR(kd_library_impl(cpu, "pair", &k, NULL), KD_EINVAL, "neither an unboxed nor a boxed");
