@@ -287,10 +287,78 @@ static kd_status check_stack(const kd_op *op, const kd__op_info *info, const kd_
   return KD_OK;
 }
 
+/* The short path of a boxed call: an unboxed FUNCTION kernel, an operator
+ * whose arguments are all Tensor, int, float or bool (info->simple). Returns
+ * 1 when it does not apply (nothing done), else the call's status. */
+static inline __attribute__((always_inline)) int
+call_boxed_short(kd_op *op, const kd__op_info *info, kd_stack *stack, kd_status *status) {
+  uint32_t nargs = info->nargs, nrets = info->nrets;
+  if (!info->simple || stack->size < nargs) return 1;
+  kd_value *in = stack->items + stack->size - nargs;
+  kd_arg args[8];
+  kd_keyset ks = 0;
+  for (uint32_t i = 0; i < nargs; i++) {
+    const kd_value *v = &in[i];
+    switch (info->kinds[i]) {
+      case KD__ARG_TENSOR:
+        if (v->tag != KD_VALUE_TENSOR) return 1;
+        args[i].t = v->u.t;
+        ks |= v->u.t->keys;
+        break;
+      case KD__ARG_INT:
+        if (v->tag != KD_VALUE_INT) return 1;
+        args[i].i = v->u.i;
+        break;
+      case KD__ARG_FLOAT:
+        if (v->tag != KD_VALUE_DOUBLE) return 1;
+        args[i].f = v->u.d;
+        break;
+      default: /* bool */
+        if (v->tag != KD_VALUE_BOOL) return 1;
+        args[i].b = v->u.b;
+        break;
+    }
+  }
+  ks = with_tls(ks) & ~atomic_load_explicit(&op->fallthrough, memory_order_relaxed);
+  kd_dispatch_key key = kd_keyset_highest(ks);
+  const kd__entry *e = atomic_load_explicit(&op->table[key], memory_order_acquire);
+  if (!e || !e->fast || e->boxed || kd__trace) return 1;
+  kd_call c = {op, ks, key, e->data};
+  kd_value rets[4];
+  for (uint32_t i = 0; i < nrets; i++) rets[i] = kd_value_none();
+  kd_status st = e->fast(&c, args, rets);
+  if (KD__UNLIKELY(st)) {
+    for (uint32_t i = 0; i < nrets; i++) kd_value_destroy(&rets[i]);
+    *status = st;
+    return 0;
+  }
+  for (uint32_t i = 0; i < nargs; i++)
+    if (in[i].tag == KD_VALUE_TENSOR && !(in[i].flags & KD_VALUE_BORROWED))
+      kd_tensor_release(in[i].u.t);
+  stack->size -= nargs;
+  if (KD__UNLIKELY(stack->size + nrets > stack->capacity) &&
+      (st = kd_stack_reserve(stack, stack->size + nrets))) {
+    for (uint32_t i = 0; i < nrets; i++) kd_value_destroy(&rets[i]);
+    *status = st;
+    return 0;
+  }
+  for (uint32_t i = 0; i < nrets; i++) {
+    if (KD__UNLIKELY(rets[i].flags & KD_VALUE_BORROWED)) kd_value_own(&rets[i]);
+    stack->items[stack->size++] = rets[i];
+  }
+  *status = KD_OK;
+  return 0;
+}
+
 kd_status kd_call_boxed(kd_op *op, kd_stack *stack) {
   kd__read_enter();
   const kd__op_info *info = atomic_load_explicit(&op->info, memory_order_acquire);
-  kd_status st = info ? check_stack(op, info, stack) : kd__no_op_info(op);
+  kd_status st;
+  if (KD__LIKELY(info) && call_boxed_short(op, info, stack, &st) == 0) {
+    kd__read_exit();
+    return st;
+  }
+  st = info ? check_stack(op, info, stack) : kd__no_op_info(op);
   if (st == KD_OK) {
     const kd_value *in = stack->items + stack->size - info->nargs;
     kd_keyset ks = info->single_tensor >= 0 && in[info->single_tensor].tag == KD_VALUE_TENSOR

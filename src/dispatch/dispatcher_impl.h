@@ -74,6 +74,8 @@ typedef struct kd__op_info {
   uint32_t nargs, nrets;
   uint32_t ntensor;          /* arguments that carry dispatch keys */
   int32_t single_tensor;     /* the index when exactly one does and it is a Tensor, else -1 */
+  bool simple;               /* <= 8 arguments of kinds Tensor, int, float, bool; <= 4 returns:
+                              * boxed calls take the short path */
   uint8_t kinds[64];         /* kd__arg_kind of argument i (nargs <= 64) */
   uint8_t ret_kinds[16];     /* of return i (nrets <= 16) */
   uint8_t tensor_idx[64];    /* indices of the arguments that carry keys */

@@ -140,6 +140,12 @@ kd_status kd__op_info_new(kd_schema *schema, kd__op_info **out) {
   info->single_tensor = info->ntensor == 1 && info->kinds[info->tensor_idx[0]] == KD__ARG_TENSOR
                             ? info->tensor_idx[0]
                             : -1;
+  info->simple = nargs <= 8 && nrets <= 4;
+  for (size_t i = 0; i < nargs; i++) {
+    int k = info->kinds[i];
+    if (k != KD__ARG_TENSOR && k != KD__ARG_INT && k != KD__ARG_FLOAT && k != KD__ARG_BOOL)
+      info->simple = false;
+  }
   *out = info;
   return KD_OK;
 }
