@@ -83,6 +83,9 @@ static void *caller(void *arg) {
     kd_op *found;
     if (kd_op_find("threads::f", "", &found) != KD_OK || found != the_op)
       atomic_fetch_add(&bad_status, 1);
+    /* ... and with an operator that comes and goes. */
+    kd_status hs = kd_op_find("threads::h", "", &found);
+    if (hs != KD_OK && hs != KD_ENOTFOUND) atomic_fetch_add(&bad_status, 1);
     atomic_fetch_add(&calls_done, 1);
   }
   kd_stack_free(&s);
@@ -133,6 +136,9 @@ static void test_register_while_calling(void **state) {
       KD_ASSERT_OK(kd_library_impl(churn, "f", &kc, &r));
       made++;
     }
+    kd_registration *rh;
+    KD_ASSERT_OK(kd_library_def(ops, "h(Tensor self) -> Tensor", NULL, 0, &rh));
+    kd_registration_release(rh);
     if (rounds % 10 == 0) {
       snprintf(name, sizeof name, "g%d(Tensor self) -> Tensor", rounds);
       KD_ASSERT_OK(kd_library_def(ops, name, NULL, 0, NULL));

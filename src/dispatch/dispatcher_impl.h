@@ -121,6 +121,8 @@ struct kd_op {
   _Atomic(const kd__entry *) table[KD_NUM_RUNTIME_KEYS];
   _Atomic kd_keyset fallthrough; /* keys whose slot falls through */
   _Atomic(const kd__op_info *) info; /* NULL while not defined */
+  _Atomic uint32_t live;    /* defs + impls held: 0 when the operator has disappeared
+                             * (read by lookups without the lock) */
   /* ---- registry side, under the lock ---- */
   const char *name;      /* "ns::name.overload" or "ns::name" (name_buf) */
   size_t name_len;

@@ -130,6 +130,7 @@ static void release_locked(kd_registration *r) {
   switch (r->kind) {
     case KD__REG_DEF:
       unlink_from_list(&op->defs, r);
+      atomic_fetch_sub_explicit(&op->live, 1, memory_order_release);
       if (!op->defs) {
         const kd__op_info *info = atomic_load_explicit(&op->info, memory_order_relaxed);
         atomic_store_explicit(&op->info, NULL, memory_order_release);
@@ -143,6 +144,7 @@ static void release_locked(kd_registration *r) {
       break;
     case KD__REG_IMPL:
       unlink_from_list(&op->impls, r);
+      atomic_fetch_sub_explicit(&op->live, 1, memory_order_release);
       kd__op_rebuild_keys(op, kd_dispatch_key_expand(r->key));
       kd__notify(KD_EVENT_IMPL_RELEASE, op, r->key, r->debug);
       kd__kernel_free(r->kernel);
@@ -307,6 +309,7 @@ kd_status kd_library_def(kd_library *lib, const char *schema_text, const char *c
       r->op = op;
       r->op_next = op->defs;
       op->defs = r;
+      atomic_fetch_add_explicit(&op->live, 1, memory_order_release);
       link_to_library(lib, r);
       if (info) {
         op->tags = tag_copy;
@@ -372,6 +375,7 @@ static kd_status impl_common(kd_library *lib, const char *name, kd_dispatch_key 
   r->op = op;
   r->op_next = op->impls;
   op->impls = r;
+  atomic_fetch_add_explicit(&op->live, 1, memory_order_release);
   link_to_library(lib, r);
   kd__op_rebuild_keys(op, kd_dispatch_key_expand(key));
   kd__notify(KD_EVENT_IMPL, op, key, r->debug);

@@ -17,7 +17,7 @@ kd_registration *kd__fallbacks[KD_NUM_RUNTIME_KEYS];
  * the old one. Operators are never removed (a handle stays valid). */
 typedef struct op_table {
   size_t mask;
-  kd_op *slots[];
+  _Atomic(kd_op *) slots[]; /* written once each (release), read with acquire */
 } op_table;
 
 static _Atomic(op_table *) ops_by_name;
@@ -65,7 +65,7 @@ static kd_op *lookup(const char *base, size_t base_len, const char *ov, size_t o
   if (!t) return NULL;
   uint64_t h = hash_name(base, base_len, ov, ov_len);
   for (size_t i = h & t->mask;; i = (i + 1) & t->mask) {
-    kd_op *op = t->slots[i];
+    kd_op *op = atomic_load_explicit(&t->slots[i], memory_order_acquire);
     if (!op) return NULL;
     if (op->hash == h && name_equal(op, base, base_len, ov, ov_len)) return op;
   }
@@ -81,10 +81,12 @@ static void split_qualified(const char *q, size_t len, size_t *base_len) {
   *base_len = dot ? (size_t)(dot - q) : len;
 }
 
+/* Into a table no reader sees yet (or under the lock, for the current one:
+ * the release store publishes the operator's fields with it). */
 static void table_insert(op_table *t, kd_op *op) {
   for (size_t i = op->hash & t->mask;; i = (i + 1) & t->mask) {
-    if (!t->slots[i]) {
-      t->slots[i] = op;
+    if (!atomic_load_explicit(&t->slots[i], memory_order_relaxed)) {
+      atomic_store_explicit(&t->slots[i], op, memory_order_release);
       return;
     }
   }
@@ -123,17 +125,15 @@ kd_status kd__op_get(const char *qualified, size_t len, kd_op **out) {
   op->base_len = base_len;
   op->hash = hash_name(qualified, base_len, ov, ov_len);
   if (grown) {
-    for (size_t i = 0; t && i < cap; i++)
-      if (t->slots[i]) table_insert(grown, t->slots[i]);
+    for (size_t i = 0; t && i < cap; i++) {
+      kd_op *old = atomic_load_explicit(&t->slots[i], memory_order_relaxed);
+      if (old) table_insert(grown, old);
+    }
     table_insert(grown, op);
     atomic_store_explicit(&ops_by_name, grown, memory_order_release);
     if (t) kd__retire(free_table, t);
   } else {
-    /* The slot is written before readers can find it: publish with release. */
-    op_table *cur = t;
-    size_t i = op->hash & cur->mask;
-    while (cur->slots[i]) i = (i + 1) & cur->mask;
-    atomic_store_explicit((_Atomic(kd_op *) *)&cur->slots[i], op, memory_order_release);
+    table_insert(t, op);
   }
   op->next_in_list = all_ops;
   all_ops = op;
@@ -143,8 +143,7 @@ kd_status kd__op_get(const char *qualified, size_t len, kd_op **out) {
 }
 
 bool kd__op_alive(const kd_op *op) {
-  if (op->defs) return true;
-  return op->impls != NULL;
+  return atomic_load_explicit(&((kd_op *)op)->live, memory_order_acquire) != 0;
 }
 
 kd_status kd_op_find(const char *name, const char *overload, kd_op **out) {
