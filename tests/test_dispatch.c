@@ -181,6 +181,12 @@ static void test_basic_call_and_missing(void **state) {
   KD_ASSERT_STR_EQ(ran, "cpu,cpu");
   KD_ASSERT_ERR(call1(op, m), KD_ENOKERNEL,
                 "Could not run 'basic::ident' with arguments from the 'Meta' backend");
+  /* A NULL where a Tensor belongs carries no keys: an error, not a crash. */
+  {
+    kd_arg na[1] = {{.t = NULL}};
+    kd_value nr[1] = {kd_value_none()};
+    KD_ASSERT_ERR(kd_call_unboxed(op, na, nr), KD_ENOKERNEL, "from the 'Undefined' backend");
+  }
   KD_ASSERT_ERR(call1(op, m), KD_ENOKERNEL, "is only available for these backends: [CPU].");
   KD_ASSERT_ERR(call1_boxed(op, m), KD_ENOKERNEL, "'Meta' backend");
   /* Typed lookup checks the caller's signature. */

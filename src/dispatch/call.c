@@ -270,8 +270,13 @@ kd_status kd_call_unboxed(kd_op *op, const kd_arg *args, kd_value *rets) {
   if (KD__UNLIKELY(!info)) {
     st = kd__no_op_info(op);
   } else {
-    kd_keyset ks = KD__LIKELY(info->single_tensor >= 0) ? args[info->single_tensor].t->keys
-                                                         : kd__args_keys(info, args);
+    kd_keyset ks;
+    if (KD__LIKELY(info->single_tensor >= 0)) {
+      const kd_tensor *t0 = args[info->single_tensor].t; /* NULL: no keys, not a crash */
+      ks = KD__LIKELY(t0 != NULL) ? t0->keys : 0;
+    } else {
+      ks = kd__args_keys(info, args);
+    }
     st = dispatch_unboxed(op, info, with_tls(ks), args, rets);
   }
   kd__read_exit();
