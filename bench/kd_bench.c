@@ -15,6 +15,7 @@ typedef struct group {
 
 static const group groups[] = {
     {"dispatch", kd_bench_dispatch, "dispatch      calls, lookup, registration (see docs/PERFORMANCE.md)"},
+    {"kernels", kd_bench_kernels, "kernels       prepared kernels (kernel definitions) against a direct call"},
     {"schema", kd_bench_schema, "schema FILE   parse+print every schema of FILE (one per line, or native_functions.yaml)"},
 };
 

@@ -15,5 +15,6 @@
 #include "kd/dlpack.h"
 #include "kd/dispatch.h"
 #include "kd/library.h"
+#include "kd/kernel_def.h"
 
 #endif /* KD_KD_H */
