@@ -6,7 +6,10 @@
  *   prepared_call_ns  kd_prepared_run of a kernel class doing the same work
  *                     (one float32 tensor input, checked against the
  *                     prepared dtype; no outputs)
- * (kernel_select_ns, dtype selection inside dispatch, comes with kernel keys.)
+ *   dispatch_unboxed_ns  a typed call of a one-tensor no-op with one kernel
+ *   kernel_select_ns     the same operator shape with kernel keys: one
+ *                        kernel per dtype (all twelve), selected by the
+ *                        tensor's dtype
  */
 #include <stdio.h>
 
@@ -31,6 +34,26 @@ static void noop_compute(void *object, kd_kernel_context *ctx, const kd_value *i
   (void)ctx;
   (void)out;
   sink += (uintptr_t)object ^ (uintptr_t)in[0].u.t;
+}
+
+static kd_status noop_kernel(const kd_call *c, const kd_arg *a, kd_value *r) {
+  (void)c;
+  (void)r;
+  sink += (uintptr_t)a[0].t;
+  return KD_OK;
+}
+
+/* Median ns of a typed call of op on t. */
+static double time_typed(kd_op *op, kd_tensor *t) {
+  kd_arg args[1] = {{.t = t}};
+  double s[REPS];
+  for (int r = -1; r < REPS; r++) {
+    uint64_t t0 = kd_bench_now_ns();
+    for (int i = 0; i < CALLS; i++) kd_call_unboxed(op, args, NULL);
+    uint64_t t1 = kd_bench_now_ns();
+    if (r >= 0) s[r] = (double)(t1 - t0) / CALLS;
+  }
+  return kd_bench_median(s, REPS);
 }
 
 int kd_bench_kernels(int argc, char **argv) {
@@ -71,6 +94,27 @@ int kd_bench_kernels(int argc, char **argv) {
   }
   printf("direct_call_ns %.2f\n", kd_bench_median(direct_ns, REPS));
   printf("prepared_call_ns %.2f\n", kd_bench_median(prepared_ns, REPS));
+
+  /* Selection inside dispatch. */
+  kd_library *cpu;
+  kd_kernel k = kd_kernel_unboxed(noop_kernel, "(Tensor) -> ()");
+  kd_op *plain, *keyed;
+  if (kd_library_def(def, "plain(Tensor self) -> ()", NULL, 0, NULL) ||
+      kd_library_def(def, "keyed(Tensor self) -> ()", NULL, 0, NULL) ||
+      kd_library_open(KD_LIBRARY_IMPL, "kdkernels", KD_KEY_CPU, __FILE__, __LINE__, &cpu) ||
+      kd_library_impl(cpu, "plain", &k, NULL) || kd_op_find("kdkernels::plain", "", &plain) ||
+      kd_op_find("kdkernels::keyed", "", &keyed)) {
+    fprintf(stderr, "kd-bench kernels: %s\n", kd_last_error());
+    return 1;
+  }
+  for (int dt = 0; dt < KD_DTYPE_COUNT; dt++)
+    if (kd_library_impl_keyed(cpu, "keyed", KD_ALL_LAYOUT, KD_DTYPE_BIT(dt), &k, NULL)) {
+      fprintf(stderr, "kd-bench kernels: %s\n", kd_last_error());
+      return 1;
+    }
+  printf("dispatch_unboxed_ns %.2f\n", time_typed(plain, t));
+  printf("kernel_select_ns %.2f\n", time_typed(keyed, t));
+  kd_library_close(cpu);
   fprintf(stderr, "(sink %lu)\n", (unsigned long)(sink & 0xff));
   kd_prepared_free(p);
   kd_kernel_def_release(reg);

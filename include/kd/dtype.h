@@ -43,6 +43,19 @@ typedef enum kd_dtype {
   KD_DTYPE_COUNT
 } kd_dtype;
 
+/* A set of dtypes: bit d is dtype d. */
+typedef uint32_t kd_dtype_set;
+#define KD_DTYPE_BIT(dt) ((kd_dtype_set)1 << (unsigned)(dt))
+#define KD_ALL_DTYPES (((kd_dtype_set)1 << KD_DTYPE_COUNT) - 1)
+
+/* The set of n dtypes (invalid ones are left out). */
+static inline kd_dtype_set kd_dtype_set_of(const kd_dtype *dtypes, size_t n) {
+  kd_dtype_set set = 0;
+  for (size_t i = 0; i < n; i++)
+    if ((int)dtypes[i] >= 0 && (int)dtypes[i] < (int)KD_DTYPE_COUNT) set |= KD_DTYPE_BIT(dtypes[i]);
+  return set;
+}
+
 /* True for KD_BOOL .. KD_COMPLEX128. */
 KD_API bool kd_dtype_valid(kd_dtype dtype);
 

@@ -27,11 +27,6 @@
 
 KD_EXTERN_C_BEGIN
 
-/* A set of dtypes: bit d is dtype d. */
-typedef uint32_t kd_dtype_set;
-#define KD_DTYPE_BIT(dt) ((kd_dtype_set)1 << (unsigned)(dt))
-#define KD_ALL_DTYPES (((kd_dtype_set)1 << KD_DTYPE_COUNT) - 1)
-
 /* "T in [float32, float64]". `name` is an argument of the operator's schema
  * (the constraint is on that tensor argument's dtype) or any other type name
  * the caller binds (kd_type_binding). */

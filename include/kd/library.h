@@ -77,6 +77,20 @@ KD_API kd_status kd_library_impl(kd_library *lib, const char *name, const kd_ker
 KD_API kd_status kd_library_impl_key(kd_library *lib, const char *name, kd_dispatch_key key,
                                      const kd_kernel *kernel, kd_registration **out);
 
+/* Kernel keys (PHI's): a kernel for one backend, one layout (or
+ * KD_ALL_LAYOUT) and a set of dtypes. Within the slot of the library's key
+ * (a runtime key), a call picks the kernel by the layout and dtype of its
+ * key tensor (the first Tensor argument): the kernel registered for that
+ * exact (layout, dtype), else for (KD_ALL_LAYOUT, dtype), else for
+ * (layout, any dtype) from a plain kd_library_impl; the newest wins among
+ * equals. A call whose dtype no kernel serves fails with KD_ENOKERNEL
+ * listing what is registered. The kernel must be a FUNCTION (plain, boxed
+ * or closure). KD_EINVAL for an alias key, an empty dtype set, a bad layout. */
+#define KD_ALL_LAYOUT (-1)
+KD_API kd_status kd_library_impl_keyed(kd_library *lib, const char *name, int layout,
+                                       kd_dtype_set dtypes, const kd_kernel *kernel,
+                                       kd_registration **out);
+
 /* A kernel for every operator under the library's key (an IMPL library with a
  * runtime key): a boxed function, a fallthrough, or not-supported. A second
  * fallback for one key is KD_EEXIST naming the first. */
@@ -193,6 +207,29 @@ KD_API kd_status kd_library_open_desc(const kd_library_desc *desc);
                     KD_KEY_UNDEFINED, m)
 #define KD_LIBRARY_IMPL(ns, key, m) \
   KD__LIBRARY_BLOCK(kd_library_impl_##ns##_##key, KD_LIBRARY_IMPL, ns, KD_KEY_##key, m)
+
+/* Kernel keys in one line, PHI's PD_REGISTER_KERNEL in C: registers `fn`
+ * (an unboxed kernel with `signature`) for operator `op` of namespace `ns`,
+ * dispatch key KEY (CPU, META, PRIVATEUSE1, ...), a layout (KD_ALL_LAYOUT
+ * or a kd_layout) and the listed dtypes, when the program loads:
+ *
+ *   KD_REGISTER_KERNEL(myops, neg, CPU, KD_ALL_LAYOUT, neg_kernel, "(Tensor) -> Tensor",
+ *                      KD_INT32, KD_INT64, KD_FLOAT32, KD_FLOAT64)
+ *
+ * The dtypes become an array initializer (no macro recursion); `fn` reads
+ * the key tensor's dtype itself (a type-generic kernel switches on it). The
+ * descriptor is kd_library_kernel_NS_OP_KEY (for KD_USE_LIBRARY). */
+#define KD_REGISTER_KERNEL(ns, op, key, layout, fn, signature, ...)                               \
+  static const kd_dtype kd_library_kernel_##ns##_##op##_##key##_dtypes_[] = {__VA_ARGS__};        \
+  KD__LIBRARY_BLOCK(kd_library_kernel_##ns##_##op##_##key, KD_LIBRARY_IMPL, ns, KD_KEY_##key,     \
+                    kd_lib_) {                                                                    \
+    kd_kernel kd_k_ = kd_kernel_unboxed(fn, signature);                                           \
+    kd_library_impl_keyed(                                                                        \
+        kd_lib_, #op, layout,                                                                     \
+        kd_dtype_set_of(kd_library_kernel_##ns##_##op##_##key##_dtypes_,                          \
+                        sizeof kd_library_kernel_##ns##_##op##_##key##_dtypes_ / sizeof(kd_dtype)), \
+        &kd_k_, NULL);                                                                            \
+  }
 
 #define KD_USE_LIBRARY(sym)                                                \
   extern const kd_library_desc sym;                                        \

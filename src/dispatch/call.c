@@ -83,13 +83,32 @@ static kd_status kernel_data(const kd__entry *e, void **data) {
   return KD_OK;
 }
 
-/* Checks the entry can run; sets *data. */
-static kd_status prepare(const kd_op *op, const kd__entry *e, kd_dispatch_key key, void **data) {
+/* The kernel an entry runs for this call and its data: the entry's own, or
+ * for kernel keys the one the key tensor's layout and dtype select. */
+static kd_status prepare(const kd_op *op, const kd__entry *e, kd_dispatch_key key,
+                         const kd_tensor *kt, const kd__kernel **kernel, void **data) {
   if (!e || e->reason == KD__REASON_MISSING || e->kernel->k.kind == KD_KERNEL_FALLTHROUGH)
     return missing(op, key);
+  if (e->select) {
+    if (!kt)
+      return kd_set_error(KD_ENOKERNEL,
+                          "kernel '%s' has %s kernels by dtype, but the call has no tensor to "
+                          "select by; registered: %s",
+                          op->name, kd_dispatch_key_name(key), e->select_text);
+    const kd__kernel *k = e->select[(int)kt->layout * KD_DTYPE_COUNT + (int)kt->dtype];
+    if (!k)
+      return kd_set_error(KD_ENOKERNEL,
+                          "kernel '%s' has no %s kernel for dtype %s (layout %s); registered: %s",
+                          op->name, kd_dispatch_key_name(key), kd_dtype_name(kt->dtype),
+                          kd_layout_name(kt->layout), e->select_text);
+    *kernel = k;
+    *data = k->k.data;
+    return KD_OK;
+  }
   if (e->kernel->k.kind == KD_KERNEL_NOT_SUPPORTED)
     return kd_set_error(KD_EUNSUPPORTED, "'%s' is not supported for dispatch key '%s'", op->name,
                         kd_dispatch_key_name(key));
+  *kernel = e->kernel;
   return kernel_data(e, data);
 }
 
@@ -199,10 +218,12 @@ dispatch_unboxed_slow(kd_op *op, const kd__op_info *info, kd_keyset ks, const kd
     }
     if (KD__UNLIKELY(kd__trace)) trace("call", op, key, ks);
     kd_call c = {op, ks, key, NULL};
-    kd_status st = prepare(op, e, key, &c.data);
+    const kd__kernel *k;
+    const kd_tensor *kt = info->key_tensor >= 0 ? args[info->key_tensor].t : NULL;
+    kd_status st = prepare(op, e, key, kt, &k, &c.data);
     if (st) return st;
-    if (e->kernel->k.unboxed) return e->kernel->k.unboxed(&c, args, rets);
-    return unboxed_via_boxed(info, e->kernel, &c, args, rets);
+    if (k->k.unboxed) return k->k.unboxed(&c, args, rets);
+    return unboxed_via_boxed(info, k, &c, args, rets);
   }
 }
 
@@ -215,6 +236,15 @@ dispatch_unboxed(kd_op *op, const kd__op_info *info, kd_keyset ks, const kd_arg 
   if (KD__LIKELY(e && e->fast && !kd__trace)) {
     kd_call c = {op, ks, key, e->data};
     return e->fast(&c, args, rets);
+  }
+  if (e && e->select && info->key_tensor >= 0 && !kd__trace) {
+    /* Kernel keys: one more load, by the key tensor's layout and dtype. */
+    const kd_tensor *kt = args[info->key_tensor].t;
+    const kd__kernel *k = kt ? e->select[(int)kt->layout * KD_DTYPE_COUNT + (int)kt->dtype] : NULL;
+    if (KD__LIKELY(k && k->k.unboxed)) {
+      kd_call c = {op, ks, key, k->k.data};
+      return k->k.unboxed(&c, args, rets);
+    }
   }
   return dispatch_unboxed_slow(op, info, ks, args, rets);
 }
@@ -230,10 +260,15 @@ dispatch_boxed_slow(kd_op *op, const kd__op_info *info, kd_keyset ks, kd_stack *
     }
     if (KD__UNLIKELY(kd__trace)) trace("call boxed", op, key, ks);
     kd_call c = {op, ks, key, NULL};
-    kd_status st = prepare(op, e, key, &c.data);
+    const kd__kernel *k;
+    const kd_value *in = stack->items + stack->size - info->nargs;
+    const kd_tensor *kt = info->key_tensor >= 0 && in[info->key_tensor].tag == KD_VALUE_TENSOR
+                              ? in[info->key_tensor].u.t
+                              : NULL;
+    kd_status st = prepare(op, e, key, kt, &k, &c.data);
     if (st) return st;
-    if (e->kernel->k.boxed) return e->kernel->k.boxed(&c, stack);
-    return boxed_via_unboxed(info, e->kernel->k.unboxed, &c, stack);
+    if (k->k.boxed) return k->k.boxed(&c, stack);
+    return boxed_via_unboxed(info, k->k.unboxed, &c, stack);
   }
 }
 

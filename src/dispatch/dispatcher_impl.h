@@ -74,6 +74,7 @@ typedef struct kd__op_info {
   uint32_t nargs, nrets;
   uint32_t ntensor;          /* arguments that carry dispatch keys */
   int32_t single_tensor;     /* the index when exactly one does and it is a Tensor, else -1 */
+  int32_t key_tensor;        /* the first Tensor or Tensor? argument (kernel keys), else -1 */
   bool simple;               /* <= 8 arguments of kinds Tensor, int, float, bool; <= 4 returns:
                               * boxed calls take the short path */
   uint8_t kinds[64];         /* kd__arg_kind of argument i (nargs <= 64) */
@@ -112,7 +113,15 @@ typedef struct kd__entry {
   kd__reason reason;
   kd_dispatch_key key;       /* the slot */
   _Atomic(void *) state;     /* FUNCTOR: this slot's state, made on first call */
+  /* Kernel keys: when the slot's key has kernels registered per (layout,
+   * dtype), the kernel for layout l and dtype d is select[l * KD_DTYPE_COUNT
+   * + d] (NULL: none), wildcards resolved; owned, one kernel reference per
+   * non-NULL cell. NULL for an ordinary slot. */
+  const kd__kernel **select;
+  char *select_text;         /* "(CPU, ALL_LAYOUT, [float32, float64]); ...": what is registered */
 } kd__entry;
+
+#define KD__SELECT_CELLS (KD_LAYOUT_COUNT * KD_DTYPE_COUNT)
 
 typedef struct kd_registration kd_registration;
 
@@ -145,6 +154,9 @@ struct kd_registration {
   kd_op *op;            /* DEF, IMPL */
   kd_dispatch_key key;  /* IMPL, FALLBACK */
   kd__kernel *kernel;   /* IMPL, FALLBACK (one reference) */
+  bool keyed;           /* IMPL with a kernel key: */
+  int layout;           /*   a kd_layout, or KD_ALL_LAYOUT */
+  kd_dtype_set dtypes;  /*   the dtypes it serves */
   const char *debug;    /* "file.c:12": the kernel's or the library's string */
   kd_registration *op_next;   /* in op->defs / op->impls[key] / fallbacks[key] */
   kd_registration *companion; /* released with this one (def_kernel's impl) */

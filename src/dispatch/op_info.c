@@ -140,6 +140,10 @@ kd_status kd__op_info_new(kd_schema *schema, kd__op_info **out) {
   info->single_tensor = info->ntensor == 1 && info->kinds[info->tensor_idx[0]] == KD__ARG_TENSOR
                             ? info->tensor_idx[0]
                             : -1;
+  info->key_tensor = -1;
+  for (size_t i = 0; i < nargs && info->key_tensor < 0; i++)
+    if (info->kinds[i] == KD__ARG_TENSOR || info->kinds[i] == KD__ARG_OPT_TENSOR)
+      info->key_tensor = (int32_t)i;
   info->simple = nargs <= 8 && nrets <= 4;
   for (size_t i = 0; i < nargs; i++) {
     int k = info->kinds[i];

@@ -332,8 +332,10 @@ kd_status kd_library_def(kd_library *lib, const char *schema_text, const char *c
   return KD_OK;
 }
 
+/* `keyed`: a kernel-key registration for (layout, dtypes); else plain. */
 static kd_status impl_common(kd_library *lib, const char *name, kd_dispatch_key key,
-                             const kd_kernel *kernel, kd_registration **out) {
+                             const kd_kernel *kernel, bool keyed, int layout, kd_dtype_set dtypes,
+                             kd_registration **out) {
   if (out) *out = NULL;
   if (!lib || !name || !kernel) return kd_set_error(KD_EINVAL, "kd_library_impl: NULL argument");
   if (!kd_dispatch_key_is_runtime(key) && !kd_dispatch_key_is_alias(key))
@@ -351,6 +353,9 @@ static kd_status impl_common(kd_library *lib, const char *name, kd_dispatch_key 
   }
   r->kernel = k;
   r->key = key;
+  r->keyed = keyed;
+  r->layout = layout;
+  r->dtypes = dtypes & KD_ALL_DTYPES;
   pthread_mutex_lock(&kd__registry_lock);
   kd_op *op;
   st = kd__op_get(qualified, strlen(qualified), &op);
@@ -364,8 +369,12 @@ static kd_status impl_common(kd_library *lib, const char *name, kd_dispatch_key 
     free(r);
     return st;
   }
+  /* An override: the same key, and for kernel keys the same layout and a
+   * shared dtype. */
   const kd_registration *prev = op->impls;
-  while (prev && prev->key != key) prev = prev->op_next;
+  while (prev && (prev->key != key || prev->keyed != keyed ||
+                  (keyed && (prev->layout != layout || !(prev->dtypes & r->dtypes)))))
+    prev = prev->op_next;
   if (prev)
     kd_warn("overriding a previously registered kernel for the same operator and the same "
             "dispatch key\n  operator: %s\n  dispatch key: %s\n  previous kernel: registered at "
@@ -387,7 +396,31 @@ static kd_status impl_common(kd_library *lib, const char *name, kd_dispatch_key 
 kd_status kd_library_impl(kd_library *lib, const char *name, const kd_kernel *kernel,
                           kd_registration **out) {
   if (!lib) return kd_set_error(KD_EINVAL, "kd_library_impl: NULL library");
-  return impl_common(lib, name, lib->key, kernel, out);
+  return impl_common(lib, name, lib->key, kernel, false, KD_ALL_LAYOUT, KD_ALL_DTYPES, out);
+}
+
+kd_status kd_library_impl_keyed(kd_library *lib, const char *name, int layout,
+                                kd_dtype_set dtypes, const kd_kernel *kernel,
+                                kd_registration **out) {
+  if (out) *out = NULL;
+  if (!lib || !kernel) return kd_set_error(KD_EINVAL, "kd_library_impl_keyed: NULL argument");
+  if (!kd_dispatch_key_is_runtime(lib->key))
+    return kd_set_error(KD_EINVAL,
+                        "kd_library_impl_keyed(%s): kernel keys need a library for a runtime key, "
+                        "not %s",
+                        name ? name : "(null)", kd_dispatch_key_name(lib->key));
+  if (layout != KD_ALL_LAYOUT && (layout < 0 || layout >= KD_LAYOUT_COUNT))
+    return kd_set_error(KD_EINVAL, "kd_library_impl_keyed(%s): invalid layout %d",
+                        name ? name : "(null)", layout);
+  if (!(dtypes & KD_ALL_DTYPES))
+    return kd_set_error(KD_EINVAL, "kd_library_impl_keyed(%s): the kernel serves no dtype",
+                        name ? name : "(null)");
+  if (kernel->kind != KD_KERNEL_FUNCTION)
+    return kd_set_error(KD_EINVAL,
+                        "kd_library_impl_keyed(%s): a kernel-key kernel must be a function "
+                        "(plain, boxed or closure)",
+                        name ? name : "(null)");
+  return impl_common(lib, name, lib->key, kernel, true, layout, dtypes, out);
 }
 
 kd_status kd_library_impl_key(kd_library *lib, const char *name, kd_dispatch_key key,
@@ -399,7 +432,7 @@ kd_status kd_library_impl_key(kd_library *lib, const char *name, kd_dispatch_key
                         "not %s",
                         name ? name : "(null)", lib->debug, kd_dispatch_key_name(lib->key),
                         kd_dispatch_key_name(key));
-  return impl_common(lib, name, key, kernel, out);
+  return impl_common(lib, name, key, kernel, false, KD_ALL_LAYOUT, KD_ALL_DTYPES, out);
 }
 
 kd_status kd_library_def_kernel(kd_library *lib, const char *name, const kd_kernel *kernel,
@@ -420,7 +453,8 @@ kd_status kd_library_def_kernel(kd_library *lib, const char *name, const kd_kern
   snprintf(schema, sizeof schema, "%s%s", name, text + 1);
   kd_registration *def, *impl;
   if ((st = kd_library_def(lib, schema, NULL, 0, &def))) return st;
-  if ((st = impl_common(lib, name, KD_KEY_CATCH_ALL, kernel, &impl))) {
+  if ((st = impl_common(lib, name, KD_KEY_CATCH_ALL, kernel, false, KD_ALL_LAYOUT, KD_ALL_DTYPES,
+                        &impl))) {
     kd_registration_release(def);
     return st;
   }

@@ -248,13 +248,94 @@ void kd__compute_slot(const kd_op *op, kd_dispatch_key key, const kd__kernel **k
 }
 
 static void kernel_unref(const kd__kernel *k);
+static char *dup_str(const char *s);
 
 static void free_entry(void *p) {
   kd__entry *e = p;
   void *state = atomic_load_explicit(&e->state, memory_order_acquire);
   if (state && e->kernel->k.destroy) e->kernel->k.destroy(state);
+  if (e->select) {
+    for (int i = 0; i < KD__SELECT_CELLS; i++)
+      if (e->select[i]) kernel_unref(e->select[i]);
+    free((void *)e->select);
+    free(e->select_text);
+  }
   kernel_unref(e->kernel);
   free(e);
+}
+
+/* ---- Kernel keys -------------------------------------------------------------------- */
+
+static bool has_keyed(const kd_op *op, kd_dispatch_key key) {
+  for (const kd_registration *r = op->impls; r; r = r->op_next)
+    if (r->key == key && r->keyed) return true;
+  return false;
+}
+
+/* How specific a registration is for one (layout, dtype) cell: 0 (does not
+ * serve it), 1 any layout and dtype (a plain impl, or a keyed one with both
+ * wildcards), 2 dtype wildcard, 3 layout wildcard, 4 exact. */
+static int specificity(const kd_registration *r, int layout, int dtype) {
+  if (!r->keyed) return 1;
+  if (!(r->dtypes & KD_DTYPE_BIT(dtype))) return 0;
+  if (r->layout != KD_ALL_LAYOUT && r->layout != layout) return 0;
+  bool all_dtypes = (r->dtypes & KD_ALL_DTYPES) == KD_ALL_DTYPES;
+  if (r->layout == KD_ALL_LAYOUT) return all_dtypes ? 1 : 3;
+  return all_dtypes ? 2 : 4;
+}
+
+/* The selector of a keyed slot (newest registration first wins ties), or
+ * NULL when out of memory. */
+static const kd__kernel **build_select(const kd_op *op, kd_dispatch_key key) {
+  const kd__kernel **sel = calloc(KD__SELECT_CELLS, sizeof *sel);
+  if (!sel) return NULL;
+  int rank[KD__SELECT_CELLS] = {0};
+  for (const kd_registration *r = op->impls; r; r = r->op_next) {
+    if (r->key != key) continue;
+    for (int l = 0; l < KD_LAYOUT_COUNT; l++)
+      for (int d = 0; d < KD_DTYPE_COUNT; d++) {
+        int cell = l * KD_DTYPE_COUNT + d, spec = specificity(r, l, d);
+        if (spec > rank[cell]) {
+          rank[cell] = spec;
+          sel[cell] = r->kernel;
+        }
+      }
+  }
+  return sel;
+}
+
+/* "(CPU, ALL_LAYOUT, [bool, uint8]); (CPU, strided, [float32])", newest first. */
+static char *describe_keyed(const kd_op *op, kd_dispatch_key key) {
+  char buf[2048];
+  kd__fmt f = kd__fmt_init(buf, sizeof buf);
+  bool first = true;
+  for (const kd_registration *r = op->impls; r; r = r->op_next) {
+    if (r->key != key) continue;
+    kd__fmt_printf(&f, "%s(%s, %s, ", first ? "" : "; ", kd_dispatch_key_name(key),
+                   !r->keyed || r->layout == KD_ALL_LAYOUT ? "ALL_LAYOUT"
+                                                           : kd_layout_name((kd_layout)r->layout));
+    kd_dtype_set set = r->keyed ? r->dtypes : KD_ALL_DTYPES;
+    if ((set & KD_ALL_DTYPES) == KD_ALL_DTYPES) {
+      kd__fmt_puts(&f, "ALL_DTYPE)");
+    } else {
+      kd__fmt_puts(&f, "[");
+      bool firstd = true;
+      for (int d = 0; d < KD_DTYPE_COUNT; d++)
+        if (set & KD_DTYPE_BIT(d)) {
+          kd__fmt_printf(&f, "%s%s", firstd ? "" : ", ", kd_dtype_name((kd_dtype)d));
+          firstd = false;
+        }
+      kd__fmt_puts(&f, "])");
+    }
+    first = false;
+  }
+  return dup_str(buf);
+}
+
+static bool same_select(const kd__kernel *const *a, const kd__kernel *const *b) {
+  for (int i = 0; i < KD__SELECT_CELLS; i++)
+    if (a[i] != b[i]) return false;
+  return true;
 }
 
 void kd__op_rebuild_keys(kd_op *op, kd_keyset keys) {
@@ -266,21 +347,40 @@ void kd__op_rebuild_keys(kd_op *op, kd_keyset keys) {
     kd__compute_slot(op, (kd_dispatch_key)key, &kernel, &reason);
     if (kernel && kernel->k.kind == KD_KERNEL_FALLTHROUGH) fallthrough |= (kd_keyset)1 << key;
     const kd__entry *old = atomic_load_explicit(&op->table[key], memory_order_relaxed);
-    if (old ? (old->kernel == kernel && old->reason == reason) : !kernel) continue;
+    bool keyed = reason == KD__REASON_KERNEL && has_keyed(op, (kd_dispatch_key)key);
+    const kd__kernel **sel = keyed ? build_select(op, (kd_dispatch_key)key) : NULL;
+    char *sel_text = keyed ? describe_keyed(op, (kd_dispatch_key)key) : NULL;
+    bool same = old ? (old->kernel == kernel && old->reason == reason &&
+                       (old->select ? sel && same_select(old->select, sel) : !sel))
+                    : !kernel;
+    if (same || (keyed && (!sel || !sel_text))) {
+      if (!same) kd_warn("out of memory rebuilding the dispatch table of '%s'", op->name);
+      free((void *)sel);
+      free(sel_text);
+      continue;
+    }
     kd__entry *e = NULL;
     if (kernel) {
       e = calloc(1, sizeof *e);
       if (!e) {
         /* Keep the old entry; kd_dispatcher_check reports the difference. */
         kd_warn("out of memory rebuilding the dispatch table of '%s'", op->name);
+        free((void *)sel);
+        free(sel_text);
         continue;
+      }
+      if (sel) {
+        e->select = sel;
+        e->select_text = sel_text;
+        for (int i = 0; i < KD__SELECT_CELLS; i++)
+          if (sel[i]) atomic_fetch_add_explicit(&((kd__kernel *)sel[i])->refs, 1, memory_order_relaxed);
       }
       e->kernel = kernel;
       e->reason = reason;
       e->key = (kd_dispatch_key)key;
       e->data = kernel->k.data;
-      e->fast = kernel->k.kind == KD_KERNEL_FUNCTION ? kernel->k.unboxed : NULL;
-      e->boxed = kernel->k.kind == KD_KERNEL_FUNCTION ? kernel->k.boxed : NULL;
+      e->fast = kernel->k.kind == KD_KERNEL_FUNCTION && !sel ? kernel->k.unboxed : NULL;
+      e->boxed = kernel->k.kind == KD_KERNEL_FUNCTION && !sel ? kernel->k.boxed : NULL;
       atomic_fetch_add_explicit(&((kd__kernel *)kernel)->refs, 1, memory_order_relaxed);
     }
     atomic_store_explicit(&op->table[key], e, memory_order_release);
@@ -490,6 +590,20 @@ size_t kd_op_dump(const kd_op *op, char *buf, size_t cap) {
     bool first = true;
     for (const kd_registration *r = op->impls; r; r = r->op_next) {
       if (r->key != (kd_dispatch_key)k) continue;
+      if (r->keyed) {
+        kd__fmt_printf(&f, "  %s: %s kernel for (%s, ", kd_dispatch_key_name((kd_dispatch_key)k),
+                       kernel_form(r->kernel),
+                       r->layout == KD_ALL_LAYOUT ? "ALL_LAYOUT" : kd_layout_name((kd_layout)r->layout));
+        bool fd = true;
+        kd__fmt_puts(&f, "[");
+        for (int d = 0; d < KD_DTYPE_COUNT; d++)
+          if (r->dtypes & KD_DTYPE_BIT(d)) {
+            kd__fmt_printf(&f, "%s%s", fd ? "" : ", ", kd_dtype_name((kd_dtype)d));
+            fd = false;
+          }
+        kd__fmt_printf(&f, "]) registered at %s\n", r->debug ? r->debug : "?");
+        continue; /* keyed kernels are selected, not stacked */
+      }
       kd__fmt_printf(&f, "  %s: %s kernel registered at %s%s\n",
                      kd_dispatch_key_name((kd_dispatch_key)k), kernel_form(r->kernel),
                      r->debug ? r->debug : "?", first ? "" : " [inactive: overridden]");
@@ -529,6 +643,11 @@ size_t kd_op_dump_table(const kd_op *op, char *buf, size_t cap) {
       missing_keys |= (kd_keyset)1 << k;
       continue;
     }
+    if (e->select) {
+      kd__fmt_printf(&f, "  %-14s kernel keys [%s]: %s\n", kd_dispatch_key_name((kd_dispatch_key)k),
+                     reason_name(e->reason), e->select_text);
+      continue;
+    }
     const char *what = e->kernel->k.kind == KD_KERNEL_FALLTHROUGH ? "fallthrough"
                                                                    : kernel_form(e->kernel);
     kd__fmt_printf(&f, "  %-14s %s [%s] from %s\n", kd_dispatch_key_name((kd_dispatch_key)k),
@@ -554,6 +673,12 @@ kd_status kd_dispatcher_check(void) {
       if (kernel && kernel->k.kind == KD_KERNEL_FALLTHROUGH) ft |= (kd_keyset)1 << k;
       const kd__entry *e = atomic_load_explicit(&op->table[k], memory_order_relaxed);
       bool same = e ? (e->kernel == kernel && e->reason == reason) : !kernel;
+      bool keyed = reason == KD__REASON_KERNEL && has_keyed(op, (kd_dispatch_key)k);
+      if (same && (keyed || (e && e->select))) {
+        const kd__kernel **sel = keyed ? build_select(op, (kd_dispatch_key)k) : NULL;
+        same = e->select && sel && same_select(e->select, sel);
+        free((void *)sel);
+      }
       if (!same)
         st = kd_set_error(KD_EINTERNAL,
                           "dispatch table of '%s' is stale at key %s: cached %s, computed %s",
