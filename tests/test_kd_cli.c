@@ -104,7 +104,8 @@ static void test_ops_filter(void **state) {
   r = run_kd("ops 'demo::*'", NULL);
   assert_int_equal(r.status, 0);
   char expected[512];
-  snprintf(expected, sizeof expected, "%s%s", DESCRIBE_LINE, SCALE_LINE);
+  snprintf(expected, sizeof expected, "%s%s%s", DESCRIBE_LINE,
+           "demo::neg\tneg(Tensor self) -> Tensor\n", SCALE_LINE);
   KD_ASSERT_STR_EQ(r.out, expected);
   free(r.out);
   r = run_kd("ops 'demo::s*'", NULL);
@@ -257,13 +258,44 @@ static void test_schema_check(void **state) {
   free(r.out);
 }
 
+/* kd kernels: kernel keys in text and JSON. */
+static void test_kernels(void **state) {
+  (void)state;
+  run_result r = run_kd("kernels demo::neg", NULL);
+  assert_int_equal(r.status, 0);
+  if (!strstr(r.out, "CPU ") || !strstr(r.out, "ALL_LAYOUT [int32, int64, float32, float64]  unboxed  ") ||
+      !strstr(r.out, "demo_ops.c:"))
+    fail_msg("kd kernels demo::neg printed:\n%s", r.out);
+  free(r.out);
+  r = run_kd("kernels demo::scale --json", NULL);
+  assert_int_equal(r.status, 0);
+  if (r.out[0] != '[' || !strstr(r.out, "{\"key\": \"CPU\", \"keyed\": false") ||
+      !strstr(r.out, "{\"key\": \"Meta\"") ||
+      !strstr(r.out, "\"signature\": \"(Tensor, float) -> Tensor\"") ||
+      !strstr(r.out, "\"active\": true}\n]"))
+    fail_msg("kd kernels --json printed:\n%s", r.out);
+  free(r.out);
+  r = run_kd("kernels demo::neg --json", NULL);
+  if (!strstr(r.out, "\"keyed\": true, \"layout\": \"ALL_LAYOUT\", \"dtypes\": [\"int32\", \"int64\", "
+                     "\"float32\", \"float64\"]"))
+    fail_msg("kd kernels demo::neg --json printed:\n%s", r.out);
+  free(r.out);
+  r = run_kd("kernels nosuch::op 2>&1", NULL);
+  assert_int_equal(r.status, 1);
+  assert_non_null(strstr(r.out, "operator 'nosuch::op' not found"));
+  free(r.out);
+  r = run_kd("kernels 2>&1", NULL);
+  assert_int_equal(r.status, 2);
+  free(r.out);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_ops),          cmocka_unit_test(test_ops_filter),
       cmocka_unit_test(test_ops_help),     cmocka_unit_test(test_dump),
       cmocka_unit_test(test_table),        cmocka_unit_test(test_not_found),
       cmocka_unit_test(test_version),      cmocka_unit_test(test_usage_errors),
-      cmocka_unit_test(test_schema_check),
+      cmocka_unit_test(test_schema_check),    cmocka_unit_test(test_kernels),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

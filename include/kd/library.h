@@ -145,6 +145,25 @@ KD_API size_t kd_op_dump(const kd_op *op, char *buf, size_t cap);
  * fallback, fallthrough), then the missing ones. Returns the needed length. */
 KD_API size_t kd_op_dump_table(const kd_op *op, char *buf, size_t cap);
 
+/* One kernel registration of an operator, for listings. Strings are valid
+ * only during the callback. */
+typedef struct kd_kernel_info {
+  kd_dispatch_key key;  /* runtime or alias key */
+  bool keyed;           /* registered with a kernel key (kd_library_impl_keyed) */
+  int layout;           /* keyed: a kd_layout or KD_ALL_LAYOUT; else KD_ALL_LAYOUT */
+  kd_dtype_set dtypes;  /* keyed: the dtypes served; else KD_ALL_DTYPES */
+  const char *form;     /* "unboxed", "boxed", "unboxed+boxed", "closure", "functor", ... */
+  const char *signature; /* the kernel's C signature, or NULL */
+  const char *debug;    /* where it was registered, or NULL */
+  bool active;          /* false when a newer plain kernel for the key overrides it */
+} kd_kernel_info;
+
+/* Calls fn for every kernel registration of the operator, by key, newest
+ * first within a key, under the registration lock (fn must not register).
+ * Stops early when fn returns non-zero and returns that; else 0. */
+KD_API int kd_op_kernels_foreach(const kd_op *op, int (*fn)(const kd_kernel_info *, void *),
+                                 void *user_data);
+
 /* Recomputes every operator's table from its registrations and compares with
  * the cached one. KD_EINTERNAL names the first operator and key that differ. */
 KD_API kd_status kd_dispatcher_check(void);

@@ -691,3 +691,28 @@ kd_status kd_dispatcher_check(void) {
   pthread_mutex_unlock(&kd__registry_lock);
   return st;
 }
+
+int kd_op_kernels_foreach(const kd_op *op, int (*fn)(const kd_kernel_info *, void *),
+                          void *user_data) {
+  if (!op || !fn) return 0;
+  int rc = 0;
+  pthread_mutex_lock(&kd__registry_lock);
+  for (int k = 0; k < KD__NUM_KEYS && rc == 0; k++) {
+    bool plain_seen = false;
+    for (const kd_registration *r = op->impls; r && rc == 0; r = r->op_next) {
+      if (r->key != (kd_dispatch_key)k) continue;
+      kd_kernel_info info = {r->key,
+                             r->keyed,
+                             r->keyed ? r->layout : KD_ALL_LAYOUT,
+                             r->keyed ? r->dtypes : KD_ALL_DTYPES,
+                             kernel_form(r->kernel),
+                             r->kernel->k.signature,
+                             r->debug,
+                             r->keyed || !plain_seen};
+      if (!r->keyed) plain_seen = true;
+      rc = fn(&info, user_data);
+    }
+  }
+  pthread_mutex_unlock(&kd__registry_lock);
+  return rc;
+}

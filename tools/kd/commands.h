@@ -11,5 +11,6 @@ int kd_cmd_tour(int argc, char **argv);
 int kd_cmd_ops(int argc, char **argv);
 int kd_cmd_dump(int argc, char **argv);
 int kd_cmd_table(int argc, char **argv);
+int kd_cmd_kernels(int argc, char **argv);
 
 #endif

@@ -6,6 +6,8 @@
  *
  *   demo::scale(Tensor self, float factor=2.) -> Tensor      CPU kernel, Meta kernel
  *   demo::describe(Tensor self) -> str                       CompositeImplicitAutograd
+ *   demo::neg(Tensor self) -> Tensor                         CPU kernel keys: int32, int64,
+ *                                                            float32, float64
  *   Tracer fallback: prints each call, then redispatches
  */
 #include <stdio.h>
@@ -53,10 +55,43 @@ static kd_status trace_fallback(const kd_call *c, kd_stack *s) {
   return kd_redispatch_boxed(c, s);
 }
 
+/* A type-generic kernel: one function, a switch on the dtype. */
+static kd_status neg_cpu(const kd_call *c, const kd_arg *a, kd_value *r) {
+  (void)c;
+  kd_tensor *self = a[0].t, *out;
+  if (!kd_tensor_is_contiguous(self))
+    return kd_set_error(KD_EINVAL, "demo::neg: expected a contiguous tensor");
+  kd_status st = kd_tensor_empty(kd_tensor_ndim(self), kd_tensor_sizes(self), kd_tensor_dtype(self),
+                                 kd_tensor_device(self), &out);
+  if (st) return st;
+  int64_t n = kd_tensor_numel(self);
+  switch (kd_tensor_dtype(self)) {
+#define NEG_CASE(DT, T)                                                                 \
+  case DT:                                                                              \
+    for (int64_t i = 0; i < n; i++) ((T *)kd_tensor_data(out))[i] = -((const T *)kd_tensor_data(self))[i]; \
+    break;
+    NEG_CASE(KD_INT32, int32_t)
+    NEG_CASE(KD_INT64, int64_t)
+    NEG_CASE(KD_FLOAT32, float)
+    NEG_CASE(KD_FLOAT64, double)
+#undef NEG_CASE
+    default:
+      kd_tensor_release(out);
+      return kd_set_error(KD_EINTERNAL, "demo::neg: no loop for %s", kd_dtype_name(kd_tensor_dtype(self)));
+  }
+  r[0] = kd_value_tensor(out);
+  kd_tensor_release(out);
+  return KD_OK;
+}
+
 KD_LIBRARY(demo, m) {
   kd_library_def(m, "scale(Tensor self, float factor=2.) -> Tensor", NULL, 0, NULL);
   kd_library_def(m, "describe(Tensor self) -> str", NULL, 0, NULL);
+  kd_library_def(m, "neg(Tensor self) -> Tensor", NULL, 0, NULL);
 }
+
+KD_REGISTER_KERNEL(demo, neg, CPU, KD_ALL_LAYOUT, neg_cpu, "(Tensor) -> Tensor", KD_INT32, KD_INT64,
+                   KD_FLOAT32, KD_FLOAT64)
 
 KD_LIBRARY_IMPL(demo, CPU, m) {
   kd_kernel k = kd_kernel_unboxed(scale_cpu, "(Tensor, float) -> Tensor");

@@ -15,6 +15,7 @@ typedef struct kd_command {
 
 static const kd_command commands[] = {
     {"dump", kd_cmd_dump, "an operator's registrations per dispatch key"},
+    {"kernels", kd_cmd_kernels, "an operator's kernels: kernel keys, forms, where registered"},
     {"ops", kd_cmd_ops, "list the registered operators"},
     {"schema", kd_cmd_schema, "parse schemas from stdin and print them canonically"},
     {"table", kd_cmd_table, "an operator's computed dispatch table"},
