@@ -284,3 +284,14 @@ uint16_t kd_float_to_bfloat16(float f) {
   u += 0x7fffu + lsb;
   return (uint16_t)(u >> 16);
 }
+
+void kd__fmt_dtype_set(kd__fmt *f, uint32_t set) {
+  kd__fmt_puts(f, "[");
+  bool first = true;
+  for (int d = 0; d < KD_DTYPE_COUNT; d++)
+    if (set & KD_DTYPE_BIT(d)) {
+      kd__fmt_printf(f, "%s%s", first ? "" : ", ", dtype_table[d].name);
+      first = false;
+    }
+  kd__fmt_puts(f, "]");
+}

@@ -40,6 +40,12 @@ void kd__fmt_putn(kd__fmt *f, const char *s, size_t n);
 void kd__fmt_puts(kd__fmt *f, const char *s);
 void kd__fmt_printf(kd__fmt *f, const char *fmt, ...) KD_PRINTF_LIKE(2, 3);
 
+/* A malloc'd copy of s (NULL for NULL, or when out of memory). */
+char *kd__strdup(const char *s);
+
+/* "[float32, float64]": the dtypes of a set, in table order. */
+void kd__fmt_dtype_set(kd__fmt *f, uint32_t set);
+
 /* Reference counts. */
 typedef atomic_int_fast64_t kd__refcount;
 static inline void kd__ref_init(kd__refcount *r) { atomic_init(r, 1); }

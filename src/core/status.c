@@ -134,3 +134,11 @@ void kd__fmt_printf(kd__fmt *f, const char *fmt, ...) {
   kd__fmt_putn(f, big, (size_t)n);
   free(big);
 }
+
+char *kd__strdup(const char *s) {
+  if (!s) return NULL;
+  size_t n = strlen(s) + 1;
+  char *d = malloc(n);
+  if (d) memcpy(d, s, n);
+  return d;
+}

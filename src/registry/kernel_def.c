@@ -25,14 +25,6 @@ struct kd_kernel_def_reg {
 static pthread_mutex_t def_lock = PTHREAD_MUTEX_INITIALIZER;
 static kd_kernel_def_reg *defs;
 
-static char *dup_str(const char *s) {
-  if (!s) return NULL;
-  size_t n = strlen(s) + 1;
-  char *d = malloc(n);
-  if (d) memcpy(d, s, n);
-  return d;
-}
-
 static void reg_free(kd_kernel_def_reg *r) {
   for (size_t i = 0; r->constraints && i < r->def.nconstraints; i++)
     free((char *)r->constraints[i].name);
@@ -58,18 +50,6 @@ static bool is_identifier(const char *s) {
 
 static bool same_label(const char *a, const char *b) {
   return strcmp(a ? a : "", b ? b : "") == 0;
-}
-
-/* "[float32, float64]" */
-static void format_dtypes(kd__fmt *f, kd_dtype_set set) {
-  kd__fmt_puts(f, "[");
-  bool first = true;
-  for (int d = 0; d < KD_DTYPE_COUNT; d++)
-    if (set & KD_DTYPE_BIT(d)) {
-      kd__fmt_printf(f, "%s%s", first ? "" : ", ", kd_dtype_name((kd_dtype)d));
-      first = false;
-    }
-  kd__fmt_puts(f, "]");
 }
 
 kd_status kd_kernel_def_register(const kd_kernel_def *def, kd_kernel_def_reg **out) {
@@ -121,21 +101,21 @@ kd_status kd_kernel_def_register(const kd_kernel_def *def, kd_kernel_def_reg **o
   r->def = *def;
   r->op = op;
   atomic_init(&r->refs, 1);
-  bool oom = !(r->op_name = dup_str(kd_op_name(op))) || (def->label && !(r->label = dup_str(def->label))) ||
-             (def->debug && !(r->debug = dup_str(def->debug)));
+  bool oom = !(r->op_name = kd__strdup(kd_op_name(op))) || (def->label && !(r->label = kd__strdup(def->label))) ||
+             (def->debug && !(r->debug = kd__strdup(def->debug)));
   if (!oom && def->nconstraints) {
     r->constraints = calloc(def->nconstraints, sizeof *r->constraints);
     oom = !r->constraints;
     for (size_t i = 0; !oom && i < def->nconstraints; i++) {
       r->constraints[i].allowed = def->constraints[i].allowed & KD_ALL_DTYPES;
-      oom = !(r->constraints[i].name = dup_str(def->constraints[i].name));
+      oom = !(r->constraints[i].name = kd__strdup(def->constraints[i].name));
     }
   }
   if (!oom && def->nhost_memory) {
     r->host_memory = calloc(def->nhost_memory, sizeof *r->host_memory);
     oom = !r->host_memory;
     for (size_t i = 0; !oom && i < def->nhost_memory; i++)
-      oom = !(r->host_memory[i] = dup_str(def->host_memory[i]));
+      oom = !(r->host_memory[i] = kd__strdup(def->host_memory[i]));
   }
   if (oom) {
     reg_free(r);
@@ -189,7 +169,7 @@ static void describe_def(kd__fmt *f, const kd_kernel_def_reg *r) {
   kd__fmt_printf(f, "device='%s'", kd_device_type_name(r->def.device));
   for (size_t i = 0; i < r->def.nconstraints; i++) {
     kd__fmt_printf(f, "; %s in ", r->constraints[i].name);
-    format_dtypes(f, r->constraints[i].allowed);
+    kd__fmt_dtype_set(f, r->constraints[i].allowed);
   }
   if (r->def.label && *r->def.label) kd__fmt_printf(f, "; label='%s'", r->def.label);
   if (r->def.priority) kd__fmt_printf(f, "; priority %d", (int)r->def.priority);

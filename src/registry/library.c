@@ -17,13 +17,6 @@ typedef struct def_lib {
 } def_lib;
 static def_lib *def_libs;
 
-static char *dup_str(const char *s) {
-  size_t n = strlen(s) + 1;
-  char *d = malloc(n);
-  if (d) memcpy(d, s, n);
-  return d;
-}
-
 static bool is_identifier(const char *s, size_t n) {
   if (n == 0 || !(isalpha((unsigned char)s[0]) || s[0] == '_')) return false;
   for (size_t i = 1; i < n; i++)
@@ -46,7 +39,7 @@ kd_status kd_library_open(kd_library_kind kind, const char *ns, kd_dispatch_key 
   kd_library *lib = calloc(1, sizeof *lib);
   char debug[512];
   snprintf(debug, sizeof debug, "%s:%d", file ? file : "?", line);
-  if (!lib || !(lib->ns = dup_str(ns)) || !(lib->debug = dup_str(debug))) {
+  if (!lib || !(lib->ns = kd__strdup(ns)) || !(lib->debug = kd__strdup(debug))) {
     if (lib) free(lib->ns);
     free(lib);
     return kd__oom("library");
@@ -274,7 +267,7 @@ kd_status kd_library_def(kd_library *lib, const char *schema_text, const char *c
   if (st == KD_OK) {
     tag_copy = ntags ? calloc(ntags, sizeof *tag_copy) : NULL;
     bool oom = ntags && !tag_copy;
-    for (size_t i = 0; !oom && i < ntags; i++) oom = !(tag_copy[i] = dup_str(tags[i]));
+    for (size_t i = 0; !oom && i < ntags; i++) oom = !(tag_copy[i] = kd__strdup(tags[i]));
     if (oom || !(r = new_registration(KD__REG_DEF, lib->debug))) st = kd__oom("registration");
   }
   kd__op_info *info = NULL;

@@ -248,7 +248,6 @@ void kd__compute_slot(const kd_op *op, kd_dispatch_key key, const kd__kernel **k
 }
 
 static void kernel_unref(const kd__kernel *k);
-static char *dup_str(const char *s);
 
 static void free_entry(void *p) {
   kd__entry *e = p;
@@ -318,18 +317,12 @@ static char *describe_keyed(const kd_op *op, kd_dispatch_key key) {
     if ((set & KD_ALL_DTYPES) == KD_ALL_DTYPES) {
       kd__fmt_puts(&f, "ALL_DTYPE)");
     } else {
-      kd__fmt_puts(&f, "[");
-      bool firstd = true;
-      for (int d = 0; d < KD_DTYPE_COUNT; d++)
-        if (set & KD_DTYPE_BIT(d)) {
-          kd__fmt_printf(&f, "%s%s", firstd ? "" : ", ", kd_dtype_name((kd_dtype)d));
-          firstd = false;
-        }
-      kd__fmt_puts(&f, "])");
+      kd__fmt_dtype_set(&f, set);
+      kd__fmt_puts(&f, ")");
     }
     first = false;
   }
-  return dup_str(buf);
+  return kd__strdup(buf);
 }
 
 static bool same_select(const kd__kernel *const *a, const kd__kernel *const *b) {
@@ -397,14 +390,6 @@ void kd__rebuild_all_keys(kd_keyset keys) {
 
 /* ---- Kernel records ------------------------------------------------------------------- */
 
-static char *dup_str(const char *s) {
-  if (!s) return NULL;
-  size_t n = strlen(s) + 1;
-  char *d = malloc(n);
-  if (d) memcpy(d, s, n);
-  return d;
-}
-
 static void kernel_free_now(kd__kernel *k) {
   if (k->k.destroy_data) k->k.destroy_data(k->k.data);
   for (size_t i = 0; i < k->k.nctor_args; i++) kd_value_destroy(&k->ctor_args[i]);
@@ -451,7 +436,7 @@ kd_status kd__kernel_new(const kd_kernel *k, const char *debug, kd__kernel **out
   atomic_init(&r->refs, 1);
   kd_status st = KD_OK;
   if (k->signature) st = kd__signature_get(k->signature, &r->signature, &r->signature_text);
-  if (st == KD_OK && k->debug && !(r->debug_text = dup_str(k->debug))) st = kd__oom("kernel");
+  if (st == KD_OK && k->debug && !(r->debug_text = kd__strdup(k->debug))) st = kd__oom("kernel");
   if (st == KD_OK && k->nctor_args) {
     r->ctor_args = calloc(k->nctor_args, sizeof *r->ctor_args);
     if (!r->ctor_args) st = kd__oom("kernel");
@@ -594,14 +579,8 @@ size_t kd_op_dump(const kd_op *op, char *buf, size_t cap) {
         kd__fmt_printf(&f, "  %s: %s kernel for (%s, ", kd_dispatch_key_name((kd_dispatch_key)k),
                        kernel_form(r->kernel),
                        r->layout == KD_ALL_LAYOUT ? "ALL_LAYOUT" : kd_layout_name((kd_layout)r->layout));
-        bool fd = true;
-        kd__fmt_puts(&f, "[");
-        for (int d = 0; d < KD_DTYPE_COUNT; d++)
-          if (r->dtypes & KD_DTYPE_BIT(d)) {
-            kd__fmt_printf(&f, "%s%s", fd ? "" : ", ", kd_dtype_name((kd_dtype)d));
-            fd = false;
-          }
-        kd__fmt_printf(&f, "]) registered at %s\n", r->debug ? r->debug : "?");
+        kd__fmt_dtype_set(&f, r->dtypes);
+        kd__fmt_printf(&f, ") registered at %s\n", r->debug ? r->debug : "?");
         continue; /* keyed kernels are selected, not stacked */
       }
       kd__fmt_printf(&f, "  %s: %s kernel registered at %s%s\n",
