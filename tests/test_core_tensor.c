@@ -70,7 +70,7 @@ static void count_free(void *ctx, kd_device dev, void *p, size_t n) {
 static void test_allocators(void **state) {
   (void)state;
   counting c = {0, 0, 0};
-  kd_allocator a = {KD_ALLOCATOR_API_VERSION, count_alloc, count_free, &c}, got;
+  kd_allocator a = {KD_ALLOCATOR_API_VERSION, count_alloc, count_free, &c, NULL, NULL}, got;
   /* No allocator for a private type yet. */
   kd_storage *s;
   KD_ASSERT_ERR(kd_storage_new((kd_device){KD_DEVICE_PRIVATEUSE2, 0}, 16, &s), KD_EUNSUPPORTED,

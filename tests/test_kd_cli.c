@@ -104,7 +104,8 @@ static void test_ops_filter(void **state) {
   r = run_kd("ops 'demo::*'", NULL);
   assert_int_equal(r.status, 0);
   char expected[512];
-  snprintf(expected, sizeof expected, "%s%s%s", DESCRIBE_LINE,
+  snprintf(expected, sizeof expected, "%s%s%s%s", DESCRIBE_LINE,
+           "demo::eq\teq(Tensor self, Tensor other) -> Tensor\n",
            "demo::neg\tneg(Tensor self) -> Tensor\n", SCALE_LINE);
   KD_ASSERT_STR_EQ(r.out, expected);
   free(r.out);
@@ -272,13 +273,30 @@ static void test_kernels(void **state) {
   if (r.out[0] != '[' || !strstr(r.out, "{\"key\": \"CPU\", \"keyed\": false") ||
       !strstr(r.out, "{\"key\": \"Meta\"") ||
       !strstr(r.out, "\"signature\": \"(Tensor, float) -> Tensor\"") ||
-      !strstr(r.out, "\"active\": true}\n]"))
+      !strstr(r.out, "\"active\": true, \"custom\": false, \"staged\": false, \"key_arg\": -1}\n]"))
     fail_msg("kd kernels --json printed:\n%s", r.out);
   free(r.out);
   r = run_kd("kernels demo::neg --json", NULL);
   if (!strstr(r.out, "\"keyed\": true, \"layout\": \"ALL_LAYOUT\", \"dtypes\": [\"int32\", \"int64\", "
                      "\"float32\", \"float64\"]"))
     fail_msg("kd kernels demo::neg --json printed:\n%s", r.out);
+  free(r.out);
+  /* Argument definitions: grouped by dtype in text ("T" the dtype itself),
+   * one entry per dtype in JSON. */
+  r = run_kd("kernels demo::eq", NULL);
+  assert_int_equal(r.status, 0);
+  if (!strstr(r.out, "    T in [int32, int64, float32, float64]:\n"
+                     "      inputs: self (CPU, ALL_LAYOUT, T), other (CPU, ALL_LAYOUT, T)\n"
+                     "      outputs: result0 (CPU, ALL_LAYOUT, bool)\n"))
+    fail_msg("kd kernels demo::eq printed:\n%s", r.out);
+  free(r.out);
+  r = run_kd("kernels demo::eq --json", NULL);
+  if (!strstr(r.out, "{\"dtypes\": [\"int64\"], \"inputs\": [{\"name\": \"self\", \"backend\": "
+                     "\"CPU\", \"layout\": \"ALL_LAYOUT\", \"dtype\": \"int64\"}, {\"name\": "
+                     "\"other\", \"backend\": \"CPU\", \"layout\": \"ALL_LAYOUT\", \"dtype\": "
+                     "\"int64\"}], \"outputs\": [{\"name\": \"result0\", \"backend\": \"CPU\", "
+                     "\"layout\": \"ALL_LAYOUT\", \"dtype\": \"bool\"}]}"))
+    fail_msg("kd kernels demo::eq --json printed:\n%s", r.out);
   free(r.out);
   r = run_kd("kernels nosuch::op 2>&1", NULL);
   assert_int_equal(r.status, 1);

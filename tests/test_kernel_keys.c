@@ -56,7 +56,7 @@ KD_LIBRARY(kk, m) {
 }
 
 /* One line: int32 and int64, any layout, registered at load. */
-KD_REGISTER_KERNEL(kk, neg, CPU, KD_ALL_LAYOUT, neg_int, "(Tensor) -> Tensor", KD_INT32, KD_INT64)
+KD_REGISTER_KERNEL(kk, neg, CPU, KD_ALL_LAYOUT, neg_int, "(Tensor) -> Tensor", KD_INT32, KD_INT64) {}
 
 static kd_tensor *make(kd_dtype dt) {
   kd_tensor *t;

@@ -72,29 +72,74 @@ KD_API size_t kd_device_format(kd_device device, char *buf, size_t cap);
 
 /* ---- Allocators --------------------------------------------------------- */
 
-#define KD_ALLOCATOR_API_VERSION 1
+/* Version 1: api_version, alloc, free, ctx. Version 2 appends copy_to_host and
+ * copy_from_host. The struct only grows at the end: a version-1 caller's struct
+ * (compiled against an older header) is shorter, and the library reads and
+ * writes only the fields of the version it is given. */
+#define KD_ALLOCATOR_API_VERSION 2
 
-/* How storage of one device type gets its bytes. The registry copies the
- * struct; `ctx` must stay valid while any storage made with it lives. */
+/* How storage of one device type gets its bytes and moves them to and from
+ * the host. The registry copies the struct; `ctx` must stay valid while any
+ * storage made with it lives. */
 typedef struct kd_allocator {
-  uint32_t api_version; /* KD_ALLOCATOR_API_VERSION */
+  uint32_t api_version; /* KD_ALLOCATOR_API_VERSION (1 is still accepted) */
   /* Returns `nbytes` bytes aligned to at least 64 bytes on `device`, or NULL
    * when out of memory. Never called with nbytes == 0. */
   void *(*alloc)(void *ctx, kd_device device, size_t nbytes);
   /* Frees what alloc returned for the same device and size. */
   void (*free)(void *ctx, kd_device device, void *ptr, size_t nbytes);
-  void *ctx; /* passed to both */
+  void *ctx; /* passed to every function of the struct */
+  /* ---- Version 2 (optional: both NULL, or both set) ---- */
+  /* Copies `nbytes` bytes from device memory to host memory, as DLPack's
+   * producers do for a consumer on the host. `device_src` is an address on
+   * `device`: inside a block alloc returned, possibly not at its start, or in
+   * memory of this device type the allocator did not allocate (storage made by
+   * kd_storage_wrap or a DLPack import), so it must accept any valid address of
+   * the type. `host_dst` is ordinary cpu memory. The ranges never overlap and
+   * need no alignment beyond the element size. Synchronous: the bytes are in
+   * `host_dst` when it returns (a backend with streams synchronises first).
+   * Never called with nbytes == 0. Returns KD_OK, or a negative kd_status
+   * after kd_set_error on failure, when the destination's contents are
+   * unspecified. May be called from any thread. */
+  kd_status (*copy_to_host)(void *ctx, kd_device device, void *host_dst, const void *device_src,
+                            size_t nbytes);
+  /* The other way, with the same rules: `host_src` is cpu memory, `device_dst`
+   * an address on `device` (the library only writes into storage it made with
+   * this allocator). */
+  kd_status (*copy_from_host)(void *ctx, kd_device device, void *device_dst, const void *host_src,
+                              size_t nbytes);
 } kd_allocator;
 
 /* Installs the allocator of a device type; storages made before keep the
  * allocator they were made with. NULL restores the default (cpu: aligned
- * malloc; meta: none needed; other types: none, so allocation fails).
- * KD_EINVAL for a bad type, a wrong api_version, or a meta allocator. */
+ * malloc, copies are memcpy; meta: none needed; other types: none, so
+ * allocation fails). `allocator->api_version` is read first: with 1 only the
+ * version-1 fields are read and the copy functions count as NULL; with 2 the
+ * whole struct. A device type whose allocator has no copy functions holds
+ * tensors that cannot be moved to or from it (kd_tensor_to_device gives
+ * KD_EUNSUPPORTED); cpu is host memory and never needs them.
+ * KD_EINVAL for a bad type, an api_version other than 1 or 2, a NULL alloc or
+ * free, only one of the two copy functions, or a meta allocator. The caller
+ * keeps `allocator` (it is copied). */
 KD_API kd_status kd_allocator_set(kd_device_type type, const kd_allocator *allocator);
 
-/* A copy of the allocator in use for a type. KD_ENOTFOUND when the type has
- * none; KD_EINVAL for a bad type. */
-KD_API kd_status kd_allocator_get(kd_device_type type, kd_allocator *out);
+/* A copy of the allocator in use for a type, written into the first
+ * `out_size` bytes of `*out`: out_size must be at least the size of a
+ * version-1 struct; at most sizeof(kd_allocator) bytes are written.
+ * out->api_version says which fields were written (2 when out_size covers
+ * the copy functions, else 1); copy functions of an allocator installed as
+ * version 1 read NULL. KD_ENOTFOUND when the type has none; KD_EINVAL for a
+ * bad type, a NULL out or a short out_size. *out is untouched on error.
+ * Call it through kd_allocator_get, which passes sizeof(kd_allocator). */
+KD_API kd_status kd_allocator_get_sized(kd_device_type type, kd_allocator *out, size_t out_size);
+
+/* kd_status kd_allocator_get(kd_device_type type, kd_allocator *out);
+ * A copy of the allocator in use for a type (the whole struct of this
+ * header's version); errors as kd_allocator_get_sized. A macro, so that
+ * programs compiled against this header get the copy functions while the
+ * library's exported kd_allocator_get symbol, which programs built against
+ * version 1 call, keeps writing only the version-1 fields. */
+#define kd_allocator_get(type, out) kd_allocator_get_sized((type), (out), sizeof(kd_allocator))
 
 KD_EXTERN_C_END
 

@@ -91,6 +91,115 @@ KD_API kd_status kd_library_impl_keyed(kd_library *lib, const char *name, int la
                                        kd_dtype_set dtypes, const kd_kernel *kernel,
                                        kd_registration **out);
 
+/* ---- Kernel argument definitions ------------------------------------------
+ *
+ * A kernel-key kernel (backend B, layout L, dtype D) expects by default every
+ * Tensor or Tensor? argument and every Tensor result on B, in L, of dtype D.
+ * A registration may change that, per dtype, field by field: an input on
+ * KD_ALL_BACKEND is used wherever it lives (never moved), an input of
+ * KD_ALL_DTYPE is never cast, an output may be bool for a comparison, an
+ * index input may have to be int64. The dispatcher enforces the definitions
+ * on every call of the kernel: a tensor input on another backend is moved
+ * (kd_tensor_to_device) and one of another dtype is cast (kd_tensor_to_dtype)
+ * before the kernel runs, for the call only; a tensor result that breaks its
+ * definition makes the call fail with KD_EINTERNAL naming the kernel. A
+ * layout is checked, never converted (KD_ETYPE). */
+#define KD_ALL_BACKEND (-1) /* an argument definition's backend: anywhere */
+#define KD_ALL_DTYPE (-1)   /* an argument definition's dtype: any */
+
+typedef enum kd_argdef_field {
+  KD_ARGDEF_BACKEND = 0, /* a backend key (KD_KEY_CPU, ...) or KD_ALL_BACKEND */
+  KD_ARGDEF_LAYOUT = 1,  /* a kd_layout or KD_ALL_LAYOUT */
+  KD_ARGDEF_DTYPE = 2,   /* a kd_dtype or KD_ALL_DTYPE */
+} kd_argdef_field;
+
+/* One argument's or result's definition, as listed by kd_op_kernels_foreach. */
+typedef struct kd_arg_def {
+  int backend; /* a backend key or KD_ALL_BACKEND */
+  int layout;  /* a kd_layout or KD_ALL_LAYOUT */
+  int dtype;   /* a kd_dtype or KD_ALL_DTYPE */
+} kd_arg_def;
+
+/* The argument definitions of one registration for one dtype, handed to the
+ * registration's `args` callback (valid only during it). */
+typedef struct kd_kernel_args kd_kernel_args;
+
+/* Sets one field of the definition of input `arg` (the schema's argument
+ * index; it must be a Tensor or Tensor? argument) or of output `ret` (the
+ * schema's return index; a Tensor return). Indices are checked against the
+ * schema when the operator is (or becomes) defined: KD_EINVAL then names the
+ * argument. A bad field or value is recorded and makes the registration fail
+ * with KD_EINVAL. */
+KD_API void kd_kernel_args_input(kd_kernel_args *args, size_t arg, kd_argdef_field field, int value);
+KD_API void kd_kernel_args_output(kd_kernel_args *args, size_t ret, kd_argdef_field field,
+                                  int value);
+/* Selects kernels by argument `arg` (a Tensor or Tensor? argument) instead
+ * of the first tensor: the same for every dtype of the registration; it
+ * replaces the spec's key_arg. */
+KD_API void kd_kernel_args_key(kd_kernel_args *args, size_t arg);
+
+/* Flags of a kernel-key registration. */
+#define KD_KERNEL_CUSTOM 0x1u   /* a plugin's kernel: staged until kd_custom_kernels_merge */
+#define KD_KERNEL_OVERRIDE 0x2u /* a custom kernel that may replace a built-in one */
+
+#define KD_KEYED_KERNEL_VERSION 1
+/* A kernel-key registration in full (kd_library_impl_keyed is the short form). */
+typedef struct kd_keyed_kernel {
+  uint32_t version;       /* KD_KEYED_KERNEL_VERSION */
+  int layout;             /* a kd_layout or KD_ALL_LAYOUT */
+  kd_dtype_set dtypes;    /* the dtypes served; not empty */
+  const kd_kernel *kernel; /* a FUNCTION kernel; copied */
+  uint32_t flags;         /* KD_KERNEL_CUSTOM, KD_KERNEL_OVERRIDE */
+  /* The argument whose layout and dtype select the kernel: -1 for the first
+   * Tensor or Tensor? argument, else a schema argument index. Every
+   * kernel-key registration of one (operator, key) must agree. */
+  int key_arg;
+  /* Adjusts the argument definitions, called once per dtype of `dtypes`
+   * during the registration; NULL keeps the defaults. */
+  void (*args)(kd_kernel_args *args, kd_dtype dtype, void *user_data);
+  void *user_data; /* passed to args */
+} kd_keyed_kernel;
+
+/* Registers a kernel-key kernel as kd_library_impl_keyed, with argument
+ * definitions, a key argument and flags. A KD_KERNEL_CUSTOM registration is
+ * staged: it takes no part in dispatch until kd_custom_kernels_merge.
+ * KD_EINVAL for a bad spec (naming the field) or an argument definition
+ * that does not fit the schema; KD_EEXIST when the key argument disagrees
+ * with an earlier registration for the same key (naming it). */
+KD_API kd_status kd_library_impl_keyed_ex(kd_library *lib, const char *name,
+                                          const kd_keyed_kernel *spec, kd_registration **out);
+
+/* Merges every staged custom kernel into dispatch, all or nothing: a custom
+ * kernel whose (operator, key, layout) and some dtype equal a built-in
+ * (non-custom) registration's is refused unless it has KD_KERNEL_OVERRIDE;
+ * then nothing is merged and KD_EEXIST names both registrations (and how
+ * many other refusals there are). A merged override warns as any override.
+ * *merged (may be NULL) gets how many were merged. */
+KD_API kd_status kd_custom_kernels_merge(size_t *merged);
+
+/* CPU fallback for a backend (PHI's): when enabled and a call selects the
+ * backend's slot but no kernel-key kernel serves the key tensor's dtype, the
+ * CPU slot's kernel for that dtype runs instead, with every tensor input
+ * moved to the CPU and every tensor result moved back to the key tensor's
+ * device. The first fallback of each (operator, backend, dtype) warns
+ * (kd_warn). KD_EINVAL for a key that is not a backend other than CPU. */
+KD_API kd_status kd_backend_set_cpu_fallback(kd_dispatch_key backend, bool enabled);
+
+/* Which kernel a call of `op` under `key` on a key tensor of (layout,
+ * dtype) would run, without running it. */
+typedef struct kd_kernel_selection {
+  kd_dispatch_key key;  /* the slot whose kernel runs: `key`, or KD_KEY_CPU after a fallback */
+  bool fell_back;       /* the backend's CPU fallback chose the kernel */
+  bool keyed;           /* a kernel-key kernel (else the slot's plain kernel) */
+  int layout;           /* keyed: the registration's layout (KD_ALL_LAYOUT or a kd_layout) */
+  kd_dtype_set dtypes;  /* keyed: the registration's dtypes */
+} kd_kernel_selection;
+
+/* KD_ENOKERNEL as a call would fail (the message lists what is registered);
+ * KD_EINVAL for a bad key, layout or dtype. */
+KD_API kd_status kd_op_select_kernel(const kd_op *op, kd_dispatch_key key, kd_layout layout,
+                                     kd_dtype dtype, kd_kernel_selection *out);
+
 /* A kernel for every operator under the library's key (an IMPL library with a
  * runtime key): a boxed function, a fallthrough, or not-supported. A second
  * fallback for one key is KD_EEXIST naming the first. */
@@ -156,11 +265,23 @@ typedef struct kd_kernel_info {
   const char *signature; /* the kernel's C signature, or NULL */
   const char *debug;    /* where it was registered, or NULL */
   bool active;          /* false when a newer plain kernel for the key overrides it */
+  /* Appended (kernel argument definitions): for a keyed registration of a
+   * defined operator, argdefs[d * (nargs + nrets) + i] is the definition of
+   * argument i (i < nargs) or of result i - nargs for dtype d (d served);
+   * arguments and results that are not tensors have every field
+   * KD_ARGDEF_NOT_TENSOR. NULL otherwise. */
+  const kd_arg_def *argdefs;
+  uint32_t nargs, nrets;
+  bool custom;          /* registered with KD_KERNEL_CUSTOM */
+  bool staged;          /* custom and not merged yet (takes no part in dispatch) */
+  int key_arg;          /* keyed: the selecting argument (-1: the first tensor) */
 } kd_kernel_info;
+#define KD_ARGDEF_NOT_TENSOR (-2)
 
 /* Calls fn for every kernel registration of the operator, by key, newest
- * first within a key, under the registration lock (fn must not register).
- * Stops early when fn returns non-zero and returns that; else 0. */
+ * first within a key (staged custom kernels last, inactive), under the
+ * registration lock (fn must not register). Stops early when fn returns
+ * non-zero and returns that; else 0. */
 KD_API int kd_op_kernels_foreach(const kd_op *op, int (*fn)(const kd_kernel_info *, void *),
                                  void *user_data);
 
@@ -230,25 +351,44 @@ KD_API kd_status kd_library_open_desc(const kd_library_desc *desc);
 /* Kernel keys in one line, PHI's PD_REGISTER_KERNEL in C: registers `fn`
  * (an unboxed kernel with `signature`) for operator `op` of namespace `ns`,
  * dispatch key KEY (CPU, META, PRIVATEUSE1, ...), a layout (KD_ALL_LAYOUT
- * or a kd_layout) and the listed dtypes, when the program loads:
+ * or a kd_layout) and the listed dtypes, when the program loads. A body
+ * follows, run once per dtype with `kernel` (kd_kernel_args *) and `dtype`,
+ * to change argument definitions; it may be empty:
  *
  *   KD_REGISTER_KERNEL(myops, neg, CPU, KD_ALL_LAYOUT, neg_kernel, "(Tensor) -> Tensor",
- *                      KD_INT32, KD_INT64, KD_FLOAT32, KD_FLOAT64)
+ *                      KD_INT32, KD_INT64, KD_FLOAT32, KD_FLOAT64) {}
+ *   KD_REGISTER_KERNEL(myops, eq, CPU, KD_ALL_LAYOUT, eq_kernel, "(Tensor, Tensor) -> Tensor",
+ *                      KD_INT64, KD_FLOAT32) {
+ *     kd_kernel_args_output(kernel, 0, KD_ARGDEF_DTYPE, KD_BOOL);
+ *   }
  *
  * The dtypes become an array initializer (no macro recursion); `fn` reads
  * the key tensor's dtype itself (a type-generic kernel switches on it). The
- * descriptor is kd_library_kernel_NS_OP_KEY (for KD_USE_LIBRARY). */
-#define KD_REGISTER_KERNEL(ns, op, key, layout, fn, signature, ...)                               \
-  static const kd_dtype kd_library_kernel_##ns##_##op##_##key##_dtypes_[] = {__VA_ARGS__};        \
-  KD__LIBRARY_BLOCK(kd_library_kernel_##ns##_##op##_##key, KD_LIBRARY_IMPL, ns, KD_KEY_##key,     \
+ * descriptor is kd_library_kernel_NS_OP_KEY (for KD_USE_LIBRARY). A failed
+ * registration is reported with kd_warn (a constructor has no caller). */
+#define KD__KSYM(ns, op, key, suffix) kd_library_kernel_##ns##_##op##_##key##suffix
+#define KD__UNUSED_PARAM __attribute__((unused))
+#define KD_REGISTER_KERNEL(ns, op, key, layout, fn, signature, ...)                              \
+  static const kd_dtype KD__KSYM(ns, op, key, _dtypes_)[] = {__VA_ARGS__};                        \
+  static void KD__KSYM(ns, op, key, _args_)(kd_kernel_args * kernel, kd_dtype dtype);             \
+  static void KD__KSYM(ns, op, key, _thunk_)(kd_kernel_args * a, kd_dtype d, void *u) {           \
+    (void)u;                                                                                      \
+    KD__KSYM(ns, op, key, _args_)(a, d);                                                          \
+  }                                                                                               \
+  KD__LIBRARY_BLOCK(kd_library_kernel_##ns##_##op##_##key, KD_LIBRARY_IMPL, ns, KD_KEY_##key,    \
                     kd_lib_) {                                                                    \
     kd_kernel kd_k_ = kd_kernel_unboxed(fn, signature);                                           \
-    kd_library_impl_keyed(                                                                        \
-        kd_lib_, #op, layout,                                                                     \
-        kd_dtype_set_of(kd_library_kernel_##ns##_##op##_##key##_dtypes_,                          \
-                        sizeof kd_library_kernel_##ns##_##op##_##key##_dtypes_ / sizeof(kd_dtype)), \
-        &kd_k_, NULL);                                                                            \
-  }
+    kd_keyed_kernel kd_s_ = {                                                                     \
+        KD_KEYED_KERNEL_VERSION, layout,                                                          \
+        kd_dtype_set_of(KD__KSYM(ns, op, key, _dtypes_),                                          \
+                        sizeof KD__KSYM(ns, op, key, _dtypes_) / sizeof(kd_dtype)),               \
+        &kd_k_, 0, -1, KD__KSYM(ns, op, key, _thunk_), NULL};                                     \
+    if (kd_library_impl_keyed_ex(kd_lib_, #op, &kd_s_, NULL))                                     \
+      kd_warn("KD_REGISTER_KERNEL(%s::%s, %s) at %s:%d: %s", #ns, #op, #key, __FILE__, __LINE__,  \
+              kd_last_error());                                                                   \
+  }                                                                                               \
+  static void KD__KSYM(ns, op, key, _args_)(kd_kernel_args * kernel KD__UNUSED_PARAM,             \
+                                            kd_dtype dtype KD__UNUSED_PARAM)
 
 #define KD_USE_LIBRARY(sym)                                                \
   extern const kd_library_desc sym;                                        \

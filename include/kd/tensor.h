@@ -171,6 +171,50 @@ KD_API kd_status kd_tensor_item(const kd_tensor *tensor, kd_scalar *out);
  * needed length as snprintf. */
 KD_API size_t kd_tensor_describe(const kd_tensor *tensor, char *buf, size_t cap);
 
+/* ---- Conversion between dtypes and devices --------------------------------- */
+
+/* A new contiguous tensor on t's device with t's sizes and its values
+ * converted to `dtype` as PyTorch's Tensor.to(dtype) converts them: floating
+ * to integral truncates toward zero; anything to bool is `!= 0` (NaN is true;
+ * a complex value is true when either part is non-zero); complex to real keeps
+ * the real part; real to complex has imaginary part 0; integral to integral
+ * wraps modulo 2^bits (exact for int64, never through double); float16 and
+ * bfloat16 round to nearest even (values wider than float32 round through
+ * float32, as c10::Half does). Floating values outside int64's range, and NaN,
+ * become INT64_MIN before wrapping to a narrower integer (PyTorch leaves them
+ * undefined). Any strides and storage offset, 0-dim and zero-element tensors;
+ * the same dtype still gives a new copy. A meta tensor gives a meta tensor of
+ * `dtype` (no data).
+ * t is borrowed; the caller owns *out (one reference), which is NULL on error.
+ * KD_EINVAL: NULL t or out, an invalid dtype. KD_EUNSUPPORTED: t is on a device
+ * other than cpu or meta (move it with kd_tensor_to_device first). KD_ENOMEM. */
+KD_API kd_status kd_tensor_to_dtype(const kd_tensor *t, kd_dtype dtype, kd_tensor **out);
+
+/* A new contiguous tensor on `device` with t's sizes, dtype and values. Any
+ * strides and storage offset. Bytes move through the host with the copy
+ * functions of the device types' allocators (kd_allocator version 2); cpu is
+ * host memory. To the same device it is a contiguous copy. To meta: an empty
+ * meta tensor of t's sizes and dtype. From meta to a device other than meta:
+ * KD_EUNSUPPORTED (meta tensors have no data).
+ * t is borrowed; the caller owns *out (one reference), which is NULL on error.
+ * KD_EINVAL: NULL t or out, an invalid device type, a negative index, or an
+ * index other than 0 for cpu or meta. KD_EUNSUPPORTED: a device type involved
+ * has no allocator, or an allocator without copy functions (the message names
+ * the device type). KD_ENOMEM. A copy function's own error status is passed
+ * on, with its message. */
+KD_API kd_status kd_tensor_to_device(const kd_tensor *t, kd_device device, kd_tensor **out);
+
+/* Copies src's values into dst in place (PyTorch's dst.copy_(src)), converting
+ * dtypes as kd_tensor_to_dtype and broadcasting src's sizes to dst's. dst may
+ * have any strides (but no two of its elements may share memory); src may
+ * overlap dst (it is read completely first then). dst must be on cpu (or meta,
+ * where nothing is written); src may be on any device kd_tensor_to_device can
+ * move to cpu. Both are borrowed; dst's bytes are written.
+ * KD_EINVAL: NULL argument, sizes that do not broadcast, a dst whose elements
+ * overlap. KD_EUNSUPPORTED: dst on another device, src on meta with a cpu dst,
+ * or as kd_tensor_to_device. KD_ENOMEM. On error dst is unchanged. */
+KD_API kd_status kd_tensor_copy_(kd_tensor *dst, const kd_tensor *src);
+
 KD_EXTERN_C_END
 
 #endif /* KD_TENSOR_H */

@@ -21,12 +21,12 @@ typedef struct kd__device_slot {
 
 /* cpu=kDLCPU(1), cuda=kDLCUDA(2); meta has no DLPack form. */
 static kd__device_slot slots[KD_DEVICE_TYPE_COUNT] = {
-    {"cpu", 1, false, false, {0, NULL, NULL, NULL}},
-    {"cuda", 2, false, false, {0, NULL, NULL, NULL}},
-    {"meta", 0, false, false, {0, NULL, NULL, NULL}},
-    {"privateuseone", 0, false, false, {0, NULL, NULL, NULL}},
-    {"privateusetwo", 0, false, false, {0, NULL, NULL, NULL}},
-    {"privateusethree", 0, false, false, {0, NULL, NULL, NULL}},
+    {"cpu", 1, false, false, {0, NULL, NULL, NULL, NULL, NULL}},
+    {"cuda", 2, false, false, {0, NULL, NULL, NULL, NULL, NULL}},
+    {"meta", 0, false, false, {0, NULL, NULL, NULL, NULL, NULL}},
+    {"privateuseone", 0, false, false, {0, NULL, NULL, NULL, NULL, NULL}},
+    {"privateusetwo", 0, false, false, {0, NULL, NULL, NULL, NULL, NULL}},
+    {"privateusethree", 0, false, false, {0, NULL, NULL, NULL, NULL, NULL}},
 };
 
 /* Registration is rare and serialized; readers of names read bytes that are
@@ -170,22 +170,50 @@ static void cpu_free(void *ctx, kd_device device, void *ptr, size_t nbytes) {
   free(ptr);
 }
 
-static const kd_allocator cpu_default = {KD_ALLOCATOR_API_VERSION, cpu_alloc, cpu_free, NULL};
+static kd_status cpu_copy(void *ctx, kd_device device, void *dst, const void *src, size_t nbytes) {
+  (void)ctx;
+  (void)device;
+  memcpy(dst, src, nbytes);
+  return KD_OK;
+}
+
+static const kd_allocator cpu_default = {KD_ALLOCATOR_API_VERSION, cpu_alloc, cpu_free, NULL,
+                                         cpu_copy, cpu_copy};
+
+/* The bytes of a version-1 struct: the fields before copy_to_host. */
+#define KD__ALLOCATOR_V1_SIZE offsetof(kd_allocator, copy_to_host)
 
 kd_status kd_allocator_set(kd_device_type type, const kd_allocator *allocator) {
   if (!valid_type(type))
     return kd_set_error(KD_EINVAL, "kd_allocator_set: invalid device type %d", (int)type);
   if (type == KD_DEVICE_META)
     return kd_set_error(KD_EINVAL, "kd_allocator_set: meta tensors have no bytes to allocate");
-  if (allocator && (allocator->api_version != KD_ALLOCATOR_API_VERSION || !allocator->alloc ||
-                    !allocator->free))
-    return kd_set_error(KD_EINVAL,
-                        "kd_allocator_set(%s): expected api_version %d and non-NULL alloc and "
-                        "free, got api_version %u",
-                        slots[type].name, KD_ALLOCATOR_API_VERSION, allocator->api_version);
+  kd_allocator copy;
+  memset(&copy, 0, sizeof copy);
+  if (allocator) {
+    /* api_version first: a version-1 struct ends before the copy functions,
+     * so only its own bytes may be read. */
+    uint32_t version = allocator->api_version;
+    if (version == 1)
+      memcpy(&copy, allocator, KD__ALLOCATOR_V1_SIZE);
+    else if (version == 2)
+      copy = *allocator;
+    if ((version != 1 && version != 2) || !copy.alloc || !copy.free)
+      return kd_set_error(KD_EINVAL,
+                          "kd_allocator_set(%s): expected api_version 1 or %d "
+                          "(KD_ALLOCATOR_API_VERSION) and non-NULL alloc and free, got "
+                          "api_version %u",
+                          slots[type].name, KD_ALLOCATOR_API_VERSION, version);
+    if (!copy.copy_to_host != !copy.copy_from_host)
+      return kd_set_error(KD_EINVAL,
+                          "kd_allocator_set(%s): expected copy_to_host and copy_from_host both "
+                          "set or both NULL, got only %s",
+                          slots[type].name, copy.copy_to_host ? "copy_to_host" : "copy_from_host");
+    copy.api_version = KD_ALLOCATOR_API_VERSION; /* stored in this version's layout */
+  }
   pthread_mutex_lock(&device_lock);
   if (allocator) {
-    slots[type].allocator = *allocator;
+    slots[type].allocator = copy;
     slots[type].has_allocator = true;
   } else {
     slots[type].has_allocator = false;
@@ -194,17 +222,37 @@ kd_status kd_allocator_set(kd_device_type type, const kd_allocator *allocator) {
   return KD_OK;
 }
 
-kd_status kd_allocator_get(kd_device_type type, kd_allocator *out) {
+kd_status kd_allocator_get_sized(kd_device_type type, kd_allocator *out, size_t out_size) {
   if (!valid_type(type) || !out)
-    return kd_set_error(KD_EINVAL, "kd_allocator_get: invalid device type %d", (int)type);
+    return kd_set_error(KD_EINVAL, "kd_allocator_get: invalid device type %d or NULL out",
+                        (int)type);
+  if (out_size < KD__ALLOCATOR_V1_SIZE)
+    return kd_set_error(KD_EINVAL,
+                        "kd_allocator_get_sized: out_size %zu is too small: expected at least "
+                        "%zu (a version-1 kd_allocator)",
+                        out_size, (size_t)KD__ALLOCATOR_V1_SIZE);
+  kd_allocator got;
   kd_status st = KD_OK;
   pthread_mutex_lock(&device_lock);
   if (slots[type].has_allocator)
-    *out = slots[type].allocator;
+    got = slots[type].allocator;
   else if (type == KD_DEVICE_CPU)
-    *out = cpu_default;
+    got = cpu_default;
   else
     st = kd_set_error(KD_ENOTFOUND, "no allocator for device type '%s'", slots[type].name);
   pthread_mutex_unlock(&device_lock);
-  return st;
+  if (st) return st;
+  size_t n = out_size < sizeof got ? out_size : sizeof got;
+  got.api_version = n >= sizeof got ? (uint32_t)KD_ALLOCATOR_API_VERSION : 1u;
+  memcpy(out, &got, n < sizeof got ? KD__ALLOCATOR_V1_SIZE : n);
+  return KD_OK;
+}
+
+/* The symbol programs built against allocator version 1 call: their struct
+ * holds the version-1 fields only. Newer headers map kd_allocator_get to
+ * kd_allocator_get_sized. */
+#undef kd_allocator_get
+KD_API kd_status kd_allocator_get(kd_device_type type, kd_allocator *out);
+kd_status kd_allocator_get(kd_device_type type, kd_allocator *out) {
+  return kd_allocator_get_sized(type, out, KD__ALLOCATOR_V1_SIZE);
 }

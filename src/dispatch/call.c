@@ -12,10 +12,12 @@
 #include "dispatch/dispatcher_impl.h"
 
 bool kd__trace;
+bool kd__slow;
 
 __attribute__((constructor)) static void kd__trace_init(void) {
   const char *v = getenv("KD_SHOW_DISPATCH_TRACE");
   kd__trace = v && *v && strcmp(v, "0") != 0;
+  if (kd__trace) kd__slow = true;
 }
 
 #define KD__LIKELY(x) __builtin_expect(!!(x), 1)
@@ -83,33 +85,74 @@ static kd_status kernel_data(const kd__entry *e, void **data) {
   return KD_OK;
 }
 
+/* What a call runs: the kernel, its data, what to enforce around it. */
+typedef struct resolved {
+  const kd__kernel *kernel;
+  void *data;
+  const kd__plan *plan; /* kernel keys: argument definitions to enforce, or NULL */
+  kd_dispatch_key key;  /* the slot the kernel comes from (CPU after a fallback) */
+  bool fell_back;       /* the backend's CPU fallback chose it */
+} resolved;
+
+/* The tensor whose layout and dtype select within a slot (NULL: none). */
+static inline const kd_tensor *key_tensor(const kd__op_info *info, const kd__entry *e,
+                                          const kd_arg *args) {
+  int32_t i = e && e->select ? e->key_arg : info->key_tensor;
+  return i >= 0 ? args[i].t : NULL;
+}
+
+static inline const kd_tensor *key_tensor_boxed(const kd__op_info *info, const kd__entry *e,
+                                                const kd_value *in) {
+  int32_t i = e && e->select ? e->key_arg : info->key_tensor;
+  return i >= 0 && in[i].tag == KD_VALUE_TENSOR ? in[i].u.t : NULL;
+}
+
 /* The kernel an entry runs for this call and its data: the entry's own, or
- * for kernel keys the one the key tensor's layout and dtype select. */
+ * for kernel keys the one the key tensor's layout and dtype select, or the
+ * CPU one when the backend falls back. */
 static kd_status prepare(const kd_op *op, const kd__entry *e, kd_dispatch_key key,
-                         const kd_tensor *kt, const kd__kernel **kernel, void **data) {
+                         const kd_tensor *kt, resolved *r) {
   if (!e || e->reason == KD__REASON_MISSING || e->kernel->k.kind == KD_KERNEL_FALLTHROUGH)
     return missing(op, key);
+  r->plan = NULL;
+  r->key = key;
+  r->fell_back = false;
   if (e->select) {
     if (!kt)
       return kd_set_error(KD_ENOKERNEL,
                           "kernel '%s' has %s kernels by dtype, but the call has no tensor to "
                           "select by; registered: %s",
                           op->name, kd_dispatch_key_name(key), e->select_text);
-    const kd__kernel *k = e->select[(int)kt->layout * KD_DTYPE_COUNT + (int)kt->dtype];
-    if (!k)
+    int idx = (int)kt->layout * KD_DTYPE_COUNT + (int)kt->dtype;
+    const kd__cell *cell = &e->select[idx];
+    bool fb = false;
+    if (!cell->kernel && (atomic_load_explicit(&kd__cpu_fallback_keys, memory_order_relaxed) &
+                          ((kd_keyset)1 << key))) {
+      fb = true;
+      const kd__entry *cpu = atomic_load_explicit(&op->table[KD_KEY_CPU], memory_order_acquire);
+      if (cpu && cpu->select && cpu->select[idx].kernel) {
+        cell = &cpu->select[idx];
+        r->key = KD_KEY_CPU;
+        r->fell_back = true;
+        kd__warn_fallback_once(op, key, kt->dtype);
+      }
+    }
+    if (!cell->kernel)
       return kd_set_error(KD_ENOKERNEL,
-                          "kernel '%s' has no %s kernel for dtype %s (layout %s); registered: %s",
+                          "kernel '%s' has no %s kernel for dtype %s (layout %s); registered: %s%s",
                           op->name, kd_dispatch_key_name(key), kd_dtype_name(kt->dtype),
-                          kd_layout_name(kt->layout), e->select_text);
-    *kernel = k;
-    *data = k->k.data;
+                          kd_layout_name(kt->layout), e->select_text,
+                          fb ? "; and no CPU kernel to fall back to" : "");
+    r->kernel = cell->kernel;
+    r->data = cell->data;
+    r->plan = cell->plan;
     return KD_OK;
   }
   if (e->kernel->k.kind == KD_KERNEL_NOT_SUPPORTED)
     return kd_set_error(KD_EUNSUPPORTED, "'%s' is not supported for dispatch key '%s'", op->name,
                         kd_dispatch_key_name(key));
-  *kernel = e->kernel;
-  return kernel_data(e, data);
+  r->kernel = e->kernel;
+  return kernel_data(e, &r->data);
 }
 
 /* A boxed kernel called typed: box the arguments (tensors borrowed, as the
@@ -203,6 +246,59 @@ static inline kd_status boxed_via_unboxed(const kd__op_info *info, kd_unboxed_fn
   return boxed_via_unboxed_in(info, fn, c, stack, args, scratch, rets);
 }
 
+/* A kernel-key kernel with argument definitions to enforce, or reached by
+ * CPU fallback: bring the arguments (a copy) to what it asks, call, own and
+ * check the results, move them back home after a fallback. */
+static kd_status __attribute__((noinline))
+run_enforced(const kd_op *op, const kd__op_info *info, const resolved *r, const kd_call *c,
+             const kd_tensor *kt, const kd_arg *args, kd_value *rets) {
+  kd_arg local[64];
+  kd_tensor *temps[64];
+  uint32_t ntemps = 0;
+  memcpy(local, args, info->nargs * sizeof *args);
+  kd_device home = kt ? kd_tensor_device(kt) : kd_device_cpu();
+  kd_status st = kd__enforce_inputs(op, info, r->plan, r->fell_back, local, temps, &ntemps);
+  if (st == KD_OK) {
+    for (uint32_t i = 0; i < info->nrets; i++) rets[i] = kd_value_none();
+    st = r->kernel->k.unboxed ? r->kernel->k.unboxed(c, local, rets)
+                              : unboxed_via_boxed(info, r->kernel, c, local, rets);
+    if (st == KD_OK) {
+      for (uint32_t i = 0; i < info->nrets; i++)
+        if (rets[i].flags & KD_VALUE_BORROWED) kd_value_own(&rets[i]); /* may be a temp */
+      st = kd__enforce_outputs(op, r->plan, r->fell_back ? &home : NULL, rets, info->nrets);
+      if (st)
+        for (uint32_t i = 0; i < info->nrets; i++) kd_value_destroy(&rets[i]);
+    }
+  }
+  for (uint32_t i = 0; i < ntemps; i++) kd_tensor_release(temps[i]);
+  return st;
+}
+
+/* The same for a boxed call: read the arguments in place, run as above,
+ * replace them with the results. */
+static kd_status __attribute__((noinline))
+run_enforced_boxed(const kd_op *op, const kd__op_info *info, const resolved *r, const kd_call *c,
+                   const kd_tensor *kt, kd_stack *stack) {
+  kd_arg args[64];
+  kd_scalar scratch[64];
+  kd_value rets[16];
+  kd_value *in = stack->items + stack->size - info->nargs;
+  for (uint32_t i = 0; i < info->nargs; i++) {
+    kd_status st = kd__value_to_arg(info, i, &in[i], &args[i], scratch);
+    if (st) return st;
+  }
+  kd_status st = run_enforced(op, info, r, c, kt, args, rets);
+  if (st) return st;
+  for (uint32_t i = 0; i < info->nargs; i++) drop_value(&in[i]);
+  stack->size -= info->nargs;
+  if ((st = kd_stack_reserve(stack, stack->size + info->nrets))) {
+    for (uint32_t i = 0; i < info->nrets; i++) kd_value_destroy(&rets[i]);
+    return st;
+  }
+  for (uint32_t i = 0; i < info->nrets; i++) stack->items[stack->size++] = rets[i];
+  return KD_OK;
+}
+
 /* Everything but the plain case: a missing or special entry, a functor, a
  * boxed-only kernel, a fallthrough entry reached through a stale mask,
  * tracing. */
@@ -218,12 +314,18 @@ dispatch_unboxed_slow(kd_op *op, const kd__op_info *info, kd_keyset ks, const kd
     }
     if (KD__UNLIKELY(kd__trace)) trace("call", op, key, ks);
     kd_call c = {op, ks, key, NULL};
-    const kd__kernel *k;
-    const kd_tensor *kt = info->key_tensor >= 0 ? args[info->key_tensor].t : NULL;
-    kd_status st = prepare(op, e, key, kt, &k, &c.data);
+    const kd_tensor *kt = key_tensor(info, e, args);
+    resolved r;
+    kd_status st = prepare(op, e, key, kt, &r);
     if (st) return st;
-    if (k->k.unboxed) return k->k.unboxed(&c, args, rets);
-    return unboxed_via_boxed(info, k, &c, args, rets);
+    if (KD__UNLIKELY(kd__record)) kd__record_call(op, r.key, kt ? (int)kt->dtype : -1);
+    c.data = r.data;
+    if (r.plan || r.fell_back) {
+      c.key = r.key;
+      return run_enforced(op, info, &r, &c, kt, args, rets);
+    }
+    if (r.kernel->k.unboxed) return r.kernel->k.unboxed(&c, args, rets);
+    return unboxed_via_boxed(info, r.kernel, &c, args, rets);
   }
 }
 
@@ -233,17 +335,17 @@ dispatch_unboxed(kd_op *op, const kd__op_info *info, kd_keyset ks, const kd_arg 
   ks &= ~atomic_load_explicit(&op->fallthrough, memory_order_relaxed);
   kd_dispatch_key key = kd_keyset_highest(ks);
   const kd__entry *e = atomic_load_explicit(&op->table[key], memory_order_acquire);
-  if (KD__LIKELY(e && e->fast && !kd__trace)) {
+  if (KD__LIKELY(e && e->fast && !kd__slow)) {
     kd_call c = {op, ks, key, e->data};
     return e->fast(&c, args, rets);
   }
-  if (e && e->select && info->key_tensor >= 0 && !kd__trace) {
+  if (e && e->select && e->key_arg >= 0 && !kd__slow) {
     /* Kernel keys: one more load, by the key tensor's layout and dtype. */
-    const kd_tensor *kt = args[info->key_tensor].t;
-    const kd__kernel *k = kt ? e->select[(int)kt->layout * KD_DTYPE_COUNT + (int)kt->dtype] : NULL;
-    if (KD__LIKELY(k && k->k.unboxed)) {
-      kd_call c = {op, ks, key, k->k.data};
-      return k->k.unboxed(&c, args, rets);
+    const kd_tensor *kt = args[e->key_arg].t;
+    const kd__cell *cell = kt ? &e->select[(int)kt->layout * KD_DTYPE_COUNT + (int)kt->dtype] : NULL;
+    if (KD__LIKELY(cell && cell->fast)) {
+      kd_call c = {op, ks, key, cell->data};
+      return cell->fast(&c, args, rets);
     }
   }
   return dispatch_unboxed_slow(op, info, ks, args, rets);
@@ -260,15 +362,18 @@ dispatch_boxed_slow(kd_op *op, const kd__op_info *info, kd_keyset ks, kd_stack *
     }
     if (KD__UNLIKELY(kd__trace)) trace("call boxed", op, key, ks);
     kd_call c = {op, ks, key, NULL};
-    const kd__kernel *k;
-    const kd_value *in = stack->items + stack->size - info->nargs;
-    const kd_tensor *kt = info->key_tensor >= 0 && in[info->key_tensor].tag == KD_VALUE_TENSOR
-                              ? in[info->key_tensor].u.t
-                              : NULL;
-    kd_status st = prepare(op, e, key, kt, &k, &c.data);
+    const kd_tensor *kt = key_tensor_boxed(info, e, stack->items + stack->size - info->nargs);
+    resolved r;
+    kd_status st = prepare(op, e, key, kt, &r);
     if (st) return st;
-    if (k->k.boxed) return k->k.boxed(&c, stack);
-    return boxed_via_unboxed(info, k->k.unboxed, &c, stack);
+    if (KD__UNLIKELY(kd__record)) kd__record_call(op, r.key, kt ? (int)kt->dtype : -1);
+    c.data = r.data;
+    if (r.plan || r.fell_back) {
+      c.key = r.key;
+      return run_enforced_boxed(op, info, &r, &c, kt, stack);
+    }
+    if (r.kernel->k.boxed) return r.kernel->k.boxed(&c, stack);
+    return boxed_via_unboxed(info, r.kernel->k.unboxed, &c, stack);
   }
 }
 
@@ -277,7 +382,7 @@ dispatch_boxed(kd_op *op, const kd__op_info *info, kd_keyset ks, kd_stack *stack
   ks &= ~atomic_load_explicit(&op->fallthrough, memory_order_relaxed);
   kd_dispatch_key key = kd_keyset_highest(ks);
   const kd__entry *e = atomic_load_explicit(&op->table[key], memory_order_acquire);
-  if (KD__LIKELY(e && (e->fast || e->boxed) && !kd__trace)) {
+  if (KD__LIKELY(e && (e->fast || e->boxed) && !kd__slow)) {
     kd_call c = {op, ks, key, e->data};
     if (e->boxed) return e->boxed(&c, stack);
     return boxed_via_unboxed(info, e->fast, &c, stack);
@@ -362,7 +467,7 @@ call_boxed_short(kd_op *op, const kd__op_info *info, kd_stack *stack, kd_status 
   ks = with_tls(ks) & ~atomic_load_explicit(&op->fallthrough, memory_order_relaxed);
   kd_dispatch_key key = kd_keyset_highest(ks);
   const kd__entry *e = atomic_load_explicit(&op->table[key], memory_order_acquire);
-  if (!e || !e->fast || e->boxed || kd__trace) return 1;
+  if (!e || !e->fast || e->boxed || kd__slow) return 1;
   kd_call c = {op, ks, key, e->data};
   kd_value rets[4];
   for (uint32_t i = 0; i < nrets; i++) rets[i] = kd_value_none();

@@ -104,6 +104,33 @@ typedef enum kd__reason {
   KD__REASON_FALLBACK,
 } kd__reason;
 
+/* What the dispatcher enforces around one kernel-key kernel for one dtype:
+ * the tensor inputs it may have to move or cast, the tensor results it
+ * checks (kernel argument definitions, library.h). Immutable. */
+typedef struct kd__plan_item {
+  uint16_t index;  /* schema argument index (inputs) or return index (outputs) */
+  kd_arg_def def;
+} kd__plan_item;
+
+typedef struct kd__plan {
+  kd_dispatch_key key; /* the slot */
+  int layout;          /* the registration's layout (KD_ALL_LAYOUT or a kd_layout) */
+  kd_dtype dtype;      /* the cell's dtype */
+  uint32_t nin, nout;  /* items[0..nin) inputs, items[nin..nin+nout) outputs */
+  kd__plan_item items[];
+} kd__plan;
+
+/* One cell of a kernel-key selector: the kernel for one (layout, dtype). */
+typedef struct kd__cell {
+  kd_unboxed_fn fast;        /* the kernel's unboxed fn when there is nothing to enforce */
+  void *data;                /* its closure data */
+  const kd__kernel *kernel;  /* NULL: no kernel for this cell */
+  const kd__plan *plan;      /* NULL: nothing to enforce */
+  bool keyed;                /* from a kernel-key registration (else a plain kernel) */
+  int layout;                /* the registration's kernel key (for kd_op_select_kernel) */
+  kd_dtype_set dtypes;
+} kd__cell;
+
 /* One slot of a dispatch table. Immutable once published, except `state`. */
 typedef struct kd__entry {
   kd_unboxed_fn fast;        /* the kernel's unboxed fn when it can be called as is */
@@ -117,8 +144,10 @@ typedef struct kd__entry {
    * dtype), the kernel for layout l and dtype d is select[l * KD_DTYPE_COUNT
    * + d] (NULL: none), wildcards resolved; owned, one kernel reference per
    * non-NULL cell. NULL for an ordinary slot. */
-  const kd__kernel **select;
+  kd__cell *select;
   char *select_text;         /* "(CPU, ALL_LAYOUT, [float32, float64]); ...": what is registered */
+  int32_t key_arg;           /* kernel keys: the argument that selects (-1: none) */
+  const struct kd__op_info *select_info; /* the schema the plans were made for */
 } kd__entry;
 
 #define KD__SELECT_CELLS (KD_LAYOUT_COUNT * KD_DTYPE_COUNT)
@@ -157,6 +186,11 @@ struct kd_registration {
   bool keyed;           /* IMPL with a kernel key: */
   int layout;           /*   a kd_layout, or KD_ALL_LAYOUT */
   kd_dtype_set dtypes;  /*   the dtypes it serves */
+  uint32_t flags;       /*   KD_KERNEL_CUSTOM, KD_KERNEL_OVERRIDE */
+  int key_arg;          /*   -1 or the schema argument that selects */
+  struct kd__argdef_override *overrides; /* owned; argument definitions changed */
+  size_t noverrides;
+  bool staged;          /*   a custom kernel not merged yet (in kd__staged, not op->impls) */
   const char *debug;    /* "file.c:12": the kernel's or the library's string */
   kd_registration *op_next;   /* in op->defs / op->impls[key] / fallbacks[key] */
   kd_registration *companion; /* released with this one (def_kernel's impl) */
@@ -192,6 +226,63 @@ void kd__notify(kd_registry_event_kind kind, kd_op *op, kd_dispatch_key key, con
 void kd__compute_slot(const kd_op *op, kd_dispatch_key key, const kd__kernel **kernel,
                       kd__reason *reason);
 
+/* ---- Kernel keys (src/registry/kernel_keys.c) ---- */
+/* One field of an argument definition changed for one dtype. */
+typedef struct kd__argdef_override {
+  uint8_t dtype;
+  uint8_t output; /* 0: input (schema argument), 1: output (return) */
+  uint8_t field;  /* kd_argdef_field */
+  uint16_t index;
+  int value;
+} kd__argdef_override;
+
+/* Staged custom kernels (newest first, linked by op_next), under the lock. */
+extern kd_registration *kd__staged;
+/* Backends whose calls fall back to CPU kernel-key kernels. */
+extern _Atomic kd_keyset kd__cpu_fallback_keys;
+
+bool kd__slot_is_keyed(const kd_op *op, kd_dispatch_key key);
+/* Runs a spec's args callback per dtype; *items owned by the caller. */
+kd_status kd__collect_overrides(const char *name, const kd_keyed_kernel *spec,
+                                kd__argdef_override **items, size_t *n, int *key_arg);
+/* Links every staged custom kernel (library.c; under the lock). */
+kd_status kd__merge_staged_locked(size_t *merged);
+/* Builds the selector of a keyed slot and its description; false when out of
+ * memory. `info` may be NULL (no plans: the operator is not defined). */
+bool kd__select_build(const kd_op *op, kd_dispatch_key key, const struct kd__op_info *info,
+                      kd__cell **sel, char **text, int32_t *key_arg);
+void kd__select_free(kd__cell *sel);
+bool kd__select_same(const kd__cell *a, const kd__cell *b);
+/* Checks a registration's argument definitions and key argument against a
+ * schema (KD_EINVAL naming the argument). */
+kd_status kd__argdefs_check(const char *opname, const kd_schema *schema, const kd_registration *r);
+/* The definition of input (output=false) or output `index` for `dtype`. */
+kd_arg_def kd__argdef_of(const kd_registration *r, kd_dispatch_key key, kd_dtype dtype,
+                         bool output, size_t index);
+/* The backend key of a device type, and back (index 0). */
+kd_dispatch_key kd__backend_of_device(kd_device_type type);
+bool kd__device_of_backend(int backend, kd_device_type *out);
+
+/* ---- Enforcement and CPU fallback (src/dispatch/enforce.c) ---- */
+/* Brings a typed call's arguments (a copy the caller may change) to what
+ * the plan asks for; `to_cpu` (CPU fallback) first moves every tensor
+ * argument to the CPU. New tensors go to temps (room for nargs), released by
+ * the caller after the call. */
+kd_status kd__enforce_inputs(const kd_op *op, const struct kd__op_info *info, const kd__plan *plan,
+                             bool to_cpu, kd_arg *args, kd_tensor **temps, uint32_t *ntemps);
+/* Checks the results against the plan's outputs, then (home: CPU fallback)
+ * moves tensor results to the home device. Results must be owned. */
+kd_status kd__enforce_outputs(const kd_op *op, const kd__plan *plan, const kd_device *home,
+                              kd_value *rets, uint32_t nrets);
+/* Warns the first time (op, backend, dtype) falls back. */
+void kd__warn_fallback_once(const kd_op *op, kd_dispatch_key backend, kd_dtype dtype);
+
+/* ---- Kernel tracing for selective builds (src/registry/trace.c) ---- */
+/* True while KD_TRACE_KERNELS names a file: every call takes the slow path
+ * and records (operator, key, dtype). */
+extern bool kd__record;
+void kd__record_call(const kd_op *op, kd_dispatch_key key, int dtype);
+
 /* ---- Schemas and signatures (src/dispatch/op_info.c) ---- */
 kd_status kd__op_info_new(kd_schema *schema, kd__op_info **out); /* takes the schema */
 void kd__op_info_free(kd__op_info *info);
@@ -214,7 +305,8 @@ kd_keyset kd__args_keys(const kd__op_info *info, const kd_arg *args);
 kd_keyset kd__stack_keys(const kd__op_info *info, const kd_value *args);
 
 /* ---- Calls (src/dispatch/call.c) ---- */
-extern bool kd__trace;
+extern bool kd__trace; /* KD_SHOW_DISPATCH_TRACE: print every call */
+extern bool kd__slow;  /* tracing or recording: every call takes the slow path */
 extern _Thread_local kd_tls_keys kd__tls_keys __attribute__((tls_model("initial-exec")));
 kd_status kd__no_op_info(const kd_op *op);
 

@@ -127,7 +127,10 @@ static void release_locked(kd_registration *r) {
       if (!op->defs) {
         const kd__op_info *info = atomic_load_explicit(&op->info, memory_order_relaxed);
         atomic_store_explicit(&op->info, NULL, memory_order_release);
-        if (info) kd__retire(free_info, (void *)info);
+        if (info) {
+          kd__op_rebuild(op); /* drops the kernel-key plans made for the schema */
+          kd__retire(free_info, (void *)info);
+        }
         for (size_t i = 0; i < op->ntags; i++) free(op->tags[i]);
         free(op->tags);
         op->tags = NULL;
@@ -136,6 +139,11 @@ static void release_locked(kd_registration *r) {
       }
       break;
     case KD__REG_IMPL:
+      if (r->staged) { /* a custom kernel never merged */
+        unlink_from_list(&kd__staged, r);
+        kd__kernel_free(r->kernel);
+        break;
+      }
       unlink_from_list(&op->impls, r);
       atomic_fetch_sub_explicit(&op->live, 1, memory_order_release);
       kd__op_rebuild_keys(op, kd_dispatch_key_expand(r->key));
@@ -150,6 +158,7 @@ static void release_locked(kd_registration *r) {
       break;
   }
   unlink_from_library(r);
+  free(r->overrides);
   free(r);
 }
 
@@ -238,12 +247,22 @@ static kd_status qualify_name(const kd_library *lib, const char *name, char *out
 
 /* Checks every kernel registered for op against a schema. */
 static kd_status check_impls(const kd_op *op, const kd_schema *schema) {
-  for (const kd_registration *r = op->impls; r; r = r->op_next)
-      if (r->kernel->signature) {
-        kd_status st = kd__signature_check(op->name, schema, r->kernel->signature,
-                                           r->kernel->signature_text);
-        if (st) return st;
-      }
+  for (const kd_registration *r = op->impls; r; r = r->op_next) {
+    if (r->kernel->signature) {
+      kd_status st = kd__signature_check(op->name, schema, r->kernel->signature,
+                                         r->kernel->signature_text);
+      if (st) return st;
+    }
+    if (r->keyed) {
+      kd_status st = kd__argdefs_check(op->name, schema, r);
+      if (st) return st;
+    }
+  }
+  for (const kd_registration *r = kd__staged; r; r = r->op_next)
+    if (r->op == op) {
+      kd_status st = kd__argdefs_check(op->name, schema, r);
+      if (st) return st;
+    }
   return KD_OK;
 }
 
@@ -309,6 +328,7 @@ kd_status kd_library_def(kd_library *lib, const char *schema_text, const char *c
         op->ntags = ntags;
         tag_copy = NULL;
         atomic_store_explicit(&op->info, info, memory_order_release);
+        kd__op_rebuild(op); /* kernel-key plans depend on the schema */
         kd__notify(KD_EVENT_DEF, op, KD_KEY_UNDEFINED, r->debug);
       }
     }
@@ -325,9 +345,70 @@ kd_status kd_library_def(kd_library *lib, const char *schema_text, const char *c
   return KD_OK;
 }
 
-/* `keyed`: a kernel-key registration for (layout, dtypes); else plain. */
+/* The registration a new one for `key` overrides: the same key, and for
+ * kernel keys the same layout and a shared dtype. */
+static const kd_registration *overridden(const kd_op *op, const kd_registration *r) {
+  const kd_registration *prev = op->impls;
+  while (prev && (prev->key != r->key || prev->keyed != r->keyed ||
+                  (r->keyed && (prev->layout != r->layout || !(prev->dtypes & r->dtypes)))))
+    prev = prev->op_next;
+  return prev;
+}
+
+static void warn_override(const kd_op *op, const kd_registration *prev, const kd_registration *r) {
+  kd_warn("overriding a previously registered kernel for the same operator and the same "
+          "dispatch key\n  operator: %s\n  dispatch key: %s\n  previous kernel: registered at "
+          "%s\n       new kernel: registered at %s",
+          op->name, kd_dispatch_key_name(r->key), prev->debug ? prev->debug : "?",
+          r->debug ? r->debug : "?");
+}
+
+/* Makes a registration live in dispatch (under the lock). */
+static void link_impl(kd_op *op, kd_registration *r) {
+  const kd_registration *prev = overridden(op, r);
+  if (prev) warn_override(op, prev, r);
+  r->op_next = op->impls;
+  op->impls = r;
+  atomic_fetch_add_explicit(&op->live, 1, memory_order_release);
+  kd__op_rebuild_keys(op, kd_dispatch_key_expand(r->key));
+  kd__notify(KD_EVENT_IMPL, op, r->key, r->debug);
+}
+
+kd_status kd__merge_staged_locked(size_t *merged) {
+  /* kd__staged is newest first: link oldest first so the newest ends up on top. */
+  size_t n = 0;
+  while (kd__staged) {
+    kd_registration **last = &kd__staged;
+    while ((*last)->op_next) last = &(*last)->op_next;
+    kd_registration *r = *last;
+    *last = NULL;
+    r->staged = false;
+    link_impl(r->op, r);
+    n++;
+  }
+  if (merged) *merged = n;
+  return KD_OK;
+}
+
+/* A kernel-key registration's key argument must agree with the others of
+ * its (operator, key). */
+static kd_status check_key_arg(const kd_op *op, const kd_registration *r) {
+  const kd_registration *lists[2] = {op->impls, kd__staged};
+  for (int l = 0; l < 2; l++)
+    for (const kd_registration *o = lists[l]; o; o = o->op_next)
+      if (o->op == op && o->keyed && o->key == r->key && o->key_arg != r->key_arg)
+        return kd_set_error(KD_EEXIST,
+                            "kernel for '%s' (%s) registered at %s selects by argument %d, but "
+                            "the one registered at %s selects by argument %d (-1: the first "
+                            "tensor)",
+                            op->name, kd_dispatch_key_name(r->key), r->debug ? r->debug : "?",
+                            r->key_arg, o->debug ? o->debug : "?", o->key_arg);
+  return KD_OK;
+}
+
+/* `spec`: a kernel-key registration; NULL for a plain one. */
 static kd_status impl_common(kd_library *lib, const char *name, kd_dispatch_key key,
-                             const kd_kernel *kernel, bool keyed, int layout, kd_dtype_set dtypes,
+                             const kd_kernel *kernel, const kd_keyed_kernel *spec,
                              kd_registration **out) {
   if (out) *out = NULL;
   if (!lib || !name || !kernel) return kd_set_error(KD_EINVAL, "kd_library_impl: NULL argument");
@@ -336,51 +417,57 @@ static kd_status impl_common(kd_library *lib, const char *name, kd_dispatch_key 
   char qualified[512];
   kd_status st = qualify_name(lib, name, qualified, sizeof qualified);
   if (st) return st;
+  kd__argdef_override *overrides = NULL;
+  size_t noverrides = 0;
+  int key_arg = -1;
+  if (spec && (st = kd__collect_overrides(qualified, spec, &overrides, &noverrides, &key_arg)))
+    return st;
   kd__kernel *k;
-  if ((st = kd__kernel_new(kernel, lib->debug, &k))) return st;
+  if ((st = kd__kernel_new(kernel, lib->debug, &k))) {
+    free(overrides);
+    return st;
+  }
   kd_registration *r = new_registration(KD__REG_IMPL, k->debug_text ? k->debug_text : lib->debug);
   if (!r) {
     k->k.destroy_data = NULL;
     kd__kernel_free(k);
+    free(overrides);
     return kd__oom("registration");
   }
   r->kernel = k;
   r->key = key;
-  r->keyed = keyed;
-  r->layout = layout;
-  r->dtypes = dtypes & KD_ALL_DTYPES;
+  r->keyed = spec != NULL;
+  r->layout = spec ? spec->layout : KD_ALL_LAYOUT;
+  r->dtypes = (spec ? spec->dtypes : KD_ALL_DTYPES) & KD_ALL_DTYPES;
+  r->flags = spec ? spec->flags : 0;
+  r->key_arg = key_arg;
+  r->overrides = overrides;
+  r->noverrides = noverrides;
   pthread_mutex_lock(&kd__registry_lock);
   kd_op *op;
   st = kd__op_get(qualified, strlen(qualified), &op);
   const kd__op_info *info = st ? NULL : atomic_load_explicit(&op->info, memory_order_relaxed);
   if (st == KD_OK && info && k->signature)
     st = kd__signature_check(op->name, info->schema, k->signature, k->signature_text);
+  if (st == KD_OK && info && spec) st = kd__argdefs_check(op->name, info->schema, r);
+  if (st == KD_OK && spec) st = check_key_arg(op, r);
   if (st) {
     pthread_mutex_unlock(&kd__registry_lock);
     k->k.destroy_data = NULL; /* the caller keeps its data */
     kd__kernel_free(k);
+    free(overrides);
     free(r);
     return st;
   }
-  /* An override: the same key, and for kernel keys the same layout and a
-   * shared dtype. */
-  const kd_registration *prev = op->impls;
-  while (prev && (prev->key != key || prev->keyed != keyed ||
-                  (keyed && (prev->layout != layout || !(prev->dtypes & r->dtypes)))))
-    prev = prev->op_next;
-  if (prev)
-    kd_warn("overriding a previously registered kernel for the same operator and the same "
-            "dispatch key\n  operator: %s\n  dispatch key: %s\n  previous kernel: registered at "
-            "%s\n       new kernel: registered at %s",
-            op->name, kd_dispatch_key_name(key), prev->debug ? prev->debug : "?",
-            r->debug ? r->debug : "?");
   r->op = op;
-  r->op_next = op->impls;
-  op->impls = r;
-  atomic_fetch_add_explicit(&op->live, 1, memory_order_release);
   link_to_library(lib, r);
-  kd__op_rebuild_keys(op, kd_dispatch_key_expand(key));
-  kd__notify(KD_EVENT_IMPL, op, key, r->debug);
+  if (r->flags & KD_KERNEL_CUSTOM) {
+    r->staged = true; /* takes no part in dispatch until merged */
+    r->op_next = kd__staged;
+    kd__staged = r;
+  } else {
+    link_impl(op, r);
+  }
   pthread_mutex_unlock(&kd__registry_lock);
   if (out) *out = r;
   return KD_OK;
@@ -389,31 +476,47 @@ static kd_status impl_common(kd_library *lib, const char *name, kd_dispatch_key 
 kd_status kd_library_impl(kd_library *lib, const char *name, const kd_kernel *kernel,
                           kd_registration **out) {
   if (!lib) return kd_set_error(KD_EINVAL, "kd_library_impl: NULL library");
-  return impl_common(lib, name, lib->key, kernel, false, KD_ALL_LAYOUT, KD_ALL_DTYPES, out);
+  return impl_common(lib, name, lib->key, kernel, NULL, out);
+}
+
+kd_status kd_library_impl_keyed_ex(kd_library *lib, const char *name,
+                                   const kd_keyed_kernel *spec, kd_registration **out) {
+  if (out) *out = NULL;
+  const char *n = name ? name : "(null)";
+  if (!lib || !spec || !spec->kernel)
+    return kd_set_error(KD_EINVAL, "kd_library_impl_keyed(%s): NULL argument", n);
+  if (spec->version != KD_KEYED_KERNEL_VERSION)
+    return kd_set_error(KD_EINVAL, "kd_library_impl_keyed(%s): expected version %d, got %u", n,
+                        KD_KEYED_KERNEL_VERSION, spec->version);
+  if (!kd_dispatch_key_is_runtime(lib->key))
+    return kd_set_error(KD_EINVAL,
+                        "kd_library_impl_keyed(%s): kernel keys need a library for a runtime key, "
+                        "not %s",
+                        n, kd_dispatch_key_name(lib->key));
+  if (spec->layout != KD_ALL_LAYOUT && (spec->layout < 0 || spec->layout >= KD_LAYOUT_COUNT))
+    return kd_set_error(KD_EINVAL, "kd_library_impl_keyed(%s): invalid layout %d", n,
+                        spec->layout);
+  if (!(spec->dtypes & KD_ALL_DTYPES))
+    return kd_set_error(KD_EINVAL, "kd_library_impl_keyed(%s): the kernel serves no dtype", n);
+  if (spec->kernel->kind != KD_KERNEL_FUNCTION)
+    return kd_set_error(KD_EINVAL,
+                        "kd_library_impl_keyed(%s): a kernel-key kernel must be a function "
+                        "(plain, boxed or closure)",
+                        n);
+  if (spec->flags & ~(KD_KERNEL_CUSTOM | KD_KERNEL_OVERRIDE))
+    return kd_set_error(KD_EINVAL, "kd_library_impl_keyed(%s): unknown flags 0x%x", n,
+                        spec->flags);
+  if (spec->key_arg < -1 || spec->key_arg >= 64)
+    return kd_set_error(KD_EINVAL, "kd_library_impl_keyed(%s): invalid key argument %d", n,
+                        spec->key_arg);
+  return impl_common(lib, name, lib->key, spec->kernel, spec, out);
 }
 
 kd_status kd_library_impl_keyed(kd_library *lib, const char *name, int layout,
                                 kd_dtype_set dtypes, const kd_kernel *kernel,
                                 kd_registration **out) {
-  if (out) *out = NULL;
-  if (!lib || !kernel) return kd_set_error(KD_EINVAL, "kd_library_impl_keyed: NULL argument");
-  if (!kd_dispatch_key_is_runtime(lib->key))
-    return kd_set_error(KD_EINVAL,
-                        "kd_library_impl_keyed(%s): kernel keys need a library for a runtime key, "
-                        "not %s",
-                        name ? name : "(null)", kd_dispatch_key_name(lib->key));
-  if (layout != KD_ALL_LAYOUT && (layout < 0 || layout >= KD_LAYOUT_COUNT))
-    return kd_set_error(KD_EINVAL, "kd_library_impl_keyed(%s): invalid layout %d",
-                        name ? name : "(null)", layout);
-  if (!(dtypes & KD_ALL_DTYPES))
-    return kd_set_error(KD_EINVAL, "kd_library_impl_keyed(%s): the kernel serves no dtype",
-                        name ? name : "(null)");
-  if (kernel->kind != KD_KERNEL_FUNCTION)
-    return kd_set_error(KD_EINVAL,
-                        "kd_library_impl_keyed(%s): a kernel-key kernel must be a function "
-                        "(plain, boxed or closure)",
-                        name ? name : "(null)");
-  return impl_common(lib, name, lib->key, kernel, true, layout, dtypes, out);
+  kd_keyed_kernel spec = {KD_KEYED_KERNEL_VERSION, layout, dtypes, kernel, 0, -1, NULL, NULL};
+  return kd_library_impl_keyed_ex(lib, name, &spec, out);
 }
 
 kd_status kd_library_impl_key(kd_library *lib, const char *name, kd_dispatch_key key,
@@ -425,7 +528,7 @@ kd_status kd_library_impl_key(kd_library *lib, const char *name, kd_dispatch_key
                         "not %s",
                         name ? name : "(null)", lib->debug, kd_dispatch_key_name(lib->key),
                         kd_dispatch_key_name(key));
-  return impl_common(lib, name, key, kernel, false, KD_ALL_LAYOUT, KD_ALL_DTYPES, out);
+  return impl_common(lib, name, key, kernel, NULL, out);
 }
 
 kd_status kd_library_def_kernel(kd_library *lib, const char *name, const kd_kernel *kernel,
@@ -446,8 +549,7 @@ kd_status kd_library_def_kernel(kd_library *lib, const char *name, const kd_kern
   snprintf(schema, sizeof schema, "%s%s", name, text + 1);
   kd_registration *def, *impl;
   if ((st = kd_library_def(lib, schema, NULL, 0, &def))) return st;
-  if ((st = impl_common(lib, name, KD_KEY_CATCH_ALL, kernel, false, KD_ALL_LAYOUT, KD_ALL_DTYPES,
-                        &impl))) {
+  if ((st = impl_common(lib, name, KD_KEY_CATCH_ALL, kernel, NULL, &impl))) {
     kd_registration_release(def);
     return st;
   }

@@ -253,82 +253,10 @@ static void free_entry(void *p) {
   kd__entry *e = p;
   void *state = atomic_load_explicit(&e->state, memory_order_acquire);
   if (state && e->kernel->k.destroy) e->kernel->k.destroy(state);
-  if (e->select) {
-    for (int i = 0; i < KD__SELECT_CELLS; i++)
-      if (e->select[i]) kernel_unref(e->select[i]);
-    free((void *)e->select);
-    free(e->select_text);
-  }
+  kd__select_free(e->select);
+  free(e->select_text);
   kernel_unref(e->kernel);
   free(e);
-}
-
-/* ---- Kernel keys -------------------------------------------------------------------- */
-
-static bool has_keyed(const kd_op *op, kd_dispatch_key key) {
-  for (const kd_registration *r = op->impls; r; r = r->op_next)
-    if (r->key == key && r->keyed) return true;
-  return false;
-}
-
-/* How specific a registration is for one (layout, dtype) cell: 0 (does not
- * serve it), 1 any layout and dtype (a plain impl, or a keyed one with both
- * wildcards), 2 dtype wildcard, 3 layout wildcard, 4 exact. */
-static int specificity(const kd_registration *r, int layout, int dtype) {
-  if (!r->keyed) return 1;
-  if (!(r->dtypes & KD_DTYPE_BIT(dtype))) return 0;
-  if (r->layout != KD_ALL_LAYOUT && r->layout != layout) return 0;
-  bool all_dtypes = (r->dtypes & KD_ALL_DTYPES) == KD_ALL_DTYPES;
-  if (r->layout == KD_ALL_LAYOUT) return all_dtypes ? 1 : 3;
-  return all_dtypes ? 2 : 4;
-}
-
-/* The selector of a keyed slot (newest registration first wins ties), or
- * NULL when out of memory. */
-static const kd__kernel **build_select(const kd_op *op, kd_dispatch_key key) {
-  const kd__kernel **sel = calloc(KD__SELECT_CELLS, sizeof *sel);
-  if (!sel) return NULL;
-  int rank[KD__SELECT_CELLS] = {0};
-  for (const kd_registration *r = op->impls; r; r = r->op_next) {
-    if (r->key != key) continue;
-    for (int l = 0; l < KD_LAYOUT_COUNT; l++)
-      for (int d = 0; d < KD_DTYPE_COUNT; d++) {
-        int cell = l * KD_DTYPE_COUNT + d, spec = specificity(r, l, d);
-        if (spec > rank[cell]) {
-          rank[cell] = spec;
-          sel[cell] = r->kernel;
-        }
-      }
-  }
-  return sel;
-}
-
-/* "(CPU, ALL_LAYOUT, [bool, uint8]); (CPU, strided, [float32])", newest first. */
-static char *describe_keyed(const kd_op *op, kd_dispatch_key key) {
-  char buf[2048];
-  kd__fmt f = kd__fmt_init(buf, sizeof buf);
-  bool first = true;
-  for (const kd_registration *r = op->impls; r; r = r->op_next) {
-    if (r->key != key) continue;
-    kd__fmt_printf(&f, "%s(%s, %s, ", first ? "" : "; ", kd_dispatch_key_name(key),
-                   !r->keyed || r->layout == KD_ALL_LAYOUT ? "ALL_LAYOUT"
-                                                           : kd_layout_name((kd_layout)r->layout));
-    kd_dtype_set set = r->keyed ? r->dtypes : KD_ALL_DTYPES;
-    if ((set & KD_ALL_DTYPES) == KD_ALL_DTYPES) {
-      kd__fmt_puts(&f, "ALL_DTYPE)");
-    } else {
-      kd__fmt_dtype_set(&f, set);
-      kd__fmt_puts(&f, ")");
-    }
-    first = false;
-  }
-  return kd__strdup(buf);
-}
-
-static bool same_select(const kd__kernel *const *a, const kd__kernel *const *b) {
-  for (int i = 0; i < KD__SELECT_CELLS; i++)
-    if (a[i] != b[i]) return false;
-  return true;
 }
 
 void kd__op_rebuild_keys(kd_op *op, kd_keyset keys) {
@@ -340,15 +268,20 @@ void kd__op_rebuild_keys(kd_op *op, kd_keyset keys) {
     kd__compute_slot(op, (kd_dispatch_key)key, &kernel, &reason);
     if (kernel && kernel->k.kind == KD_KERNEL_FALLTHROUGH) fallthrough |= (kd_keyset)1 << key;
     const kd__entry *old = atomic_load_explicit(&op->table[key], memory_order_relaxed);
-    bool keyed = reason == KD__REASON_KERNEL && has_keyed(op, (kd_dispatch_key)key);
-    const kd__kernel **sel = keyed ? build_select(op, (kd_dispatch_key)key) : NULL;
-    char *sel_text = keyed ? describe_keyed(op, (kd_dispatch_key)key) : NULL;
+    bool keyed = reason == KD__REASON_KERNEL && kd__slot_is_keyed(op, (kd_dispatch_key)key);
+    const kd__op_info *info = atomic_load_explicit(&op->info, memory_order_relaxed);
+    kd__cell *sel = NULL;
+    char *sel_text = NULL;
+    int32_t key_arg = -1;
+    bool built = !keyed || kd__select_build(op, (kd_dispatch_key)key, info, &sel, &sel_text, &key_arg);
     bool same = old ? (old->kernel == kernel && old->reason == reason &&
-                       (old->select ? sel && same_select(old->select, sel) : !sel))
+                       (old->select ? sel && old->select_info == info && old->key_arg == key_arg &&
+                                          kd__select_same(old->select, sel)
+                                    : !sel))
                     : !kernel;
-    if (same || (keyed && (!sel || !sel_text))) {
+    if (same || !built) {
       if (!same) kd_warn("out of memory rebuilding the dispatch table of '%s'", op->name);
-      free((void *)sel);
+      kd__select_free(sel);
       free(sel_text);
       continue;
     }
@@ -358,16 +291,14 @@ void kd__op_rebuild_keys(kd_op *op, kd_keyset keys) {
       if (!e) {
         /* Keep the old entry; kd_dispatcher_check reports the difference. */
         kd_warn("out of memory rebuilding the dispatch table of '%s'", op->name);
-        free((void *)sel);
+        kd__select_free(sel);
         free(sel_text);
         continue;
       }
-      if (sel) {
-        e->select = sel;
-        e->select_text = sel_text;
-        for (int i = 0; i < KD__SELECT_CELLS; i++)
-          if (sel[i]) atomic_fetch_add_explicit(&((kd__kernel *)sel[i])->refs, 1, memory_order_relaxed);
-      }
+      e->select = sel;
+      e->select_text = sel_text;
+      e->key_arg = key_arg;
+      e->select_info = info;
       e->kernel = kernel;
       e->reason = reason;
       e->key = (kd_dispatch_key)key;
@@ -652,11 +583,17 @@ kd_status kd_dispatcher_check(void) {
       if (kernel && kernel->k.kind == KD_KERNEL_FALLTHROUGH) ft |= (kd_keyset)1 << k;
       const kd__entry *e = atomic_load_explicit(&op->table[k], memory_order_relaxed);
       bool same = e ? (e->kernel == kernel && e->reason == reason) : !kernel;
-      bool keyed = reason == KD__REASON_KERNEL && has_keyed(op, (kd_dispatch_key)k);
+      bool keyed = reason == KD__REASON_KERNEL && kd__slot_is_keyed(op, (kd_dispatch_key)k);
       if (same && (keyed || (e && e->select))) {
-        const kd__kernel **sel = keyed ? build_select(op, (kd_dispatch_key)k) : NULL;
-        same = e->select && sel && same_select(e->select, sel);
-        free((void *)sel);
+        kd__cell *sel = NULL;
+        char *text = NULL;
+        int32_t key_arg = -1;
+        const kd__op_info *info = atomic_load_explicit(&op->info, memory_order_relaxed);
+        if (keyed) kd__select_build(op, (kd_dispatch_key)k, info, &sel, &text, &key_arg);
+        same = e->select && sel && kd__select_same(e->select, sel) && e->key_arg == key_arg &&
+               e->select_info == info;
+        kd__select_free(sel);
+        free(text);
       }
       if (!same)
         st = kd_set_error(KD_EINTERNAL,
@@ -671,26 +608,65 @@ kd_status kd_dispatcher_check(void) {
   return st;
 }
 
+/* The argument definitions of keyed registration r for every dtype it
+ * serves (see kd_kernel_info); NULL when not keyed, not defined, or out of
+ * memory. Caller frees. */
+static kd_arg_def *argdefs_of(const kd_registration *r, const kd__op_info *info) {
+  if (!r->keyed || !info) return NULL;
+  size_t n = info->nargs + info->nrets;
+  kd_arg_def *defs = calloc(KD_DTYPE_COUNT * (n ? n : 1), sizeof *defs);
+  if (!defs) return NULL;
+  const kd_arg_def none = {KD_ARGDEF_NOT_TENSOR, KD_ARGDEF_NOT_TENSOR, KD_ARGDEF_NOT_TENSOR};
+  for (int d = 0; d < KD_DTYPE_COUNT; d++) {
+    if (!(r->dtypes & KD_DTYPE_BIT(d))) continue;
+    for (size_t i = 0; i < n; i++) {
+      bool out = i >= info->nargs;
+      size_t idx = out ? i - info->nargs : i;
+      uint8_t kind = out ? info->ret_kinds[idx] : info->kinds[idx];
+      bool tensor = kind == KD__ARG_TENSOR || (!out && kind == KD__ARG_OPT_TENSOR);
+      defs[d * n + i] = tensor ? kd__argdef_of(r, r->key, (kd_dtype)d, out, idx) : none;
+    }
+  }
+  return defs;
+}
+
+static int report_kernel(const kd_registration *r, bool active, const kd__op_info *info,
+                         int (*fn)(const kd_kernel_info *, void *), void *user_data) {
+  kd_arg_def *defs = argdefs_of(r, info);
+  kd_kernel_info ki = {r->key,
+                       r->keyed,
+                       r->keyed ? r->layout : KD_ALL_LAYOUT,
+                       r->keyed ? r->dtypes : KD_ALL_DTYPES,
+                       kernel_form(r->kernel),
+                       r->kernel->k.signature,
+                       r->debug,
+                       active,
+                       defs,
+                       defs ? info->nargs : 0,
+                       defs ? info->nrets : 0,
+                       (r->flags & KD_KERNEL_CUSTOM) != 0,
+                       r->staged,
+                       r->keyed ? r->key_arg : -1};
+  int rc = fn(&ki, user_data);
+  free(defs);
+  return rc;
+}
+
 int kd_op_kernels_foreach(const kd_op *op, int (*fn)(const kd_kernel_info *, void *),
                           void *user_data) {
   if (!op || !fn) return 0;
   int rc = 0;
   pthread_mutex_lock(&kd__registry_lock);
+  const kd__op_info *info = atomic_load_explicit(&op->info, memory_order_relaxed);
   for (int k = 0; k < KD__NUM_KEYS && rc == 0; k++) {
     bool plain_seen = false;
     for (const kd_registration *r = op->impls; r && rc == 0; r = r->op_next) {
       if (r->key != (kd_dispatch_key)k) continue;
-      kd_kernel_info info = {r->key,
-                             r->keyed,
-                             r->keyed ? r->layout : KD_ALL_LAYOUT,
-                             r->keyed ? r->dtypes : KD_ALL_DTYPES,
-                             kernel_form(r->kernel),
-                             r->kernel->k.signature,
-                             r->debug,
-                             r->keyed || !plain_seen};
+      rc = report_kernel(r, r->keyed || !plain_seen, info, fn, user_data);
       if (!r->keyed) plain_seen = true;
-      rc = fn(&info, user_data);
     }
+    for (const kd_registration *r = kd__staged; r && rc == 0; r = r->op_next)
+      if (r->op == op && r->key == (kd_dispatch_key)k) rc = report_kernel(r, false, info, fn, user_data);
   }
   pthread_mutex_unlock(&kd__registry_lock);
   return rc;

@@ -1,7 +1,9 @@
 /*
  * kd kernels OP [--json]: the kernel registrations of an operator: per
  * dispatch key, the kernel key (layout, dtypes) when it has one, the form,
- * the signature and where it was registered.
+ * the signature and where it was registered; for kernel-key kernels the
+ * argument definitions per dtype (dtypes with the same definitions are
+ * grouped), and the attributes' types from the schema.
  */
 #include <stdio.h>
 #include <string.h>
@@ -12,6 +14,7 @@
 typedef struct listing {
   bool json;
   int count;
+  const kd_schema *schema;
 } listing;
 
 static void put_json_string(const char *s) {
@@ -41,6 +44,104 @@ static void put_dtypes(kd_dtype_set set, bool json) {
   putchar(']');
 }
 
+static const char *field_name(int v, int kind) {
+  if (v == KD_ARGDEF_NOT_TENSOR) return "-";
+  if (kind == 0) return v == KD_ALL_BACKEND ? "ALL_BACKEND" : kd_dispatch_key_name((kd_dispatch_key)v);
+  if (kind == 1) return v == KD_ALL_LAYOUT ? "ALL_LAYOUT" : kd_layout_name((kd_layout)v);
+  return v == KD_ALL_DTYPE ? "ALL_DTYPE" : kd_dtype_name((kd_dtype)v);
+}
+
+/* Dtypes a and b have the same definitions, reading a dtype field equal to
+ * the dtype itself as "T" (text listings group them). */
+static bool same_defs(const kd_kernel_info *k, int a, int b) {
+  uint32_t n = k->nargs + k->nrets;
+  for (uint32_t i = 0; i < n; i++) {
+    kd_arg_def x = k->argdefs[a * n + i], y = k->argdefs[b * n + i];
+    bool tx = x.dtype == a, ty = y.dtype == b;
+    if (x.backend != y.backend || x.layout != y.layout || tx != ty || (!tx && x.dtype != y.dtype))
+      return false;
+  }
+  return true;
+}
+
+/* The name of argument i (i < nargs) or result i - nargs. */
+static void arg_label(const listing *l, const kd_kernel_info *k, uint32_t i, char *buf, size_t cap) {
+  if (i < k->nargs) {
+    snprintf(buf, cap, "%s", kd_argument_name(kd_schema_argument(l->schema, i)));
+  } else {
+    const char *n = kd_argument_name(kd_schema_return(l->schema, i - k->nargs));
+    if (n && *n) snprintf(buf, cap, "%s", n);
+    else snprintf(buf, cap, "result%u", i - k->nargs);
+  }
+}
+
+/* One group of dtypes whose definitions are the same. */
+static void print_defs(const listing *l, const kd_kernel_info *k, kd_dtype_set group, int d) {
+  uint32_t n = k->nargs + k->nrets;
+  const kd_arg_def *defs = &k->argdefs[d * n];
+  char label[128], type[128];
+  if (l->json) {
+    fputs("{\"dtypes\": ", stdout);
+    put_dtypes(group, true);
+    fputs(", \"inputs\": [", stdout);
+  } else {
+    fputs("    T in ", stdout);
+    put_dtypes(group, false);
+    fputs(":\n      inputs: ", stdout);
+  }
+  for (uint32_t i = 0; i < n; i++) {
+    if (i == k->nargs) fputs(l->json ? "], \"outputs\": [" : "\n      outputs: ", stdout);
+    arg_label(l, k, i, label, sizeof label);
+    const kd_argument *a = i < k->nargs ? kd_schema_argument(l->schema, i)
+                                        : kd_schema_return(l->schema, i - k->nargs);
+    kd_type_format(kd_argument_type(a), type, sizeof type);
+    bool first = i == 0 || i == k->nargs;
+    if (l->json) {
+      printf("%s{\"name\": ", first ? "" : ", ");
+      put_json_string(label);
+      if (defs[i].backend == KD_ARGDEF_NOT_TENSOR) {
+        fputs(", \"attribute\": ", stdout);
+        put_json_string(type);
+        putchar('}');
+      } else {
+        fputs(", \"backend\": ", stdout);
+        put_json_string(field_name(defs[i].backend, 0));
+        fputs(", \"layout\": ", stdout);
+        put_json_string(field_name(defs[i].layout, 1));
+        fputs(", \"dtype\": ", stdout);
+        put_json_string(field_name(defs[i].dtype, 2));
+        putchar('}');
+      }
+    } else if (defs[i].backend == KD_ARGDEF_NOT_TENSOR) {
+      printf("%s%s: %s", first ? "" : ", ", label, type);
+    } else {
+      printf("%s%s (%s, %s, %s)", first ? "" : ", ", label, field_name(defs[i].backend, 0),
+             field_name(defs[i].layout, 1), defs[i].dtype == d ? "T" : field_name(defs[i].dtype, 2));
+    }
+  }
+  if (k->nrets == 0) fputs(l->json ? "], \"outputs\": [" : "\n      outputs: (none)", stdout);
+  fputs(l->json ? "]}" : "\n", stdout);
+}
+
+/* The definitions, dtypes with equal definitions grouped, in dtype order. */
+static void print_all_defs(const listing *l, const kd_kernel_info *k) {
+  kd_dtype_set done = 0;
+  bool first = true;
+  if (l->json) fputs(", \"args\": [", stdout);
+  for (int d = 0; d < KD_DTYPE_COUNT; d++) {
+    if (!(k->dtypes & KD_DTYPE_BIT(d)) || (done & KD_DTYPE_BIT(d))) continue;
+    kd_dtype_set group = 0;
+    for (int e = d; e < KD_DTYPE_COUNT; e++)
+      if ((k->dtypes & KD_DTYPE_BIT(e)) && (e == d || (!l->json && same_defs(k, d, e))))
+        group |= KD_DTYPE_BIT(e);
+    done |= group;
+    if (l->json && !first) fputs(", ", stdout);
+    print_defs(l, k, group, d);
+    first = false;
+  }
+  if (l->json) putchar(']');
+}
+
 static int print_kernel(const kd_kernel_info *k, void *ud) {
   listing *l = ud;
   const char *layout = k->layout == KD_ALL_LAYOUT ? "ALL_LAYOUT" : kd_layout_name((kd_layout)k->layout);
@@ -58,12 +159,21 @@ static int print_kernel(const kd_kernel_info *k, void *ud) {
     else fputs("null", stdout);
     fputs(", \"registered_at\": ", stdout);
     put_json_string(k->debug ? k->debug : "");
-    printf(", \"active\": %s}", k->active ? "true" : "false");
+    printf(", \"active\": %s, \"custom\": %s, \"staged\": %s, \"key_arg\": %d",
+           k->active ? "true" : "false", k->custom ? "true" : "false",
+           k->staged ? "true" : "false", k->keyed ? k->key_arg : -1);
+    if (k->argdefs && l->schema) print_all_defs(l, k);
+    putchar('}');
   } else {
     printf("%-26s %-10s ", kd_dispatch_key_name(k->key), layout);
     put_dtypes(k->dtypes, false);
-    printf("  %s  %s%s\n", k->form, k->debug ? k->debug : "?",
-           k->active ? "" : "  [inactive: overridden]");
+    printf("  %s  %s%s%s\n", k->form, k->debug ? k->debug : "?",
+           k->staged ? "  [custom, staged: not merged]" : k->custom ? "  [custom]" : "",
+           k->active ? "" : k->staged ? "" : "  [inactive: overridden]");
+    if (k->keyed && k->key_arg >= 0 && l->schema)
+      printf("    selected by argument %d '%s'\n", k->key_arg,
+             kd_argument_name(kd_schema_argument(l->schema, (size_t)k->key_arg)));
+    if (k->argdefs && l->schema) print_all_defs(l, k);
   }
   l->count++;
   return 0;
@@ -71,13 +181,14 @@ static int print_kernel(const kd_kernel_info *k, void *ud) {
 
 int kd_cmd_kernels(int argc, char **argv) {
   const char *name = NULL;
-  listing l = {false, 0};
+  listing l = {false, 0, NULL};
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--json")) {
       l.json = true;
     } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
       printf("usage: kd kernels OP [--json]\n  the kernel registrations of OP per dispatch key: "
-             "kernel key (layout, dtypes), form, where registered\n");
+             "kernel key (layout, dtypes), form, where registered, and for kernel-key\n  kernels the "
+             "argument definitions (backend, layout, dtype) per dtype\n");
       return 0;
     } else if (!name) {
       name = argv[i];
@@ -95,6 +206,7 @@ int kd_cmd_kernels(int argc, char **argv) {
     fprintf(stderr, "kd kernels: %s\n", kd_last_error());
     return 1;
   }
+  l.schema = kd_op_schema(op);
   if (l.json) printf("[");
   kd_op_kernels_foreach(op, print_kernel, &l);
   if (l.json) printf("%s]\n", l.count ? "\n" : "");

@@ -8,6 +8,8 @@
  *   demo::describe(Tensor self) -> str                       CompositeImplicitAutograd
  *   demo::neg(Tensor self) -> Tensor                         CPU kernel keys: int32, int64,
  *                                                            float32, float64
+ *   demo::eq(Tensor self, Tensor other) -> Tensor            CPU kernel keys, a bool result
+ *                                                            (argument definitions changed)
  *   Tracer fallback: prints each call, then redispatches
  */
 #include <stdio.h>
@@ -84,14 +86,53 @@ static kd_status neg_cpu(const kd_call *c, const kd_arg *a, kd_value *r) {
   return KD_OK;
 }
 
+/* A comparison: `other` arrives with self's dtype (the default argument
+ * definitions cast it), the result is bool (the registration says so). */
+static kd_status eq_cpu(const kd_call *c, const kd_arg *a, kd_value *r) {
+  (void)c;
+  kd_tensor *self = a[0].t, *other = a[1].t, *out;
+  int64_t n = kd_tensor_numel(self);
+  if (!kd_tensor_is_contiguous(self) || !kd_tensor_is_contiguous(other) ||
+      kd_tensor_numel(other) != n)
+    return kd_set_error(KD_EINVAL, "demo::eq: expected contiguous tensors of the same size");
+  kd_status st = kd_tensor_empty(kd_tensor_ndim(self), kd_tensor_sizes(self), KD_BOOL,
+                                 kd_tensor_device(self), &out);
+  if (st) return st;
+  bool *y = kd_tensor_data(out);
+  switch (kd_tensor_dtype(self)) {
+#define EQ_CASE(DT, T)                                                                       \
+  case DT:                                                                                   \
+    for (int64_t i = 0; i < n; i++)                                                          \
+      y[i] = ((const T *)kd_tensor_data(self))[i] == ((const T *)kd_tensor_data(other))[i]; \
+    break;
+    EQ_CASE(KD_INT32, int32_t)
+    EQ_CASE(KD_INT64, int64_t)
+    EQ_CASE(KD_FLOAT32, float)
+    EQ_CASE(KD_FLOAT64, double)
+#undef EQ_CASE
+    default:
+      kd_tensor_release(out);
+      return kd_set_error(KD_EINTERNAL, "demo::eq: no loop for %s", kd_dtype_name(kd_tensor_dtype(self)));
+  }
+  r[0] = kd_value_tensor(out);
+  kd_tensor_release(out);
+  return KD_OK;
+}
+
 KD_LIBRARY(demo, m) {
   kd_library_def(m, "scale(Tensor self, float factor=2.) -> Tensor", NULL, 0, NULL);
   kd_library_def(m, "describe(Tensor self) -> str", NULL, 0, NULL);
   kd_library_def(m, "neg(Tensor self) -> Tensor", NULL, 0, NULL);
+  kd_library_def(m, "eq(Tensor self, Tensor other) -> Tensor", NULL, 0, NULL);
 }
 
 KD_REGISTER_KERNEL(demo, neg, CPU, KD_ALL_LAYOUT, neg_cpu, "(Tensor) -> Tensor", KD_INT32, KD_INT64,
-                   KD_FLOAT32, KD_FLOAT64)
+                   KD_FLOAT32, KD_FLOAT64) {}
+
+KD_REGISTER_KERNEL(demo, eq, CPU, KD_ALL_LAYOUT, eq_cpu, "(Tensor, Tensor) -> Tensor", KD_INT32,
+                   KD_INT64, KD_FLOAT32, KD_FLOAT64) {
+  kd_kernel_args_output(kernel, 0, KD_ARGDEF_DTYPE, KD_BOOL);
+}
 
 KD_LIBRARY_IMPL(demo, CPU, m) {
   kd_kernel k = kd_kernel_unboxed(scale_cpu, "(Tensor, float) -> Tensor");
