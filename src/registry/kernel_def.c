@@ -392,26 +392,44 @@ kd_status kd_prepared_new(const char *op_name, kd_device_type device, const kd_d
   return KD_OK;
 }
 
-kd_status kd_prepared_run(kd_prepared *p, const kd_value *inputs, kd_value *outputs) {
-  if (!p || (p->ninputs && !inputs) || (p->noutputs && !outputs))
-    return kd_set_error(KD_EINVAL, "kd_prepared_run: NULL argument");
+/* The error paths of kd_prepared_run, out of the way of the hot path. */
+static kd_status __attribute__((noinline, cold))
+prepared_bad_input(const kd_prepared *p, const kd_value *inputs) {
   for (size_t i = 0; i < p->ninputs; i++) {
     kd_dtype want = p->dtypes[i];
-    if (want != KD_DTYPE_UNDEFINED &&
-        __builtin_expect(inputs[i].tag != KD_VALUE_TENSOR || inputs[i].u.t->dtype != want, 0))
-      return kd_set_error(KD_ETYPE,
-                          "%s: input %zu was prepared as a %s tensor, got %s", p->reg->def.op, i,
-                          kd_dtype_name(want),
-                          inputs[i].tag == KD_VALUE_TENSOR ? kd_dtype_name(kd_tensor_dtype(inputs[i].u.t))
-                                                           : kd_value_tag_name(inputs[i].tag));
+    if (want == KD_DTYPE_UNDEFINED ||
+        (inputs[i].tag == KD_VALUE_TENSOR && inputs[i].u.t->dtype == want))
+      continue;
+    return kd_set_error(KD_ETYPE, "%s: input %zu was prepared as a %s tensor, got %s",
+                        p->reg->def.op, i, kd_dtype_name(want),
+                        inputs[i].tag == KD_VALUE_TENSOR
+                            ? kd_dtype_name(kd_tensor_dtype(inputs[i].u.t))
+                            : kd_value_tag_name(inputs[i].tag));
   }
+  return KD_OK;
+}
+
+static kd_status __attribute__((noinline, cold))
+prepared_failed(const kd_prepared *p, kd_value *outputs, kd_status st) {
+  for (size_t i = 0; i < p->noutputs; i++) kd_value_destroy(&outputs[i]);
+  return st;
+}
+
+kd_status kd_prepared_run(kd_prepared *p, const kd_value *inputs, kd_value *outputs) {
+  if (__builtin_expect(!p || (p->ninputs && !inputs) || (p->noutputs && !outputs), 0))
+    return kd_set_error(KD_EINVAL, "kd_prepared_run: NULL argument");
+  /* The dtype checks, as a flag: one branch for all of them. */
+  bool bad = false;
+  for (size_t i = 0; i < p->ninputs; i++) {
+    kd_dtype want = p->dtypes[i];
+    bad |= want != KD_DTYPE_UNDEFINED &&
+           (inputs[i].tag != KD_VALUE_TENSOR || inputs[i].u.t->dtype != want);
+  }
+  if (__builtin_expect(bad, 0)) return prepared_bad_input(p, inputs);
   for (size_t i = 0; i < p->noutputs; i++) outputs[i] = kd_value_none();
   kd_kernel_context ctx = {p, inputs, outputs, KD_OK};
   p->compute(p->object, &ctx, inputs, outputs);
-  if (ctx.status) {
-    for (size_t i = 0; i < p->noutputs; i++) kd_value_destroy(&outputs[i]);
-    return ctx.status;
-  }
+  if (__builtin_expect(ctx.status != KD_OK, 0)) return prepared_failed(p, outputs, ctx.status);
   return KD_OK;
 }
 
