@@ -10,6 +10,10 @@
  *   kernel_select_ns     the same operator shape with kernel keys: one
  *                        kernel per dtype (all twelve), selected by the
  *                        tensor's dtype
+ *   kernel_enforce_ns    a two-tensor no-op with kernel keys, both tensors
+ *                        float32: the second tensor's argument definition
+ *                        is checked on every call (nothing to cast), the
+ *                        path every kernel with definitions to enforce takes
  */
 #include <stdio.h>
 
@@ -114,6 +118,25 @@ int kd_bench_kernels(int argc, char **argv) {
     }
   printf("dispatch_unboxed_ns %.2f\n", time_typed(plain, t));
   printf("kernel_select_ns %.2f\n", time_typed(keyed, t));
+  kd_kernel k2 = kd_kernel_unboxed(noop_kernel, "(Tensor, Tensor) -> ()");
+  kd_op *pair;
+  if (kd_library_def(def, "pair(Tensor a, Tensor b) -> ()", NULL, 0, NULL) ||
+      kd_library_impl_keyed(cpu, "pair", KD_ALL_LAYOUT, KD_DTYPE_BIT(KD_FLOAT32), &k2, NULL) ||
+      kd_op_find("kdkernels::pair", "", &pair)) {
+    fprintf(stderr, "kd-bench kernels: %s\n", kd_last_error());
+    return 1;
+  }
+  {
+    kd_arg args[2] = {{.t = t}, {.t = t}};
+    double s[REPS];
+    for (int r = -1; r < REPS; r++) {
+      uint64_t t0 = kd_bench_now_ns();
+      for (int i = 0; i < CALLS; i++) kd_call_unboxed(pair, args, NULL);
+      uint64_t t1 = kd_bench_now_ns();
+      if (r >= 0) s[r] = (double)(t1 - t0) / CALLS;
+    }
+    printf("kernel_enforce_ns %.2f\n", kd_bench_median(s, REPS));
+  }
   kd_library_close(cpu);
   fprintf(stderr, "(sink %lu)\n", (unsigned long)(sink & 0xff));
   kd_prepared_free(p);

@@ -249,9 +249,35 @@ static inline kd_status boxed_via_unboxed(const kd__op_info *info, kd_unboxed_fn
 /* A kernel-key kernel with argument definitions to enforce, or reached by
  * CPU fallback: bring the arguments (a copy) to what it asks, call, own and
  * check the results, move them back home after a fallback. */
+/* True when every tensor input the plan lists already is what its
+ * definition asks (the common case: nothing to move or cast). */
+static inline bool plan_inputs_hold(const kd__plan *p, const kd_arg *args) {
+  for (uint32_t j = 0; j < p->nin; j++) {
+    const kd__plan_item *it = &p->items[j];
+    const kd_tensor *t = args[it->index].t;
+    if (!t) continue;
+    if ((it->def.dtype != KD_ALL_DTYPE && (int)t->dtype != it->def.dtype) ||
+        (it->def.backend != KD_ALL_BACKEND && !(t->keys & ((kd_keyset)1 << it->def.backend))) ||
+        (it->def.layout != KD_ALL_LAYOUT && (int)t->layout != it->def.layout))
+      return false;
+  }
+  return true;
+}
+
 static kd_status __attribute__((noinline))
 run_enforced(const kd_op *op, const kd__op_info *info, const resolved *r, const kd_call *c,
              const kd_tensor *kt, const kd_arg *args, kd_value *rets) {
+  if (!r->fell_back && plan_inputs_hold(r->plan, args) && r->kernel->k.unboxed) {
+    /* Nothing to bring: call as is, check the results if the plan has any. */
+    kd_status st = r->kernel->k.unboxed(c, args, rets);
+    if (st != KD_OK || r->plan->nout == 0) return st;
+    for (uint32_t i = 0; i < info->nrets; i++)
+      if (rets[i].flags & KD_VALUE_BORROWED) kd_value_own(&rets[i]);
+    st = kd__enforce_outputs(op, r->plan, NULL, rets, info->nrets);
+    if (st)
+      for (uint32_t i = 0; i < info->nrets; i++) kd_value_destroy(&rets[i]);
+    return st;
+  }
   kd_arg local[64];
   kd_tensor *temps[64];
   uint32_t ntemps = 0;
@@ -346,6 +372,11 @@ dispatch_unboxed(kd_op *op, const kd__op_info *info, kd_keyset ks, const kd_arg 
     if (KD__LIKELY(cell && cell->fast)) {
       kd_call c = {op, ks, key, cell->data};
       return cell->fast(&c, args, rets);
+    }
+    if (cell && cell->plan) { /* argument definitions to enforce */
+      kd_call c = {op, ks, key, cell->data};
+      resolved r = {cell->kernel, cell->data, cell->plan, key, false};
+      return run_enforced(op, info, &r, &c, kt, args, rets);
     }
   }
   return dispatch_unboxed_slow(op, info, ks, args, rets);
