@@ -15,6 +15,7 @@
 #include "kd/dlpack.h"
 #include "kd/dispatch.h"
 #include "kd/library.h"
+#include "kd/selective.h"
 #include "kd/kernel_def.h"
 
 #endif /* KD_KD_H */

@@ -365,7 +365,13 @@ KD_API kd_status kd_library_open_desc(const kd_library_desc *desc);
  * The dtypes become an array initializer (no macro recursion); `fn` reads
  * the key tensor's dtype itself (a type-generic kernel switches on it). The
  * descriptor is kd_library_kernel_NS_OP_KEY (for KD_USE_LIBRARY). A failed
- * registration is reported with kd_warn (a constructor has no caller). */
+ * registration is reported with kd_warn (a constructor has no caller).
+ *
+ * In a selective build (kd/selective.h: an allow-list header defines
+ * KD_SELECTIVE_BUILD) only the listed dtypes that the allow-list allows for
+ * (ns::op, KEY) are registered; when none is, nothing is, and `fn` is only
+ * referenced in code the compiler removes. The descriptor is always there. */
+#include "kd/selective.h"
 #define KD__KSYM(ns, op, key, suffix) kd_library_kernel_##ns##_##op##_##key##suffix
 #define KD__UNUSED_PARAM __attribute__((unused))
 #define KD_REGISTER_KERNEL(ns, op, key, layout, fn, signature, ...)                              \
@@ -377,15 +383,18 @@ KD_API kd_status kd_library_open_desc(const kd_library_desc *desc);
   }                                                                                               \
   KD__LIBRARY_BLOCK(kd_library_kernel_##ns##_##op##_##key, KD_LIBRARY_IMPL, ns, KD_KEY_##key,    \
                     kd_lib_) {                                                                    \
-    kd_kernel kd_k_ = kd_kernel_unboxed(fn, signature);                                           \
-    kd_keyed_kernel kd_s_ = {                                                                     \
-        KD_KEYED_KERNEL_VERSION, layout,                                                          \
-        kd_dtype_set_of(KD__KSYM(ns, op, key, _dtypes_),                                          \
-                        sizeof KD__KSYM(ns, op, key, _dtypes_) / sizeof(kd_dtype)),               \
-        &kd_k_, 0, -1, KD__KSYM(ns, op, key, _thunk_), NULL};                                     \
-    if (kd_library_impl_keyed_ex(kd_lib_, #op, &kd_s_, NULL))                                     \
-      kd_warn("KD_REGISTER_KERNEL(%s::%s, %s) at %s:%d: %s", #ns, #op, #key, __FILE__, __LINE__,  \
-              kd_last_error());                                                                   \
+    if (KD__SEL_REGISTERS(ns, op, key, __VA_ARGS__)) { /* a constant: 1 unless selective */     \
+      kd_kernel kd_k_ = kd_kernel_unboxed(fn, signature);                                         \
+      kd_keyed_kernel kd_s_ = {                                                                   \
+          KD_KEYED_KERNEL_VERSION, layout,                                                        \
+          kd_dtype_set_of(KD__KSYM(ns, op, key, _dtypes_),                                        \
+                          sizeof KD__KSYM(ns, op, key, _dtypes_) / sizeof(kd_dtype)) &            \
+              KD__SEL_DTYPES(ns, op, key),                                                        \
+          &kd_k_, 0, -1, KD__KSYM(ns, op, key, _thunk_), NULL};                                   \
+      if (kd_library_impl_keyed_ex(kd_lib_, #op, &kd_s_, NULL))                                   \
+        kd_warn("KD_REGISTER_KERNEL(%s::%s, %s) at %s:%d: %s", #ns, #op, #key, __FILE__,          \
+                __LINE__, kd_last_error());                                                       \
+    }                                                                                             \
   }                                                                                               \
   static void KD__KSYM(ns, op, key, _args_)(kd_kernel_args * kernel KD__UNUSED_PARAM,             \
                                             kd_dtype dtype KD__UNUSED_PARAM)

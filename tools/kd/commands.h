@@ -12,5 +12,6 @@ int kd_cmd_ops(int argc, char **argv);
 int kd_cmd_dump(int argc, char **argv);
 int kd_cmd_table(int argc, char **argv);
 int kd_cmd_kernels(int argc, char **argv);
+int kd_cmd_trace(int argc, char **argv);
 
 #endif

@@ -20,6 +20,7 @@ static const kd_command commands[] = {
     {"schema", kd_cmd_schema, "parse schemas from stdin and print them canonically"},
     {"table", kd_cmd_table, "an operator's computed dispatch table"},
     {"tour", kd_cmd_tour, "a short tour of the library on a built-in example"},
+    {"trace", kd_cmd_trace, "run a program, record the kernels it calls, write an allow-list"},
     {"version", kd_cmd_version, "print the library version"},
 };
 
