@@ -84,20 +84,24 @@ int kd_bench_kernels(int argc, char **argv) {
   }
   kd_value inputs[1] = {kd_value_tensor_borrowed(t)};
   void (*volatile direct)(void *, kd_kernel_context *, const kd_value *, kd_value *) = noop_compute;
-  double direct_ns[REPS], prepared_ns[REPS];
+  double direct_ns[REPS], prepared_ns[REPS], unchecked_ns[REPS];
   for (int r = -1; r < REPS; r++) {
     uint64_t t0 = kd_bench_now_ns();
     for (int i = 0; i < CALLS; i++) direct(&state, NULL, inputs, NULL);
     uint64_t t1 = kd_bench_now_ns();
     for (int i = 0; i < CALLS; i++) kd_prepared_run(p, inputs, NULL);
     uint64_t t2 = kd_bench_now_ns();
+    for (int i = 0; i < CALLS; i++) kd_prepared_run_unchecked(p, inputs, NULL);
+    uint64_t t3 = kd_bench_now_ns();
     if (r >= 0) {
       direct_ns[r] = (double)(t1 - t0) / CALLS;
       prepared_ns[r] = (double)(t2 - t1) / CALLS;
+      unchecked_ns[r] = (double)(t3 - t2) / CALLS;
     }
   }
   printf("direct_call_ns %.2f\n", kd_bench_median(direct_ns, REPS));
   printf("prepared_call_ns %.2f\n", kd_bench_median(prepared_ns, REPS));
+  printf("prepared_unchecked_ns %.2f\n", kd_bench_median(unchecked_ns, REPS));
 
   /* Selection inside dispatch. */
   kd_library *cpu;

@@ -249,6 +249,12 @@ static void test_prepared(void **state) {
                 "kdef::abs: input 0 was prepared as a float64 tensor, got float32");
   kd_value notensor[1] = {kd_value_int(3)};
   KD_ASSERT_ERR(kd_prepared_run(p, notensor, outputs), KD_ETYPE, "got int");
+  /* The unchecked entry computes the same for inputs that match. */
+  KD_ASSERT_OK(kd_prepared_run_unchecked(p, inputs, outputs));
+  kd_scalar u;
+  KD_ASSERT_OK(kd_tensor_get(outputs[0].u.t, (int64_t[]){0}, &u));
+  assert_true(u.v.d == 4.5);
+  kd_value_destroy(&outputs[0]);
   /* The definition can be released while a prepared kernel uses it. */
   kd_kernel_def_release(r);
   KD_ASSERT_OK(kd_prepared_run(p, inputs, outputs));
@@ -286,6 +292,8 @@ static void test_prepared_errors(void **state) {
   kd_tensor *x = vec(KD_FLOAT32, 1, 2);
   kd_value in[1] = {kd_value_tensor_borrowed(x)}, out[1];
   KD_ASSERT_ERR(kd_prepared_run(p, in, out), KD_ERANGE, "abs: negative scale -1");
+  assert_true(kd_value_is_none(&out[0]));
+  KD_ASSERT_ERR(kd_prepared_run_unchecked(p, in, out), KD_ERANGE, "abs: negative scale -1");
   assert_true(kd_value_is_none(&out[0]));
   kd_prepared_free(p);
   /* An output prepared without a dtype cannot be allocated. */

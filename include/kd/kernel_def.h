@@ -168,6 +168,13 @@ KD_API kd_status kd_prepared_new(const char *op, kd_device_type device, const kd
  * tensor inputs have the dtypes the kernel was prepared for (KD_ETYPE). */
 KD_API kd_status kd_prepared_run(kd_prepared *prepared, const kd_value *inputs, kd_value *outputs);
 
+/* kd_prepared_run without the argument checks, for runtimes that checked
+ * their graph once (as TensorFlow's executor does): the caller guarantees
+ * non-NULL arguments and tensor inputs of the prepared dtypes; anything else
+ * is undefined behaviour. Same results and ownership as kd_prepared_run. */
+KD_API kd_status kd_prepared_run_unchecked(kd_prepared *prepared, const kd_value *inputs,
+                                           kd_value *outputs);
+
 /* The definition chosen. Borrowed, valid while the prepared kernel lives. */
 KD_API const kd_kernel_def *kd_prepared_def(const kd_prepared *prepared);
 /* Destroys the object and drops the definition. NULL is ignored. */
