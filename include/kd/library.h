@@ -195,8 +195,9 @@ typedef struct kd_kernel_selection {
   kd_dtype_set dtypes;  /* keyed: the registration's dtypes */
 } kd_kernel_selection;
 
-/* KD_ENOKERNEL as a call would fail (the message lists what is registered);
- * KD_EINVAL for a bad key, layout or dtype. */
+/* Fills the caller's *out (zeroed first; untouched on KD_EINVAL); takes
+ * nothing. KD_ENOKERNEL as a call would fail (the message lists what is
+ * registered); KD_EINVAL for a NULL argument, a bad key, layout or dtype. */
 KD_API kd_status kd_op_select_kernel(const kd_op *op, kd_dispatch_key key, kd_layout layout,
                                      kd_dtype dtype, kd_kernel_selection *out);
 

@@ -264,6 +264,18 @@ static inline bool plan_inputs_hold(const kd__plan *p, const kd_arg *args) {
   return true;
 }
 
+/* After a kernel ran: results owned (a borrowed one may be a temporary),
+ * checked against the plan, moved home after a fallback; None on error. */
+static kd_status finish_results(const kd_op *op, const kd__op_info *info, const kd__plan *plan,
+                                const kd_device *home, kd_value *rets) {
+  for (uint32_t i = 0; i < info->nrets; i++)
+    if (rets[i].flags & KD_VALUE_BORROWED) kd_value_own(&rets[i]);
+  kd_status st = kd__enforce_outputs(op, plan, home, rets, info->nrets);
+  if (st)
+    for (uint32_t i = 0; i < info->nrets; i++) kd_value_destroy(&rets[i]);
+  return st;
+}
+
 static kd_status __attribute__((noinline))
 run_enforced(const kd_op *op, const kd__op_info *info, const resolved *r, const kd_call *c,
              const kd_tensor *kt, const kd_arg *args, kd_value *rets) {
@@ -271,12 +283,7 @@ run_enforced(const kd_op *op, const kd__op_info *info, const resolved *r, const 
     /* Nothing to bring: call as is, check the results if the plan has any. */
     kd_status st = r->kernel->k.unboxed(c, args, rets);
     if (st != KD_OK || r->plan->nout == 0) return st;
-    for (uint32_t i = 0; i < info->nrets; i++)
-      if (rets[i].flags & KD_VALUE_BORROWED) kd_value_own(&rets[i]);
-    st = kd__enforce_outputs(op, r->plan, NULL, rets, info->nrets);
-    if (st)
-      for (uint32_t i = 0; i < info->nrets; i++) kd_value_destroy(&rets[i]);
-    return st;
+    return finish_results(op, info, r->plan, NULL, rets);
   }
   kd_arg local[64];
   kd_tensor *temps[64];
@@ -288,13 +295,7 @@ run_enforced(const kd_op *op, const kd__op_info *info, const resolved *r, const 
     for (uint32_t i = 0; i < info->nrets; i++) rets[i] = kd_value_none();
     st = r->kernel->k.unboxed ? r->kernel->k.unboxed(c, local, rets)
                               : unboxed_via_boxed(info, r->kernel, c, local, rets);
-    if (st == KD_OK) {
-      for (uint32_t i = 0; i < info->nrets; i++)
-        if (rets[i].flags & KD_VALUE_BORROWED) kd_value_own(&rets[i]); /* may be a temp */
-      st = kd__enforce_outputs(op, r->plan, r->fell_back ? &home : NULL, rets, info->nrets);
-      if (st)
-        for (uint32_t i = 0; i < info->nrets; i++) kd_value_destroy(&rets[i]);
-    }
+    if (st == KD_OK) st = finish_results(op, info, r->plan, r->fell_back ? &home : NULL, rets);
   }
   for (uint32_t i = 0; i < ntemps; i++) kd_tensor_release(temps[i]);
   return st;

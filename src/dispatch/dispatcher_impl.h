@@ -68,6 +68,12 @@ typedef enum kd__arg_kind {
   KD__ARG_VALUE, /* any other type, boxed */
 } kd__arg_kind;
 
+/* A Tensor or Tensor? argument: one that can carry dispatch keys and
+ * argument definitions. */
+static inline bool kd__is_tensor_kind(uint8_t kind) {
+  return kind == KD__ARG_TENSOR || kind == KD__ARG_OPT_TENSOR;
+}
+
 /* What the call path needs from a schema, computed once at def. Immutable. */
 typedef struct kd__op_info {
   kd_schema *schema; /* owned */
@@ -259,8 +265,7 @@ kd_status kd__argdefs_check(const char *opname, const kd_schema *schema, const k
 /* The definition of input (output=false) or output `index` for `dtype`. */
 kd_arg_def kd__argdef_of(const kd_registration *r, kd_dispatch_key key, kd_dtype dtype,
                          bool output, size_t index);
-/* The backend key of a device type, and back (index 0). */
-kd_dispatch_key kd__backend_of_device(kd_device_type type);
+/* The device type of a backend key (the inverse of kd_backend_key). */
 bool kd__device_of_backend(int backend, kd_device_type *out);
 
 /* ---- Enforcement and CPU fallback (src/dispatch/enforce.c) ---- */

@@ -47,7 +47,7 @@ static kd_status conform(const kd_op *op, const kd__op_info *info, const kd__pla
   kd_device_type want_type = KD_DEVICE_CPU;
   kd_device dev = kd_tensor_device(t);
   bool move = def.backend != KD_ALL_BACKEND &&
-              (int)kd__backend_of_device(dev.type) != def.backend &&
+              (int)kd_backend_key(dev.type) != def.backend &&
               kd__device_of_backend(def.backend, &want_type);
   bool cast = def.dtype != KD_ALL_DTYPE && (int)t->dtype != def.dtype;
   if (!move && !cast) return KD_OK;
@@ -85,16 +85,12 @@ fail: {
 }
 }
 
-static bool is_tensor_kind(uint8_t kind) {
-  return kind == KD__ARG_TENSOR || kind == KD__ARG_OPT_TENSOR;
-}
-
 kd_status kd__enforce_inputs(const kd_op *op, const kd__op_info *info, const kd__plan *plan,
                              bool to_cpu, kd_arg *args, kd_tensor **temps, uint32_t *ntemps) {
   *ntemps = 0;
   if (to_cpu) {
     for (uint32_t i = 0; i < info->nargs; i++) {
-      kd_tensor *t = is_tensor_kind(info->kinds[i]) ? args[i].t : NULL;
+      kd_tensor *t = kd__is_tensor_kind(info->kinds[i]) ? args[i].t : NULL;
       if (!t || kd_tensor_device(t).type == KD_DEVICE_CPU) continue;
       kd_tensor *moved;
       kd_status st = kd_tensor_to_device(t, kd_device_cpu(), &moved);
@@ -131,13 +127,13 @@ kd_status kd__enforce_outputs(const kd_op *op, const kd__plan *plan, const kd_de
     const kd_tensor *t = v->u.t;
     kd_arg_def d = it->def;
     kd_device_type dt = kd_tensor_device(t).type;
-    if ((d.backend == KD_ALL_BACKEND || (int)kd__backend_of_device(dt) == d.backend) &&
+    if ((d.backend == KD_ALL_BACKEND || (int)kd_backend_key(dt) == d.backend) &&
         (d.layout == KD_ALL_LAYOUT || (int)t->layout == d.layout) &&
         (d.dtype == KD_ALL_DTYPE || (int)t->dtype == d.dtype))
       continue;
     char want[96], got[96], key[96];
     format_def(d, want, sizeof want);
-    format_def((kd_arg_def){(int)kd__backend_of_device(dt), (int)t->layout, (int)t->dtype}, got,
+    format_def((kd_arg_def){(int)kd_backend_key(dt), (int)t->layout, (int)t->dtype}, got,
                sizeof got);
     format_kernel_key(plan, key, sizeof key);
     return kd_set_error(KD_EINTERNAL,

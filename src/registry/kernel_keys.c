@@ -190,10 +190,6 @@ static int specificity(const kd_registration *r, int layout, int dtype) {
   return all_dtypes ? 2 : 4;
 }
 
-static bool is_tensor_kind(uint8_t kind) {
-  return kind == KD__ARG_TENSOR || kind == KD__ARG_OPT_TENSOR;
-}
-
 static bool def_is_any(kd_arg_def d) {
   return d.backend == KD_ALL_BACKEND && d.layout == KD_ALL_LAYOUT && d.dtype == KD_ALL_DTYPE;
 }
@@ -205,7 +201,7 @@ static kd__plan *make_plan(const kd_registration *r, kd_dispatch_key key, int la
   kd__plan_item items[80];
   uint32_t nin = 0, nout = 0;
   for (uint32_t i = 0; i < info->nargs; i++) {
-    if (!is_tensor_kind(info->kinds[i])) continue;
+    if (!kd__is_tensor_kind(info->kinds[i])) continue;
     kd_arg_def d = kd__argdef_of(r, key, (kd_dtype)dtype, false, i);
     /* The key tensor was selected by its layout and dtype: the default
      * definition holds by construction. */
@@ -385,32 +381,12 @@ kd_status kd_backend_set_cpu_fallback(kd_dispatch_key backend, bool enabled) {
   return KD_OK;
 }
 
-kd_dispatch_key kd__backend_of_device(kd_device_type type) {
-  switch (type) {
-    case KD_DEVICE_CPU:
-      return KD_KEY_CPU;
-    case KD_DEVICE_CUDA:
-      return KD_KEY_CUDA;
-    case KD_DEVICE_META:
-      return KD_KEY_META;
-    case KD_DEVICE_PRIVATEUSE1:
-      return KD_KEY_PRIVATEUSE1;
-    case KD_DEVICE_PRIVATEUSE2:
-      return KD_KEY_PRIVATEUSE2;
-    case KD_DEVICE_PRIVATEUSE3:
-      return KD_KEY_PRIVATEUSE3;
-    default:
-      return KD_KEY_UNDEFINED;
-  }
-}
-
+/* Backend keys follow device types in order (kd_backend_key; checked in keys.c). */
 bool kd__device_of_backend(int backend, kd_device_type *out) {
-  for (int t = 0; t < KD_DEVICE_TYPE_COUNT; t++)
-    if ((int)kd__backend_of_device((kd_device_type)t) == backend) {
-      *out = (kd_device_type)t;
-      return true;
-    }
-  return false;
+  int type = backend - (int)KD_KEY_CPU;
+  if (type < 0 || type >= KD_DEVICE_TYPE_COUNT) return false;
+  *out = (kd_device_type)type;
+  return true;
 }
 
 /* ---- Selection without a call --------------------------------------------------------- */

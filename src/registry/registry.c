@@ -623,7 +623,7 @@ static kd_arg_def *argdefs_of(const kd_registration *r, const kd__op_info *info)
       bool out = i >= info->nargs;
       size_t idx = out ? i - info->nargs : i;
       uint8_t kind = out ? info->ret_kinds[idx] : info->kinds[idx];
-      bool tensor = kind == KD__ARG_TENSOR || (!out && kind == KD__ARG_OPT_TENSOR);
+      bool tensor = out ? kind == KD__ARG_TENSOR : kd__is_tensor_kind(kind);
       defs[d * n + i] = tensor ? kd__argdef_of(r, r->key, (kd_dtype)d, out, idx) : none;
     }
   }
