@@ -125,6 +125,26 @@ KD_API kd_status kd_tensor_from_storage(kd_storage *storage, int64_t offset, int
 KD_API kd_status kd_tensor_as_strided(const kd_tensor *base, int ndim, const int64_t *sizes,
                                       const int64_t *strides, int64_t offset, kd_tensor **out);
 
+/* Changes t's sizes in place (PyTorch's resize_): `ndim` sizes, and
+ * `strides` (in elements) or NULL for row-major strides. The element offset
+ * stays; when the storage is too small for the new geometry it grows: new
+ * bytes from the device's allocator, the old bytes copied to their start
+ * (values beyond the old end are not initialised), and every view of the
+ * storage sees the new bytes. Growing needs storage that came from an
+ * allocator (or has no bytes yet) on cpu or meta. t is borrowed.
+ * KD_EINVAL: NULL t, bad ndim, negative sizes or strides. KD_EOVERFLOW.
+ * KD_EUNSUPPORTED: the storage must grow but wraps foreign memory or lives on
+ * another device. KD_ENOMEM. On error t is unchanged. */
+KD_API kd_status kd_tensor_resize_(kd_tensor *t, int ndim, const int64_t *sizes,
+                                   const int64_t *strides);
+
+/* A "wrapped number" is a 0-dim tensor made from a Python-style scalar (as
+ * PyTorch's add(t, 2) wraps 2): type promotion counts it after every real
+ * tensor (see kd_result_type_state). Only 0-dim tensors can be marked;
+ * setting it on others is ignored. */
+KD_API void kd_tensor_set_wrapped_number(kd_tensor *t, bool wrapped);
+KD_API bool kd_tensor_is_wrapped_number(const kd_tensor *t);
+
 /* Adds / drops a reference; release frees the tensor at zero and drops its
  * storage reference. NULL is ignored. */
 KD_API void kd_tensor_retain(kd_tensor *tensor);

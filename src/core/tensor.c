@@ -372,3 +372,83 @@ size_t kd_tensor_describe(const kd_tensor *t, char *buf, size_t cap) {
   kd__fmt_puts(&f, ")");
   return f.len;
 }
+
+/* ---- Resizing, wrapped numbers --------------------------------------------------- */
+
+/* Grows t's storage to at least nbytes, keeping its bytes (see kd_tensor_resize_). */
+static kd_status grow_storage(kd_storage *s, size_t nbytes) {
+  if (s->device.type == KD_DEVICE_META) {
+    s->nbytes = nbytes;
+    return KD_OK;
+  }
+  if (s->device.type != KD_DEVICE_CPU)
+    return kd_set_error(KD_EUNSUPPORTED,
+                        "resize_: cannot grow storage on device '%s' (only cpu and meta)",
+                        kd_device_type_name(s->device.type));
+  if (!s->owns_via_allocator && s->data)
+    return kd_set_error(KD_EUNSUPPORTED,
+                        "resize_: the storage wraps memory the library does not own (%zu bytes); "
+                        "it cannot grow to %zu bytes",
+                        s->nbytes, nbytes);
+  kd_allocator a = s->allocator;
+  if (!s->owns_via_allocator && kd_allocator_get(s->device.type, &a) != KD_OK)
+    return kd_set_error(KD_EUNSUPPORTED, "resize_: no allocator for device '%s'",
+                        kd_device_type_name(s->device.type));
+  void *p = a.alloc(a.ctx, s->device, nbytes);
+  if (!p)
+    return kd_set_error(KD_ENOMEM, "resize_: out of memory growing storage to %zu bytes", nbytes);
+  if (s->data) {
+    memcpy(p, s->data, s->nbytes);
+    s->allocator.free(s->allocator.ctx, s->device, s->data, s->nbytes);
+  }
+  s->data = p;
+  s->nbytes = nbytes;
+  s->allocator = a;
+  s->owns_via_allocator = true;
+  return KD_OK;
+}
+
+kd_status kd_tensor_resize_(kd_tensor *t, int ndim, const int64_t *sizes, const int64_t *strides) {
+  if (!t) return kd_set_error(KD_EINVAL, "resize_: NULL tensor");
+  kd_status st = check_dims("resize_", ndim, sizes, t->dtype);
+  if (st) return st;
+  int64_t st_buf[KD_MAX_DIMS];
+  if (!strides) {
+    if ((st = contiguous_strides(ndim, sizes, st_buf))) return st;
+    strides = st_buf;
+  }
+  int64_t numel = 0;
+  if ((st = numel_of(ndim, sizes, &numel))) return st;
+  int64_t last = 0;
+  for (int i = 0; i < ndim; i++) {
+    if (strides[i] < 0)
+      return kd_set_error(KD_EINVAL, "resize_: stride %lld of dimension %d is negative",
+                          (long long)strides[i], i);
+    int64_t span;
+    if (sizes[i] > 0 && (__builtin_mul_overflow(sizes[i] - 1, strides[i], &span) ||
+                         __builtin_add_overflow(last, span, &last)))
+      return kd_set_error(KD_EOVERFLOW, "resize_: element offsets overflow");
+  }
+  int64_t need = 0;
+  if (numel > 0 && (__builtin_add_overflow(last, t->offset + 1, &need) ||
+                    __builtin_mul_overflow(need, (int64_t)kd_dtype_size(t->dtype), &need)))
+    return kd_set_error(KD_EOVERFLOW, "resize_: byte size overflows");
+  if ((uint64_t)need > (uint64_t)t->storage->nbytes &&
+      (st = grow_storage(t->storage, (size_t)need)))
+    return st;
+  t->ndim = ndim;
+  t->numel = numel;
+  for (int i = 0; i < ndim; i++) {
+    t->sizes[i] = sizes[i];
+    t->strides[i] = strides[i];
+  }
+  t->contiguous = compute_contiguous(t);
+  if (ndim != 0) t->wrapped_number = false;
+  return KD_OK;
+}
+
+void kd_tensor_set_wrapped_number(kd_tensor *t, bool wrapped) {
+  if (t && t->ndim == 0) t->wrapped_number = wrapped;
+}
+
+bool kd_tensor_is_wrapped_number(const kd_tensor *t) { return t && t->wrapped_number; }

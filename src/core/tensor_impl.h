@@ -32,6 +32,7 @@ struct kd_tensor {
   kd_layout layout;
   int64_t numel;       /* cached product of sizes */
   bool contiguous;     /* cached */
+  bool wrapped_number; /* a 0-dim tensor made from a scalar */
   int64_t sizes[KD_MAX_DIMS];
   int64_t strides[KD_MAX_DIMS];
 };

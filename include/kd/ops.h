@@ -1,0 +1,61 @@
+/*
+ * ops.h: the operator library (libkdops): PyTorch's operators on CPU and
+ * Meta, registered in the `aten` namespace of the dispatcher.
+ *
+ * Call kd_ops_open once before using the operators (explicit, so that
+ * static linking keeps every registration). Entry points are generated
+ * from ops/native_functions.yaml into kd/ops/<name>.h; docs/CODEGEN.md says
+ * how their names and parameters are formed.
+ */
+#ifndef KD_OPS_H
+#define KD_OPS_H
+
+#include "kd/common.h"
+#include "kd/dispatch.h"
+#include "kd/scalar.h"
+#include "kd/status.h"
+#include "kd/tensor.h"
+#include "kd/value.h"
+
+KD_EXTERN_C_BEGIN
+
+/* Borrowed lists passed to operators. size == -1 means None for optional
+ * list arguments; data may be NULL when size <= 0. */
+typedef struct kd_ints {
+  const int64_t *data;
+  int64_t size;
+} kd_ints;
+typedef struct kd_floats {
+  const double *data;
+  int64_t size;
+} kd_floats;
+typedef struct kd_bools {
+  const bool *data;
+  int64_t size;
+} kd_bools;
+typedef struct kd_tensors {
+  kd_tensor *const *data;
+  int64_t size;
+} kd_tensors;
+
+/* Registers the aten operators and their CPU, Meta and composite kernels.
+ * Idempotent and thread-safe: later calls return the first call's status.
+ * The registrations stay for the life of the process. */
+KD_API kd_status kd_ops_open(void);
+
+/* Threads used by operators above their grain size: the KD_NUM_THREADS
+ * environment variable, else the number of processors. Setting n <= 0 is
+ * KD_EINVAL. */
+KD_API int kd_get_num_threads(void);
+KD_API kd_status kd_set_num_threads(int n);
+
+/* The CPU capability whose kernels run: "default", "avx2" or "avx512"
+ * (chosen at first use; KD_CPU_CAPABILITY overrides). Static storage. */
+KD_API const char *kd_cpu_capability(void);
+
+/* Seeds the default generator used by rand and randn. */
+KD_API void kd_manual_seed(uint64_t seed);
+
+KD_EXTERN_C_END
+
+#endif /* KD_OPS_H */

@@ -1,0 +1,71 @@
+/*
+ * structured.h: the runtime of structured kernels (docs/CODEGEN.md).
+ *
+ * A generated wrapper puts a kd_structured on its stack, runs the operator's
+ * meta function (which asks for outputs with kd_structured_set_output), then
+ * its impl (which writes kd_structured_output(s, i)), then
+ * kd_structured_finish (copies proxies back), and always
+ * kd_structured_release. Private to libkdops.
+ */
+#ifndef KD_OPS_STRUCTURED_H
+#define KD_OPS_STRUCTURED_H
+
+#include "kd/ops.h"
+
+#define KD_STRUCTURED_MAX_OUT 4
+
+typedef enum kd_structured_mode {
+  KD_STRUCTURED_FUNCTIONAL = 0, /* outputs allocated by set_output */
+  KD_STRUCTURED_INPLACE = 1,    /* output i is the given self: it must fit exactly */
+  KD_STRUCTURED_OUT = 2,        /* output i is the given out: resized, proxied, checked */
+  KD_STRUCTURED_META = 3,       /* as FUNCTIONAL, on the meta device; impl is not run */
+} kd_structured_mode;
+
+typedef struct kd_structured {
+  const char *op;          /* "aten::add.out", for messages (static) */
+  kd_structured_mode mode;
+  int nout;                /* number of outputs, <= KD_STRUCTURED_MAX_OUT */
+  kd_device device;        /* where FUNCTIONAL outputs are allocated */
+  /* INPLACE / OUT: the caller's tensors (borrowed). */
+  kd_tensor *given[KD_STRUCTURED_MAX_OUT];
+  /* What impl writes: owned when allocated or a proxy, else == given[i];
+   * NULL until set_output(i). */
+  kd_tensor *outputs[KD_STRUCTURED_MAX_OUT];
+  bool proxy[KD_STRUCTURED_MAX_OUT];
+} kd_structured;
+
+/* Starts a structured call. `given` has nout entries for INPLACE/OUT (NULL
+ * for the others). `device` is where FUNCTIONAL outputs go (the device of
+ * the first tensor argument, or cpu); META allocates on the meta device. */
+void kd_structured_init(kd_structured *s, const char *op, kd_structured_mode mode, int nout,
+                        kd_tensor *const *given, kd_device device);
+
+/* Meta asks for output i with these sizes, strides (in elements; NULL for
+ * row-major, or "whatever out has" for OUT) and dtype.
+ * FUNCTIONAL / META: allocates. INPLACE: KD_EINVAL unless self has exactly
+ * these sizes ("output with shape [..] doesn't match the broadcast shape
+ * [..]"), KD_ETYPE unless it has this dtype. OUT: KD_ETYPE for another dtype
+ * ("Expected out tensor to have dtype float32, but got int64 instead"),
+ * KD_EINVAL for another device; resizes out when its sizes differ (a warning
+ * when it had elements, as PyTorch); when `strides` is given and out's
+ * strides differ after that, output i becomes a fresh proxy with those
+ * strides, copied back by finish. Messages name s->op. Calling it twice for
+ * one output is KD_ESTATE. */
+kd_status kd_structured_set_output(kd_structured *s, int i, int ndim, const int64_t *sizes,
+                                   const int64_t *strides, kd_dtype dtype);
+
+/* The tensor impl writes for output i (borrowed from s); NULL before
+ * set_output(i). */
+static inline kd_tensor *kd_structured_output(const kd_structured *s, int i) {
+  return s->outputs[i];
+}
+
+/* After impl: copies every proxy into its given tensor. Errors of the copy. */
+kd_status kd_structured_finish(kd_structured *s);
+
+/* Ends the call. FUNCTIONAL/META: when `take` is not NULL, moves output i's
+ * reference to take[i] (nout entries) and s keeps nothing; otherwise frees
+ * them. INPLACE/OUT: drops proxies. Always call it, also after errors. */
+void kd_structured_release(kd_structured *s, kd_tensor **take);
+
+#endif

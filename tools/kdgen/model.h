@@ -1,0 +1,132 @@
+/*
+ * model.h: kdgen's in-memory model of a native_functions.yaml file.
+ *
+ * load.c fills it from YAML (libyaml), validate.c checks it and links groups,
+ * gen_*.c write C from it. Everything is owned by the kdg_file and freed by
+ * kdg_file_free. Strings are NUL-terminated heap copies.
+ */
+#ifndef KDGEN_MODEL_H
+#define KDGEN_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "kd/schema.h"
+
+/* PyTorch's SchemaKind, from the schema alone. */
+typedef enum kdg_kind {
+  KDG_FUNCTIONAL = 0, /* no mutable argument */
+  KDG_INPLACE = 1,    /* name ends in '_' and self is Tensor(a!) */
+  KDG_OUT = 2,        /* keyword-only Tensor(a!) arguments returned */
+  KDG_MUTABLE = 3,    /* other mutable arguments */
+  KDG_SCRATCH = 4,    /* out arguments named scratch_* */
+} kdg_kind;
+
+#define KDG_VARIANT_FUNCTION 1u
+#define KDG_VARIANT_METHOD 2u
+
+/* One "KEY: kernel" pair of a dispatch table ("CPU, CUDA: add_out" gives two). */
+typedef struct kdg_dispatch {
+  char *key;    /* as written: "CPU", "CompositeImplicitAutograd", ... */
+  char *kernel; /* the kernel's name as written */
+  int line;
+} kdg_dispatch;
+
+/* One "arg -> type name, type name" line of precomputed. */
+typedef struct kdg_precomputed_field {
+  char *type; /* "int", "bool", ... (a schema type) */
+  char *name;
+} kdg_precomputed_field;
+
+typedef struct kdg_precomputed {
+  char *replaces; /* the argument replaced, or "" for "add ..." lines */
+  kdg_precomputed_field *fields;
+  size_t nfields;
+  int line;
+} kdg_precomputed;
+
+typedef struct kdg_group kdg_group;
+
+typedef struct kdg_func {
+  int line;          /* of "- func:" */
+  char *func;        /* the schema text */
+  kd_schema *schema; /* parsed; owned */
+  char *name;        /* "add_" (without namespace) */
+  char *overload;    /* "Tensor", or "" */
+  char *cname;       /* "add__Tensor" (docs/CODEGEN.md) */
+  char *base;        /* "add": name without a trailing '_' (the header it lives in) */
+  kdg_kind kind;
+
+  unsigned variants; /* KDG_VARIANT_* (default: function) */
+  kdg_dispatch *dispatch;
+  size_t ndispatch;
+  bool has_dispatch; /* a dispatch: key was written (even if empty) */
+  bool structured;
+  char *structured_delegate; /* "add.out" or NULL */
+  char *structured_inherits; /* "TensorIteratorBase" or NULL */
+  kdg_precomputed *precomputed;
+  size_t nprecomputed;
+  char *device_check; /* "NoCheck", "ExactSame" or NULL */
+  bool device_guard;  /* default true */
+  bool manual_kernel_registration;
+  bool manual_cpp_binding;
+  bool use_const_ref_for_mutable_tensors;
+  char **tags;
+  size_t ntags;
+  char **autogen; /* names of operators to generate ("add.out") */
+  size_t nautogen;
+  char **cpp_no_default_args;
+  size_t ncpp_no_default_args;
+  char *python_module;
+  char *category_override;
+  bool has_ufunc_inner_loop; /* ufunc_inner_loop: accepted, not generated */
+
+  /* Set by validation. */
+  struct kdg_func *delegate; /* the out variant named by structured_delegate */
+  kdg_group *group;          /* NULL when the function is in no group */
+} kdg_func;
+
+/* Functions sharing a signature (PyTorch's NativeFunctionsGroup): any of
+ * functional / inplace / mutable, and an out variant. */
+struct kdg_group {
+  char *signature; /* a key: the functional schema's name + args, for messages */
+  kdg_func *functional;
+  kdg_func *inplace;
+  kdg_func *mutable_;
+  kdg_func *out;
+  bool structured; /* out->structured */
+};
+
+typedef struct kdg_file {
+  char *path;
+  kdg_func *funcs; /* in file order */
+  size_t nfuncs;
+  kdg_group *groups;
+  size_t ngroups;
+  char **known_tags; /* from the tags file; NULL when none was given */
+  size_t nknown_tags;
+} kdg_file;
+
+/* Diagnostics: "FILE:LINE: error: reason" lines, counted. */
+typedef struct kdg_diag {
+  size_t errors;
+  size_t max_print; /* 0: print all */
+} kdg_diag;
+
+void kdg_error(kdg_diag *d, const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Reads `path` (and `tags_path` when not NULL) into *out. Every problem is
+ * reported through `d`; returns 0 when none was found, -1 otherwise (out is
+ * still filled with what could be read and must be freed). */
+int kdg_load(const char *path, const char *tags_path, kdg_file *out, kdg_diag *d);
+
+/* Checks keys' values, groups, delegates, tags, names; links groups. */
+int kdg_validate(kdg_file *f, kdg_diag *d);
+
+void kdg_file_free(kdg_file *f);
+
+/* Looks up a function by "name.overload" or "name". */
+kdg_func *kdg_find(const kdg_file *f, const char *qualified);
+
+#endif
