@@ -1,0 +1,33 @@
+/*
+ * ops.c: kd_ops_open, the operator library's one entry point.
+ */
+#include <pthread.h>
+#include <stdio.h>
+
+#include "kd/ops.h"
+
+#ifdef KD_OPS_GENERATED
+/* gen_register.c: opens the generated aten libraries. */
+kd_status kd__ops_register(void);
+#endif
+
+static pthread_once_t open_once = PTHREAD_ONCE_INIT;
+static kd_status open_status = KD_OK;
+static char open_message[512];
+
+static void open_libraries(void) {
+#ifdef KD_OPS_GENERATED
+  open_status = kd__ops_register();
+  if (open_status) snprintf(open_message, sizeof open_message, "%s", kd_last_error());
+#else
+  open_status = KD_EUNSUPPORTED;
+  snprintf(open_message, sizeof open_message,
+           "kd_ops_open: libkdops was built without its generated operators (KD_OPS_GEN=OFF)");
+#endif
+}
+
+kd_status kd_ops_open(void) {
+  pthread_once(&open_once, open_libraries);
+  if (open_status) return kd_set_error(open_status, "%s", open_message);
+  return KD_OK;
+}
