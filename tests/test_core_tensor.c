@@ -277,12 +277,198 @@ static void test_storage_wrap(void **state) {
   assert_int_equal(wrapped_freed, 1);
 }
 
+/* ---- kd_tensor_resize_ and wrapped numbers ---------------------------------------- */
+
+static void assert_geometry(const kd_tensor *t, int ndim, const int64_t *sizes,
+                            const int64_t *strides) {
+  assert_int_equal(kd_tensor_ndim(t), ndim);
+  int64_t numel = 1;
+  for (int d = 0; d < ndim; d++) {
+    assert_int_equal(kd_tensor_size(t, d), sizes[d]);
+    assert_int_equal(kd_tensor_stride(t, d), strides[d]);
+    numel *= sizes[d];
+  }
+  assert_int_equal(kd_tensor_numel(t), numel);
+}
+
+static void test_resize(void **state) {
+  (void)state;
+  /* A counting cpu allocator: growing allocates once and frees the old bytes. */
+  counting c = {0, 0, 0};
+  kd_allocator a = {KD_ALLOCATOR_API_VERSION, count_alloc, count_free, &c, NULL, NULL};
+  KD_ASSERT_OK(kd_allocator_set(KD_DEVICE_CPU, &a));
+  kd_tensor *t, *view;
+  KD_ASSERT_OK(kd_tensor_empty(2, (int64_t[]){2, 3}, KD_INT32, kd_device_cpu(), &t));
+  for (int32_t i = 0; i < 6; i++) ((int32_t *)kd_tensor_data(t))[i] = i;
+  KD_ASSERT_OK(kd_tensor_as_strided(t, 1, (int64_t[]){3}, (int64_t[]){2}, 1, &view));
+  assert_int_equal(c.allocs, 1);
+
+  /* Grow: the old bytes stay at the start; every view sees the new storage. */
+  KD_ASSERT_OK(kd_tensor_resize_(t, 2, (int64_t[]){4, 3}, NULL));
+  assert_geometry(t, 2, (int64_t[]){4, 3}, (int64_t[]){3, 1});
+  assert_true(kd_tensor_is_contiguous(t));
+  assert_int_equal(kd_storage_nbytes(kd_tensor_storage(t)), 48);
+  assert_int_equal(c.allocs, 2);
+  assert_int_equal(c.frees, 1);
+  for (int32_t i = 0; i < 6; i++) assert_int_equal(((int32_t *)kd_tensor_data(t))[i], i);
+  assert_true(kd_tensor_shares_storage(t, view));
+  assert_ptr_equal(kd_tensor_data(view), (int32_t *)kd_tensor_data(t) + 1);
+  ((int32_t *)kd_tensor_data(t))[11] = 11;
+  kd_scalar x;
+  KD_ASSERT_OK(kd_tensor_get(view, (int64_t[]){2}, &x)); /* element 5 */
+  assert_int_equal(x.v.i, 5);
+
+  /* Shrink: the storage keeps its bytes and size. */
+  KD_ASSERT_OK(kd_tensor_resize_(t, 1, (int64_t[]){2}, NULL));
+  assert_geometry(t, 1, (int64_t[]){2}, (int64_t[]){1});
+  assert_int_equal(kd_storage_nbytes(kd_tensor_storage(t)), 48);
+  assert_int_equal(c.allocs, 2);
+  assert_int_equal(((int32_t *)kd_tensor_data(t))[1], 1);
+
+  /* Strides given: [2, 3] column-major fits in the 12 elements. */
+  KD_ASSERT_OK(kd_tensor_resize_(t, 2, (int64_t[]){2, 3}, (int64_t[]){1, 2}));
+  assert_geometry(t, 2, (int64_t[]){2, 3}, (int64_t[]){1, 2});
+  assert_false(kd_tensor_is_contiguous(t));
+  assert_int_equal(c.allocs, 2);
+  /* ... and strides that need more room grow it. */
+  KD_ASSERT_OK(kd_tensor_resize_(t, 2, (int64_t[]){2, 3}, (int64_t[]){1, 10}));
+  assert_int_equal(kd_storage_nbytes(kd_tensor_storage(t)), 88); /* (1 + 1 + 20) * 4 */
+  kd_tensor_release(t);
+  kd_tensor_release(view);
+  assert_int_equal(c.frees, c.allocs);
+
+  /* The storage offset stays and counts: a view at element 4 of 6. */
+  KD_ASSERT_OK(kd_tensor_empty(1, (int64_t[]){6}, KD_INT64, kd_device_cpu(), &t));
+  KD_ASSERT_OK(kd_tensor_as_strided(t, 1, (int64_t[]){2}, (int64_t[]){1}, 4, &view));
+  KD_ASSERT_OK(kd_tensor_resize_(view, 1, (int64_t[]){3}, NULL));
+  assert_int_equal(kd_tensor_storage_offset(view), 4);
+  assert_int_equal(kd_storage_nbytes(kd_tensor_storage(t)), 56);
+  /* 0-dim and no elements. */
+  KD_ASSERT_OK(kd_tensor_resize_(view, 0, NULL, NULL));
+  assert_int_equal(kd_tensor_ndim(view), 0);
+  assert_int_equal(kd_tensor_numel(view), 1);
+  KD_ASSERT_OK(kd_tensor_resize_(view, 2, (int64_t[]){0, 1000}, NULL));
+  assert_int_equal(kd_tensor_numel(view), 0);
+  assert_int_equal(kd_storage_nbytes(kd_tensor_storage(t)), 56);
+  kd_tensor_release(view);
+  kd_tensor_release(t);
+  KD_ASSERT_OK(kd_allocator_set(KD_DEVICE_CPU, NULL));
+  assert_int_equal(c.frees, c.allocs);
+
+  /* Empty storage from kd_storage_new grows from the device's allocator. */
+  KD_ASSERT_OK(kd_tensor_empty(1, (int64_t[]){0}, KD_FLOAT32, kd_device_cpu(), &t));
+  assert_null(kd_tensor_data(t));
+  KD_ASSERT_OK(kd_tensor_resize_(t, 1, (int64_t[]){5}, NULL));
+  assert_non_null(kd_tensor_data(t));
+  assert_int_equal(kd_storage_nbytes(kd_tensor_storage(t)), 20);
+  kd_tensor_release(t);
+
+  /* Meta storage "grows" without bytes. */
+  KD_ASSERT_OK(kd_tensor_empty(1, (int64_t[]){2}, KD_FLOAT64, (kd_device){KD_DEVICE_META, 0}, &t));
+  KD_ASSERT_OK(kd_tensor_resize_(t, 2, (int64_t[]){10, 10}, NULL));
+  assert_int_equal(kd_storage_nbytes(kd_tensor_storage(t)), 800);
+  assert_null(kd_tensor_data(t));
+  kd_tensor_release(t);
+}
+
+static void test_resize_refused(void **state) {
+  (void)state;
+  /* Wrapped memory: shrinking or staying within is fine, growing is refused. */
+  float *mem = malloc(4 * sizeof(float));
+  kd_storage *s;
+  KD_ASSERT_OK(kd_storage_wrap(kd_device_cpu(), mem, 16, wrapped_deleter, mem, &s));
+  kd_tensor *t;
+  KD_ASSERT_OK(kd_tensor_from_storage(s, 0, 1, (int64_t[]){4}, (int64_t[]){1}, KD_FLOAT32, &t));
+  kd_storage_release(s);
+  KD_ASSERT_OK(kd_tensor_resize_(t, 2, (int64_t[]){2, 2}, NULL));
+  KD_ASSERT_ERR(kd_tensor_resize_(t, 1, (int64_t[]){5}, NULL), KD_EUNSUPPORTED,
+                "resize_: the storage wraps memory the library does not own (16 bytes); it "
+                "cannot grow to 20 bytes");
+  assert_geometry(t, 2, (int64_t[]){2, 2}, (int64_t[]){2, 1}); /* unchanged */
+  assert_ptr_equal(kd_tensor_data(t), mem);
+  int before = wrapped_freed;
+  kd_tensor_release(t);
+  assert_int_equal(wrapped_freed, before + 1);
+
+  /* Wrapped with no bytes but a deleter: growing would lose the deleter. */
+  void *ctx = malloc(1);
+  KD_ASSERT_OK(kd_storage_wrap(kd_device_cpu(), NULL, 0, wrapped_deleter, ctx, &s));
+  KD_ASSERT_OK(kd_tensor_from_storage(s, 0, 1, (int64_t[]){0}, (int64_t[]){1}, KD_FLOAT32, &t));
+  kd_storage_release(s);
+  KD_ASSERT_ERR(kd_tensor_resize_(t, 1, (int64_t[]){2}, NULL), KD_EUNSUPPORTED,
+                "wraps memory the library does not own");
+  kd_tensor_release(t);
+  assert_int_equal(wrapped_freed, before + 2);
+
+  /* Another device's storage cannot grow here. */
+  counting c = {0, 0, 0};
+  kd_allocator a = {KD_ALLOCATOR_API_VERSION, count_alloc, count_free, &c, NULL, NULL};
+  KD_ASSERT_OK(kd_allocator_set(KD_DEVICE_PRIVATEUSE3, &a));
+  KD_ASSERT_OK(kd_tensor_empty(1, (int64_t[]){2}, KD_INT8, (kd_device){KD_DEVICE_PRIVATEUSE3, 0},
+                               &t));
+  KD_ASSERT_ERR(kd_tensor_resize_(t, 1, (int64_t[]){3}, NULL), KD_EUNSUPPORTED,
+                "resize_: cannot grow storage on device 'privateusethree' (only cpu and meta)");
+  KD_ASSERT_OK(kd_tensor_resize_(t, 1, (int64_t[]){1}, NULL));
+  kd_tensor_release(t);
+  KD_ASSERT_OK(kd_allocator_set(KD_DEVICE_PRIVATEUSE3, NULL));
+  assert_int_equal(c.frees, 1);
+
+  /* Bad arguments leave the tensor as it was. */
+  KD_ASSERT_OK(kd_tensor_empty(1, (int64_t[]){3}, KD_INT16, kd_device_cpu(), &t));
+  KD_ASSERT_ERR(kd_tensor_resize_(NULL, 1, (int64_t[]){3}, NULL), KD_EINVAL,
+                "resize_: NULL tensor");
+  KD_ASSERT_ERR(kd_tensor_resize_(t, -1, NULL, NULL), KD_EINVAL, "ndim -1 out of range");
+  KD_ASSERT_ERR(kd_tensor_resize_(t, KD_MAX_DIMS + 1, (int64_t[KD_MAX_DIMS + 1]){0}, NULL),
+                KD_EINVAL, "ndim 17 out of range");
+  KD_ASSERT_ERR(kd_tensor_resize_(t, 2, NULL, NULL), KD_EINVAL, "NULL sizes with ndim 2");
+  KD_ASSERT_ERR(kd_tensor_resize_(t, 2, (int64_t[]){2, -3}, NULL), KD_EINVAL,
+                "size -3 of dimension 1 is negative");
+  KD_ASSERT_ERR(kd_tensor_resize_(t, 2, (int64_t[]){2, 3}, (int64_t[]){-1, 1}), KD_EINVAL,
+                "resize_: stride -1 of dimension 0 is negative");
+  KD_ASSERT_ERR(kd_tensor_resize_(t, 2, (int64_t[]){INT64_MAX / 2, 4}, NULL), KD_EOVERFLOW, "");
+  KD_ASSERT_ERR(kd_tensor_resize_(t, 1, (int64_t[]){INT64_MAX / 2 + 2}, NULL), KD_EOVERFLOW,
+                "resize_: byte size overflows");
+  KD_ASSERT_ERR(kd_tensor_resize_(t, 2, (int64_t[]){3, 3}, (int64_t[]){INT64_MAX / 2, 1}),
+                KD_EOVERFLOW, "resize_: element offsets overflow");
+  assert_geometry(t, 1, (int64_t[]){3}, (int64_t[]){1});
+  assert_int_equal(kd_storage_nbytes(kd_tensor_storage(t)), 6);
+  kd_tensor_release(t);
+}
+
+static void test_wrapped_number(void **state) {
+  (void)state;
+  kd_tensor *t;
+  kd_scalar two = kd_scalar_int(2);
+  KD_ASSERT_OK(kd_tensor_from_scalar(&two, KD_INT64, &t));
+  assert_false(kd_tensor_is_wrapped_number(t));
+  kd_tensor_set_wrapped_number(t, true);
+  assert_true(kd_tensor_is_wrapped_number(t));
+  kd_tensor_set_wrapped_number(t, false);
+  assert_false(kd_tensor_is_wrapped_number(t));
+  kd_tensor_set_wrapped_number(t, true);
+  /* Resizing to 0-dim keeps the mark; to more dimensions clears it. */
+  KD_ASSERT_OK(kd_tensor_resize_(t, 0, NULL, NULL));
+  assert_true(kd_tensor_is_wrapped_number(t));
+  KD_ASSERT_OK(kd_tensor_resize_(t, 1, (int64_t[]){1}, NULL));
+  assert_false(kd_tensor_is_wrapped_number(t));
+  /* Only 0-dim tensors can be marked. */
+  kd_tensor_set_wrapped_number(t, true);
+  assert_false(kd_tensor_is_wrapped_number(t));
+  KD_ASSERT_OK(kd_tensor_resize_(t, 0, NULL, NULL));
+  assert_false(kd_tensor_is_wrapped_number(t)); /* not marked back */
+  kd_tensor_release(t);
+  /* NULL is ignored / false. */
+  kd_tensor_set_wrapped_number(NULL, true);
+  assert_false(kd_tensor_is_wrapped_number(NULL));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_device_names),    cmocka_unit_test(test_device_register),
       cmocka_unit_test(test_allocators),      cmocka_unit_test(test_empty_and_views),
       cmocka_unit_test(test_create_errors),   cmocka_unit_test(test_data_scalar_meta),
-      cmocka_unit_test(test_storage_wrap),
+      cmocka_unit_test(test_storage_wrap),    cmocka_unit_test(test_resize),
+      cmocka_unit_test(test_resize_refused),  cmocka_unit_test(test_wrapped_number),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -49,8 +49,11 @@ void kd_structured_init(kd_structured *s, const char *op, kd_structured_mode mod
  * KD_EINVAL for another device; resizes out when its sizes differ (a warning
  * when it had elements, as PyTorch); when `strides` is given and out's
  * strides differ after that, output i becomes a fresh proxy with those
- * strides, copied back by finish. Messages name s->op. Calling it twice for
- * one output is KD_ESTATE. */
+ * strides, copied back by finish (INPLACE too, as PyTorch: self with other
+ * strides than those asked for gets a proxy). A resized out takes the asked
+ * strides, so it never needs a proxy. Messages name s->op. Calling it twice
+ * for one output is KD_ESTATE; an index outside 0..nout-1 or a given tensor
+ * that is NULL is KD_EINVAL. */
 kd_status kd_structured_set_output(kd_structured *s, int i, int ndim, const int64_t *sizes,
                                    const int64_t *strides, kd_dtype dtype);
 

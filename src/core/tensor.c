@@ -385,7 +385,9 @@ static kd_status grow_storage(kd_storage *s, size_t nbytes) {
     return kd_set_error(KD_EUNSUPPORTED,
                         "resize_: cannot grow storage on device '%s' (only cpu and meta)",
                         kd_device_type_name(s->device.type));
-  if (!s->owns_via_allocator && s->data)
+  /* Wrapped memory (a deleter owns it, even with no bytes: replacing it
+   * would skip the deleter) cannot grow. */
+  if (!s->owns_via_allocator && (s->data || s->deleter))
     return kd_set_error(KD_EUNSUPPORTED,
                         "resize_: the storage wraps memory the library does not own (%zu bytes); "
                         "it cannot grow to %zu bytes",

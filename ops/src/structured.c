@@ -1,0 +1,197 @@
+/*
+ * structured.c: the runtime of structured kernels (structured.h).
+ *
+ * The functional path is kept to kd_tensor_empty / kd_tensor_empty_strided;
+ * messages are only formatted on errors and warnings.
+ */
+#include "structured.h"
+
+#include <stdio.h>
+#include <string.h>
+
+void kd_structured_init(kd_structured *s, const char *op, kd_structured_mode mode, int nout,
+                        kd_tensor *const *given, kd_device device) {
+  s->op = op ? op : "structured operator";
+  s->mode = mode;
+  s->nout = nout;
+  s->device = device;
+  for (int i = 0; i < KD_STRUCTURED_MAX_OUT; i++) {
+    s->given[i] = given && i < nout ? given[i] : NULL;
+    s->outputs[i] = NULL;
+    s->proxy[i] = false;
+  }
+}
+
+/* "[2, 3]"; "[]" for 0-dim. Cut at cap. */
+static const char *format_shape(char *buf, size_t cap, int ndim, const int64_t *sizes) {
+  size_t len = 0;
+  buf[0] = '\0';
+  len += (size_t)snprintf(buf, cap, "[");
+  for (int d = 0; d < ndim && len < cap; d++)
+    len += (size_t)snprintf(buf + len, cap - len, "%s%lld", d ? ", " : "", (long long)sizes[d]);
+  if (len < cap) snprintf(buf + len, cap - len, "]");
+  return buf;
+}
+
+static const char *format_device(char *buf, size_t cap, kd_device d) {
+  kd_device_format(d, buf, cap);
+  return buf;
+}
+
+/* Re-records the current error with the operator's name in front. */
+static kd_status with_op(const kd_structured *s, kd_status st) {
+  char msg[1024];
+  snprintf(msg, sizeof msg, "%s", kd_last_error());
+  return kd_set_error(st, "%s: %s", s->op, msg);
+}
+
+static bool same_sizes(const kd_tensor *t, int ndim, const int64_t *sizes) {
+  if (kd_tensor_ndim(t) != ndim) return false;
+  const int64_t *ts = kd_tensor_sizes(t);
+  for (int d = 0; d < ndim; d++)
+    if (ts[d] != sizes[d]) return false;
+  return true;
+}
+
+static bool same_strides(const kd_tensor *t, int ndim, const int64_t *strides) {
+  const int64_t *ts = kd_tensor_strides(t);
+  for (int d = 0; d < ndim; d++)
+    if (ts[d] != strides[d]) return false;
+  return true;
+}
+
+/* Output i of an INPLACE or OUT call becomes a fresh tensor with these
+ * strides, copied into the given one by finish (PyTorch's
+ * maybe_create_proxy). */
+static kd_status make_proxy(kd_structured *s, int i, int ndim, const int64_t *sizes,
+                            const int64_t *strides, kd_dtype dtype, kd_device device) {
+  kd_tensor *p = NULL;
+  kd_status st = kd_tensor_empty_strided(ndim, sizes, strides, dtype, device, &p);
+  if (st) return with_op(s, st);
+  s->outputs[i] = p;
+  s->proxy[i] = true;
+  return KD_OK;
+}
+
+static kd_status set_inplace(kd_structured *s, int i, kd_tensor *t, int ndim,
+                             const int64_t *sizes, const int64_t *strides, kd_dtype dtype) {
+  if (!same_sizes(t, ndim, sizes)) {
+    char have[256], want[256];
+    return kd_set_error(KD_EINVAL, "%s: output with shape %s doesn't match the broadcast shape %s",
+                        s->op,
+                        format_shape(have, sizeof have, kd_tensor_ndim(t), kd_tensor_sizes(t)),
+                        format_shape(want, sizeof want, ndim, sizes));
+  }
+  if (kd_tensor_dtype(t) != dtype)
+    return kd_set_error(KD_ETYPE,
+                        "%s: bad in-place call: input tensor dtype %s and output tensor dtype %s "
+                        "should match",
+                        s->op, kd_dtype_name(kd_tensor_dtype(t)), kd_dtype_name(dtype));
+  kd_device dev = kd_tensor_device(t);
+  if (!kd_device_equal(dev, s->device)) {
+    char have[64], want[64];
+    return kd_set_error(KD_EINVAL,
+                        "%s: bad in-place call: input tensor device %s and output tensor device "
+                        "%s should match",
+                        s->op, format_device(have, sizeof have, dev),
+                        format_device(want, sizeof want, s->device));
+  }
+  /* As PyTorch: asked-for strides that self lacks mean a proxy. */
+  if (strides && !same_strides(t, ndim, strides))
+    return make_proxy(s, i, ndim, sizes, strides, dtype, dev);
+  s->outputs[i] = t;
+  return KD_OK;
+}
+
+static kd_status set_out(kd_structured *s, int i, kd_tensor *t, int ndim, const int64_t *sizes,
+                         const int64_t *strides, kd_dtype dtype) {
+  if (kd_tensor_dtype(t) != dtype)
+    return kd_set_error(KD_ETYPE, "%s: Expected out tensor to have dtype %s, but got %s instead",
+                        s->op, kd_dtype_name(dtype), kd_dtype_name(kd_tensor_dtype(t)));
+  kd_device dev = kd_tensor_device(t);
+  if (!kd_device_equal(dev, s->device)) {
+    char have[64], want[64];
+    return kd_set_error(KD_EINVAL, "%s: Expected out tensor to have device %s, but got %s instead",
+                        s->op, format_device(want, sizeof want, s->device),
+                        format_device(have, sizeof have, dev));
+  }
+  if (!same_sizes(t, ndim, sizes)) {
+    /* PyTorch's resize_output: resizing an out that has elements is
+     * deprecated and warned about. The asked-for strides are used for the
+     * new geometry, so a resized out never needs a proxy. */
+    bool warn = kd_tensor_numel(t) != 0;
+    char have[256];
+    if (warn) format_shape(have, sizeof have, kd_tensor_ndim(t), kd_tensor_sizes(t));
+    kd_status st = kd_tensor_resize_(t, ndim, sizes, strides);
+    if (st) return with_op(s, st);
+    if (warn) {
+      char want[256];
+      kd_warn("%s: an out tensor with elements was resized from shape %s to the required output "
+              "shape %s. Resizing an out tensor that has elements is deprecated (PyTorch will "
+              "stop doing it); to reuse an out tensor, resize it to zero elements first "
+              "(t.resize_(0))",
+              s->op, have, format_shape(want, sizeof want, ndim, sizes));
+    }
+  } else if (strides && !same_strides(t, ndim, strides)) {
+    return make_proxy(s, i, ndim, sizes, strides, dtype, dev);
+  }
+  s->outputs[i] = t;
+  return KD_OK;
+}
+
+kd_status kd_structured_set_output(kd_structured *s, int i, int ndim, const int64_t *sizes,
+                                   const int64_t *strides, kd_dtype dtype) {
+  if (i < 0 || i >= s->nout || s->nout > KD_STRUCTURED_MAX_OUT)
+    return kd_set_error(KD_EINVAL, "%s: output index %d out of range: the call has %d outputs",
+                        s->op, i, s->nout);
+  if (s->outputs[i])
+    return kd_set_error(KD_ESTATE, "%s: output %d was set twice", s->op, i);
+  if (s->mode == KD_STRUCTURED_FUNCTIONAL || s->mode == KD_STRUCTURED_META) {
+    kd_device dev = s->device;
+    if (s->mode == KD_STRUCTURED_META) {
+      dev.type = KD_DEVICE_META;
+      dev.index = 0;
+    }
+    kd_status st = strides
+                       ? kd_tensor_empty_strided(ndim, sizes, strides, dtype, dev, &s->outputs[i])
+                       : kd_tensor_empty(ndim, sizes, dtype, dev, &s->outputs[i]);
+    return st ? with_op(s, st) : KD_OK;
+  }
+  if (s->mode != KD_STRUCTURED_INPLACE && s->mode != KD_STRUCTURED_OUT)
+    return kd_set_error(KD_EINVAL, "%s: invalid structured mode %d", s->op, (int)s->mode);
+  if (ndim < 0 || ndim > KD_MAX_DIMS || (ndim > 0 && !sizes))
+    return kd_set_error(KD_EINVAL, "%s: output %d: bad shape (ndim %d%s)", s->op, i, ndim,
+                        ndim > 0 && !sizes ? ", NULL sizes" : "");
+  if (!kd_dtype_valid(dtype))
+    return kd_set_error(KD_EINVAL, "%s: output %d: invalid dtype %d", s->op, i, (int)dtype);
+  kd_tensor *t = s->given[i];
+  if (!t)
+    return kd_set_error(KD_EINVAL, "%s: output %d: no tensor was given for the %s variant", s->op,
+                        i, s->mode == KD_STRUCTURED_INPLACE ? "in-place" : "out");
+  return s->mode == KD_STRUCTURED_INPLACE ? set_inplace(s, i, t, ndim, sizes, strides, dtype)
+                                          : set_out(s, i, t, ndim, sizes, strides, dtype);
+}
+
+kd_status kd_structured_finish(kd_structured *s) {
+  int n = s->nout < KD_STRUCTURED_MAX_OUT ? s->nout : KD_STRUCTURED_MAX_OUT;
+  for (int i = 0; i < n; i++) {
+    if (!s->proxy[i]) continue;
+    kd_status st = kd_tensor_copy_(s->given[i], s->outputs[i]);
+    if (st) return with_op(s, st);
+  }
+  return KD_OK;
+}
+
+void kd_structured_release(kd_structured *s, kd_tensor **take) {
+  int n = s->nout < KD_STRUCTURED_MAX_OUT ? s->nout : KD_STRUCTURED_MAX_OUT;
+  bool owned = s->mode == KD_STRUCTURED_FUNCTIONAL || s->mode == KD_STRUCTURED_META;
+  for (int i = 0; i < n; i++) {
+    if (owned && take) {
+      take[i] = s->outputs[i];
+    } else if (owned || s->proxy[i]) {
+      kd_tensor_release(s->outputs[i]);
+    }
+    s->outputs[i] = NULL;
+    s->proxy[i] = false;
+  }
+}
