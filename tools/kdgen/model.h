@@ -47,6 +47,12 @@ typedef struct kdg_precomputed {
 
 typedef struct kdg_group kdg_group;
 
+/* One key of an entry as written, with its line (for messages). */
+typedef struct kdg_key {
+  char *name;
+  int line;
+} kdg_key;
+
 typedef struct kdg_func {
   int line;          /* of "- func:" */
   char *func;        /* the schema text */
@@ -80,6 +86,12 @@ typedef struct kdg_func {
   char *python_module;
   char *category_override;
   bool has_ufunc_inner_loop; /* ufunc_inner_loop: accepted, not generated */
+
+  /* Added by the loader: what was written, for validation messages. */
+  char *variants_text; /* the variants: value as written, or NULL */
+  kdg_key *keys;       /* every key of the entry, in order */
+  size_t nkeys;
+  char *qualified;     /* "add.Tensor" or "relu": name[.overload], for messages */
 
   /* Set by validation. */
   struct kdg_func *delegate; /* the out variant named by structured_delegate */
@@ -128,5 +140,8 @@ void kdg_file_free(kdg_file *f);
 
 /* Looks up a function by "name.overload" or "name". */
 kdg_func *kdg_find(const kdg_file *f, const char *qualified);
+
+/* The line of `key` in fn's entry, or fn->line when the key was not written. */
+int kdg_key_line(const kdg_func *fn, const char *key);
 
 #endif

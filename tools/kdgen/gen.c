@@ -1,0 +1,1017 @@
+/*
+ * gen.c: kdgen's writers. From a validated model to the files listed in
+ * docs/CODEGEN.md: per operator name a public header (entry points), a
+ * dispatch header (direct calls) and a native header (what implementers
+ * write), and four C files (entry points, direct calls, boxed adapters,
+ * registration with its wrappers).
+ *
+ * Output is deterministic: everything follows the order of the YAML file.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gen_impl.h"
+#include "kd/dispatch.h"
+
+#define MAXP 64
+#define MAXR 8
+
+/* ---- The C view of one function ------------------------------------------ */
+
+typedef struct cparam {
+  char name[80]; /* the C name (keywords get a trailing '_') */
+  kdg_ckind kind;
+  const kd_argument *arg;
+  bool is_out;      /* an out argument (Tensor(a!) of an out= function) */
+  bool scalar_default; /* Scalar with a default: NULL means the default */
+} cparam;
+
+typedef struct cret {
+  char name[80];
+  kdg_ckind kind;
+  int alias_of; /* index of the argument it aliases, or -1 */
+} cret;
+
+typedef struct cfunc {
+  const kdg_func *f;
+  cparam p[MAXP];
+  int np;
+  cret r[MAXR];
+  int nr;
+  int nouts;     /* output parameters: returns with alias_of < 0 */
+  char sig[2048]; /* "(Tensor, Scalar) -> Tensor" */
+  char qualified[256]; /* "aten::add.Tensor" */
+  bool ok;
+} cfunc;
+
+static const char *const c_keywords[] = {
+    "auto",     "break",   "case",     "char",   "const",    "continue", "default",
+    "do",       "double",  "else",     "enum",   "extern",   "float",    "for",
+    "goto",     "if",      "inline",   "int",    "long",     "register", "restrict",
+    "return",   "short",   "signed",   "sizeof", "static",   "struct",   "switch",
+    "typedef",  "union",   "unsigned", "void",   "volatile", "while",    "bool",
+    "true",     "false",   NULL};
+
+static void c_name(char *dst, size_t cap, const char *name) {
+  bool kw = false;
+  for (const char *const *k = c_keywords; *k; k++)
+    if (!strcmp(*k, name)) kw = true;
+  snprintf(dst, cap, "%s%s", name, kw ? "_" : "");
+}
+
+static const char *alias_set(const kd_argument *a) {
+  const kd_alias_info *al = kd_argument_alias(a);
+  if (!al || kd_alias_num_before(al) == 0) return NULL;
+  return kd_alias_before(al, 0);
+}
+
+static bool build_cfunc(const kdg_func *f, cfunc *c, kdg_diag *d, const char *path) {
+  memset(c, 0, sizeof *c);
+  c->f = f;
+  const kd_schema *s = f->schema;
+  snprintf(c->qualified, sizeof c->qualified, "aten::%s%s%s", f->name, *f->overload ? "." : "",
+           f->overload);
+  size_t na = kd_schema_num_arguments(s), nr = kd_schema_num_returns(s);
+  if (na > MAXP || nr > MAXR) {
+    kdg_error(d, path, f->line, "'%s' has too many arguments or returns for kdgen", f->func);
+    return false;
+  }
+  size_t pos = 0;
+  pos += (size_t)snprintf(c->sig + pos, sizeof c->sig - pos, "(");
+  for (size_t i = 0; i < na; i++) {
+    const kd_argument *a = kd_schema_argument(s, i);
+    cparam *p = &c->p[c->np++];
+    c_name(p->name, sizeof p->name, kd_argument_name(a));
+    p->kind = kdg_ckind_of(kd_argument_type(a));
+    p->arg = a;
+    p->is_out = f->kind == KDG_OUT && kd_argument_is_write(a) && kd_argument_kwarg_only(a);
+    p->scalar_default = p->kind == KDG_C_SCALAR && kd_argument_default(a) != NULL;
+    char t[256];
+    kd_type_format(kd_argument_type(a), t, sizeof t);
+    pos += (size_t)snprintf(c->sig + pos, sizeof c->sig - pos, "%s%s", i ? ", " : "", t);
+  }
+  pos += (size_t)snprintf(c->sig + pos, sizeof c->sig - pos, ") -> %s", nr == 1 ? "" : "(");
+  for (size_t i = 0; i < nr; i++) {
+    const kd_argument *r = kd_schema_return(s, i);
+    cret *cr = &c->r[c->nr++];
+    cr->kind = kdg_ckind_of(kd_argument_type(r));
+    cr->alias_of = -1;
+    const char *set = alias_set(r);
+    if (set && kd_argument_is_write(r)) {
+      for (int j = 0; j < c->np; j++) {
+        const char *aset = alias_set(c->p[j].arg);
+        if (aset && !strcmp(aset, set)) cr->alias_of = j;
+      }
+      if (cr->alias_of < 0) {
+        kdg_error(d, path, f->line, "'%s': return %zu aliases '%s', which no argument has",
+                  f->func, i, set);
+        return false;
+      }
+    }
+    const char *rn = kd_argument_name(r);
+    if (rn && *rn)
+      c_name(cr->name, sizeof cr->name, rn);
+    else if (nr == 1)
+      snprintf(cr->name, sizeof cr->name, "out");
+    else
+      snprintf(cr->name, sizeof cr->name, "out%zu", i);
+    for (int j = 0; j < c->np; j++)
+      if (!strcmp(c->p[j].name, cr->name)) strncat(cr->name, "_out", sizeof cr->name - strlen(cr->name) - 1);
+    if (cr->alias_of < 0) {
+      c->nouts++;
+      if (!kdg_ctype_of(cr->kind)->ret) {
+        char t[256];
+        kd_type_format(kd_argument_type(r), t, sizeof t);
+        kdg_error(d, path, f->line, "'%s': kdgen cannot return a '%s' yet", f->func, t);
+        return false;
+      }
+    }
+    char t[256];
+    kd_type_format(kd_argument_type(r), t, sizeof t);
+    pos += (size_t)snprintf(c->sig + pos, sizeof c->sig - pos, "%s%s", i ? ", " : "", t);
+  }
+  snprintf(c->sig + pos, sizeof c->sig - pos, "%s", nr == 1 ? "" : ")");
+  c->ok = true;
+  return true;
+}
+
+/* "kd_tensor *self, kd_tensor *other, const kd_scalar *alpha, kd_tensor **out" */
+static void print_params(kdg_buf *b, const cfunc *c, bool with_outs) {
+  int n = 0;
+  for (int i = 0; i < c->np; i++) {
+    const char *t = kdg_ctype_of(c->p[i].kind)->param;
+    kdg_printf(b, "%s%s%s%s", n++ ? ", " : "", t, t[strlen(t) - 1] == '*' ? "" : " ",
+               c->p[i].name);
+  }
+  if (with_outs)
+    for (int i = 0; i < c->nr; i++) {
+      if (c->r[i].alias_of >= 0) continue;
+      kdg_printf(b, "%s%s%s", n++ ? ", " : "", kdg_ctype_of(c->r[i].kind)->ret, c->r[i].name);
+    }
+  if (!n) kdg_printf(b, "void");
+}
+
+/* "self, other, alpha, out" */
+static void print_call_args(kdg_buf *b, const cfunc *c, bool with_outs) {
+  int n = 0;
+  for (int i = 0; i < c->np; i++) kdg_printf(b, "%s%s", n++ ? ", " : "", c->p[i].name);
+  if (with_outs)
+    for (int i = 0; i < c->nr; i++)
+      if (c->r[i].alias_of < 0) kdg_printf(b, "%s%s", n++ ? ", " : "", c->r[i].name);
+}
+
+/* ---- Kernels of a function: which keys, which C function ------------------ */
+
+typedef enum target_kind {
+  TARGET_NATIVE,     /* kd__native_<kernel>(params) */
+  TARGET_STRUCTURED, /* kd__s_<KEY>_<cname>(params): the structured wrapper */
+} target_kind;
+
+typedef struct target {
+  char key[64];      /* a dispatcher key name: "CPU", "Meta", "CompositeImplicitAutograd" */
+  char backend[16];  /* "cpu" / "meta" for direct calls; "" for alias keys */
+  target_kind kind;
+  char fn[256];      /* the C function to call with the entry point's params */
+  int line;
+} target;
+
+typedef struct gen_ctx {
+  const kdg_file *f;
+  const char *path;
+  kdg_diag *d;
+  cfunc *cf; /* one per function, in file order */
+} gen_ctx;
+
+static bool key_known(const char *key) {
+  kd_dispatch_key k;
+  return kd_dispatch_key_from_name(key, &k) == KD_OK;
+}
+
+static const char *backend_of(const char *key) {
+  if (!strcmp(key, "CPU")) return "cpu";
+  if (!strcmp(key, "Meta")) return "meta";
+  return "";
+}
+
+/* The structured group's out function when f is structured or delegates. */
+static const kdg_func *structured_out(const kdg_func *f) {
+  if (f->structured) return f;
+  if (f->structured_delegate && f->delegate && f->delegate->structured) return f->delegate;
+  return NULL;
+}
+
+static const char *key_for(const char *yaml_key) {
+  if (!strcmp(yaml_key, "CompositeExplicitAutogradNonFunctional")) return "CompositeExplicitAutograd";
+  return yaml_key;
+}
+
+static int targets_of(const gen_ctx *g, const kdg_func *f, target *t, int cap) {
+  int n = 0;
+  if (f->manual_kernel_registration) return 0;
+  const kdg_func *out = structured_out(f);
+  if (out) {
+    bool meta = false;
+    for (size_t i = 0; i < out->ndispatch && n < cap; i++) {
+      const char *key = out->dispatch[i].key;
+      if (!key_known(key) || !strcmp(backend_of(key), "")) continue;
+      if (!strcmp(key, "Meta")) meta = true;
+      target *x = &t[n++];
+      snprintf(x->key, sizeof x->key, "%s", key);
+      snprintf(x->backend, sizeof x->backend, "%s", backend_of(key));
+      x->kind = TARGET_STRUCTURED;
+      snprintf(x->fn, sizeof x->fn, "kd__s_%s_%s", key, f->cname);
+      x->line = out->dispatch[i].line;
+    }
+    if (!meta && n < cap) {
+      target *x = &t[n++];
+      snprintf(x->key, sizeof x->key, "Meta");
+      snprintf(x->backend, sizeof x->backend, "meta");
+      x->kind = TARGET_STRUCTURED;
+      snprintf(x->fn, sizeof x->fn, "kd__s_Meta_%s", f->cname);
+      x->line = out->line;
+    }
+    /* Extra dispatch entries of a delegating function (sparse kernels...). */
+    if (f == out) return n;
+  }
+  if (!out && !f->has_dispatch) {
+    target *x = &t[n++];
+    snprintf(x->key, sizeof x->key, "CompositeImplicitAutograd");
+    x->backend[0] = 0;
+    x->kind = TARGET_NATIVE;
+    snprintf(x->fn, sizeof x->fn, "kd__native_%s", f->cname);
+    x->line = f->line;
+    return n;
+  }
+  for (size_t i = 0; i < f->ndispatch && n < cap; i++) {
+    const char *key = key_for(f->dispatch[i].key);
+    if (!key_known(key)) continue;
+    bool dup = false;
+    for (int j = 0; j < n; j++)
+      if (!strcmp(t[j].key, key)) dup = true;
+    if (dup) continue;
+    target *x = &t[n++];
+    snprintf(x->key, sizeof x->key, "%s", key);
+    snprintf(x->backend, sizeof x->backend, "%s", backend_of(key));
+    x->kind = TARGET_NATIVE;
+    snprintf(x->fn, sizeof x->fn, "kd__native_%s", f->dispatch[i].kernel);
+    x->line = f->dispatch[i].line;
+  }
+  (void)g;
+  return n;
+}
+
+/* The C function a direct call for `backend` uses: the backend's own kernel,
+ * else a composite one. NULL when there is none. */
+static const target *direct_target(const target *t, int n, const char *backend) {
+  const char *key = !strcmp(backend, "cpu") ? "CPU" : "Meta";
+  for (int i = 0; i < n; i++)
+    if (!strcmp(t[i].key, key)) return &t[i];
+  for (int i = 0; i < n; i++)
+    if (!strcmp(t[i].key, "CompositeExplicitAutograd")) return &t[i];
+  for (int i = 0; i < n; i++)
+    if (!strcmp(t[i].key, "CompositeImplicitAutograd")) return &t[i];
+  return NULL;
+}
+
+/* ---- Pieces of code shared by several files -------------------------------- */
+
+/* Fills kd__a[i] from the typed parameters. */
+static void emit_pack_args(kdg_buf *b, const cfunc *c) {
+  for (int i = 0; i < c->np; i++) {
+    const cparam *p = &c->p[i];
+    const char *n = p->name;
+    switch (p->kind) {
+    case KDG_C_TENSOR:
+    case KDG_C_OPT_TENSOR: kdg_printf(b, "  kd__a[%d].t = %s;\n", i, n); break;
+    case KDG_C_TENSOR_LIST:
+    case KDG_C_OPT_TENSOR_LIST:
+      kdg_printf(b, "  kd__a[%d].tensors.data = %s.data;\n  kd__a[%d].tensors.size = %s.size;\n", i,
+                 n, i, n);
+      break;
+    case KDG_C_INT: kdg_printf(b, "  kd__a[%d].i = %s;\n", i, n); break;
+    case KDG_C_FLOAT: kdg_printf(b, "  kd__a[%d].f = %s;\n", i, n); break;
+    case KDG_C_BOOL: kdg_printf(b, "  kd__a[%d].b = %s;\n", i, n); break;
+    case KDG_C_SCALAR:
+    case KDG_C_OPT_SCALAR: kdg_printf(b, "  kd__a[%d].s = %s;\n", i, n); break;
+    case KDG_C_DTYPE: kdg_printf(b, "  kd__a[%d].dtype = %s;\n", i, n); break;
+    case KDG_C_LAYOUT: kdg_printf(b, "  kd__a[%d].layout = %s;\n", i, n); break;
+    case KDG_C_DEVICE: kdg_printf(b, "  kd__a[%d].device = %s;\n", i, n); break;
+    case KDG_C_MF: kdg_printf(b, "  kd__a[%d].mf = %s;\n", i, n); break;
+    case KDG_C_OPT_INT:
+    case KDG_C_OPT_FLOAT:
+    case KDG_C_OPT_BOOL:
+    case KDG_C_OPT_DTYPE:
+    case KDG_C_OPT_LAYOUT:
+    case KDG_C_OPT_DEVICE:
+    case KDG_C_OPT_MF: {
+      const char *m = p->kind == KDG_C_OPT_INT     ? "i"
+                      : p->kind == KDG_C_OPT_FLOAT ? "f"
+                      : p->kind == KDG_C_OPT_BOOL  ? "b"
+                      : p->kind == KDG_C_OPT_DTYPE ? "dtype"
+                      : p->kind == KDG_C_OPT_LAYOUT ? "layout"
+                      : p->kind == KDG_C_OPT_DEVICE ? "device"
+                                                    : "mf";
+      kdg_printf(b, "  kd__a[%d].opt.has = %s != NULL;\n  if (%s) kd__a[%d].opt.v.%s = *%s;\n", i, n,
+                 n, i, m, n);
+      break;
+    }
+    case KDG_C_INTS:
+    case KDG_C_FLOATS:
+    case KDG_C_BOOLS: {
+      const char *m = p->kind == KDG_C_INTS ? "ints" : p->kind == KDG_C_FLOATS ? "floats" : "bools";
+      kdg_printf(b, "  kd__a[%d].%s.data = %s.data;\n  kd__a[%d].%s.size = %s.size;\n", i, m, n, i, m,
+                 n);
+      break;
+    }
+    case KDG_C_STR:
+    case KDG_C_OPT_STR:
+      kdg_printf(b, "  kd__a[%d].str.data = %s;\n  kd__a[%d].str.size = %s ? (int64_t)strlen(%s) : 0;\n",
+                 i, n, i, n, n);
+      break;
+    case KDG_C_VALUE:
+    case KDG_C_COUNT: kdg_printf(b, "  kd__a[%d].value = %s;\n", i, n); break;
+    }
+  }
+}
+
+/* The expression reading argument i of kd_arg array `a` as its C type. */
+static void emit_unpack_arg(kdg_buf *b, const cparam *p, int i, const char *a) {
+  switch (p->kind) {
+  case KDG_C_TENSOR:
+  case KDG_C_OPT_TENSOR: kdg_printf(b, "%s[%d].t", a, i); break;
+  case KDG_C_TENSOR_LIST:
+  case KDG_C_OPT_TENSOR_LIST:
+    kdg_printf(b, "(kd_tensors){%s[%d].tensors.data, %s[%d].tensors.size}", a, i, a, i);
+    break;
+  case KDG_C_INT: kdg_printf(b, "%s[%d].i", a, i); break;
+  case KDG_C_FLOAT: kdg_printf(b, "%s[%d].f", a, i); break;
+  case KDG_C_BOOL: kdg_printf(b, "%s[%d].b", a, i); break;
+  case KDG_C_SCALAR:
+  case KDG_C_OPT_SCALAR: kdg_printf(b, "%s[%d].s", a, i); break;
+  case KDG_C_DTYPE: kdg_printf(b, "%s[%d].dtype", a, i); break;
+  case KDG_C_LAYOUT: kdg_printf(b, "%s[%d].layout", a, i); break;
+  case KDG_C_DEVICE: kdg_printf(b, "%s[%d].device", a, i); break;
+  case KDG_C_MF: kdg_printf(b, "%s[%d].mf", a, i); break;
+  case KDG_C_OPT_INT: kdg_printf(b, "(%s[%d].opt.has ? &%s[%d].opt.v.i : NULL)", a, i, a, i); break;
+  case KDG_C_OPT_FLOAT: kdg_printf(b, "(%s[%d].opt.has ? &%s[%d].opt.v.f : NULL)", a, i, a, i); break;
+  case KDG_C_OPT_BOOL: kdg_printf(b, "(%s[%d].opt.has ? &%s[%d].opt.v.b : NULL)", a, i, a, i); break;
+  case KDG_C_OPT_DTYPE:
+    kdg_printf(b, "(%s[%d].opt.has ? &%s[%d].opt.v.dtype : NULL)", a, i, a, i);
+    break;
+  case KDG_C_OPT_LAYOUT:
+    kdg_printf(b, "(%s[%d].opt.has ? &%s[%d].opt.v.layout : NULL)", a, i, a, i);
+    break;
+  case KDG_C_OPT_DEVICE:
+    kdg_printf(b, "(%s[%d].opt.has ? &%s[%d].opt.v.device : NULL)", a, i, a, i);
+    break;
+  case KDG_C_OPT_MF: kdg_printf(b, "(%s[%d].opt.has ? &%s[%d].opt.v.mf : NULL)", a, i, a, i); break;
+  case KDG_C_INTS: kdg_printf(b, "(kd_ints){%s[%d].ints.data, %s[%d].ints.size}", a, i, a, i); break;
+  case KDG_C_FLOATS:
+    kdg_printf(b, "(kd_floats){%s[%d].floats.data, %s[%d].floats.size}", a, i, a, i);
+    break;
+  case KDG_C_BOOLS: kdg_printf(b, "(kd_bools){%s[%d].bools.data, %s[%d].bools.size}", a, i, a, i); break;
+  case KDG_C_STR:
+  case KDG_C_OPT_STR: kdg_printf(b, "%s[%d].str.data", a, i); break;
+  case KDG_C_VALUE:
+  case KDG_C_COUNT: kdg_printf(b, "%s[%d].value", a, i); break;
+  }
+}
+
+/* A C expression for a Scalar default ("1", "1.0", "True"...). */
+static bool scalar_default_expr(const kd_argument *a, char *buf, size_t cap) {
+  kd_value v;
+  if (kd_argument_default_value(a, &v) != KD_OK) return false;
+  bool ok = true;
+  switch (v.tag) {
+  case KD_VALUE_INT: snprintf(buf, cap, "kd_scalar_int(%lldLL)", (long long)v.u.i); break;
+  case KD_VALUE_DOUBLE: snprintf(buf, cap, "kd_scalar_double(%.17g)", v.u.d); break;
+  case KD_VALUE_BOOL: snprintf(buf, cap, "kd_scalar_bool(%s)", v.u.b ? "true" : "false"); break;
+  case KD_VALUE_SCALAR: {
+    const kd_scalar *s = &v.u.s;
+    kd_dtype dt = kd_scalar_dtype(s);
+    if (dt == KD_BOOL)
+      snprintf(buf, cap, "kd_scalar_bool(%s)", kd_scalar_to_int64(s) ? "true" : "false");
+    else if (kd_dtype_is_integral(dt, false))
+      snprintf(buf, cap, "kd_scalar_int(%lldLL)", (long long)kd_scalar_to_int64(s));
+    else
+      snprintf(buf, cap, "kd_scalar_double(%.17g)", kd_scalar_to_double(s));
+    break;
+  }
+  default: ok = false;
+  }
+  kd_value_destroy(&v);
+  return ok;
+}
+
+/* Replaces NULL Scalars that have defaults by their defaults. */
+static void emit_scalar_defaults(kdg_buf *b, const cfunc *c) {
+  for (int i = 0; i < c->np; i++) {
+    if (!c->p[i].scalar_default) continue;
+    char expr[128];
+    if (!scalar_default_expr(c->p[i].arg, expr, sizeof expr)) continue;
+    kdg_printf(b, "  kd_scalar kd__d%d;\n  if (!%s) {\n    kd__d%d = %s;\n    %s = &kd__d%d;\n  }\n", i,
+               c->p[i].name, i, expr, c->p[i].name, i);
+  }
+}
+
+static void emit_check_outs(kdg_buf *b, const cfunc *c, const char *fname) {
+  for (int i = 0; i < c->nr; i++) {
+    if (c->r[i].alias_of >= 0) continue;
+    kdg_printf(b, "  if (!%s) return kd_set_error(KD_EINVAL, \"%s: NULL output '%s'\");\n",
+               c->r[i].name, fname, c->r[i].name);
+    if (c->r[i].kind == KDG_C_TENSOR || c->r[i].kind == KDG_C_OPT_TENSOR)
+      kdg_printf(b, "  *%s = NULL;\n", c->r[i].name);
+  }
+}
+
+static const char *ret_fn(kdg_ckind k) {
+  switch (k) {
+  case KDG_C_TENSOR:
+  case KDG_C_OPT_TENSOR: return "kd__ret_tensor";
+  case KDG_C_INT: return "kd__ret_int";
+  case KDG_C_FLOAT: return "kd__ret_float";
+  case KDG_C_BOOL: return "kd__ret_bool";
+  default: return "kd__ret_scalar";
+  }
+}
+
+/* ---- File writers ----------------------------------------------------------- */
+
+#define GENERATED "/* @generated by kdgen from ops/native_functions.yaml. Do not edit. */\n"
+
+static void header_open(kdg_buf *b, const char *guard) {
+  kdg_printf(b, GENERATED "#ifndef %s\n#define %s\n\n", guard, guard);
+}
+
+static void upper(char *dst, size_t cap, const char *src) {
+  size_t i = 0;
+  for (; src[i] && i + 1 < cap; i++) {
+    char ch = src[i];
+    dst[i] = (ch >= 'a' && ch <= 'z') ? (char)(ch - 'a' + 'A') : ch;
+  }
+  dst[i] = 0;
+}
+
+static void schema_comment(kdg_buf *b, const cfunc *c) {
+  kdg_printf(b, "/* aten::%s */\n", c->f->func);
+}
+
+/* include/kd/ops/<base>.h and <base>_dispatch.h */
+static int write_public_headers(gen_ctx *g, const char *out_dir, const char *base) {
+  kdg_buf b, dsp;
+  kdg_buf_init(&b);
+  kdg_buf_init(&dsp);
+  char guard[256], ub[200];
+  upper(ub, sizeof ub, base);
+  snprintf(guard, sizeof guard, "KD_OPS_%s_H", ub);
+  header_open(&b, guard);
+  kdg_printf(&b, "#include \"kd/ops.h\"\n\nKD_EXTERN_C_BEGIN\n\n");
+  snprintf(guard, sizeof guard, "KD_OPS_%s_DISPATCH_H", ub);
+  header_open(&dsp, guard);
+  kdg_printf(&dsp, "#include \"kd/ops.h\"\n\nKD_EXTERN_C_BEGIN\n\n");
+  for (size_t i = 0; i < g->f->nfuncs; i++) {
+    const cfunc *c = &g->cf[i];
+    if (!c->ok || strcmp(c->f->base, base)) continue;
+    schema_comment(&b, c);
+    kdg_printf(&b, "KD_API kd_status kd_%s(", c->f->cname);
+    print_params(&b, c, true);
+    kdg_printf(&b, ");\nKD_API kd_status kd_%s_redispatch(kd_keyset keys%s", c->f->cname,
+               c->np || c->nouts ? ", " : "");
+    if (c->np || c->nouts) print_params(&b, c, true);
+    kdg_printf(&b, ");\n\n");
+    target t[16];
+    int nt = targets_of(g, c->f, t, 16);
+    const char *backends[] = {"cpu", "meta"};
+    for (int k = 0; k < 2; k++) {
+      if (!direct_target(t, nt, backends[k])) continue;
+      if (k == 0) schema_comment(&dsp, c);
+      kdg_printf(&dsp, "KD_API kd_status kd_%s_%s(", backends[k], c->f->cname);
+      print_params(&dsp, c, true);
+      kdg_printf(&dsp, ");\n");
+    }
+    if (nt) kdg_printf(&dsp, "\n");
+  }
+  kdg_printf(&b, "KD_EXTERN_C_END\n\n#endif\n");
+  kdg_printf(&dsp, "KD_EXTERN_C_END\n\n#endif\n");
+  char path[4096];
+  snprintf(path, sizeof path, "%s/include/kd/ops/%s.h", out_dir, base);
+  int rc = kdg_write_file(path, &b, g->d);
+  snprintf(path, sizeof path, "%s/include/kd/ops/%s_dispatch.h", out_dir, base);
+  if (kdg_write_file(path, &dsp, g->d)) rc = -1;
+  kdg_buf_free(&b);
+  kdg_buf_free(&dsp);
+  return rc;
+}
+
+/* The parameters of a structured meta / impl function. */
+typedef struct sinfo {
+  const kdg_func *out;     /* the structured out function */
+  const cfunc *oc;         /* its C view */
+  char meta[256];          /* kd__meta_<cname> */
+  char pre[256];           /* kd__precompute_<cname>, "" when none */
+  bool iter;               /* structured_inherits: TensorIteratorBase */
+} sinfo;
+
+static bool structured_info(const gen_ctx *g, const kdg_func *f, sinfo *si) {
+  const kdg_func *out = structured_out(f);
+  if (!out) return false;
+  memset(si, 0, sizeof *si);
+  si->out = out;
+  for (size_t i = 0; i < g->f->nfuncs; i++)
+    if (&g->f->funcs[i] == out) si->oc = &g->cf[i];
+  const kdg_func *fn = out->group && out->group->functional ? out->group->functional : out;
+  snprintf(si->meta, sizeof si->meta, "kd__meta_%s", fn->cname);
+  if (out->nprecomputed) snprintf(si->pre, sizeof si->pre, "kd__precompute_%s", fn->cname);
+  si->iter = out->structured_inherits && !strcmp(out->structured_inherits, "TensorIteratorBase");
+  return si->oc != NULL && si->oc->ok;
+}
+
+static const char *precomputed_ctype(const char *schema_type) {
+  if (!strcmp(schema_type, "int") || !strcmp(schema_type, "SymInt")) return "int64_t";
+  if (!strcmp(schema_type, "bool")) return "bool";
+  if (!strcmp(schema_type, "float")) return "double";
+  if (!strcmp(schema_type, "ScalarType")) return "kd_dtype";
+  if (!strcmp(schema_type, "int[]")) return "kd_ints";
+  return NULL;
+}
+
+static const kdg_precomputed *replaced_by(const kdg_func *out, const char *arg) {
+  for (size_t i = 0; i < out->nprecomputed; i++)
+    if (!strcmp(out->precomputed[i].replaces, arg)) return &out->precomputed[i];
+  return NULL;
+}
+
+/* ops/<base>_native.h */
+static int write_native_header(gen_ctx *g, const char *out_dir, const char *base) {
+  kdg_buf b;
+  kdg_buf_init(&b);
+  char guard[256], ub[200];
+  upper(ub, sizeof ub, base);
+  snprintf(guard, sizeof guard, "KD_OPS_%s_NATIVE_H", ub);
+  header_open(&b, guard);
+  kdg_printf(&b, "#include \"iter.h\"\n#include \"structured.h\"\n\n");
+  for (size_t i = 0; i < g->f->nfuncs; i++) {
+    const cfunc *c = &g->cf[i];
+    const kdg_func *f = c->f;
+    if (!c->ok || strcmp(f->base, base)) continue;
+    schema_comment(&b, c);
+    target t[16];
+    int nt = targets_of(g, f, t, 16);
+    for (int k = 0; k < nt; k++) {
+      bool dup = false;
+      for (int j = 0; j < k; j++)
+        if (!strcmp(t[j].fn, t[k].fn)) dup = true;
+      if (dup) continue;
+      kdg_printf(&b, "kd_status %s(", t[k].fn);
+      print_params(&b, c, true);
+      kdg_printf(&b, ");\n");
+    }
+    kdg_printf(&b, "kd_status kd__boxed_%s(const kd_call *call, kd_stack *stack, kd_unboxed_fn fn);\n",
+               f->cname);
+    if (f->structured) {
+      sinfo si;
+      if (!structured_info(g, f, &si)) continue;
+      const cfunc *oc = si.oc;
+      if (*si.pre) {
+        kdg_printf(&b, "typedef struct %s {\n", si.pre);
+        for (size_t p = 0; p < f->nprecomputed; p++)
+          for (size_t q = 0; q < f->precomputed[p].nfields; q++) {
+            const kdg_precomputed_field *fl = &f->precomputed[p].fields[q];
+            const char *ct = precomputed_ctype(fl->type);
+            if (!ct) {
+              kdg_error(g->d, g->path, f->precomputed[p].line,
+                        "precomputed type '%s' is not supported by kdgen", fl->type);
+              ct = "int64_t";
+            }
+            kdg_printf(&b, "  %s %s;\n", ct, fl->name);
+          }
+        kdg_printf(&b, "} %s;\n", si.pre);
+      }
+      /* meta */
+      kdg_printf(&b, "kd_status %s(kd_structured *s%s", si.meta, si.iter ? ", kd_iter *iter" : "");
+      for (int p = 0; p < oc->np; p++) {
+        if (oc->p[p].is_out) continue;
+        const char *ct = kdg_ctype_of(oc->p[p].kind)->param;
+        kdg_printf(&b, ", %s%s%s", ct, ct[strlen(ct) - 1] == '*' ? "" : " ", oc->p[p].name);
+      }
+      if (*si.pre) kdg_printf(&b, ", %s *pre", si.pre);
+      kdg_printf(&b, ");\n");
+      /* impl per backend kernel */
+      for (size_t k = 0; k < f->ndispatch; k++) {
+        bool dup = false;
+        for (size_t j = 0; j < k; j++)
+          if (!strcmp(f->dispatch[j].kernel, f->dispatch[k].kernel)) dup = true;
+        if (dup || !strcmp(backend_of(f->dispatch[k].key), "")) continue;
+        kdg_printf(&b, "kd_status kd__native_%s(kd_structured *s%s", f->dispatch[k].kernel,
+                   si.iter ? ", kd_iter *iter" : "");
+        for (int p = 0; p < oc->np; p++) {
+          if (oc->p[p].is_out) continue;
+          const kdg_precomputed *pr = replaced_by(f, kd_argument_name(oc->p[p].arg));
+          if (pr) {
+            for (size_t q = 0; q < pr->nfields; q++) {
+              const char *ct = precomputed_ctype(pr->fields[q].type);
+              kdg_printf(&b, ", %s %s", ct ? ct : "int64_t", pr->fields[q].name);
+            }
+            continue;
+          }
+          const char *ct = kdg_ctype_of(oc->p[p].kind)->param;
+          kdg_printf(&b, ", %s%s%s", ct, ct[strlen(ct) - 1] == '*' ? "" : " ", oc->p[p].name);
+        }
+        for (int p = 0; p < oc->np; p++)
+          if (oc->p[p].is_out) kdg_printf(&b, ", kd_tensor *%s", oc->p[p].name);
+        kdg_printf(&b, ");\n");
+      }
+    }
+    kdg_printf(&b, "\n");
+  }
+  kdg_printf(&b, "#endif\n");
+  char path[4096];
+  snprintf(path, sizeof path, "%s/ops/%s_native.h", out_dir, base);
+  int rc = kdg_write_file(path, &b, g->d);
+  kdg_buf_free(&b);
+  return rc;
+}
+
+/* The entry point (keys == NULL) or the redispatch entry point. */
+static void emit_entry(kdg_buf *b, const cfunc *c, bool redispatch) {
+  const kdg_func *f = c->f;
+  char fname[300];
+  snprintf(fname, sizeof fname, "kd_%s%s", f->cname, redispatch ? "_redispatch" : "");
+  kdg_printf(b, "kd_status %s(", fname);
+  if (redispatch) kdg_printf(b, "kd_keyset keys%s", c->np || c->nouts ? ", " : "");
+  if (!redispatch || c->np || c->nouts) print_params(b, c, true);
+  kdg_printf(b, ") {\n");
+  emit_check_outs(b, c, fname);
+  kdg_printf(b, "  static kd_op *kd__cache;\n  kd_op *kd__op = kd__ops_cached(&kd__cache);\n");
+  kdg_printf(b, "  kd_status kd__st;\n");
+  kdg_printf(b, "  if (!kd__op && (kd__st = kd__ops_lookup(\"%s\", \"%s\", &kd__cache, &kd__op)))\n"
+                "    return kd__st;\n",
+             c->qualified, c->sig);
+  emit_scalar_defaults(b, c);
+  kdg_printf(b, "  kd_arg kd__a[%d];\n", c->np ? c->np : 1);
+  emit_pack_args(b, c);
+  kdg_printf(b, "  kd_value kd__r[%d];\n", c->nr ? c->nr : 1);
+  for (int i = 0; i < c->nr; i++) kdg_printf(b, "  kd__r[%d] = kd_value_none();\n", i);
+  if (redispatch)
+    kdg_printf(b, "  if ((kd__st = kd_call_unboxed_keys(kd__op, keys, kd__a, kd__r))) return kd__st;\n");
+  else
+    kdg_printf(b, "  if ((kd__st = kd_call_unboxed(kd__op, kd__a, kd__r))) return kd__st;\n");
+  if (c->nr == 0) kdg_printf(b, "  (void)kd__r;\n");
+  for (int i = 0; i < c->nr; i++) {
+    if (c->r[i].alias_of >= 0) {
+      kdg_printf(b, "  kd_value_destroy(&kd__r[%d]);\n", i);
+      continue;
+    }
+    kdg_printf(b, "  if (!kd__st) kd__st = %s(&kd__r[%d], %s, \"%s\");\n  else kd_value_destroy(&kd__r[%d]);\n",
+               ret_fn(c->r[i].kind), i, c->r[i].name, c->qualified, i);
+  }
+  kdg_printf(b, "  return kd__st;\n}\n\n");
+}
+
+static int write_entry(gen_ctx *g, const char *out_dir) {
+  kdg_buf b;
+  kdg_buf_init(&b);
+  kdg_printf(&b, GENERATED "#include <string.h>\n\n#include \"gen_support.h\"\n#include \"kd/ops/all.h\"\n\n");
+  for (size_t i = 0; i < g->f->nfuncs; i++) {
+    const cfunc *c = &g->cf[i];
+    if (!c->ok) continue;
+    emit_entry(&b, c, false);
+    emit_entry(&b, c, true);
+  }
+  char path[4096];
+  snprintf(path, sizeof path, "%s/ops/gen_entry.c", out_dir);
+  int rc = kdg_write_file(path, &b, g->d);
+  kdg_buf_free(&b);
+  return rc;
+}
+
+static int write_direct(gen_ctx *g, const char *out_dir) {
+  kdg_buf b;
+  kdg_buf_init(&b);
+  kdg_printf(&b, GENERATED "#include \"gen_support.h\"\n#include \"kd/ops/all.h\"\n"
+                           "#include \"all_native.h\"\n\n");
+  for (size_t i = 0; i < g->f->nfuncs; i++) {
+    const cfunc *c = &g->cf[i];
+    if (!c->ok) continue;
+    target t[16];
+    int nt = targets_of(g, c->f, t, 16);
+    const char *backends[] = {"cpu", "meta"};
+    for (int k = 0; k < 2; k++) {
+      const target *x = direct_target(t, nt, backends[k]);
+      if (!x) continue;
+      char fname[300];
+      snprintf(fname, sizeof fname, "kd_%s_%s", backends[k], c->f->cname);
+      kdg_printf(&b, "kd_status %s(", fname);
+      print_params(&b, c, true);
+      kdg_printf(&b, ") {\n");
+      emit_check_outs(&b, c, fname);
+      emit_scalar_defaults(&b, c);
+      kdg_printf(&b, "  return %s(", x->fn);
+      print_call_args(&b, c, true);
+      kdg_printf(&b, ");\n}\n\n");
+    }
+  }
+  char path[4096];
+  snprintf(path, sizeof path, "%s/ops/gen_direct.c", out_dir);
+  int rc = kdg_write_file(path, &b, g->d);
+  kdg_buf_free(&b);
+  return rc;
+}
+
+static int write_boxed(gen_ctx *g, const char *out_dir) {
+  kdg_buf b;
+  kdg_buf_init(&b);
+  kdg_printf(&b, GENERATED "#include \"gen_support.h\"\n#include \"all_native.h\"\n\n");
+  for (size_t i = 0; i < g->f->nfuncs; i++) {
+    const cfunc *c = &g->cf[i];
+    if (!c->ok) continue;
+    schema_comment(&b, c);
+    kdg_printf(&b, "kd_status kd__boxed_%s(const kd_call *call, kd_stack *stack, kd_unboxed_fn fn) {\n",
+               c->f->cname);
+    kdg_printf(&b, "  kd_status kd__st = kd__box_check_depth(call, stack, %d);\n  if (kd__st) return kd__st;\n",
+               c->np);
+    if (c->np) {
+      kdg_printf(&b, "  const kd_value *kd__v = stack->items + stack->size - %d;\n", c->np);
+      kdg_printf(&b, "  kd_arg kd__a[%d];\n  kd__box_scratch kd__x[%d];\n", c->np, c->np);
+      for (int p = 0; p < c->np; p++)
+        kdg_printf(&b,
+                   "  if ((kd__st = kd__box_arg(&kd__v[%d], %s, &kd__a[%d], &kd__x[%d], call, %d, \"%s\")))\n"
+                   "    return kd__st;\n",
+                   p, kdg_ctype_of(c->p[p].kind)->box_kind, p, p, p, kd_argument_name(c->p[p].arg));
+    } else {
+      kdg_printf(&b, "  kd_arg kd__a[1];\n");
+    }
+    kdg_printf(&b, "  kd_value kd__r[%d];\n", c->nr ? c->nr : 1);
+    for (int r = 0; r < c->nr; r++) kdg_printf(&b, "  kd__r[%d] = kd_value_none();\n", r);
+    kdg_printf(&b, "  if ((kd__st = fn(call, kd__a, kd__r))) return kd__st;\n");
+    kdg_printf(&b, "  return kd__box_finish(stack, %d, kd__r, %d);\n}\n\n", c->np, c->nr);
+  }
+  char path[4096];
+  snprintf(path, sizeof path, "%s/ops/gen_boxed.c", out_dir);
+  int rc = kdg_write_file(path, &b, g->d);
+  kdg_buf_free(&b);
+  return rc;
+}
+
+/* The structured wrapper of function c for one key. */
+static void emit_structured_wrapper(gen_ctx *g, kdg_buf *b, const cfunc *c, const target *t) {
+  sinfo si;
+  if (!structured_info(g, c->f, &si)) return;
+  const kdg_func *f = c->f;
+  const cfunc *oc = si.oc;
+  bool meta_key = !strcmp(t->key, "Meta");
+  const char *kernel = NULL;
+  for (size_t k = 0; k < si.out->ndispatch; k++)
+    if (!strcmp(si.out->dispatch[k].key, t->key)) kernel = si.out->dispatch[k].kernel;
+  /* Inputs of meta: c's arguments that are not out arguments, matched by position
+   * to the out function's inputs. */
+  int nin = 0;
+  for (int p = 0; p < oc->np; p++) nin += !oc->p[p].is_out;
+  int cin = 0;
+  for (int p = 0; p < c->np; p++) cin += !c->p[p].is_out;
+  if (nin != cin) {
+    kdg_error(g->d, g->path, f->line, "'%s' delegates to '%s', whose arguments differ", f->func,
+              si.out->func);
+    return;
+  }
+  int nout = 0;
+  for (int p = 0; p < oc->np; p++) nout += oc->p[p].is_out;
+  const char *mode = f->kind == KDG_INPLACE ? "KD_STRUCTURED_INPLACE"
+                     : f->kind == KDG_OUT   ? "KD_STRUCTURED_OUT"
+                     : meta_key             ? "KD_STRUCTURED_META"
+                                            : "KD_STRUCTURED_FUNCTIONAL";
+  kdg_printf(b, "kd_status %s(", t->fn);
+  print_params(b, c, true);
+  kdg_printf(b, ") {\n");
+  /* given tensors */
+  if (f->kind == KDG_INPLACE) {
+    kdg_printf(b, "  kd_tensor *kd__given[1] = {%s};\n", c->p[0].name);
+  } else if (f->kind == KDG_OUT) {
+    kdg_printf(b, "  kd_tensor *kd__given[%d] = {", nout);
+    int n = 0;
+    for (int p = 0; p < c->np; p++)
+      if (c->p[p].is_out) kdg_printf(b, "%s%s", n++ ? ", " : "", c->p[p].name);
+    kdg_printf(b, "};\n");
+  }
+  /* device: the first tensor input, for functional outputs */
+  kdg_printf(b, "  kd_device kd__dev = ");
+  if (meta_key) {
+    kdg_printf(b, "(kd_device){KD_DEVICE_META, 0};\n");
+  } else {
+    int nt = 0;
+    for (int p = 0; p < c->np; p++)
+      if (!c->p[p].is_out && (c->p[p].kind == KDG_C_TENSOR || c->p[p].kind == KDG_C_OPT_TENSOR)) nt++;
+    if (!nt) {
+      kdg_printf(b, "kd_device_cpu();\n");
+    } else {
+      kdg_printf(b, "kd__device_of_first((kd_tensor *const[]){");
+      int n = 0;
+      for (int p = 0; p < c->np; p++)
+        if (!c->p[p].is_out && (c->p[p].kind == KDG_C_TENSOR || c->p[p].kind == KDG_C_OPT_TENSOR))
+          kdg_printf(b, "%s%s", n++ ? ", " : "", c->p[p].name);
+      kdg_printf(b, "}, %d);\n", nt);
+    }
+  }
+  kdg_printf(b, "  kd_structured kd__s;\n  kd_structured_init(&kd__s, \"%s\", %s, %d, %s, kd__dev);\n",
+             c->qualified, mode, nout, f->kind == KDG_FUNCTIONAL ? "NULL" : "kd__given");
+  if (si.iter) kdg_printf(b, "  kd_iter kd__it;\n  kd_iter_init(&kd__it, &kd__s);\n");
+  if (*si.pre) kdg_printf(b, "  %s kd__pre;\n", si.pre);
+  kdg_printf(b, "  kd_status kd__st = %s(&kd__s%s", si.meta, si.iter ? ", &kd__it" : "");
+  for (int p = 0; p < c->np; p++)
+    if (!c->p[p].is_out) kdg_printf(b, ", %s", c->p[p].name);
+  if (*si.pre) kdg_printf(b, ", &kd__pre");
+  kdg_printf(b, ");\n");
+  if (!meta_key && kernel) {
+    kdg_printf(b, "  if (!kd__st) kd__st = kd__native_%s(&kd__s%s", kernel, si.iter ? ", &kd__it" : "");
+    int q = 0;
+    for (int p = 0; p < oc->np; p++) {
+      if (oc->p[p].is_out) continue;
+      /* the q-th input of c */
+      int cp = -1, seen = 0;
+      for (int j = 0; j < c->np; j++)
+        if (!c->p[j].is_out && seen++ == q) cp = j;
+      q++;
+      const kdg_precomputed *pr = replaced_by(si.out, kd_argument_name(oc->p[p].arg));
+      if (pr) {
+        for (size_t k = 0; k < pr->nfields; k++) kdg_printf(b, ", kd__pre.%s", pr->fields[k].name);
+        continue;
+      }
+      kdg_printf(b, ", %s", c->p[cp].name);
+    }
+    for (int o = 0; o < nout; o++) kdg_printf(b, ", kd_structured_output(&kd__s, %d)", o);
+    kdg_printf(b, ");\n");
+  }
+  if (si.iter) kdg_printf(b, "  if (!kd__st) kd__st = kd_iter_finish(&kd__it);\n");
+  kdg_printf(b, "  if (!kd__st) kd__st = kd_structured_finish(&kd__s);\n");
+  if (si.iter) kdg_printf(b, "  kd_iter_release(&kd__it);\n");
+  if (f->kind == KDG_FUNCTIONAL) {
+    kdg_printf(b, "  kd_tensor *kd__take[%d];\n", nout);
+    kdg_printf(b, "  kd_structured_release(&kd__s, kd__st ? NULL : kd__take);\n");
+    kdg_printf(b, "  if (kd__st) return kd__st;\n");
+    int o = 0;
+    for (int r = 0; r < c->nr; r++)
+      if (c->r[r].alias_of < 0) kdg_printf(b, "  *%s = kd__take[%d];\n", c->r[r].name, o++);
+    kdg_printf(b, "  return KD_OK;\n}\n\n");
+  } else {
+    kdg_printf(b, "  kd_structured_release(&kd__s, NULL);\n  return kd__st;\n}\n\n");
+  }
+}
+
+/* The unboxed wrapper (kd_unboxed_fn) around a target, and its boxed thunk. */
+static void emit_unboxed_wrapper(kdg_buf *b, const cfunc *c, const target *t, const char *uname) {
+  kdg_printf(b, "static kd_status %s(const kd_call *call, const kd_arg *a, kd_value *r) {\n", uname);
+  kdg_printf(b, "  (void)call;\n");
+  for (int i = 0; i < c->np; i++) {
+    if (!c->p[i].scalar_default) continue;
+    char expr[128];
+    if (!scalar_default_expr(c->p[i].arg, expr, sizeof expr)) continue;
+    kdg_printf(b, "  kd_scalar kd__d%d = %s;\n", i, expr);
+  }
+  for (int i = 0; i < c->nr; i++) {
+    if (c->r[i].alias_of >= 0) continue;
+    const char *rt = kdg_ctype_of(c->r[i].kind)->ret;
+    char base_t[64];
+    snprintf(base_t, sizeof base_t, "%.*s", (int)(strlen(rt) - 1), rt);
+    if (c->r[i].kind == KDG_C_SCALAR)
+      kdg_printf(b, "  kd_scalar kd__o%d;\n", i);
+    else
+      kdg_printf(b, "  %s kd__o%d = 0;\n", base_t, i);
+  }
+  kdg_printf(b, "  kd_status kd__st = %s(", t->fn);
+  int n = 0;
+  for (int i = 0; i < c->np; i++) {
+    kdg_printf(b, "%s", n++ ? ", " : "");
+    if (c->p[i].scalar_default) {
+      kdg_printf(b, "a[%d].s ? a[%d].s : &kd__d%d", i, i, i);
+      continue;
+    }
+    emit_unpack_arg(b, &c->p[i], i, "a");
+  }
+  for (int i = 0; i < c->nr; i++)
+    if (c->r[i].alias_of < 0) kdg_printf(b, "%s&kd__o%d", n++ ? ", " : "", i);
+  kdg_printf(b, ");\n  if (kd__st) return kd__st;\n");
+  for (int i = 0; i < c->nr; i++) {
+    const cret *cr = &c->r[i];
+    if (cr->alias_of >= 0) {
+      kdg_printf(b, "  r[%d] = kd_value_tensor(a[%d].t);\n", i, cr->alias_of);
+      continue;
+    }
+    switch (cr->kind) {
+    case KDG_C_TENSOR:
+    case KDG_C_OPT_TENSOR: kdg_printf(b, "  r[%d] = kd__value_take_tensor(kd__o%d);\n", i, i); break;
+    case KDG_C_INT: kdg_printf(b, "  r[%d] = kd_value_int(kd__o%d);\n", i, i); break;
+    case KDG_C_FLOAT: kdg_printf(b, "  r[%d] = kd_value_double(kd__o%d);\n", i, i); break;
+    case KDG_C_BOOL: kdg_printf(b, "  r[%d] = kd_value_bool(kd__o%d);\n", i, i); break;
+    default: kdg_printf(b, "  r[%d] = kd_value_scalar(kd__o%d);\n", i, i); break;
+    }
+  }
+  kdg_printf(b, "  return KD_OK;\n}\n");
+}
+
+static int write_register(gen_ctx *g, const char *out_dir) {
+  kdg_buf b, defs, impls;
+  kdg_buf_init(&b);
+  kdg_buf_init(&defs);
+  kdg_buf_init(&impls);
+  kdg_printf(&b, GENERATED "#include \"gen_support.h\"\n#include \"all_native.h\"\n\n");
+  size_t nimpl = 0;
+  for (size_t i = 0; i < g->f->nfuncs; i++) {
+    const cfunc *c = &g->cf[i];
+    const kdg_func *f = c->f;
+    if (!c->ok) continue;
+    kdg_printf(&defs, "    {\"%s\", %zu, {", f->func, f->ntags < 8 ? f->ntags : (size_t)8);
+    for (size_t k = 0; k < f->ntags && k < 8; k++) kdg_printf(&defs, "%s\"%s\"", k ? ", " : "", f->tags[k]);
+    kdg_printf(&defs, "%s}},\n", f->ntags ? "" : "NULL");
+    target t[16];
+    int nt = targets_of(g, f, t, 16);
+    for (int k = 0; k < nt; k++) {
+      if (t[k].kind == TARGET_STRUCTURED) emit_structured_wrapper(g, &b, c, &t[k]);
+      char uname[300], bname[300];
+      snprintf(uname, sizeof uname, "kd__u_%s_%s", t[k].key, f->cname);
+      snprintf(bname, sizeof bname, "kd__b_%s_%s", t[k].key, f->cname);
+      emit_unboxed_wrapper(&b, c, &t[k], uname);
+      kdg_printf(&b,
+                 "static kd_status %s(const kd_call *call, kd_stack *stack) {\n"
+                 "  return kd__boxed_%s(call, stack, %s);\n}\n\n",
+                 bname, f->cname, uname);
+      kdg_printf(&impls, "    {\"%s%s%s\", \"%s\", %s, %s, \"%s\", \"ops/native_functions.yaml:%d\"},\n",
+                 f->name, *f->overload ? "." : "", f->overload, t[k].key, uname, bname, c->sig, t[k].line);
+      nimpl++;
+    }
+  }
+  kdg_printf(&b, "static const kd__gen_def kd__defs[] = {\n%s};\n\n", defs.data ? defs.data : "");
+  if (nimpl)
+    kdg_printf(&b, "static const kd__gen_impl kd__impls[] = {\n%s};\n\n", impls.data);
+  else
+    kdg_printf(&b, "static const kd__gen_impl kd__impls[1];\n\n");
+  kdg_printf(&b,
+             "kd_status kd__ops_register(void) {\n"
+             "  return kd__ops_register_tables(kd__defs, sizeof kd__defs / sizeof kd__defs[0],\n"
+             "                                 kd__impls, %zu);\n}\n",
+             nimpl);
+  char path[4096];
+  snprintf(path, sizeof path, "%s/ops/gen_register.c", out_dir);
+  int rc = kdg_write_file(path, &b, g->d);
+  kdg_buf_free(&b);
+  kdg_buf_free(&defs);
+  kdg_buf_free(&impls);
+  return rc;
+}
+
+/* kd/ops/all.h and all_native.h */
+static int write_alls(gen_ctx *g, const char *out_dir, char **bases, size_t nbases) {
+  kdg_buf a, n;
+  kdg_buf_init(&a);
+  kdg_buf_init(&n);
+  header_open(&a, "KD_OPS_ALL_H");
+  header_open(&n, "KD_OPS_ALL_NATIVE_H");
+  for (size_t i = 0; i < nbases; i++) {
+    kdg_printf(&a, "#include \"kd/ops/%s.h\"\n#include \"kd/ops/%s_dispatch.h\"\n", bases[i], bases[i]);
+    kdg_printf(&n, "#include \"%s_native.h\"\n", bases[i]);
+  }
+  kdg_printf(&a, "\n#endif\n");
+  kdg_printf(&n, "\n#endif\n");
+  char path[4096];
+  snprintf(path, sizeof path, "%s/include/kd/ops/all.h", out_dir);
+  int rc = kdg_write_file(path, &a, g->d);
+  snprintf(path, sizeof path, "%s/ops/all_native.h", out_dir);
+  if (kdg_write_file(path, &n, g->d)) rc = -1;
+  kdg_buf_free(&a);
+  kdg_buf_free(&n);
+  return rc;
+}
+
+int kdg_generate(const kdg_file *f, const char *out_dir, kdg_diag *d) {
+  size_t before = d->errors;
+  gen_ctx g = {f, f->path, d, calloc(f->nfuncs ? f->nfuncs : 1, sizeof(cfunc))};
+  char **bases = calloc(f->nfuncs ? f->nfuncs : 1, sizeof(char *));
+  if (!g.cf || !bases) {
+    kdg_error(d, f->path, 0, "out of memory");
+    free(g.cf);
+    free(bases);
+    return -1;
+  }
+  size_t nbases = 0;
+  for (size_t i = 0; i < f->nfuncs; i++) {
+    build_cfunc(&f->funcs[i], &g.cf[i], d, f->path);
+    bool seen = false;
+    for (size_t j = 0; j < nbases; j++)
+      if (!strcmp(bases[j], f->funcs[i].base)) seen = true;
+    if (!seen) bases[nbases++] = f->funcs[i].base;
+  }
+  if (d->errors == before) {
+    for (size_t i = 0; i < nbases; i++) {
+      write_public_headers(&g, out_dir, bases[i]);
+      write_native_header(&g, out_dir, bases[i]);
+    }
+    write_alls(&g, out_dir, bases, nbases);
+    write_entry(&g, out_dir);
+    write_direct(&g, out_dir);
+    write_boxed(&g, out_dir);
+    write_register(&g, out_dir);
+  }
+  free(g.cf);
+  free(bases);
+  return d->errors == before ? 0 : -1;
+}
