@@ -1,0 +1,633 @@
+/*
+ * factories.c: empty, empty_like, zeros, ones, full (and their _like and out
+ * variants), arange and eye; the helpers shared by the hand-written kernels
+ * (factories.h).
+ *
+ * Ownership: a kernel with `kd_tensor **out` gives the caller one reference
+ * to a new tensor (NULL on error); a kernel with `kd_tensor *out` writes the
+ * caller's tensor, which stays the caller's. Every other tensor argument is
+ * borrowed.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fill.h"
+#include "native/factories.h"
+
+/* ---- Shared helpers ------------------------------------------------------------ */
+
+const char *kd__format_sizes(char *buf, size_t cap, int ndim, const int64_t *sizes) {
+  size_t len = 0;
+  if (cap == 0) return buf;
+  buf[0] = '\0';
+  len += (size_t)snprintf(buf + len, len < cap ? cap - len : 0, "[");
+  for (int i = 0; i < ndim && len < cap; i++)
+    len += (size_t)snprintf(buf + len, cap - len, "%s%lld", i ? ", " : "", (long long)sizes[i]);
+  if (len < cap) snprintf(buf + len, cap - len, "]");
+  return buf;
+}
+
+kd_status kd__check_size_list(const char *op, kd_ints size) {
+  if (size.size < 0 || (size.size > 0 && !size.data))
+    return kd_set_error(KD_EINVAL, "%s: expected a list of sizes", op);
+  if (size.size > KD_MAX_DIMS)
+    return kd_set_error(KD_EINVAL, "%s: %lld dimensions given, at most %d are supported", op,
+                        (long long)size.size, KD_MAX_DIMS);
+  for (int64_t i = 0; i < size.size; i++) {
+    if (size.data[i] < 0) {
+      char buf[256];
+      return kd_set_error(KD_EINVAL, "%s: Trying to create tensor with negative dimension %lld: %s",
+                          op, (long long)size.data[i],
+                          kd__format_sizes(buf, sizeof buf, (int)size.size, size.data));
+    }
+  }
+  return KD_OK;
+}
+
+kd_status kd__factory_options(const char *op, const kd_dtype *dtype, const kd_layout *layout,
+                              const kd_device *device, const bool *pin_memory,
+                              kd_dtype default_dtype, kd_device default_device,
+                              kd_dtype *dtype_out, kd_device *device_out) {
+  kd_dtype dt = dtype ? *dtype : default_dtype;
+  if (!kd_dtype_valid(dt)) return kd_set_error(KD_EINVAL, "%s: invalid dtype %d", op, (int)dt);
+  if (layout && *layout != KD_LAYOUT_STRIDED)
+    return kd_set_error(KD_EUNSUPPORTED, "%s: layout %s is not supported (only strided)", op,
+                        kd_layout_name(*layout));
+  kd_device dev = device ? *device : default_device;
+  if (dev.type != KD_DEVICE_CPU && dev.type != KD_DEVICE_META) {
+    char buf[64];
+    kd_device_format(dev, buf, sizeof buf);
+    return kd_set_error(KD_EUNSUPPORTED, "%s: device '%s' is not supported (cpu and meta only)", op,
+                        buf);
+  }
+  if (dev.index != 0) return kd_set_error(KD_EINVAL, "%s: %s has only device index 0", op,
+                                          kd_device_type_name(dev.type));
+  if (pin_memory && *pin_memory)
+    return kd_set_error(KD_EUNSUPPORTED,
+                        "%s: Need to provide pin_memory allocator to use pin memory.", op);
+  *dtype_out = dt;
+  *device_out = dev;
+  return KD_OK;
+}
+
+static bool same_sizes(const kd_tensor *t, int ndim, const int64_t *sizes) {
+  if (kd_tensor_ndim(t) != ndim) return false;
+  const int64_t *s = kd_tensor_sizes(t);
+  for (int i = 0; i < ndim; i++)
+    if (s[i] != sizes[i]) return false;
+  return true;
+}
+
+kd_status kd__resize_if_needed(kd_tensor *out, int ndim, const int64_t *sizes) {
+  if (same_sizes(out, ndim, sizes)) return KD_OK;
+  return kd_tensor_resize_(out, ndim, sizes, NULL);
+}
+
+kd_status kd__resize_output(const char *op, kd_tensor *out, int ndim, const int64_t *sizes) {
+  if (same_sizes(out, ndim, sizes)) return KD_OK;
+  if (kd_tensor_numel(out) != 0) {
+    char have[256], want[256];
+    kd_warn("%s: An output with one or more elements was resized since it had shape %s, which "
+            "does not match the required output shape %s. This behavior is deprecated; resize "
+            "the output to 0 elements first to reuse it.",
+            op, kd__format_sizes(have, sizeof have, kd_tensor_ndim(out), kd_tensor_sizes(out)),
+            kd__format_sizes(want, sizeof want, ndim, sizes));
+  }
+  return kd_tensor_resize_(out, ndim, sizes, NULL);
+}
+
+kd_status kd__fill(const char *op, kd_tensor *t, const kd_scalar *value) {
+  kd_status st = KD_STUB(fill_stub)(t, value);
+  if (st) return kd_set_error(st, "%s: %s", op, kd_last_error());
+  return KD_OK;
+}
+
+kd_status kd__write_contiguous(kd_tensor *out, kd_status (*write)(kd_tensor *dst, void *ctx),
+                               void *ctx) {
+  kd_device dev = kd_tensor_device(out);
+  if (dev.type == KD_DEVICE_META || kd_tensor_numel(out) == 0) return KD_OK;
+  if (dev.type != KD_DEVICE_CPU)
+    return kd_set_error(KD_EUNSUPPORTED, "cannot write a tensor on device '%s'",
+                        kd_device_type_name(dev.type));
+  if (kd_tensor_is_contiguous(out)) return write(out, ctx);
+  kd_tensor *tmp;
+  kd_status st = kd_tensor_empty(kd_tensor_ndim(out), kd_tensor_sizes(out), kd_tensor_dtype(out),
+                                 kd_device_cpu(), &tmp);
+  if (st) return st;
+  st = write(tmp, ctx);
+  if (!st) st = kd_tensor_copy_(out, tmp);
+  kd_tensor_release(tmp);
+  return st;
+}
+
+/* ---- empty ----------------------------------------------------------------------- */
+
+/* Strides of `format` for these sizes (PyTorch's, with size-0 dims counted as 1). */
+static kd_status format_strides(const char *op, int ndim, const int64_t *sizes,
+                                kd_memory_format format, int64_t *strides) {
+  static const int cl4[] = {1, 3, 2, 0};    /* channels_last: C, W, H, N (fastest first) */
+  static const int cl5[] = {1, 4, 3, 2, 0}; /* channels_last_3d: C, W, H, D, N */
+  const int *order = NULL;
+  switch (format) {
+  case KD_MEMORY_FORMAT_CONTIGUOUS:
+    break;
+  case KD_MEMORY_FORMAT_CHANNELS_LAST:
+    if (ndim != 4)
+      return kd_set_error(KD_EINVAL, "%s: required rank 4 tensor to use channels_last format", op);
+    order = cl4;
+    break;
+  case KD_MEMORY_FORMAT_CHANNELS_LAST_3D:
+    if (ndim != 5)
+      return kd_set_error(KD_EINVAL, "%s: required rank 5 tensor to use channels_last_3d format",
+                          op);
+    order = cl5;
+    break;
+  default:
+    return kd_set_error(KD_EINVAL, "%s: memory format %s is not supported here", op,
+                        kd_memory_format_name(format));
+  }
+  int64_t s = 1;
+  for (int k = 0; k < ndim; k++) {
+    int d = order ? order[k] : ndim - 1 - k;
+    strides[d] = s;
+    int64_t m = sizes[d] > 1 ? sizes[d] : 1;
+    if (__builtin_mul_overflow(s, m, &s))
+      return kd_set_error(KD_EOVERFLOW, "%s: tensor too large", op);
+  }
+  return KD_OK;
+}
+
+/* A new tensor of `size` on `device` with `format`'s strides. */
+static kd_status make_empty(const char *op, int ndim, const int64_t *sizes, kd_dtype dtype,
+                            kd_device device, kd_memory_format format, kd_tensor **out) {
+  int64_t strides[KD_MAX_DIMS];
+  kd_status st = format_strides(op, ndim, sizes, format, strides);
+  if (st) return st;
+  return kd_tensor_empty_strided(ndim, sizes, strides, dtype, device, out);
+}
+
+static kd_status empty_common(const char *op, kd_device_type want, kd_ints size,
+                              const kd_dtype *dtype, const kd_layout *layout,
+                              const kd_device *device, const bool *pin_memory,
+                              const kd_memory_format *memory_format, kd_tensor **out) {
+  *out = NULL;
+  kd_dtype dt;
+  kd_device dev;
+  kd_device def = {want, 0};
+  kd_status st = kd__check_size_list(op, size);
+  if (!st) st = kd__factory_options(op, dtype, layout, device, pin_memory, kd_get_default_dtype(),
+                                    def, &dt, &dev);
+  if (st) return st;
+  if (dev.type != want)
+    return kd_set_error(KD_EINVAL, "%s: expected a %s device, got %s", op,
+                        kd_device_type_name(want), kd_device_type_name(dev.type));
+  kd_memory_format mf = memory_format ? *memory_format : KD_MEMORY_FORMAT_CONTIGUOUS;
+  if (mf == KD_MEMORY_FORMAT_PRESERVE)
+    return kd_set_error(KD_EINVAL, "%s: Unsupported memory format. Preserve", op);
+  return make_empty(op, (int)size.size, size.data, dt, dev, mf, out);
+}
+
+kd_status kd__native_empty_cpu(kd_ints size, const kd_dtype *dtype, const kd_layout *layout,
+                               const kd_device *device, const bool *pin_memory,
+                               const kd_memory_format *memory_format, kd_tensor **out) {
+  return empty_common("empty", KD_DEVICE_CPU, size, dtype, layout, device, pin_memory,
+                      memory_format, out);
+}
+
+kd_status kd__native_empty_meta(kd_ints size, const kd_dtype *dtype, const kd_layout *layout,
+                                const kd_device *device, const bool *pin_memory,
+                                const kd_memory_format *memory_format, kd_tensor **out) {
+  return empty_common("empty", KD_DEVICE_META, size, dtype, layout, device, pin_memory,
+                      memory_format, out);
+}
+
+/* PyTorch's is_non_overlapping_and_dense: some permutation of t's dims is
+ * row-major contiguous (size-1 dims ignored). */
+static bool non_overlapping_and_dense(const kd_tensor *t) {
+  int ndim = kd_tensor_ndim(t);
+  const int64_t *sizes = kd_tensor_sizes(t), *strides = kd_tensor_strides(t);
+  int perm[KD_MAX_DIMS];
+  int n = 0;
+  for (int i = 0; i < ndim; i++) {
+    if (sizes[i] == 0) return true;
+    if (sizes[i] != 1) perm[n++] = i;
+  }
+  /* insertion sort by stride, ascending; ties: the later dim first */
+  for (int i = 1; i < n; i++) {
+    int d = perm[i], j = i;
+    while (j > 0 && (strides[perm[j - 1]] > strides[d] ||
+                     (strides[perm[j - 1]] == strides[d] && perm[j - 1] < d))) {
+      perm[j] = perm[j - 1];
+      j--;
+    }
+    perm[j] = d;
+  }
+  int64_t expect = 1;
+  for (int i = 0; i < n; i++) {
+    if (strides[perm[i]] != expect) return false;
+    expect *= sizes[perm[i]];
+  }
+  return true;
+}
+
+/* empty_like with defaults from self; the result is on the resolved device. */
+static kd_status like_common(const char *op, kd_tensor *self, const kd_dtype *dtype,
+                             const kd_layout *layout, const kd_device *device,
+                             const bool *pin_memory, const kd_memory_format *memory_format,
+                             kd_tensor **out) {
+  *out = NULL;
+  if (!self) return kd_set_error(KD_EINVAL, "%s: self is NULL", op);
+  kd_dtype dt;
+  kd_device dev;
+  kd_status st = kd__factory_options(op, dtype, layout, device, pin_memory, kd_tensor_dtype(self),
+                                     kd_tensor_device(self), &dt, &dev);
+  if (st) return st;
+  kd_memory_format mf = memory_format ? *memory_format : KD_MEMORY_FORMAT_PRESERVE;
+  int ndim = kd_tensor_ndim(self);
+  const int64_t *sizes = kd_tensor_sizes(self);
+  if (mf == KD_MEMORY_FORMAT_PRESERVE) {
+    if (non_overlapping_and_dense(self))
+      return kd_tensor_empty_strided(ndim, sizes, kd_tensor_strides(self), dt, dev, out);
+    mf = KD_MEMORY_FORMAT_CONTIGUOUS;
+  }
+  return make_empty(op, ndim, sizes, dt, dev, mf, out);
+}
+
+kd_status kd__native_empty_like(kd_tensor *self, const kd_dtype *dtype, const kd_layout *layout,
+                                const kd_device *device, const bool *pin_memory,
+                                const kd_memory_format *memory_format, kd_tensor **out) {
+  return like_common("empty_like", self, dtype, layout, device, pin_memory, memory_format, out);
+}
+
+/* ---- zeros / ones / full ----------------------------------------------------------- */
+
+/* A new tensor of `size` filled with `value`. */
+static kd_status full_common(const char *op, kd_ints size, const kd_scalar *value,
+                             const kd_dtype *dtype, kd_dtype default_dtype,
+                             const kd_layout *layout, const kd_device *device,
+                             const bool *pin_memory, kd_tensor **out) {
+  *out = NULL;
+  kd_dtype dt;
+  kd_device dev;
+  kd_status st = kd__check_size_list(op, size);
+  if (!st) st = kd__factory_options(op, dtype, layout, device, pin_memory, default_dtype,
+                                    kd_device_cpu(), &dt, &dev);
+  if (st) return st;
+  kd_tensor *t;
+  if ((st = kd_tensor_empty((int)size.size, size.data, dt, dev, &t))) return st;
+  if ((st = kd__fill(op, t, value))) {
+    kd_tensor_release(t);
+    return st;
+  }
+  *out = t;
+  return KD_OK;
+}
+
+static kd_status full_out_common(const char *op, kd_ints size, const kd_scalar *value,
+                                 kd_tensor *out) {
+  if (!out) return kd_set_error(KD_EINVAL, "%s: out is NULL", op);
+  kd_status st = kd__check_size_list(op, size);
+  if (st) return st;
+  /* Check the conversion before resizing, so that an error leaves out alone. */
+  unsigned char elem[16];
+  if ((st = kd_scalar_to_element(value, kd_tensor_dtype(out), elem)))
+    return kd_set_error(st, "%s: %s", op, kd_last_error());
+  if ((st = kd__resize_if_needed(out, (int)size.size, size.data))) return st;
+  return kd__fill(op, out, value);
+}
+
+static kd_status full_like_common(const char *op, kd_tensor *self, const kd_scalar *value,
+                                  const kd_dtype *dtype, const kd_layout *layout,
+                                  const kd_device *device, const bool *pin_memory,
+                                  const kd_memory_format *memory_format, kd_tensor **out) {
+  kd_tensor *t;
+  kd_status st = like_common(op, self, dtype, layout, device, pin_memory, memory_format, &t);
+  if (st) return st;
+  if ((st = kd__fill(op, t, value))) {
+    kd_tensor_release(t);
+    return st;
+  }
+  *out = t;
+  return KD_OK;
+}
+
+kd_status kd__native_zeros(kd_ints size, const kd_dtype *dtype, const kd_layout *layout,
+                           const kd_device *device, const bool *pin_memory, kd_tensor **out) {
+  kd_scalar zero = kd_scalar_int(0);
+  return full_common("zeros", size, &zero, dtype, kd_get_default_dtype(), layout, device,
+                     pin_memory, out);
+}
+
+kd_status kd__native_zeros_out(kd_ints size, kd_tensor *out) {
+  kd_scalar zero = kd_scalar_int(0);
+  return full_out_common("zeros", size, &zero, out);
+}
+
+kd_status kd__native_zeros_like(kd_tensor *self, const kd_dtype *dtype, const kd_layout *layout,
+                                const kd_device *device, const bool *pin_memory,
+                                const kd_memory_format *memory_format, kd_tensor **out) {
+  kd_scalar zero = kd_scalar_int(0);
+  return full_like_common("zeros_like", self, &zero, dtype, layout, device, pin_memory,
+                          memory_format, out);
+}
+
+kd_status kd__native_ones(kd_ints size, const kd_dtype *dtype, const kd_layout *layout,
+                          const kd_device *device, const bool *pin_memory, kd_tensor **out) {
+  kd_scalar one = kd_scalar_int(1);
+  return full_common("ones", size, &one, dtype, kd_get_default_dtype(), layout, device,
+                     pin_memory, out);
+}
+
+kd_status kd__native_ones_out(kd_ints size, kd_tensor *out) {
+  kd_scalar one = kd_scalar_int(1);
+  return full_out_common("ones", size, &one, out);
+}
+
+kd_status kd__native_ones_like(kd_tensor *self, const kd_dtype *dtype, const kd_layout *layout,
+                               const kd_device *device, const bool *pin_memory,
+                               const kd_memory_format *memory_format, kd_tensor **out) {
+  kd_scalar one = kd_scalar_int(1);
+  return full_like_common("ones_like", self, &one, dtype, layout, device, pin_memory,
+                          memory_format, out);
+}
+
+/* PyTorch's infer_full_options: the dtype a fill value gives when none is named. */
+static kd_dtype full_dtype_of(const kd_scalar *value) {
+  switch (value->kind) {
+  case KD_SCALAR_BOOL:
+    return KD_BOOL;
+  case KD_SCALAR_INT:
+    return KD_INT64;
+  case KD_SCALAR_COMPLEX:
+    return kd_get_default_dtype() == KD_FLOAT64 ? KD_COMPLEX128 : KD_COMPLEX64;
+  default:
+    return kd_get_default_dtype();
+  }
+}
+
+kd_status kd__native_full(kd_ints size, const kd_scalar *fill_value, const kd_dtype *dtype,
+                          const kd_layout *layout, const kd_device *device,
+                          const bool *pin_memory, kd_tensor **out) {
+  if (!fill_value) {
+    *out = NULL;
+    return kd_set_error(KD_EINVAL, "full: fill_value is NULL");
+  }
+  return full_common("full", size, fill_value, dtype, full_dtype_of(fill_value), layout, device,
+                     pin_memory, out);
+}
+
+kd_status kd__native_full_out(kd_ints size, const kd_scalar *fill_value, kd_tensor *out) {
+  if (!fill_value) return kd_set_error(KD_EINVAL, "full: fill_value is NULL");
+  return full_out_common("full", size, fill_value, out);
+}
+
+kd_status kd__native_full_like(kd_tensor *self, const kd_scalar *fill_value, const kd_dtype *dtype,
+                               const kd_layout *layout, const kd_device *device,
+                               const bool *pin_memory, const kd_memory_format *memory_format,
+                               kd_tensor **out) {
+  if (!fill_value) {
+    *out = NULL;
+    return kd_set_error(KD_EINVAL, "full_like: fill_value is NULL");
+  }
+  return full_like_common("full_like", self, fill_value, dtype, layout, device, pin_memory,
+                          memory_format, out);
+}
+
+/* ---- arange ------------------------------------------------------------------------- */
+
+typedef struct arange_plan {
+  kd_dtype dtype;
+  int64_t size;
+  int64_t istart, istep; /* integral dtypes */
+  double dstart, dstep;  /* float32 / float64 */
+  float fstart, fstep;   /* float16 / bfloat16 (float is their accumulate type) */
+} arange_plan;
+
+static bool scalar_is_integral(const kd_scalar *s) {
+  return s->kind == KD_SCALAR_BOOL || s->kind == KD_SCALAR_INT;
+}
+
+/* Checks the arguments and computes the length, as PyTorch's arange_out. */
+static kd_status arange_plan_make(const char *op, const kd_scalar *start, const kd_scalar *end,
+                                  const kd_scalar *step, kd_dtype dtype, arange_plan *p) {
+  const kd_scalar *args[3] = {start, end, step};
+  for (int i = 0; i < 3; i++) {
+    if (!args[i]) return kd_set_error(KD_EINVAL, "%s: NULL scalar argument", op);
+    if (args[i]->kind == KD_SCALAR_COMPLEX && args[i]->v.c.im != 0)
+      return kd_set_error(KD_EINVAL, "%s: expected real numbers, got a complex value", op);
+  }
+  if (!kd_dtype_valid(dtype) || dtype == KD_BOOL || kd_dtype_is_complex(dtype))
+    return kd_set_error(KD_ENOKERNEL, "%s: \"arange_cpu\" not implemented for '%s'", op,
+                        kd_dtype_name(dtype));
+  memset(p, 0, sizeof *p);
+  p->dtype = dtype;
+  double ds = kd_scalar_to_double(start), de = kd_scalar_to_double(end),
+         dst = kd_scalar_to_double(step);
+  double size_d;
+  if (kd_dtype_is_integral(dtype, false)) {
+    int64_t xs = kd_scalar_to_int64(start), xe = kd_scalar_to_int64(end),
+            xst = kd_scalar_to_int64(step);
+    if (xst == 0) return kd_set_error(KD_EINVAL, "%s: step must be nonzero", op);
+    if (!((xst > 0 && xe >= xs) || (xst < 0 && xe <= xs)))
+      return kd_set_error(KD_EINVAL, "%s: upper bound and larger bound inconsistent with step sign",
+                          op);
+    if (dtype == KD_INT64) {
+      int64_t sgn = xst > 0 ? 1 : -1, num;
+      if (__builtin_sub_overflow(xe, xs, &num) || __builtin_add_overflow(num, xst, &num) ||
+          __builtin_sub_overflow(num, sgn, &num))
+        return kd_set_error(KD_EINVAL, "%s: invalid size, possible overflow?", op);
+      size_d = (double)(num / xst);
+      p->size = num / xst;
+    } else {
+      size_d = ceil((de - ds) / dst);
+      p->size = -1;
+    }
+    p->istart = xs;
+    p->istep = xst;
+  } else {
+    if (!(dst > 0 || dst < 0)) return kd_set_error(KD_EINVAL, "%s: step must be nonzero", op);
+    if (!isfinite(ds) || !isfinite(de)) {
+      char a[64], b[64];
+      kd_scalar_format(start, a, sizeof a);
+      kd_scalar_format(end, b, sizeof b);
+      return kd_set_error(KD_EINVAL, "%s: unsupported range: %s -> %s", op, a, b);
+    }
+    if (!((dst > 0 && de >= ds) || (dst < 0 && de <= ds)))
+      return kd_set_error(KD_EINVAL, "%s: upper bound and larger bound inconsistent with step sign",
+                          op);
+    size_d = ceil((de - ds) / dst);
+    p->size = -1;
+    p->dstart = ds;
+    p->dstep = dst;
+    p->fstart = (float)ds;
+    p->fstep = (float)dst;
+  }
+  if (!(size_d >= 0 && size_d <= 9223372036854775807.0))
+    return kd_set_error(KD_EINVAL, "%s: invalid size, possible overflow?", op);
+  if (p->size < 0) p->size = (int64_t)size_d;
+  return KD_OK;
+}
+
+static kd_status arange_write(kd_tensor *dst, void *ctx) {
+  const arange_plan *p = ctx;
+  void *data = kd_tensor_data(dst);
+  int64_t n = p->size;
+  switch (p->dtype) {
+#define KD_ARANGE_INT_(E, T)                                                        \
+  case E:                                                                           \
+    for (int64_t i = 0; i < n; i++)                                                 \
+      ((T *)data)[i] = (T)((uint64_t)p->istart + (uint64_t)p->istep * (uint64_t)i); \
+    break;
+    KD_ARANGE_INT_(KD_UINT8, uint8_t)
+    KD_ARANGE_INT_(KD_INT8, int8_t)
+    KD_ARANGE_INT_(KD_INT16, int16_t)
+    KD_ARANGE_INT_(KD_INT32, int32_t)
+    KD_ARANGE_INT_(KD_INT64, int64_t)
+#undef KD_ARANGE_INT_
+  case KD_FLOAT32:
+    for (int64_t i = 0; i < n; i++) ((float *)data)[i] = (float)(p->dstart + p->dstep * (double)i);
+    break;
+  case KD_FLOAT64:
+    for (int64_t i = 0; i < n; i++) ((double *)data)[i] = p->dstart + p->dstep * (double)i;
+    break;
+  case KD_FLOAT16:
+    for (int64_t i = 0; i < n; i++)
+      ((uint16_t *)data)[i] = kd_float_to_half(p->fstart + p->fstep * (float)i);
+    break;
+  case KD_BFLOAT16:
+    for (int64_t i = 0; i < n; i++)
+      ((uint16_t *)data)[i] = kd_float_to_bfloat16(p->fstart + p->fstep * (float)i);
+    break;
+  default:
+    return kd_set_error(KD_EINTERNAL, "arange: unexpected dtype %s", kd_dtype_name(p->dtype));
+  }
+  return KD_OK;
+}
+
+static kd_status arange_common(const kd_scalar *start, const kd_scalar *end, const kd_scalar *step,
+                               const kd_dtype *dtype, const kd_layout *layout,
+                               const kd_device *device, const bool *pin_memory, kd_tensor **out) {
+  *out = NULL;
+  kd_dtype def = KD_INT64;
+  if (start && end && step &&
+      !(scalar_is_integral(start) && scalar_is_integral(end) && scalar_is_integral(step)))
+    def = kd_get_default_dtype();
+  kd_dtype dt;
+  kd_device dev;
+  kd_status st = kd__factory_options("arange", dtype, layout, device, pin_memory, def,
+                                     kd_device_cpu(), &dt, &dev);
+  if (st) return st;
+  arange_plan p;
+  if ((st = arange_plan_make("arange", start, end, step, dt, &p))) return st;
+  kd_tensor *t;
+  if ((st = kd_tensor_empty(1, &p.size, dt, dev, &t))) return st;
+  if ((st = kd__write_contiguous(t, arange_write, &p))) {
+    kd_tensor_release(t);
+    return st;
+  }
+  *out = t;
+  return KD_OK;
+}
+
+kd_status kd__native_arange(const kd_scalar *end, const kd_dtype *dtype, const kd_layout *layout,
+                            const kd_device *device, const bool *pin_memory, kd_tensor **out) {
+  kd_scalar zero = kd_scalar_int(0), one = kd_scalar_int(1);
+  return arange_common(&zero, end, &one, dtype, layout, device, pin_memory, out);
+}
+
+kd_status kd__native_arange_start(const kd_scalar *start, const kd_scalar *end,
+                                  const kd_dtype *dtype, const kd_layout *layout,
+                                  const kd_device *device, const bool *pin_memory,
+                                  kd_tensor **out) {
+  kd_scalar one = kd_scalar_int(1);
+  return arange_common(start, end, &one, dtype, layout, device, pin_memory, out);
+}
+
+kd_status kd__native_arange_start_step(const kd_scalar *start, const kd_scalar *end,
+                                       const kd_scalar *step, const kd_dtype *dtype,
+                                       const kd_layout *layout, const kd_device *device,
+                                       const bool *pin_memory, kd_tensor **out) {
+  kd_scalar one = kd_scalar_int(1);
+  return arange_common(start, end, step ? step : &one, dtype, layout, device, pin_memory, out);
+}
+
+kd_status kd__native_arange_start_out(const kd_scalar *start, const kd_scalar *end,
+                                      const kd_scalar *step, kd_tensor *out) {
+  if (!out) return kd_set_error(KD_EINVAL, "arange: out is NULL");
+  kd_scalar one = kd_scalar_int(1);
+  arange_plan p;
+  kd_status st = arange_plan_make("arange", start, end, step ? step : &one, kd_tensor_dtype(out), &p);
+  if (st) return st;
+  /* As PyTorch: out is resized (to 1-d) only when its number of elements differs. */
+  if (kd_tensor_numel(out) != p.size && (st = kd_tensor_resize_(out, 1, &p.size, NULL))) return st;
+  return kd__write_contiguous(out, arange_write, &p);
+}
+
+kd_status kd__native_arange_out(const kd_scalar *end, kd_tensor *out) {
+  kd_scalar zero = kd_scalar_int(0), one = kd_scalar_int(1);
+  return kd__native_arange_start_out(&zero, end, &one, out);
+}
+
+/* ---- eye ------------------------------------------------------------------------------- */
+
+static kd_status eye_write(kd_tensor *dst, void *ctx) {
+  (void)ctx;
+  int64_t n = kd_tensor_size(dst, 0), m = kd_tensor_size(dst, 1);
+  size_t isz = kd_tensor_itemsize(dst);
+  char *data = kd_tensor_data(dst);
+  unsigned char one[16];
+  kd_scalar s1 = kd_scalar_int(1);
+  kd_status st = kd_scalar_to_element(&s1, kd_tensor_dtype(dst), one);
+  if (st) return st;
+  memset(data, 0, (size_t)(n * m) * isz);
+  int64_t k = n < m ? n : m;
+  for (int64_t i = 0; i < k; i++) memcpy(data + (size_t)(i * m + i) * isz, one, isz);
+  return KD_OK;
+}
+
+static kd_status eye_check(int64_t n, int64_t m) {
+  if (n < 0) return kd_set_error(KD_EINVAL, "eye: n must be greater or equal to 0, got %lld",
+                                 (long long)n);
+  if (m < 0) return kd_set_error(KD_EINVAL, "eye: m must be greater or equal to 0, got %lld",
+                                 (long long)m);
+  return KD_OK;
+}
+
+kd_status kd__native_eye_m(int64_t n, int64_t m, const kd_dtype *dtype, const kd_layout *layout,
+                           const kd_device *device, const bool *pin_memory, kd_tensor **out) {
+  *out = NULL;
+  kd_dtype dt;
+  kd_device dev;
+  kd_status st = eye_check(n, m);
+  if (!st) st = kd__factory_options("eye", dtype, layout, device, pin_memory,
+                                    kd_get_default_dtype(), kd_device_cpu(), &dt, &dev);
+  if (st) return st;
+  kd_tensor *t;
+  int64_t sizes[2] = {n, m};
+  if ((st = kd_tensor_empty(2, sizes, dt, dev, &t))) return st;
+  if ((st = kd__write_contiguous(t, eye_write, NULL))) {
+    kd_tensor_release(t);
+    return st;
+  }
+  *out = t;
+  return KD_OK;
+}
+
+kd_status kd__native_eye(int64_t n, const kd_dtype *dtype, const kd_layout *layout,
+                         const kd_device *device, const bool *pin_memory, kd_tensor **out) {
+  return kd__native_eye_m(n, n, dtype, layout, device, pin_memory, out);
+}
+
+kd_status kd__native_eye_m_out_cpu(int64_t n, int64_t m, kd_tensor *out) {
+  if (!out) return kd_set_error(KD_EINVAL, "eye: out is NULL");
+  kd_status st = eye_check(n, m);
+  if (st) return st;
+  int64_t sizes[2] = {n, m};
+  if ((st = kd__resize_if_needed(out, 2, sizes))) return st;
+  return kd__write_contiguous(out, eye_write, NULL);
+}
+
+kd_status kd__native_eye_out_cpu(int64_t n, kd_tensor *out) {
+  return kd__native_eye_m_out_cpu(n, n, out);
+}
