@@ -1,12 +1,12 @@
 #!/bin/sh
 # Runs each benchmark group on kdispatch and, when built, on libtorch,
 # alternating the two three times so that both see the same machine state.
-# Usage: bench/side_by_side.sh BIN_DIR [GROUP...]   (groups: schema dispatch kernels;
+# Usage: bench/side_by_side.sh BIN_DIR [GROUP...]   (groups: schema dispatch kernels ops;
 # libtorch has no counterpart of kernels)
 set -eu
 bin=${1:-build/bin}
 [ $# -gt 0 ] && shift
-groups=${*:-schema dispatch kernels}
+groups=${*:-schema dispatch kernels ops}
 data=$(dirname "$0")/../../shared/data/native_functions.yaml
 for round in 1 2 3; do
   echo "# round $round"

@@ -33,3 +33,11 @@ target_link_libraries(example_twice PRIVATE kdispatch_static)
 set_target_properties(example_twice PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
 add_test(NAME test_example_twice COMMAND example_twice)
 set_tests_properties(test_example_twice PROPERTIES PASS_REGULAR_EXPRESSION "myops::twice\\(21\\) = 42")
+
+# kdgen writes the same bytes every time and leaves unchanged files alone.
+if(TARGET kdgen)
+  add_test(NAME test_kdgen_determinism
+    COMMAND ${CMAKE_COMMAND} -DKDGEN=$<TARGET_FILE:kdgen> -DYAML=${PROJECT_SOURCE_DIR}/ops/native_functions.yaml
+            -DTAGS=${PROJECT_SOURCE_DIR}/ops/tags.yaml -DWORK=${CMAKE_BINARY_DIR}/kdgen-determinism
+            -P ${CMAKE_CURRENT_SOURCE_DIR}/kdgen_determinism.cmake)
+endif()

@@ -2,6 +2,7 @@
 // (Debian's libtorch-dev), for side-by-side comparison. Same method: the
 // median over repetitions of ns per operation, one "name value" line each.
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/stack.h>
 #include <c10/core/InferenceMode.h>
@@ -247,12 +248,72 @@ int bench_dispatch(int argc, char ** /*argv*/) {
   return 0;
 }
 
+// ---- ops: the operator library's figures (kd-bench ops) -------------------
+constexpr int kOpsReps = 15;
+constexpr int kSmallCalls = 200000;
+
+template <class F>
+double median_of(int reps, F &&f) {
+  std::vector<double> s;
+  f();  // warm-up
+  for (int r = 0; r < reps; r++) s.push_back(f());
+  std::sort(s.begin(), s.end());
+  return s[s.size() / 2];
+}
+
+int bench_ops(int, char **) {
+  at::InferenceMode guard;
+  at::Tensor a = at::full({1}, 1.0f), b = at::full({1}, 2.0f), o = at::empty({1});
+  auto small = [&](int variant) {
+    return median_of(kOpsReps, [&] {
+      double t0 = now_ns();
+      for (int i = 0; i < kSmallCalls; i++) {
+        if (variant == 0) {
+          at::Tensor r = at::add(a, b);
+        } else if (variant == 1) {
+          at::add_out(o, a, b);
+        } else {
+          at::Tensor r = at::empty({1});
+        }
+      }
+      return (now_ns() - t0) / kSmallCalls;
+    });
+  };
+  std::printf("add_1_ns %.1f\n", small(0));
+  std::printf("add_out_1_ns %.1f\n", small(1));
+  std::printf("empty_1_ns %.1f\n", small(2));
+  const int64_t n = 16 * 1024 * 1024;
+  at::Tensor A = at::rand({n}), B = at::rand({n}), O = at::empty({n});
+  auto secs = [&](auto &&fn) {
+    return median_of(kOpsReps, [&] {
+      double t0 = now_ns();
+      fn();
+      return (now_ns() - t0) * 1e-9;
+    });
+  };
+  double bytes = double(n) * 12;
+  int threads = at::get_num_threads();
+  at::set_num_threads(1);
+  std::printf("add_16M_f32_GBps_1t %.2f\n", bytes / secs([&] { at::add_out(O, A, B); }) * 1e-9);
+  at::set_num_threads(threads);
+  std::printf("add_16M_f32_GBps %.2f\n", bytes / secs([&] { at::add_out(O, A, B); }) * 1e-9);
+  std::printf("sum_16M_f32_GBps %.2f\n", double(n) * 4 / secs([&] { at::Tensor r = at::sum(A); }) * 1e-9);
+  at::Tensor M1 = at::rand({512, 512}), M2 = at::rand({512, 512}), MO = at::empty({512, 512});
+  std::printf("mm_512_f32_gflops %.2f\n",
+              2.0 * 512 * 512 * 512 / secs([&] { at::mm_out(MO, M1, M2); }) * 1e-9);
+  std::printf("threads %d\n", threads);
+  return 0;
+}
+
 }  // namespace
+
 
 int main(int argc, char **argv) {
   if (argc >= 2 && !std::strcmp(argv[1], "schema")) return bench_schema(argc - 1, argv + 1);
   if (argc >= 2 && !std::strcmp(argv[1], "dispatch")) return bench_dispatch(argc - 1, argv + 1);
+  if (argc >= 2 && !std::strcmp(argv[1], "ops")) return bench_ops(argc - 1, argv + 1);
   std::fprintf(stderr, "usage: kd-bench-libtorch schema FILE\n"
-                       "       kd-bench-libtorch dispatch\n");
+                       "       kd-bench-libtorch dispatch\n"
+                       "       kd-bench-libtorch ops\n");
   return 2;
 }

@@ -58,4 +58,8 @@ KD_API void kd_manual_seed(uint64_t seed);
 
 KD_EXTERN_C_END
 
+/* The generated entry points of every operator (kd/ops/<name>.h, and the
+ * per-backend direct calls of kd/ops/<name>_dispatch.h). */
+#include "kd/ops_all.h"
+
 #endif /* KD_OPS_H */

@@ -4,12 +4,8 @@
 #include <pthread.h>
 #include <stdio.h>
 
+#include "gen_support.h"
 #include "kd/ops.h"
-
-#ifdef KD_OPS_GENERATED
-/* gen_register.c: opens the generated aten libraries. */
-kd_status kd__ops_register(void);
-#endif
 
 static pthread_once_t open_once = PTHREAD_ONCE_INIT;
 static kd_status open_status = KD_OK;

@@ -19,6 +19,23 @@
 
 /* ---- The C view of one function ------------------------------------------ */
 
+/* Operator names whose entry point would be a name of the core API
+ * (kd_stack is the boxed stack): their entry points get "_op" appended
+ * (docs/CODEGEN.md). */
+static const char *const core_names[] = {
+    "allocator", "arg",    "argument", "call",   "device", "dtype",  "kernel",
+    "keyset",    "layout", "library",  "list",   "op",     "registration", "scalar",
+    "schema",    "stack",  "status",   "storage", "string", "tensor", "type",
+    "value",     NULL};
+
+/* The C name of the entry point (without "kd_"): the cname, or cname + "_op". */
+static void entry_name(char *dst, size_t cap, const char *cname) {
+  bool clash = false;
+  for (const char *const *n = core_names; *n; n++)
+    if (!strcmp(*n, cname)) clash = true;
+  snprintf(dst, cap, "%s%s", cname, clash ? "_op" : "");
+}
+
 typedef struct cparam {
   char name[80]; /* the C name (keywords get a trailing '_') */
   kdg_ckind kind;
@@ -42,6 +59,7 @@ typedef struct cfunc {
   int nouts;     /* output parameters: returns with alias_of < 0 */
   char sig[2048]; /* "(Tensor, Scalar) -> Tensor" */
   char qualified[256]; /* "aten::add.Tensor" */
+  char ename[200];     /* the entry point's name without "kd_" */
   bool ok;
 } cfunc;
 
@@ -69,6 +87,7 @@ static const char *alias_set(const kd_argument *a) {
 static bool build_cfunc(const kdg_func *f, cfunc *c, kdg_diag *d, const char *path) {
   memset(c, 0, sizeof *c);
   c->f = f;
+  entry_name(c->ename, sizeof c->ename, f->cname);
   const kd_schema *s = f->schema;
   snprintf(c->qualified, sizeof c->qualified, "aten::%s%s%s", f->name, *f->overload ? "." : "",
            f->overload);
@@ -464,19 +483,19 @@ static int write_public_headers(gen_ctx *g, const char *out_dir, const char *bas
   kdg_buf_init(&dsp);
   char guard[256], ub[200];
   upper(ub, sizeof ub, base);
-  snprintf(guard, sizeof guard, "KD_OPS_%s_H", ub);
+  snprintf(guard, sizeof guard, "KD_GEN_OPS_%s_H", ub);
   header_open(&b, guard);
   kdg_printf(&b, "#include \"kd/ops.h\"\n\nKD_EXTERN_C_BEGIN\n\n");
-  snprintf(guard, sizeof guard, "KD_OPS_%s_DISPATCH_H", ub);
+  snprintf(guard, sizeof guard, "KD_GEN_OPS_%s_DISPATCH_H", ub);
   header_open(&dsp, guard);
   kdg_printf(&dsp, "#include \"kd/ops.h\"\n\nKD_EXTERN_C_BEGIN\n\n");
   for (size_t i = 0; i < g->f->nfuncs; i++) {
     const cfunc *c = &g->cf[i];
     if (!c->ok || strcmp(c->f->base, base)) continue;
     schema_comment(&b, c);
-    kdg_printf(&b, "KD_API kd_status kd_%s(", c->f->cname);
+    kdg_printf(&b, "KD_API kd_status kd_%s(", c->ename);
     print_params(&b, c, true);
-    kdg_printf(&b, ");\nKD_API kd_status kd_%s_redispatch(kd_keyset keys%s", c->f->cname,
+    kdg_printf(&b, ");\nKD_API kd_status kd_%s_redispatch(kd_keyset keys%s", c->ename,
                c->np || c->nouts ? ", " : "");
     if (c->np || c->nouts) print_params(&b, c, true);
     kdg_printf(&b, ");\n\n");
@@ -548,7 +567,7 @@ static int write_native_header(gen_ctx *g, const char *out_dir, const char *base
   kdg_buf_init(&b);
   char guard[256], ub[200];
   upper(ub, sizeof ub, base);
-  snprintf(guard, sizeof guard, "KD_OPS_%s_NATIVE_H", ub);
+  snprintf(guard, sizeof guard, "KD_GEN_OPS_%s_NATIVE_H", ub);
   header_open(&b, guard);
   kdg_printf(&b, "#include \"iter.h\"\n#include \"structured.h\"\n\n");
   for (size_t i = 0; i < g->f->nfuncs; i++) {
@@ -635,9 +654,8 @@ static int write_native_header(gen_ctx *g, const char *out_dir, const char *base
 
 /* The entry point (keys == NULL) or the redispatch entry point. */
 static void emit_entry(kdg_buf *b, const cfunc *c, bool redispatch) {
-  const kdg_func *f = c->f;
   char fname[300];
-  snprintf(fname, sizeof fname, "kd_%s%s", f->cname, redispatch ? "_redispatch" : "");
+  snprintf(fname, sizeof fname, "kd_%s%s", c->ename, redispatch ? "_redispatch" : "");
   kdg_printf(b, "kd_status %s(", fname);
   if (redispatch) kdg_printf(b, "kd_keyset keys%s", c->np || c->nouts ? ", " : "");
   if (!redispatch || c->np || c->nouts) print_params(b, c, true);
@@ -672,7 +690,7 @@ static void emit_entry(kdg_buf *b, const cfunc *c, bool redispatch) {
 static int write_entry(gen_ctx *g, const char *out_dir) {
   kdg_buf b;
   kdg_buf_init(&b);
-  kdg_printf(&b, GENERATED "#include <string.h>\n\n#include \"gen_support.h\"\n#include \"kd/ops/all.h\"\n\n");
+  kdg_printf(&b, GENERATED "#include <string.h>\n\n#include \"gen_support.h\"\n#include \"kd/ops_all.h\"\n\n");
   for (size_t i = 0; i < g->f->nfuncs; i++) {
     const cfunc *c = &g->cf[i];
     if (!c->ok) continue;
@@ -689,8 +707,8 @@ static int write_entry(gen_ctx *g, const char *out_dir) {
 static int write_direct(gen_ctx *g, const char *out_dir) {
   kdg_buf b;
   kdg_buf_init(&b);
-  kdg_printf(&b, GENERATED "#include \"gen_support.h\"\n#include \"kd/ops/all.h\"\n"
-                           "#include \"all_native.h\"\n\n");
+  kdg_printf(&b, GENERATED "#include \"gen_support.h\"\n#include \"kd/ops_all.h\"\n"
+                           "#include \"kdgen_all_native.h\"\n\n");
   for (size_t i = 0; i < g->f->nfuncs; i++) {
     const cfunc *c = &g->cf[i];
     if (!c->ok) continue;
@@ -722,7 +740,7 @@ static int write_direct(gen_ctx *g, const char *out_dir) {
 static int write_boxed(gen_ctx *g, const char *out_dir) {
   kdg_buf b;
   kdg_buf_init(&b);
-  kdg_printf(&b, GENERATED "#include \"gen_support.h\"\n#include \"all_native.h\"\n\n");
+  kdg_printf(&b, GENERATED "#include \"gen_support.h\"\n#include \"kdgen_all_native.h\"\n\n");
   for (size_t i = 0; i < g->f->nfuncs; i++) {
     const cfunc *c = &g->cf[i];
     if (!c->ok) continue;
@@ -872,11 +890,12 @@ static void emit_unboxed_wrapper(kdg_buf *b, const cfunc *c, const target *t, co
     if (c->r[i].alias_of >= 0) continue;
     const char *rt = kdg_ctype_of(c->r[i].kind)->ret;
     char base_t[64];
-    snprintf(base_t, sizeof base_t, "%.*s", (int)(strlen(rt) - 1), rt);
+    snprintf(base_t, sizeof base_t, "%.*s", (int)(strlen(rt) - 1), rt); /* drop the last '*' */
+    while (base_t[0] && base_t[strlen(base_t) - 1] == ' ') base_t[strlen(base_t) - 1] = 0;
     if (c->r[i].kind == KDG_C_SCALAR)
       kdg_printf(b, "  kd_scalar kd__o%d;\n", i);
     else
-      kdg_printf(b, "  %s kd__o%d = 0;\n", base_t, i);
+      kdg_printf(b, "  %s%skd__o%d = 0;\n", base_t, base_t[strlen(base_t) - 1] == '*' ? "" : " ", i);
   }
   kdg_printf(b, "  kd_status kd__st = %s(", t->fn);
   int n = 0;
@@ -914,7 +933,7 @@ static int write_register(gen_ctx *g, const char *out_dir) {
   kdg_buf_init(&b);
   kdg_buf_init(&defs);
   kdg_buf_init(&impls);
-  kdg_printf(&b, GENERATED "#include \"gen_support.h\"\n#include \"all_native.h\"\n\n");
+  kdg_printf(&b, GENERATED "#include \"gen_support.h\"\n#include \"kdgen_all_native.h\"\n\n");
   size_t nimpl = 0;
   for (size_t i = 0; i < g->f->nfuncs; i++) {
     const cfunc *c = &g->cf[i];
@@ -964,8 +983,8 @@ static int write_alls(gen_ctx *g, const char *out_dir, char **bases, size_t nbas
   kdg_buf a, n;
   kdg_buf_init(&a);
   kdg_buf_init(&n);
-  header_open(&a, "KD_OPS_ALL_H");
-  header_open(&n, "KD_OPS_ALL_NATIVE_H");
+  header_open(&a, "KD_OPS_ALL_GEN_H");
+  header_open(&n, "KD_KDGEN_ALL_NATIVE_H");
   for (size_t i = 0; i < nbases; i++) {
     kdg_printf(&a, "#include \"kd/ops/%s.h\"\n#include \"kd/ops/%s_dispatch.h\"\n", bases[i], bases[i]);
     kdg_printf(&n, "#include \"%s_native.h\"\n", bases[i]);
@@ -973,9 +992,9 @@ static int write_alls(gen_ctx *g, const char *out_dir, char **bases, size_t nbas
   kdg_printf(&a, "\n#endif\n");
   kdg_printf(&n, "\n#endif\n");
   char path[4096];
-  snprintf(path, sizeof path, "%s/include/kd/ops/all.h", out_dir);
+  snprintf(path, sizeof path, "%s/include/kd/ops_all.h", out_dir);
   int rc = kdg_write_file(path, &a, g->d);
-  snprintf(path, sizeof path, "%s/ops/all_native.h", out_dir);
+  snprintf(path, sizeof path, "%s/ops/kdgen_all_native.h", out_dir);
   if (kdg_write_file(path, &n, g->d)) rc = -1;
   kdg_buf_free(&a);
   kdg_buf_free(&n);

@@ -1,0 +1,259 @@
+/*
+ * gen_support.c: the runtime of generated code (gen_support.h).
+ */
+#include "gen_support.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* ---- Boxed arguments --------------------------------------------------------- */
+
+static kd_status type_error(const kd_call *call, int index, const char *name, const char *want,
+                            const kd_value *v) {
+  return kd_set_error(KD_ETYPE, "%s: argument %d ('%s') expected %s but got %s",
+                      kd_op_name(call->op), index, name, want, kd_value_tag_name(v->tag));
+}
+
+static bool is_none(const kd_value *v) { return v->tag == KD_VALUE_NONE; }
+
+kd_status kd__box_arg(const kd_value *v, kd__box_kind kind, kd_arg *a, kd__box_scratch *x,
+                      const kd_call *call, int index, const char *name) {
+  switch (kind) {
+  case KD__BOX_OPT_TENSOR:
+    if (is_none(v)) {
+      a->t = NULL;
+      return KD_OK;
+    }
+    /* fall through */
+  case KD__BOX_TENSOR:
+    if (v->tag != KD_VALUE_TENSOR) return type_error(call, index, name, "Tensor", v);
+    a->t = v->u.t;
+    return KD_OK;
+  case KD__BOX_TENSOR_LIST:
+  case KD__BOX_OPT_TENSOR_LIST:
+    if (v->tag != KD_VALUE_TENSOR_LIST && v->tag != KD_VALUE_OPT_TENSOR_LIST)
+      return type_error(call, index, name, "Tensor[]", v);
+    a->tensors.data = kd_value_tensor_list_data(v);
+    a->tensors.size = (int64_t)kd_value_list_size(v);
+    return KD_OK;
+  case KD__BOX_OPT_INT:
+  case KD__BOX_OPT_FLOAT:
+  case KD__BOX_OPT_BOOL:
+  case KD__BOX_OPT_DTYPE:
+  case KD__BOX_OPT_LAYOUT:
+  case KD__BOX_OPT_DEVICE:
+  case KD__BOX_OPT_MF: {
+    a->opt.has = !is_none(v);
+    if (!a->opt.has) return KD_OK;
+    kd_arg inner;
+    kd_status st = kd__box_arg(v, (kd__box_kind)(kind - 1), &inner, x, call, index, name);
+    if (st) return st;
+    switch (kind) {
+    case KD__BOX_OPT_INT: a->opt.v.i = inner.i; break;
+    case KD__BOX_OPT_FLOAT: a->opt.v.f = inner.f; break;
+    case KD__BOX_OPT_BOOL: a->opt.v.b = inner.b; break;
+    case KD__BOX_OPT_DTYPE: a->opt.v.dtype = inner.dtype; break;
+    case KD__BOX_OPT_LAYOUT: a->opt.v.layout = inner.layout; break;
+    case KD__BOX_OPT_DEVICE: a->opt.v.device = inner.device; break;
+    default: a->opt.v.mf = inner.mf; break;
+    }
+    return KD_OK;
+  }
+  case KD__BOX_INT:
+    if (v->tag != KD_VALUE_INT) return type_error(call, index, name, "int", v);
+    a->i = v->u.i;
+    return KD_OK;
+  case KD__BOX_FLOAT:
+    if (v->tag == KD_VALUE_DOUBLE)
+      a->f = v->u.d;
+    else if (v->tag == KD_VALUE_INT)
+      a->f = (double)v->u.i;
+    else
+      return type_error(call, index, name, "float", v);
+    return KD_OK;
+  case KD__BOX_BOOL:
+    if (v->tag != KD_VALUE_BOOL) return type_error(call, index, name, "bool", v);
+    a->b = v->u.b;
+    return KD_OK;
+  case KD__BOX_OPT_SCALAR:
+    if (is_none(v)) {
+      a->s = NULL;
+      return KD_OK;
+    }
+    /* fall through */
+  case KD__BOX_SCALAR:
+    if (kd_value_get_scalar(v, &x->s) != KD_OK) return type_error(call, index, name, "Scalar", v);
+    a->s = &x->s;
+    return KD_OK;
+  case KD__BOX_DTYPE:
+    if (v->tag == KD_VALUE_DTYPE)
+      a->dtype = v->u.dtype;
+    else if (v->tag == KD_VALUE_INT && kd_dtype_valid((kd_dtype)v->u.i))
+      a->dtype = (kd_dtype)v->u.i;
+    else
+      return type_error(call, index, name, "ScalarType", v);
+    return KD_OK;
+  case KD__BOX_LAYOUT:
+    if (v->tag != KD_VALUE_LAYOUT) return type_error(call, index, name, "Layout", v);
+    a->layout = v->u.layout;
+    return KD_OK;
+  case KD__BOX_DEVICE:
+    if (v->tag != KD_VALUE_DEVICE) return type_error(call, index, name, "Device", v);
+    a->device = v->u.device;
+    return KD_OK;
+  case KD__BOX_MF:
+    if (v->tag != KD_VALUE_MEMORY_FORMAT) return type_error(call, index, name, "MemoryFormat", v);
+    a->mf = v->u.mf;
+    return KD_OK;
+  case KD__BOX_INTS:
+    if (is_none(v)) {
+      a->ints.data = NULL;
+      a->ints.size = -1;
+    } else if (v->tag == KD_VALUE_INT_LIST) {
+      a->ints.data = kd_value_int_list_data(v);
+      a->ints.size = (int64_t)kd_value_list_size(v);
+    } else if (v->tag == KD_VALUE_INT) { /* int[N] given one int */
+      x->i = v->u.i;
+      a->ints.data = &x->i;
+      a->ints.size = 1;
+    } else {
+      return type_error(call, index, name, "int[]", v);
+    }
+    return KD_OK;
+  case KD__BOX_FLOATS:
+    if (is_none(v)) {
+      a->floats.data = NULL;
+      a->floats.size = -1;
+    } else if (v->tag == KD_VALUE_DOUBLE_LIST) {
+      a->floats.data = kd_value_double_list_data(v);
+      a->floats.size = (int64_t)kd_value_list_size(v);
+    } else {
+      return type_error(call, index, name, "float[]", v);
+    }
+    return KD_OK;
+  case KD__BOX_BOOLS:
+    if (is_none(v)) {
+      a->bools.data = NULL;
+      a->bools.size = -1;
+    } else if (v->tag == KD_VALUE_BOOL_LIST) {
+      a->bools.data = kd_value_bool_list_data(v);
+      a->bools.size = (int64_t)kd_value_list_size(v);
+    } else {
+      return type_error(call, index, name, "bool[]", v);
+    }
+    return KD_OK;
+  case KD__BOX_OPT_STR:
+    if (is_none(v)) {
+      a->str.data = NULL;
+      a->str.size = 0;
+      return KD_OK;
+    }
+    /* fall through */
+  case KD__BOX_STR: {
+    if (v->tag != KD_VALUE_STRING) return type_error(call, index, name, "str", v);
+    size_t len = 0;
+    a->str.data = kd_value_string_data(v, &len);
+    a->str.size = (int64_t)len;
+    return KD_OK;
+  }
+  case KD__BOX_VALUE: a->value = is_none(v) ? NULL : v; return KD_OK;
+  }
+  return kd_set_error(KD_EINTERNAL, "%s: bad boxing kind %d", kd_op_name(call->op), (int)kind);
+}
+
+kd_status kd__box_check_depth(const kd_call *call, const kd_stack *stack, size_t nargs) {
+  if (stack->size < nargs)
+    return kd_set_error(KD_ESTATE, "%s: the stack holds %zu values, but the operator takes %zu",
+                        kd_op_name(call->op), stack->size, nargs);
+  return KD_OK;
+}
+
+kd_status kd__box_finish(kd_stack *stack, size_t nargs, kd_value *rets, size_t nrets) {
+  kd_status st = kd_stack_drop(stack, nargs);
+  for (size_t i = 0; i < nrets; i++) {
+    if (!st) st = kd_stack_push(stack, &rets[i]);
+    if (st) kd_value_destroy(&rets[i]);
+  }
+  return st;
+}
+
+/* ---- Entry points ------------------------------------------------------------ */
+
+kd_status kd__ops_lookup(const char *qualified, const char *signature, kd_op **cache,
+                         kd_op **out) {
+  kd_status st = kd_ops_open();
+  if (st) return st;
+  kd_op *op;
+  if ((st = kd_op_find_typed(qualified, NULL, signature, &op))) return st;
+  __atomic_store_n(cache, op, __ATOMIC_RELEASE);
+  *out = op;
+  return KD_OK;
+}
+
+kd_status kd__ret_tensor(kd_value *v, kd_tensor **out, const char *op) {
+  if (v->tag == KD_VALUE_NONE) {
+    *out = NULL;
+    return KD_OK;
+  }
+  if (v->tag != KD_VALUE_TENSOR) {
+    kd_value_tag tag = v->tag;
+    kd_value_destroy(v);
+    return kd_set_error(KD_EINTERNAL, "%s: the kernel returned %s where a Tensor was expected", op,
+                        kd_value_tag_name(tag));
+  }
+  if (v->flags & KD_VALUE_BORROWED) kd_tensor_retain(v->u.t);
+  *out = v->u.t;
+  *v = kd_value_none();
+  return KD_OK;
+}
+
+#define RET_SIMPLE(fn, ctype, getter, what)                                                  \
+  kd_status fn(kd_value *v, ctype *out, const char *op) {                                   \
+    kd_status st = getter(v, out);                                                          \
+    kd_value_tag tag = v->tag;                                                              \
+    kd_value_destroy(v);                                                                    \
+    if (st)                                                                                 \
+      return kd_set_error(KD_EINTERNAL, "%s: the kernel returned %s where %s was expected", \
+                          op, kd_value_tag_name(tag), what);                                \
+    return KD_OK;                                                                           \
+  }
+RET_SIMPLE(kd__ret_int, int64_t, kd_value_get_int, "an int")
+RET_SIMPLE(kd__ret_float, double, kd_value_get_double, "a float")
+RET_SIMPLE(kd__ret_bool, bool, kd_value_get_bool, "a bool")
+RET_SIMPLE(kd__ret_scalar, kd_scalar, kd_value_get_scalar, "a Scalar")
+
+/* ---- Structured calls, registration ------------------------------------------ */
+
+kd_device kd__device_of_first(kd_tensor *const *tensors, int n) {
+  for (int i = 0; i < n; i++)
+    if (tensors[i]) return kd_tensor_device(tensors[i]);
+  return kd_device_cpu();
+}
+
+static kd_library *aten_lib;
+
+kd_status kd__ops_register_tables(const kd__gen_def *defs, size_t ndefs, const kd__gen_impl *impls,
+                                  size_t nimpls) {
+  kd_library *lib;
+  kd_status st = kd_library_open(KD_LIBRARY_DEF, "aten", KD_KEY_CATCH_ALL, "ops/native_functions.yaml",
+                                 1, &lib);
+  if (st) return st;
+  for (size_t i = 0; i < ndefs && !st; i++)
+    st = kd_library_def(lib, defs[i].schema, defs[i].ntags ? defs[i].tags : NULL, defs[i].ntags, NULL);
+  for (size_t i = 0; i < nimpls && !st; i++) {
+    kd_dispatch_key key;
+    if ((st = kd_dispatch_key_from_name(impls[i].key, &key))) break;
+    kd_kernel k = kd_kernel_unboxed(impls[i].unboxed, impls[i].signature);
+    k.boxed = impls[i].boxed;
+    k.debug = impls[i].debug;
+    st = kd_library_impl_key(lib, impls[i].op, key, &k, NULL);
+  }
+  if (st) {
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", kd_last_error());
+    kd_library_close(lib);
+    return kd_set_error(st, "kd_ops_open: %s", msg);
+  }
+  aten_lib = lib; /* open for the life of the process */
+  return KD_OK;
+}

@@ -1,0 +1,123 @@
+/*
+ * gen_support.h: what the code kdgen generates calls into (docs/CODEGEN.md):
+ * the operator-handle cache of entry points, the reading of boxed values into
+ * kd_arg for the per-schema boxed adapters, and the moving of results
+ * between kd_value and C output parameters. Private to libkdops.
+ */
+#ifndef KD_OPS_GEN_SUPPORT_H
+#define KD_OPS_GEN_SUPPORT_H
+
+#include "kd/dispatch.h"
+#include "kd/library.h"
+#include "kd/ops.h"
+#include "kd/value.h"
+
+/* How a boxed value becomes a kd_arg (one per C kind of kdgen). */
+typedef enum kd__box_kind {
+  KD__BOX_TENSOR,
+  KD__BOX_OPT_TENSOR,
+  KD__BOX_TENSOR_LIST,
+  KD__BOX_OPT_TENSOR_LIST,
+  KD__BOX_INT,
+  KD__BOX_OPT_INT,
+  KD__BOX_FLOAT,
+  KD__BOX_OPT_FLOAT,
+  KD__BOX_BOOL,
+  KD__BOX_OPT_BOOL,
+  KD__BOX_SCALAR,
+  KD__BOX_OPT_SCALAR,
+  KD__BOX_DTYPE,
+  KD__BOX_OPT_DTYPE,
+  KD__BOX_LAYOUT,
+  KD__BOX_OPT_LAYOUT,
+  KD__BOX_DEVICE,
+  KD__BOX_OPT_DEVICE,
+  KD__BOX_MF,
+  KD__BOX_OPT_MF,
+  KD__BOX_INTS,
+  KD__BOX_FLOATS,
+  KD__BOX_BOOLS,
+  KD__BOX_STR,
+  KD__BOX_OPT_STR,
+  KD__BOX_VALUE,
+} kd__box_kind;
+
+/* Storage a boxed argument may need besides the stack value (a Scalar read
+ * from an int, a one-element int list). */
+typedef union kd__box_scratch {
+  kd_scalar s;
+  int64_t i;
+  double f;
+  bool b;
+} kd__box_scratch;
+
+/* Reads stack value v (borrowed; it stays on the stack during the call) as
+ * argument `index` (`name`) of `op`. KD_ETYPE naming operator, argument and
+ * both types when it does not fit. */
+kd_status kd__box_arg(const kd_value *v, kd__box_kind kind, kd_arg *a, kd__box_scratch *scratch,
+                      const kd_call *call, int index, const char *name);
+
+/* The boxed adapters' frame: checks the stack holds nargs values. */
+kd_status kd__box_check_depth(const kd_call *call, const kd_stack *stack, size_t nargs);
+
+/* After a successful unboxed call: drops the nargs arguments and pushes the
+ * nrets results (moved from rets). On error rets are destroyed. */
+kd_status kd__box_finish(kd_stack *stack, size_t nargs, kd_value *rets, size_t nrets);
+
+/* Entry points: the operator's handle, looked up once (opening the library
+ * first) and checked against the C signature the entry point was generated
+ * with. *cache is written with release order; later calls read it. */
+kd_status kd__ops_lookup(const char *qualified, const char *signature, kd_op **cache,
+                         kd_op **out);
+
+static inline kd_op *kd__ops_cached(kd_op **cache) {
+  return __atomic_load_n(cache, __ATOMIC_ACQUIRE);
+}
+
+/* A Tensor result: moves v's tensor into *out (retaining a borrowed one).
+ * KD_EINTERNAL when v is not a tensor. v is None afterwards. */
+kd_status kd__ret_tensor(kd_value *v, kd_tensor **out, const char *op);
+kd_status kd__ret_int(kd_value *v, int64_t *out, const char *op);
+kd_status kd__ret_float(kd_value *v, double *out, const char *op);
+kd_status kd__ret_bool(kd_value *v, bool *out, const char *op);
+kd_status kd__ret_scalar(kd_value *v, kd_scalar *out, const char *op);
+
+/* An owned tensor result put into a value without touching the count. */
+static inline kd_value kd__value_take_tensor(kd_tensor *t) {
+  kd_value v = kd_value_none();
+  if (t) {
+    v.tag = KD_VALUE_TENSOR;
+    v.u.t = t;
+  }
+  return v;
+}
+
+/* The registration tables of gen_register.c. */
+typedef struct kd__gen_def {
+  const char *schema; /* without namespace */
+  size_t ntags;
+  const char *tags[8];
+} kd__gen_def;
+
+typedef struct kd__gen_impl {
+  const char *op;  /* "add.Tensor" */
+  const char *key; /* a dispatch key name */
+  kd_unboxed_fn unboxed;
+  kd_boxed_fn boxed;
+  const char *signature;
+  const char *debug; /* "ops/native_functions.yaml:12" */
+} kd__gen_impl;
+
+/* Opens the aten library, defines every operator and registers every kernel;
+ * all or nothing (a failure closes what was opened). */
+kd_status kd__ops_register_tables(const kd__gen_def *defs, size_t ndefs, const kd__gen_impl *impls,
+                                  size_t nimpls);
+
+/* gen_register.c: registers every generated operator and kernel. */
+kd_status kd__ops_register(void);
+
+/* The device of a structured call's outputs: that of the first tensor
+ * argument given (NULL ones skipped), else cpu. */
+kd_device kd__device_of_first(kd_tensor *const *tensors, int n);
+
+#endif
