@@ -1,0 +1,381 @@
+/*
+ * unary.c: the pointwise unary operators: meta functions (which build the
+ * iterator, PyTorch's build_borrowing_unary_op / unary_float_op) and impls
+ * (which run the unary stub, ops/cpu/unary.c). abs, logical_not and relu are
+ * not structured in PyTorch 1.13; their kernels run the same iterator and
+ * stub by hand. Behaviour and messages follow PyTorch 1.13.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "native/unary.h"
+
+#ifdef KD_OPS_GENERATED
+#include "abs_native.h"
+#include "bitwise_not_native.h"
+#include "ceil_native.h"
+#include "cos_native.h"
+#include "erf_native.h"
+#include "exp_native.h"
+#include "expm1_native.h"
+#include "floor_native.h"
+#include "gelu_native.h"
+#include "kd/ops/abs.h"
+#include "kd/ops/logical_not.h"
+#include "log1p_native.h"
+#include "log_native.h"
+#include "logical_not_native.h"
+#include "neg_native.h"
+#include "reciprocal_native.h"
+#include "relu_native.h"
+#include "round_native.h"
+#include "rsqrt_native.h"
+#include "sigmoid_native.h"
+#include "sign_native.h"
+#include "sin_native.h"
+#include "sqrt_native.h"
+#include "tan_native.h"
+#include "tanh_native.h"
+#include "trunc_native.h"
+#endif
+
+KD_DEFINE_STUB(unary_stub);
+
+const char *kd__unary_kernel_name(kd__unary_op op) {
+  switch (op) {
+  case KD__UNARY_NEG: return "neg_cpu";
+  case KD__UNARY_ABS:
+  case KD__UNARY_ABS_TO_REAL: return "abs_cpu";
+  case KD__UNARY_SIGN: return "sign_cpu";
+  case KD__UNARY_BITWISE_NOT: return "bitwise_not_cpu";
+  case KD__UNARY_RELU: return "relu_cpu";
+  case KD__UNARY_FLOOR: return "floor_cpu";
+  case KD__UNARY_CEIL: return "ceil_cpu";
+  case KD__UNARY_TRUNC: return "trunc_cpu";
+  case KD__UNARY_ROUND:
+  case KD__UNARY_ROUND_DECIMALS: return "round_cpu";
+  case KD__UNARY_EXP: return "exp_cpu";
+  case KD__UNARY_LOG: return "log_cpu";
+  case KD__UNARY_LOG1P: return "log1p_cpu";
+  case KD__UNARY_EXPM1: return "expm1_cpu";
+  case KD__UNARY_SQRT: return "sqrt_cpu";
+  case KD__UNARY_RSQRT: return "rsqrt_cpu";
+  case KD__UNARY_SIN: return "sin_cpu";
+  case KD__UNARY_COS: return "cos_cpu";
+  case KD__UNARY_TAN: return "tan_cpu";
+  case KD__UNARY_TANH: return "tanh_cpu";
+  case KD__UNARY_SIGMOID: return "sigmoid_cpu";
+  case KD__UNARY_RECIPROCAL: return "reciprocal_cpu";
+  case KD__UNARY_ERF: return "erf_cpu";
+  case KD__UNARY_GELU:
+  case KD__UNARY_GELU_TANH: return "GeluKernelImpl";
+  case KD__UNARY_LOGICAL_NOT: return "logical_not_cpu";
+  default: return "unary_cpu";
+  }
+}
+
+/* Runs loop `op` (the stub checks the dtype). */
+static kd_status run(kd_iter *iter, kd__unary_op op, const kd__unary_extra *extra) {
+  kd__unary_fn *fn = KD_STUB(unary_stub);
+  if (!fn) return kd_set_error(KD_EINTERNAL, "%s: the unary stub has no kernel", kd__unary_kernel_name(op));
+  return fn(iter, op, extra);
+}
+
+static const char *op_name(const kd_structured *s) { return s && s->op ? s->op : "unary operator"; }
+
+/* ---- Structured: floating operators (integers promote to the default dtype) ----- */
+
+#define KD__FLOAT_UNARY(name, OP)                                                        \
+  kd_status kd__meta_##name(kd_structured *s, kd_iter *iter, kd_tensor *self) {          \
+    (void)s;                                                                             \
+    return kd_iter_build_unary_float_op(iter, NULL, self);                               \
+  }                                                                                      \
+  kd_status kd__native_##name##_out(kd_structured *s, kd_iter *iter, kd_tensor *self,   \
+                                    kd_tensor *out) {                                    \
+    (void)s, (void)self, (void)out;                                                      \
+    return run(iter, OP, NULL);                                                          \
+  }
+KD__FLOAT_UNARY(exp, KD__UNARY_EXP)
+KD__FLOAT_UNARY(log, KD__UNARY_LOG)
+KD__FLOAT_UNARY(log1p, KD__UNARY_LOG1P)
+KD__FLOAT_UNARY(expm1, KD__UNARY_EXPM1)
+KD__FLOAT_UNARY(sqrt, KD__UNARY_SQRT)
+KD__FLOAT_UNARY(rsqrt, KD__UNARY_RSQRT)
+KD__FLOAT_UNARY(sin, KD__UNARY_SIN)
+KD__FLOAT_UNARY(cos, KD__UNARY_COS)
+KD__FLOAT_UNARY(tan, KD__UNARY_TAN)
+KD__FLOAT_UNARY(tanh, KD__UNARY_TANH)
+KD__FLOAT_UNARY(sigmoid, KD__UNARY_SIGMOID)
+KD__FLOAT_UNARY(erf, KD__UNARY_ERF)
+KD__FLOAT_UNARY(reciprocal, KD__UNARY_RECIPROCAL)
+#undef KD__FLOAT_UNARY
+
+/* ---- Structured: operators that keep the dtype ------------------------------------ */
+
+/* PRE: checks on self before the iterator is built (NULL-safe: self exists). */
+#define KD__SAME_UNARY(name, OP, CHECK)                                                  \
+  kd_status kd__meta_##name(kd_structured *s, kd_iter *iter, kd_tensor *self) {          \
+    if (self) {                                                                          \
+      kd_status st_ = CHECK(s, self);                                                    \
+      if (st_) return st_;                                                               \
+    }                                                                                    \
+    return kd_iter_build_unary_op(iter, NULL, self);                                     \
+  }                                                                                      \
+  kd_status kd__native_##name##_out(kd_structured *s, kd_iter *iter, kd_tensor *self,   \
+                                    kd_tensor *out) {                                    \
+    (void)s, (void)self, (void)out;                                                      \
+    return run(iter, OP, NULL);                                                          \
+  }
+
+static kd_status check_none(const kd_structured *s, const kd_tensor *self) {
+  (void)s, (void)self;
+  return KD_OK;
+}
+
+static kd_status check_neg(const kd_structured *s, const kd_tensor *self) {
+  if (kd_tensor_dtype(self) == KD_BOOL)
+    return kd_set_error(KD_ETYPE,
+                        "%s: Negation, the `-` operator, on a bool tensor is not supported. If you "
+                        "are trying to invert a mask, use the `~` or `logical_not()` operator "
+                        "instead.",
+                        op_name(s));
+  return KD_OK;
+}
+
+static kd_status check_sign(const kd_structured *s, const kd_tensor *self) {
+  if (kd_dtype_is_complex(kd_tensor_dtype(self)))
+    return kd_set_error(KD_ETYPE,
+                        "%s: Unlike NumPy, torch.sign is not intended to support complex numbers. "
+                        "Please use torch.sgn instead.",
+                        op_name(s));
+  return KD_OK;
+}
+
+#define KD__CHECK_NOT_COMPLEX(fn, what)                                                      \
+  static kd_status fn(const kd_structured *s, const kd_tensor *self) {                       \
+    if (kd_dtype_is_complex(kd_tensor_dtype(self)))                                          \
+      return kd_set_error(KD_ETYPE, "%s: " what " is not supported for complex inputs (got %s)", \
+                          op_name(s), kd_dtype_name(kd_tensor_dtype(self)));                 \
+    return KD_OK;                                                                            \
+  }
+KD__CHECK_NOT_COMPLEX(check_floor, "floor")
+KD__CHECK_NOT_COMPLEX(check_ceil, "ceil")
+KD__CHECK_NOT_COMPLEX(check_trunc, "trunc")
+#undef KD__CHECK_NOT_COMPLEX
+
+KD__SAME_UNARY(neg, KD__UNARY_NEG, check_neg)
+KD__SAME_UNARY(sign, KD__UNARY_SIGN, check_sign)
+KD__SAME_UNARY(bitwise_not, KD__UNARY_BITWISE_NOT, check_none)
+/* floor, ceil, trunc, round of an integer tensor is a copy (the loops'
+ * identity); bool has no loop. */
+KD__SAME_UNARY(floor, KD__UNARY_FLOOR, check_floor)
+KD__SAME_UNARY(ceil, KD__UNARY_CEIL, check_ceil)
+KD__SAME_UNARY(trunc, KD__UNARY_TRUNC, check_trunc)
+KD__SAME_UNARY(round, KD__UNARY_ROUND, check_none)
+#undef KD__SAME_UNARY
+
+/* round.decimals: floating dtypes only, also for decimals == 0 (PyTorch's
+ * round_decimals_out runs round_stub then, which has no integer loop). */
+kd_status kd__meta_round_decimals(kd_structured *s, kd_iter *iter, kd_tensor *self,
+                                  int64_t decimals) {
+  (void)s, (void)decimals;
+  return kd_iter_build_unary_op(iter, NULL, self);
+}
+
+kd_status kd__native_round_decimals_out(kd_structured *s, kd_iter *iter, kd_tensor *self,
+                                        int64_t decimals, kd_tensor *out) {
+  (void)self, (void)out;
+  kd_dtype dt = kd_iter_input_dtype(iter, 0);
+  if (!kd_dtype_is_floating(dt))
+    return kd_set_error(KD_ETYPE, "%s: \"round_cpu\" not implemented for '%s'", op_name(s),
+                        kd_dtype_name(dt));
+  if (decimals == 0) return run(iter, KD__UNARY_ROUND, NULL);
+  kd__unary_extra ex;
+  memset(&ex, 0, sizeof ex);
+  ex.neg_decimals = decimals < 0;
+  /* 10^|decimals| (inf beyond 308, as std::pow) */
+  double d = decimals < 0 ? -(double)decimals : (double)decimals;
+  ex.ten_pow = pow(10.0, d);
+  return run(iter, KD__UNARY_ROUND_DECIMALS, &ex);
+}
+
+/* gelu: approximate is 'none' or 'tanh'. */
+static kd_status gelu_kind(const kd_structured *s, const char *approximate, bool *tanh_kind) {
+  if (!approximate || !strcmp(approximate, "none")) {
+    *tanh_kind = false;
+    return KD_OK;
+  }
+  if (!strcmp(approximate, "tanh")) {
+    *tanh_kind = true;
+    return KD_OK;
+  }
+  return kd_set_error(KD_EINVAL,
+                      "%s: approximate argument must be either none or tanh. (got '%s')",
+                      op_name(s), approximate);
+}
+
+kd_status kd__meta_gelu(kd_structured *s, kd_iter *iter, kd_tensor *self, const char *approximate) {
+  bool t;
+  kd_status st = gelu_kind(s, approximate, &t);
+  if (st) return st;
+  return kd_iter_build_unary_op(iter, NULL, self);
+}
+
+kd_status kd__native_gelu_out_cpu(kd_structured *s, kd_iter *iter, kd_tensor *self,
+                                  const char *approximate, kd_tensor *out) {
+  (void)self, (void)out;
+  bool t;
+  kd_status st = gelu_kind(s, approximate, &t);
+  if (st) return st;
+  return run(iter, t ? KD__UNARY_GELU_TANH : KD__UNARY_GELU, NULL);
+}
+
+/* ---- Not structured: abs, logical_not, relu --------------------------------------- */
+
+/* Runs one hand-made structured call: mode, output (given or NULL), a builder
+ * for the iterator, the loop. Meta tensors: build only. `take` receives a
+ * functional call's output. */
+typedef kd_status (*builder)(kd_iter *it, kd_tensor *self);
+
+static kd_status run_call(const char *op, kd_structured_mode mode, kd_tensor *given,
+                          kd_tensor *self, builder build, kd__unary_op loop, kd_tensor **take) {
+  if (!self) return kd_set_error(KD_EINVAL, "%s: self is NULL: expected a tensor", op);
+  if (mode != KD_STRUCTURED_FUNCTIONAL && !given)
+    return kd_set_error(KD_EINVAL, "%s: out is NULL: expected a tensor", op);
+  kd_device dev = kd_tensor_device(self);
+  bool meta = dev.type == KD_DEVICE_META;
+  if (meta && mode == KD_STRUCTURED_FUNCTIONAL) mode = KD_STRUCTURED_META;
+  kd_structured s;
+  kd_tensor *g[1] = {given};
+  kd_structured_init(&s, op, mode, 1, mode == KD_STRUCTURED_FUNCTIONAL || mode == KD_STRUCTURED_META ? NULL : g, dev);
+  kd_iter it;
+  kd_iter_init(&it, &s);
+  kd_status st = build(&it, self);
+  if (!st && !kd_iter_is_meta(&it)) st = run(&it, loop, NULL);
+  if (!st) st = kd_iter_finish(&it);
+  if (!st) st = kd_structured_finish(&s);
+  kd_iter_release(&it);
+  kd_tensor *t[1] = {NULL};
+  bool functional = mode == KD_STRUCTURED_FUNCTIONAL || mode == KD_STRUCTURED_META;
+  kd_structured_release(&s, functional && !st ? t : NULL);
+  if (take) *take = t[0];
+  return st;
+}
+
+static kd_status build_unary(kd_iter *it, kd_tensor *self) {
+  return kd_iter_build_unary_op(it, NULL, self);
+}
+
+/* complex in, its real dtype out: no dtype check, no promotion. */
+static kd_status build_to_real(kd_iter *it, kd_tensor *self) {
+  kd_iter_add_output(it, NULL);
+  kd_iter_add_input(it, self);
+  kd_iter_check_all_same_dtype(it, false);
+  return kd_iter_build(it);
+}
+
+/* logical_not: any dtype in, the output's own dtype out. */
+static kd_status build_any(kd_iter *it, kd_tensor *self) {
+  kd_iter_add_output(it, NULL);
+  kd_iter_add_input(it, self);
+  kd_iter_check_all_same_dtype(it, false);
+  return kd_iter_build(it);
+}
+
+kd_status kd__native_abs_out(kd_tensor *self, kd_tensor *out) {
+  static const char op[] = "aten::abs.out";
+  if (!self || !out)
+    return kd_set_error(KD_EINVAL, "%s: %s is NULL: expected a tensor", op, self ? "out" : "self");
+  kd_dtype dt = kd_tensor_dtype(self), odt = kd_tensor_dtype(out);
+  if (kd_dtype_is_complex(dt) && !kd_dtype_is_complex(odt)) {
+    kd_dtype real = kd_dtype_to_real(dt);
+    if (odt != real)
+      return kd_set_error(KD_ETYPE,
+                          "%s: Expected out tensor to have dtype %s (the real dtype of %s), but "
+                          "got %s instead",
+                          op, kd_dtype_name(real), kd_dtype_name(dt), kd_dtype_name(odt));
+    return run_call(op, KD_STRUCTURED_OUT, out, self, build_to_real, KD__UNARY_ABS_TO_REAL, NULL);
+  }
+  return run_call(op, KD_STRUCTURED_OUT, out, self, build_unary, KD__UNARY_ABS, NULL);
+}
+
+/* out = empty of dtype dt (0 elements, so the out kernel just sizes it), then
+ * the out variant through the dispatcher. */
+static kd_status functional_via_out(const char *op, kd_tensor *self, kd_dtype dt,
+                                    kd_status (*out_fn)(kd_tensor *, kd_tensor *),
+                                    kd_tensor **out) {
+  if (!out) return kd_set_error(KD_EINVAL, "%s: out is NULL", op);
+  *out = NULL;
+  if (!self) return kd_set_error(KD_EINVAL, "%s: self is NULL: expected a tensor", op);
+  kd_tensor *r = NULL;
+  kd_status st = kd_tensor_empty(1, (int64_t[]){0}, dt, kd_tensor_device(self), &r);
+  if (st) return st;
+  st = out_fn(self, r);
+  if (st) {
+    kd_tensor_release(r);
+    return st;
+  }
+  *out = r;
+  return KD_OK;
+}
+
+#ifdef KD_OPS_GENERATED
+#define KD__ABS_OUT kd_abs_out
+#define KD__LOGICAL_NOT_OUT kd_logical_not_out
+#else
+#define KD__ABS_OUT kd__native_abs_out
+#define KD__LOGICAL_NOT_OUT kd__native_logical_not_out
+#endif
+
+kd_status kd__native_abs(kd_tensor *self, kd_tensor **out) {
+  kd_dtype dt = self ? kd_tensor_dtype(self) : KD_FLOAT32;
+  if (kd_dtype_is_complex(dt)) dt = kd_dtype_to_real(dt);
+  return functional_via_out("aten::abs", self, dt, KD__ABS_OUT, out);
+}
+
+kd_status kd__native_abs_(kd_tensor *self) {
+  if (!self) return kd_set_error(KD_EINVAL, "aten::abs_: self is NULL: expected a tensor");
+  return KD__ABS_OUT(self, self);
+}
+
+kd_status kd__native_logical_not_out(kd_tensor *self, kd_tensor *out) {
+  return run_call("aten::logical_not.out", KD_STRUCTURED_OUT, out, self, build_any,
+                  KD__UNARY_LOGICAL_NOT, NULL);
+}
+
+kd_status kd__native_logical_not(kd_tensor *self, kd_tensor **out) {
+  return functional_via_out("aten::logical_not", self, KD_BOOL, KD__LOGICAL_NOT_OUT, out);
+}
+
+kd_status kd__native_logical_not_(kd_tensor *self) {
+  if (!self) return kd_set_error(KD_EINVAL, "aten::logical_not_: self is NULL: expected a tensor");
+  return KD__LOGICAL_NOT_OUT(self, self);
+}
+
+/* relu = clamp_min(self, 0): every real dtype but bool. */
+static kd_status check_relu(const char *op, const kd_tensor *self) {
+  if (!self) return kd_set_error(KD_EINVAL, "%s: self is NULL: expected a tensor", op);
+  kd_dtype dt = kd_tensor_dtype(self);
+  if (dt == KD_BOOL) return kd_set_error(KD_ETYPE, "%s: Boolean inputs not supported for relu", op);
+  if (kd_dtype_is_complex(dt))
+    return kd_set_error(KD_ETYPE, "%s: clamp is not supported for complex types (got %s)", op,
+                        kd_dtype_name(dt));
+  return KD_OK;
+}
+
+kd_status kd__native_relu(kd_tensor *self, kd_tensor **out) {
+  static const char op[] = "aten::relu";
+  if (!out) return kd_set_error(KD_EINVAL, "%s: out is NULL", op);
+  *out = NULL;
+  kd_status st = check_relu(op, self);
+  if (st) return st;
+  return run_call(op, KD_STRUCTURED_FUNCTIONAL, NULL, self, build_unary, KD__UNARY_RELU, out);
+}
+
+kd_status kd__native_relu_(kd_tensor *self) {
+  static const char op[] = "aten::relu_";
+  kd_status st = check_relu(op, self);
+  if (st) return st;
+  return run_call(op, KD_STRUCTURED_INPLACE, self, self, build_unary, KD__UNARY_RELU, NULL);
+}
