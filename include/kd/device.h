@@ -83,8 +83,9 @@ KD_API size_t kd_device_format(kd_device device, char *buf, size_t cap);
  * storage made with it lives. */
 typedef struct kd_allocator {
   uint32_t api_version; /* KD_ALLOCATOR_API_VERSION (1 is still accepted) */
-  /* Returns `nbytes` bytes aligned to at least 64 bytes on `device`, or NULL
-   * when out of memory. Never called with nbytes == 0. */
+  /* Returns `nbytes` bytes on `device`, or NULL when out of memory, aligned
+   * to at least 64 bytes (blocks under 64 bytes: to at least 16, which every
+   * element type needs). Never called with nbytes == 0. */
   void *(*alloc)(void *ctx, kd_device device, size_t nbytes);
   /* Frees what alloc returned for the same device and size. */
   void (*free)(void *ctx, kd_device device, void *ptr, size_t nbytes);

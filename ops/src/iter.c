@@ -1,0 +1,1140 @@
+/*
+ * iter.c: kd_iter, PyTorch's TensorIterator (iter.h).
+ *
+ * build follows TensorIteratorBase::build: operands, memory-overlap checks,
+ * broadcast shape, output resize marks, dtypes (with casts), a fast set-up
+ * for same-shape contiguous operands, else strides, a permutation from the
+ * strides (reorder_dimensions), output allocation following it, rows for
+ * reductions, and coalescing. Messages are formatted only on errors.
+ */
+#include "iter.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_FLAGS                                                                        \
+  (KD__ITER_CHECK_SAME_DTYPE | KD__ITER_RESIZE_OUTPUTS | KD__ITER_CHECK_OVERLAP |            \
+   KD__ITER_CHECK_SAME_DEVICE)
+
+void kd_iter_init(kd_iter *it, kd_structured *s) {
+  it->s = s;
+  it->op = s ? s->op : "kd_iter";
+  it->flags = DEFAULT_FLAGS;
+  it->ntensors = 0;
+  it->noutputs = 0;
+  it->cfg_status = KD_OK;
+  it->static_dtype = KD_DTYPE_UNDEFINED;
+  it->forced_common = KD_DTYPE_UNDEFINED;
+  it->static_ndim = -1;
+  it->nreduce = 0;
+  it->owned = 0;
+  it->built = false;
+  it->is_meta = false;
+  it->has_row = false;
+  it->common_dtype = KD_DTYPE_UNDEFINED;
+  it->ndim = 0;
+  it->numel = 0;
+  it->outer_numel = 0;
+  it->full_ndim = 0;
+}
+
+void kd_iter_release(kd_iter *it) {
+  for (int k = 0; k < it->ntensors; k++) {
+    if (it->owned & (1u << k)) kd_tensor_release(it->tensors[k]);
+    it->tensors[k] = NULL;
+    it->originals[k] = NULL;
+  }
+  it->owned = 0;
+  it->ntensors = 0;
+  it->noutputs = 0;
+  it->built = false;
+}
+
+/* ---- Configuration ----------------------------------------------------------- */
+
+static void cfg_error(kd_iter *it, kd_status st, const char *what) {
+  if (it->cfg_status) return;
+  it->cfg_status = st;
+  it->cfg_msg = what;
+}
+
+static bool add_operand(kd_iter *it, kd_tensor *t) {
+  if (it->ntensors >= KD_ITER_MAX_TENSORS) {
+    cfg_error(it, KD_EINVAL, "too many operands for the tensor iterator (at most 8)");
+    return false;
+  }
+  int k = it->ntensors++;
+  it->tensors[k] = t;
+  it->originals[k] = NULL;
+  it->out_dtype[k] = KD_DTYPE_UNDEFINED;
+  return true;
+}
+
+void kd_iter_add_output_dtype(kd_iter *it, kd_tensor *out, kd_dtype dtype) {
+  if (it->ntensors != it->noutputs) {
+    cfg_error(it, KD_EINVAL, "tensor iterator: outputs must be added before inputs");
+    return;
+  }
+  if (!add_operand(it, out)) return;
+  it->out_dtype[it->noutputs++] = dtype;
+}
+
+void kd_iter_add_output(kd_iter *it, kd_tensor *out) {
+  kd_iter_add_output_dtype(it, out, KD_DTYPE_UNDEFINED);
+}
+
+void kd_iter_add_input(kd_iter *it, const kd_tensor *in) {
+  if (!in) {
+    cfg_error(it, KD_EINVAL, "tensor iterator: an input is NULL");
+    return;
+  }
+  add_operand(it, (kd_tensor *)in);
+}
+
+void kd_iter_add_owned_input(kd_iter *it, kd_tensor *in) {
+  if (!in) {
+    cfg_error(it, KD_EINVAL, "tensor iterator: an input is NULL");
+    return;
+  }
+  if (add_operand(it, in))
+    it->owned |= 1u << (it->ntensors - 1);
+  else
+    kd_tensor_release(in);
+}
+
+void kd_iter_declare_static_shape(kd_iter *it, int ndim, const int64_t *shape) {
+  if (ndim < 0 || ndim > KD_MAX_DIMS) {
+    cfg_error(it, KD_EINVAL, "tensor iterator: static shape with a bad number of dimensions");
+    return;
+  }
+  it->static_ndim = ndim;
+  for (int d = 0; d < ndim; d++) it->static_shape[d] = shape[d];
+}
+
+void kd_iter_set_reduction(kd_iter *it, const int64_t *dims, int n, bool keepdim) {
+  if (n > KD_MAX_DIMS) {
+    cfg_error(it, KD_EINVAL, "tensor iterator: too many reduction dims");
+    return;
+  }
+  it->flags |= KD__ITER_REDUCTION;
+  it->flags &= ~(unsigned)KD__ITER_ROW_DIM;
+  kd__iter_flag(it, KD__ITER_KEEPDIM, keepdim);
+  it->nreduce = dims && n > 0 ? n : 0;
+  for (int i = 0; i < it->nreduce; i++) it->reduce_dims[i] = dims[i];
+}
+
+void kd_iter_set_row_dim(kd_iter *it, int64_t dim) {
+  it->flags |= KD__ITER_ROW_DIM;
+  it->flags &= ~(unsigned)(KD__ITER_REDUCTION | KD__ITER_KEEPDIM);
+  it->nreduce = 1;
+  it->reduce_dims[0] = dim;
+}
+
+/* ---- Helpers ----------------------------------------------------------------- */
+
+static const char *fmt_shape(char *buf, size_t cap, int ndim, const int64_t *sizes) {
+  size_t len = (size_t)snprintf(buf, cap, "[");
+  for (int d = 0; d < ndim && len < cap; d++)
+    len += (size_t)snprintf(buf + len, cap - len, "%s%lld", d ? ", " : "", (long long)sizes[d]);
+  if (len < cap) snprintf(buf + len, cap - len, "]");
+  return buf;
+}
+
+static bool same_shape(int na, const int64_t *a, int nb, const int64_t *b) {
+  if (na != nb) return false;
+  for (int d = 0; d < na; d++)
+    if (a[d] != b[d]) return false;
+  return true;
+}
+
+/* Re-records the current error with the operator's name in front (unless it
+ * already starts with it). */
+static kd_status with_op(const kd_iter *it, kd_status st) {
+  const char *msg = kd_last_error();
+  size_t n = strlen(it->op);
+  if (strncmp(msg, it->op, n) == 0 && msg[n] == ':') return st;
+  char copy[1024];
+  snprintf(copy, sizeof copy, "%s", msg);
+  return kd_set_error(st, "%s: %s", it->op, copy);
+}
+
+bool kd__can_cast(kd_dtype from, kd_dtype to) {
+  if (kd_dtype_is_complex(from) && !kd_dtype_is_complex(to)) return false;
+  if (kd_dtype_is_floating(from) && kd_dtype_is_integral(to, false)) return false;
+  if (from != KD_BOOL && to == KD_BOOL) return false;
+  return true;
+}
+
+/* Non-overlapping and dense: some permutation of the dims is contiguous. */
+static bool non_overlapping_dense(const kd_tensor *t) {
+  int nd = kd_tensor_ndim(t);
+  const int64_t *sz = kd_tensor_sizes(t), *st = kd_tensor_strides(t);
+  int order[KD_MAX_DIMS], n = 0;
+  for (int d = 0; d < nd; d++) {
+    if (sz[d] == 1) continue;
+    int i = n++;
+    while (i > 0 && st[order[i - 1]] > st[d]) {
+      order[i] = order[i - 1];
+      i--;
+    }
+    order[i] = d;
+  }
+  int64_t need = 1;
+  for (int i = 0; i < n; i++) {
+    if (st[order[i]] != need) return false;
+    need *= sz[order[i]];
+  }
+  return true;
+}
+
+static kd_status check_overlap(const kd_iter *it, const kd_tensor *out, const kd_tensor *const *ins,
+                               int nin) {
+  int nd = kd_tensor_ndim(out);
+  const int64_t *sz = kd_tensor_sizes(out), *st = kd_tensor_strides(out);
+  for (int d = 0; d < nd; d++)
+    if (sz[d] > 1 && st[d] == 0)
+      return kd_set_error(KD_EINVAL,
+                          "%s: unsupported operation: more than one element of the written-to "
+                          "tensor refers to a single memory location. Please clone() the tensor "
+                          "before performing the operation.",
+                          it->op);
+  int64_t on = kd_tensor_numel(out);
+  if (on == 0) return KD_OK;
+  for (int j = 0; j < nin; j++) {
+    const kd_tensor *in = ins[j];
+    if (in == out || !kd_tensor_shares_storage(in, out)) continue;
+    int64_t inn = kd_tensor_numel(in);
+    if (inn == 0 || !non_overlapping_dense(in) || !non_overlapping_dense(out)) continue;
+    int64_t a0 = kd_tensor_storage_offset(out) * (int64_t)kd_tensor_itemsize(out);
+    int64_t a1 = a0 + on * (int64_t)kd_tensor_itemsize(out);
+    int64_t b0 = kd_tensor_storage_offset(in) * (int64_t)kd_tensor_itemsize(in);
+    int64_t b1 = b0 + inn * (int64_t)kd_tensor_itemsize(in);
+    bool partial;
+    if (a0 == b0 && a1 == b1) {
+      int ind = kd_tensor_ndim(in);
+      partial = !same_shape(nd, st, ind, kd_tensor_strides(in));
+    } else {
+      partial = a0 < b1 && b0 < a1;
+    }
+    if (partial)
+      return kd_set_error(KD_EINVAL,
+                          "%s: unsupported operation: some elements of the input tensor and the "
+                          "written-to tensor refer to a single memory location. Please clone() "
+                          "the tensor before performing the operation.",
+                          it->op);
+  }
+  return KD_OK;
+}
+
+/* shape (nd, in/out) = broadcast(shape, sizes); PyTorch's infer_size. */
+static kd_status broadcast_into(const kd_iter *it, int *nd, int64_t *shape, int nb,
+                                const int64_t *b) {
+  int n = *nd > nb ? *nd : nb;
+  int64_t res[KD_MAX_DIMS];
+  for (int i = n - 1; i >= 0; i--) {
+    int off = n - 1 - i;
+    int da = *nd - 1 - off, db = nb - 1 - off;
+    int64_t sa = da >= 0 ? shape[da] : 1, sb = db >= 0 ? b[db] : 1;
+    if (sa != sb && sa != 1 && sb != 1)
+      return kd_set_error(KD_EINVAL,
+                          "%s: The size of tensor a (%lld) must match the size of tensor b (%lld) "
+                          "at non-singleton dimension %d",
+                          it->op, (long long)sa, (long long)sb, i);
+    res[i] = sa == 1 ? sb : sa;
+  }
+  for (int i = 0; i < n; i++) shape[i] = res[i];
+  *nd = n;
+  return KD_OK;
+}
+
+/* Byte strides of t broadcast to (nd, shape), aligned to the right. */
+static void broadcast_strides(const kd_tensor *t, int nd, const int64_t *shape, int64_t *out) {
+  int tn = kd_tensor_ndim(t);
+  const int64_t *sz = kd_tensor_sizes(t), *st = kd_tensor_strides(t);
+  int64_t isz = (int64_t)kd_tensor_itemsize(t);
+  int off = nd - tn;
+  for (int d = 0; d < off; d++) out[d] = 0;
+  for (int d = 0; d < tn; d++)
+    out[off + d] = (sz[d] == 1 && shape[off + d] != 1) ? 0 : st[d] * isz;
+}
+
+/* ---- Build ------------------------------------------------------------------- */
+
+typedef struct opinfo {
+  const kd_tensor *t; /* for shapes, dtypes, strides: the operand or the given output */
+  bool structured;    /* output k is structured output k */
+  bool will_resize;   /* output gets new geometry */
+  bool read_write;    /* output is also an input */
+  bool needs_temp;    /* output written through a temporary of common_dtype */
+  bool have_strides;  /* ostr filled */
+} opinfo;
+
+typedef struct build_state {
+  opinfo info[KD_ITER_MAX_TENSORS];
+  int64_t ostr[KD_ITER_MAX_TENSORS][KD_MAX_DIMS]; /* bytes, in dim order of the full shape */
+  int perm[KD_MAX_DIMS];                          /* iteration dim i <- full dim perm[i] */
+  bool reduced[KD_MAX_DIMS];                      /* row / reduced dims of the full shape */
+  int out_ndim;
+  int64_t out_shape[KD_MAX_DIMS];
+  kd_device device;
+} build_state;
+
+static kd_status resolve_reduce_dims(kd_iter *it, build_state *b) {
+  int nd = it->full_ndim;
+  for (int d = 0; d < nd; d++) b->reduced[d] = false;
+  bool row_dim = (it->flags & KD__ITER_ROW_DIM) != 0;
+  if (it->nreduce == 0) {
+    for (int d = 0; d < nd; d++) b->reduced[d] = true;
+    return KD_OK;
+  }
+  int64_t wrap = nd > 0 ? nd : 1;
+  for (int i = 0; i < it->nreduce; i++) {
+    int64_t d = it->reduce_dims[i];
+    if (d < -wrap || d >= wrap)
+      return kd_set_error(KD_EINVAL,
+                          "%s: Dimension out of range (expected to be in range of [%lld, %lld], "
+                          "but got %lld)",
+                          it->op, (long long)-wrap, (long long)(wrap - 1), (long long)d);
+    if (d < 0) d += wrap;
+    if (nd == 0) continue; /* a 0-dim tensor: dim 0 / -1 names nothing to reduce */
+    if (b->reduced[d] && !row_dim)
+      return kd_set_error(KD_EINVAL, "%s: dim %lld appears multiple times in the list of dims",
+                          it->op, (long long)d);
+    b->reduced[d] = true;
+  }
+  return KD_OK;
+}
+
+/* Common dtype and output dtypes (compute_types). */
+static kd_status compute_types(kd_iter *it, build_state *b, bool all_scalars) {
+  int nout = it->noutputs, nt = it->ntensors;
+  kd_dtype common = KD_DTYPE_UNDEFINED;
+  bool different = false;
+  for (int k = nout; k < nt; k++) {
+    kd_dtype d = kd_tensor_dtype(it->tensors[k]);
+    if (common == KD_DTYPE_UNDEFINED)
+      common = d;
+    else if (d != common)
+      different = true;
+  }
+  unsigned f = it->flags;
+  if (f & KD__ITER_CHECK_SAME_DTYPE) {
+    bool bad = different;
+    for (int k = 0; k < nout && !bad; k++)
+      if (b->info[k].t && common != KD_DTYPE_UNDEFINED && kd_tensor_dtype(b->info[k].t) != common)
+        bad = true;
+    if (bad) {
+      for (int k = 0; k < nt; k++) {
+        const kd_tensor *t = b->info[k].t;
+        if (t && kd_tensor_dtype(t) != common)
+          return kd_set_error(KD_ETYPE, "%s: Found dtype %s but expected %s", it->op,
+                              kd_dtype_name(kd_tensor_dtype(t)), kd_dtype_name(common));
+      }
+    }
+  }
+  if (it->forced_common != KD_DTYPE_UNDEFINED) {
+    common = it->forced_common;
+  } else if ((f & KD__ITER_PROMOTE_INPUTS) && (different || all_scalars) && nt > nout) {
+    kd_result_type_state rs;
+    kd_result_type_init(&rs);
+    for (int k = nout; k < nt; k++) {
+      const kd_tensor *t = it->tensors[k];
+      if (kd_tensor_is_wrapped_number(t))
+        kd_result_type_add_scalar(&rs, kd_tensor_dtype(t));
+      else
+        kd_result_type_add_tensor(&rs, kd_tensor_dtype(t), kd_tensor_ndim(t));
+    }
+    common = kd_result_type_finish(&rs);
+  }
+  if ((f & KD__ITER_INT_TO_FLOAT) && common != KD_DTYPE_UNDEFINED &&
+      kd_dtype_is_integral(common, true))
+    common = kd_get_default_dtype();
+  it->common_dtype = common;
+
+  /* outputs */
+  for (int k = 0; k < nout; k++) {
+    opinfo *o = &b->info[k];
+    if (o->t) {
+      kd_dtype od = kd_tensor_dtype(o->t);
+      it->dtypes[k] = od;
+      if (common == KD_DTYPE_UNDEFINED || od == common) continue;
+      if ((f & KD__ITER_SAFE_CAST) && !kd__can_cast(common, od))
+        return kd_set_error(KD_ETYPE,
+                            "%s: result type %s can't be cast to the desired output type %s",
+                            it->op, kd_dtype_name(common), kd_dtype_name(od));
+      if ((f & KD__ITER_CAST_OUTPUTS) && !it->is_meta) o->needs_temp = true;
+    } else {
+      kd_dtype od = it->out_dtype[k] != KD_DTYPE_UNDEFINED ? it->out_dtype[k]
+                    : it->static_dtype != KD_DTYPE_UNDEFINED ? it->static_dtype
+                                                              : common;
+      if (od == KD_DTYPE_UNDEFINED)
+        return kd_set_error(KD_EINVAL,
+                            "%s: cannot infer the dtype of output %d: no inputs and no static "
+                            "dtype",
+                            it->op, k);
+      it->dtypes[k] = od;
+    }
+  }
+  /* inputs */
+  for (int k = nout; k < nt; k++) {
+    kd_tensor *t = it->tensors[k];
+    kd_dtype d = kd_tensor_dtype(t);
+    if ((f & KD__ITER_PROMOTE_INPUTS) && d != common && !it->is_meta) {
+      kd_tensor *c = NULL;
+      kd_status st = kd_tensor_to_dtype(t, common, &c);
+      if (st) return with_op(it, st);
+      if (it->owned & (1u << k)) kd_tensor_release(t);
+      it->tensors[k] = c;
+      it->owned |= 1u << k;
+      b->info[k].t = c;
+      d = common;
+    }
+    it->dtypes[k] = d;
+  }
+  return KD_OK;
+}
+
+/* PyTorch's reorder_dimensions: b->perm over the full dims. */
+static void reorder(const kd_iter *it, build_state *b) {
+  int nd = it->full_ndim;
+  for (int i = 0; i < nd; i++) b->perm[i] = nd - 1 - i;
+  if (nd <= 1 || (it->flags & KD__ITER_LINEAR)) return;
+  int nt = it->ntensors;
+  for (int i = 1; i < nd; i++) {
+    int dim1 = i;
+    for (int dim0 = i - 1; dim0 >= 0; dim0--) {
+      int d0 = b->perm[dim0], d1 = b->perm[dim1];
+      int cmp = 0;
+      for (int k = 0; k < nt; k++) {
+        if (!b->info[k].have_strides) continue;
+        int64_t s0 = b->ostr[k][d0], s1 = b->ostr[k][d1];
+        if (s0 == 0 || s1 == 0) continue;
+        if (s0 < s1) {
+          cmp = -1;
+          break;
+        }
+        if (s0 > s1) {
+          cmp = 1;
+          break;
+        }
+        if (it->full_shape[d0] > it->full_shape[d1]) {
+          cmp = 1;
+          break;
+        }
+      }
+      if (cmp > 0) {
+        b->perm[dim0] = d1;
+        b->perm[dim1] = d0;
+        dim1 = dim0;
+      } else if (cmp < 0) {
+        break;
+      }
+    }
+  }
+}
+
+/* Element strides for a new output of the full shape following perm; false
+ * when that is plain row-major (then NULL strides are passed). */
+static bool layout_strides(const kd_iter *it, const build_state *b, int64_t *strides) {
+  int nd = it->full_ndim;
+  int64_t next = 1;
+  bool rowmajor = true;
+  for (int i = 0; i < nd; i++) {
+    int d = b->perm[i];
+    if (d != nd - 1 - i) rowmajor = false;
+    strides[d] = next;
+    next *= it->full_shape[d] > 1 ? it->full_shape[d] : 1;
+  }
+  return !rowmajor;
+}
+
+/* Output k gets its tensor: structured set_output, resize, or allocation;
+ * then a temporary when it needs one. */
+static kd_status set_up_output(kd_iter *it, build_state *b, int k, int ndim, const int64_t *sizes,
+                               const int64_t *strides, const int64_t *temp_strides) {
+  opinfo *o = &b->info[k];
+  kd_dtype dt = o->t ? kd_tensor_dtype(o->t) : it->dtypes[k];
+  kd_tensor *t;
+  kd_status st;
+  if (o->structured) {
+    st = kd_structured_set_output(it->s, k, ndim, sizes, o->will_resize || !o->t ? strides : NULL,
+                                  dt);
+    if (st) return st;
+    t = kd_structured_output(it->s, k);
+  } else if (it->tensors[k]) {
+    t = it->tensors[k];
+    if (o->will_resize) {
+      st = kd_tensor_resize_(t, ndim, sizes, strides);
+      if (st) return with_op(it, st);
+    }
+  } else {
+    st = strides ? kd_tensor_empty_strided(ndim, sizes, strides, dt, b->device, &t)
+                 : kd_tensor_empty(ndim, sizes, dt, b->device, &t);
+    if (st) return with_op(it, st);
+    it->owned |= 1u << k;
+  }
+  it->tensors[k] = t;
+  if (o->needs_temp) {
+    kd_tensor *tmp = NULL;
+    st = temp_strides ? kd_tensor_empty_strided(ndim, sizes, temp_strides, it->common_dtype,
+                                                kd_tensor_device(t), &tmp)
+                      : kd_tensor_empty(ndim, sizes, it->common_dtype, kd_tensor_device(t), &tmp);
+    if (st) return with_op(it, st);
+    it->originals[k] = t;
+    it->tensors[k] = tmp;
+    it->owned |= 1u << k;
+    it->dtypes[k] = it->common_dtype;
+  }
+  return KD_OK;
+}
+
+/* A copy of input k whose row dims are innermost and row-major. */
+static kd_status copy_for_rows(kd_iter *it, build_state *b, int k) {
+  int nd = it->full_ndim;
+  int64_t strides[KD_MAX_DIMS], next = 1;
+  for (int pass = 0; pass < 2; pass++) /* row dims first (innermost), then the others */
+    for (int d = nd - 1; d >= 0; d--) {
+      if (b->reduced[d] != (pass == 0)) continue;
+      strides[d] = next;
+      next *= it->full_shape[d] > 1 ? it->full_shape[d] : 1;
+    }
+  kd_tensor *c = NULL;
+  kd_tensor *src = it->tensors[k];
+  kd_status st = kd_tensor_empty_strided(nd, it->full_shape, strides, kd_tensor_dtype(src),
+                                         kd_tensor_device(src), &c);
+  if (!st) st = kd_tensor_copy_(c, src);
+  if (st) {
+    kd_tensor_release(c);
+    return with_op(it, st);
+  }
+  if (it->owned & (1u << k)) kd_tensor_release(src);
+  it->tensors[k] = c;
+  it->owned |= 1u << k;
+  b->info[k].t = c;
+  broadcast_strides(c, nd, it->full_shape, b->ostr[k]);
+  return KD_OK;
+}
+
+/* Row length and per-operand row strides; copies inputs whose row dims are
+ * not one run. */
+static kd_status compute_row(kd_iter *it, build_state *b) {
+  int nd = it->full_ndim;
+  int64_t len = 1;
+  for (int d = 0; d < nd; d++)
+    if (b->reduced[d]) len *= it->full_shape[d];
+  it->row_len = len;
+  for (int k = 0; k < it->ntensors; k++) {
+    bool copied = false;
+  again:;
+    int64_t inner = 0; /* stride of the innermost row dim of size > 1 seen so far */
+    int64_t expect = -1;
+    bool ok = true;
+    for (int d = nd - 1; d >= 0; d--) {
+      if (!b->reduced[d] || it->full_shape[d] == 1) continue;
+      int64_t s = b->ostr[k][d];
+      if (expect < 0) {
+        inner = s;
+      } else if (s != expect) {
+        ok = false;
+        break;
+      }
+      expect = s * it->full_shape[d];
+    }
+    if (!ok) {
+      if (k < it->noutputs || copied)
+        return kd_set_error(KD_EINTERNAL, "%s: output %d cannot be iterated by rows", it->op, k);
+      kd_status st = copy_for_rows(it, b, k);
+      if (st) return st;
+      copied = true;
+      goto again;
+    }
+    it->row_strides[k] = inner;
+  }
+  return KD_OK;
+}
+
+/* Permuted, row dims dropped, coalesced iteration geometry. */
+static void finish_geometry(kd_iter *it, build_state *b) {
+  int nt = it->ntensors, n = 0;
+  for (int i = 0; i < it->full_ndim; i++) {
+    int d = b->perm[i];
+    if (it->has_row && b->reduced[d]) continue;
+    it->shape[n] = it->full_shape[d];
+    for (int k = 0; k < nt; k++) it->strides[n][k] = b->ostr[k][d];
+    n++;
+  }
+  /* coalesce_dimensions */
+  if (n > 1) {
+    int prev = 0;
+    for (int d = 1; d < n; d++) {
+      int64_t s0 = it->shape[prev], s1 = it->shape[d];
+      bool can = s0 == 1 || s1 == 1;
+      if (!can) {
+        can = true;
+        for (int k = 0; k < nt; k++)
+          if (s0 * it->strides[prev][k] != it->strides[d][k]) {
+            can = false;
+            break;
+          }
+      }
+      if (can) {
+        if (s0 == 1)
+          for (int k = 0; k < nt; k++) it->strides[prev][k] = it->strides[d][k];
+        it->shape[prev] *= s1;
+      } else {
+        prev++;
+        if (prev != d) {
+          for (int k = 0; k < nt; k++) it->strides[prev][k] = it->strides[d][k];
+          it->shape[prev] = s1;
+        }
+      }
+    }
+    n = prev + 1;
+  }
+  it->ndim = n;
+  int64_t outer = 1;
+  for (int d = 0; d < n; d++) outer *= it->shape[d];
+  it->outer_numel = outer;
+}
+
+kd_status kd_iter_build(kd_iter *it) {
+  if (it->cfg_status) return kd_set_error(it->cfg_status, "%s: %s", it->op, it->cfg_msg);
+  if (it->built) return kd_set_error(KD_ESTATE, "%s: the tensor iterator was built twice", it->op);
+  build_state bs;
+  build_state *b = &bs;
+  int nt = it->ntensors, nout = it->noutputs;
+  kd_structured *s = it->s;
+  unsigned f = it->flags;
+  bool reduction = (f & KD__ITER_REDUCTION) != 0;
+  bool rows = reduction || (f & KD__ITER_ROW_DIM);
+  kd_status st;
+
+  /* operands */
+  it->is_meta = s && s->mode == KD_STRUCTURED_META;
+  b->device = s ? s->device : kd_device_cpu();
+  bool have_device = false;
+  for (int k = nout; k < nt; k++) {
+    const kd_tensor *t = it->tensors[k];
+    kd_device d = kd_tensor_device(t);
+    if (d.type == KD_DEVICE_META) it->is_meta = true;
+    if (!have_device) {
+      if (!s) b->device = d;
+      have_device = true;
+    }
+    b->info[k].t = t;
+    b->info[k].structured = b->info[k].will_resize = b->info[k].read_write = false;
+    b->info[k].needs_temp = b->info[k].have_strides = false;
+  }
+  for (int k = 0; k < nout; k++) {
+    opinfo *o = &b->info[k];
+    o->structured = o->will_resize = o->read_write = o->needs_temp = o->have_strides = false;
+    const kd_tensor *t = it->tensors[k];
+    if (!t && s) {
+      if (k >= s->nout)
+        return kd_set_error(KD_EINVAL, "%s: output %d of the iterator is not an output of the call",
+                            it->op, k);
+      o->structured = true;
+      if (s->mode == KD_STRUCTURED_INPLACE || s->mode == KD_STRUCTURED_OUT) t = s->given[k];
+      if (s->mode == KD_STRUCTURED_INPLACE) o->read_write = true;
+    }
+    o->t = t;
+    if (!t) continue;
+    if (!have_device && !s) {
+      b->device = kd_tensor_device(t);
+      have_device = true;
+    }
+    if (kd_tensor_device(t).type == KD_DEVICE_META) it->is_meta = true;
+    for (int j = nout; j < nt; j++)
+      if (it->tensors[j] == t) o->read_write = true;
+  }
+  if ((f & KD__ITER_CHECK_SAME_DEVICE) && nt > 1) {
+    const kd_tensor *first = NULL;
+    for (int k = 0; k < nt; k++) {
+      const kd_tensor *t = b->info[k].t;
+      if (!t) continue;
+      if (!first) {
+        first = t;
+      } else if (!kd_device_equal(kd_tensor_device(t), kd_tensor_device(first))) {
+        char a[64], c[64];
+        kd_device_format(kd_tensor_device(first), a, sizeof a);
+        kd_device_format(kd_tensor_device(t), c, sizeof c);
+        return kd_set_error(KD_EINVAL,
+                            "%s: Expected all tensors to be on the same device, but found at "
+                            "least two devices, %s and %s!",
+                            it->op, a, c);
+      }
+    }
+  }
+  if ((f & KD__ITER_CHECK_OVERLAP) && !it->is_meta) {
+    for (int k = 0; k < nout; k++) {
+      if (!b->info[k].t) continue;
+      st = check_overlap(it, b->info[k].t, (const kd_tensor *const *)it->tensors + nout, nt - nout);
+      if (st) return st;
+    }
+  }
+
+  /* shape */
+  bool all_same = true, has_scalars = false, has_tensors = false, any = false;
+  int nd = 0;
+  int64_t *shape = it->full_shape;
+  if (it->static_ndim >= 0) {
+    nd = it->static_ndim;
+    for (int d = 0; d < nd; d++) shape[d] = it->static_shape[d];
+    all_same = false;
+    for (int k = 0; k < nt; k++) {
+      const kd_tensor *t = b->info[k].t;
+      if (!t || (k < nout && (reduction || b->info[k].structured))) continue;
+      int tmp_nd = nd;
+      int64_t tmp[KD_MAX_DIMS];
+      for (int d = 0; d < nd; d++) tmp[d] = shape[d];
+      st = broadcast_into(it, &tmp_nd, tmp, kd_tensor_ndim(t), kd_tensor_sizes(t));
+      if (st) return st;
+      if (!same_shape(tmp_nd, tmp, nd, shape))
+        return kd_set_error(KD_EINVAL, "%s: operand %d of shape %s does not fit the static shape",
+                            it->op, k,
+                            fmt_shape((char[256]){0}, 256, kd_tensor_ndim(t), kd_tensor_sizes(t)));
+    }
+  } else {
+    for (int k = 0; k < nt; k++) {
+      const kd_tensor *t = b->info[k].t;
+      if (!t) continue;
+      if (k < nout && (reduction || (f & KD__ITER_RESIZE_OUTPUTS))) continue;
+      int tn = kd_tensor_ndim(t);
+      const int64_t *ts = kd_tensor_sizes(t);
+      if (tn == 0)
+        has_scalars = true;
+      else
+        has_tensors = true;
+      if (has_scalars && has_tensors) all_same = false;
+      if (!any) {
+        nd = tn;
+        for (int d = 0; d < tn; d++) shape[d] = ts[d];
+        any = true;
+      } else if (!same_shape(nd, shape, tn, ts)) {
+        all_same = false;
+        st = broadcast_into(it, &nd, shape, tn, ts);
+        if (st) return st;
+      }
+    }
+  }
+  it->full_ndim = nd;
+  int64_t numel = 1;
+  for (int d = 0; d < nd; d++) numel *= shape[d];
+  it->numel = numel;
+
+  /* output shapes: resize marks, reduction shape */
+  if (rows) {
+    st = resolve_reduce_dims(it, b);
+    if (st) return st;
+  }
+  if (reduction) {
+    int on = 0;
+    bool keep = (f & KD__ITER_KEEPDIM) != 0;
+    for (int d = 0; d < nd; d++) {
+      if (!b->reduced[d])
+        b->out_shape[on++] = shape[d];
+      else if (keep)
+        b->out_shape[on++] = 1;
+    }
+    b->out_ndim = on;
+    for (int k = 0; k < nout; k++) {
+      opinfo *o = &b->info[k];
+      if (!o->t) continue;
+      if (!same_shape(kd_tensor_ndim(o->t), kd_tensor_sizes(o->t), on, b->out_shape))
+        o->will_resize = true;
+    }
+  } else {
+    b->out_ndim = nd;
+    for (int d = 0; d < nd; d++) b->out_shape[d] = shape[d];
+    for (int k = 0; k < nout; k++) {
+      opinfo *o = &b->info[k];
+      if (!o->t || same_shape(kd_tensor_ndim(o->t), kd_tensor_sizes(o->t), nd, shape)) continue;
+      if ((f & KD__ITER_RESIZE_OUTPUTS) && !o->read_write && it->static_ndim < 0) {
+        o->will_resize = true;
+      } else {
+        char have[256], want[256];
+        return kd_set_error(
+            KD_EINVAL, "%s: output with shape %s doesn't match the broadcast shape %s", it->op,
+            fmt_shape(have, sizeof have, kd_tensor_ndim(o->t), kd_tensor_sizes(o->t)),
+            fmt_shape(want, sizeof want, nd, shape));
+      }
+    }
+  }
+
+  /* dtypes */
+  st = compute_types(it, b, !has_tensors);
+  if (st) return st;
+
+  /* fast set-up: same shapes, all contiguous */
+  bool fast = all_same && !rows && it->static_ndim < 0;
+  if (fast) {
+    for (int k = 0; k < nt && fast; k++) {
+      const kd_tensor *t = b->info[k].t;
+      if (!t || b->info[k].will_resize) continue;
+      if (!kd_tensor_is_contiguous(t)) fast = false;
+    }
+  }
+  if (fast) {
+    for (int k = 0; k < nout; k++) {
+      st = set_up_output(it, b, k, nd, shape, NULL, NULL);
+      if (st) return st;
+    }
+    it->has_row = false;
+    it->ndim = nd > 0 ? 1 : 0;
+    it->shape[0] = numel;
+    it->outer_numel = numel;
+    for (int k = 0; k < nt; k++) {
+      it->strides[0][k] = (int64_t)kd_dtype_size(it->dtypes[k]);
+      it->data[k] = kd_tensor_data(it->tensors[k]);
+    }
+    it->built = true;
+    return KD_OK;
+  }
+
+  /* strides of the operands that have their geometry */
+  for (int k = 0; k < nt; k++) {
+    opinfo *o = &b->info[k];
+    if (!o->t || o->will_resize || (k < nout && reduction)) continue;
+    broadcast_strides(o->t, nd, shape, b->ostr[k]);
+    o->have_strides = true;
+  }
+  reorder(it, b);
+
+  /* outputs */
+  int64_t lay[KD_MAX_DIMS];
+  bool strided = !reduction && layout_strides(it, b, lay);
+  for (int k = 0; k < nout; k++) {
+    st = set_up_output(it, b, k, b->out_ndim, b->out_shape, strided ? lay : NULL,
+                       strided ? lay : NULL);
+    if (st) return st;
+    const kd_tensor *t = it->tensors[k];
+    if (!reduction) {
+      broadcast_strides(t, nd, shape, b->ostr[k]);
+    } else {
+      const int64_t *ts = kd_tensor_strides(t);
+      int64_t isz = (int64_t)kd_tensor_itemsize(t);
+      bool keep = (f & KD__ITER_KEEPDIM) != 0;
+      int j = 0;
+      for (int d = 0; d < nd; d++) {
+        if (b->reduced[d]) {
+          b->ostr[k][d] = 0;
+          if (keep) j++;
+        } else {
+          b->ostr[k][d] = shape[d] == 1 ? 0 : ts[j] * isz;
+          j++;
+        }
+      }
+    }
+    b->info[k].have_strides = true;
+  }
+
+  it->has_row = rows;
+  if (rows) {
+    st = compute_row(it, b);
+    if (st) return st;
+  }
+  finish_geometry(it, b);
+  for (int k = 0; k < nt; k++) it->data[k] = kd_tensor_data(it->tensors[k]);
+  it->built = true;
+  return KD_OK;
+}
+
+kd_status kd_iter_finish(kd_iter *it) {
+  if (!it->built || it->is_meta) return KD_OK;
+  for (int k = 0; k < it->noutputs; k++) {
+    if (!it->originals[k]) continue;
+    kd_status st = kd_tensor_copy_(it->originals[k], it->tensors[k]);
+    if (st) return with_op(it, st);
+  }
+  return KD_OK;
+}
+
+/* ---- Convenience builders ----------------------------------------------------- */
+
+kd_status kd_iter_build_binary_op(kd_iter *it, kd_tensor *out, const kd_tensor *a,
+                                  const kd_tensor *b) {
+  kd_iter_add_output(it, out);
+  kd_iter_add_input(it, a);
+  kd_iter_add_input(it, b);
+  it->flags = (it->flags | KD__ITER_PROMOTE_INPUTS | KD__ITER_CAST_OUTPUTS | KD__ITER_SAFE_CAST) &
+              ~(unsigned)KD__ITER_CHECK_SAME_DTYPE;
+  return kd_iter_build(it);
+}
+
+kd_status kd_iter_build_binary_float_op(kd_iter *it, kd_tensor *out, const kd_tensor *a,
+                                        const kd_tensor *b) {
+  it->flags |= KD__ITER_INT_TO_FLOAT;
+  return kd_iter_build_binary_op(it, out, a, b);
+}
+
+kd_status kd_iter_build_comparison_op(kd_iter *it, kd_tensor *out, const kd_tensor *a,
+                                      const kd_tensor *b) {
+  kd_iter_add_output(it, out);
+  kd_iter_add_input(it, a);
+  kd_iter_add_input(it, b);
+  it->flags = (it->flags | KD__ITER_PROMOTE_INPUTS) & ~(unsigned)KD__ITER_CHECK_SAME_DTYPE;
+  /* the output the call will write: given, or structured given */
+  const kd_tensor *o = out;
+  if (!o && it->s && it->noutputs > 0 &&
+      (it->s->mode == KD_STRUCTURED_INPLACE || it->s->mode == KD_STRUCTURED_OUT))
+    o = it->s->given[0];
+  if (!o)
+    it->static_dtype = KD_BOOL;
+  else if (kd_tensor_dtype(o) != KD_BOOL)
+    it->flags |= KD__ITER_CAST_OUTPUTS;
+  return kd_iter_build(it);
+}
+
+kd_status kd_iter_build_unary_op(kd_iter *it, kd_tensor *out, const kd_tensor *a) {
+  kd_iter_add_output(it, out);
+  kd_iter_add_input(it, a);
+  it->flags = (it->flags | KD__ITER_CAST_OUTPUTS | KD__ITER_SAFE_CAST) &
+              ~(unsigned)KD__ITER_CHECK_SAME_DTYPE;
+  return kd_iter_build(it);
+}
+
+kd_status kd_iter_build_unary_float_op(kd_iter *it, kd_tensor *out, const kd_tensor *a) {
+  it->flags |= KD__ITER_PROMOTE_INPUTS | KD__ITER_INT_TO_FLOAT;
+  return kd_iter_build_unary_op(it, out, a);
+}
+
+kd_status kd_iter_build_nullary_op(kd_iter *it, kd_tensor *out) {
+  kd_iter_add_output(it, out);
+  it->flags = (it->flags & ~(unsigned)(KD__ITER_CHECK_SAME_DTYPE | KD__ITER_RESIZE_OUTPUTS));
+  return kd_iter_build(it);
+}
+
+kd_status kd_iter_build_reduce_op(kd_iter *it, kd_tensor *out, const kd_tensor *a,
+                                  const int64_t *dims, int n, bool keepdim, kd_dtype out_dtype) {
+  kd_iter_add_output_dtype(it, out, out_dtype);
+  kd_iter_add_input(it, a);
+  it->flags &= ~(unsigned)(KD__ITER_CHECK_SAME_DTYPE | KD__ITER_CHECK_OVERLAP);
+  kd_iter_set_reduction(it, dims, n, keepdim);
+  return kd_iter_build(it);
+}
+
+kd_status kd_iter_wrap_scalar(const kd_scalar *v, kd_tensor **out) {
+  if (!v || !out) return kd_set_error(KD_EINVAL, "kd_iter_wrap_scalar: NULL argument");
+  kd_status st = kd_tensor_from_scalar(v, kd_scalar_dtype(v), out);
+  if (st) return st;
+  kd_tensor_set_wrapped_number(*out, true);
+  return KD_OK;
+}
+
+/* ---- Loops ------------------------------------------------------------------- */
+
+/* What loops get for an operand without bytes (a zero-element input of a
+ * reduction whose rows are empty): a valid address never read, so that
+ * loops may do pointer arithmetic with zero offsets. */
+static union {
+  max_align_t a;
+  char c[64];
+} no_bytes;
+
+void kd_iter_serial_for_each_range(const kd_iter *it, kd_iter_loop2d loop, void *ctx,
+                                   int64_t begin, int64_t end) {
+  if (!it->built || it->is_meta || begin >= end) return;
+  int nt = it->ntensors, nd = it->ndim;
+  bool row = it->has_row;
+  char *ptrs[KD_ITER_MAX_TENSORS];
+  int64_t st[2 * KD_ITER_MAX_TENSORS];
+  if (nd == 0) {
+    for (int k = 0; k < nt; k++) {
+      ptrs[k] = it->data[k] ? it->data[k] : no_bytes.c;
+      st[k] = row ? it->row_strides[k] : 0;
+      st[nt + k] = 0;
+    }
+    loop(ctx, ptrs, st, row ? it->row_len : 1, 1);
+    return;
+  }
+  for (int k = 0; k < nt; k++) {
+    if (row) {
+      st[k] = it->row_strides[k];
+      st[nt + k] = it->strides[0][k];
+    } else {
+      st[k] = it->strides[0][k];
+      st[nt + k] = nd > 1 ? it->strides[1][k] : 0;
+    }
+  }
+  if (nd == 1 && !row) { /* the common case: one (coalesced) dimension */
+    for (int k = 0; k < nt; k++)
+      ptrs[k] = it->data[k] ? it->data[k] + begin * it->strides[0][k] : no_bytes.c;
+    loop(ctx, ptrs, st, end - begin, 1);
+    return;
+  }
+  int64_t idx[KD_MAX_DIMS];
+  int64_t rem = begin;
+  for (int d = 0; d < nd; d++) {
+    idx[d] = rem % it->shape[d];
+    rem /= it->shape[d];
+  }
+  int64_t off = begin;
+  while (off < end) {
+    for (int k = 0; k < nt; k++) {
+      int64_t o = 0;
+      for (int d = 0; d < nd; d++) o += idx[d] * it->strides[d][k];
+      ptrs[k] = it->data[k] ? it->data[k] + o : no_bytes.c;
+    }
+    int64_t step0 = it->shape[0] - idx[0];
+    if (step0 > end - off) step0 = end - off;
+    int64_t step1 = 1;
+    if (!row && nd > 1 && idx[0] == 0 && step0 == it->shape[0]) {
+      step1 = it->shape[1] - idx[1];
+      int64_t fit = (end - off) / it->shape[0];
+      if (step1 > fit) step1 = fit;
+    }
+    if (row)
+      loop(ctx, ptrs, st, it->row_len, step0);
+    else
+      loop(ctx, ptrs, st, step0, step1);
+    off += step0 * step1;
+    int d = 0;
+    int64_t carry = step0;
+    if (step1 != 1) {
+      d = 1;
+      carry = step1;
+    }
+    for (; d < nd && carry > 0; d++) {
+      int64_t v = idx[d] + carry;
+      if (v >= it->shape[d]) {
+        v -= it->shape[d];
+        carry = 1;
+      } else {
+        carry = 0;
+      }
+      idx[d] = v;
+    }
+  }
+}
+
+void kd_iter_serial_for_each(const kd_iter *it, kd_iter_loop2d loop, void *ctx) {
+  kd_iter_serial_for_each_range(it, loop, ctx, 0, it->outer_numel);
+}
+
+typedef struct for_each_ctx {
+  const kd_iter *it;
+  kd_iter_loop2d loop;
+  void *ctx;
+} for_each_ctx;
+
+static void for_each_chunk(void *p, int64_t b, int64_t e) {
+  const for_each_ctx *c = p;
+  kd_iter_serial_for_each_range(c->it, c->loop, c->ctx, b, e);
+}
+
+void kd_iter_for_each(const kd_iter *it, kd_iter_loop2d loop, void *ctx, int64_t grain) {
+  if (!it->built || it->is_meta) return;
+  int64_t n = it->outer_numel;
+  if (n <= 0) return;
+  if (grain <= 0) grain = KD_GRAIN_SIZE;
+  int64_t per = it->has_row && it->row_len > 1 ? it->row_len : 1;
+  if (n == 1 || n * per < grain || kd__in_parallel_region() || kd_get_num_threads() <= 1) {
+    kd_iter_serial_for_each_range(it, loop, ctx, 0, n);
+    return;
+  }
+  int64_t g = (grain + per - 1) / per;
+  for_each_ctx c = {it, loop, ctx};
+  kd__parallel_for(0, n, g, for_each_chunk, &c);
+}
+
+void kd_iter_for_each_row(const kd_iter *it, kd_iter_loop2d loop, void *ctx, int64_t grain) {
+  kd_iter_for_each(it, loop, ctx, grain);
+}
+
+#define MAX_PARTIALS 64
+
+typedef struct partial_ctx {
+  kd_iter_loop2d loop;
+  void *ctx;
+  char *in;
+  int64_t in_stride, len, chunk, isz;
+  char *partials;
+} partial_ctx;
+
+static void partial_chunk(void *p, int64_t b, int64_t e) {
+  const partial_ctx *c = p;
+  for (int64_t i = b; i < e; i++) {
+    int64_t lo = i * c->chunk, hi = lo + c->chunk < c->len ? lo + c->chunk : c->len;
+    char *ptrs[2] = {c->partials + i * c->isz, c->in + lo * c->in_stride};
+    int64_t st[4] = {0, c->in_stride, 0, 0};
+    c->loop(c->ctx, ptrs, st, hi - lo, 1);
+  }
+}
+
+kd_status kd_iter_reduce_rows(const kd_iter *it, kd_iter_loop2d loop, void *ctx, int64_t grain) {
+  if (!it->built || it->is_meta) return KD_OK;
+  if (grain <= 0) grain = KD_GRAIN_SIZE;
+  if (!it->has_row || it->noutputs != 1 || it->ntensors != 2 || it->dtypes[0] != it->dtypes[1] ||
+      it->outer_numel != 1 || it->row_len < grain || kd__in_parallel_region()) {
+    kd_iter_for_each(it, loop, ctx, grain);
+    return KD_OK;
+  }
+  int parts = kd__parallel_chunks(0, it->row_len, grain);
+  if (parts <= 1) {
+    kd_iter_for_each(it, loop, ctx, grain);
+    return KD_OK;
+  }
+  if (parts > MAX_PARTIALS) parts = MAX_PARTIALS;
+  union {
+    char bytes[MAX_PARTIALS * 16];
+    long double align;
+  } buf;
+  partial_ctx c;
+  c.loop = loop;
+  c.ctx = ctx;
+  c.in = it->data[1];
+  c.in_stride = it->row_strides[1];
+  c.len = it->row_len;
+  c.chunk = (c.len + parts - 1) / parts;
+  parts = (int)((c.len + c.chunk - 1) / c.chunk);
+  c.isz = (int64_t)kd_dtype_size(it->dtypes[0]);
+  c.partials = buf.bytes;
+  kd__parallel_for(0, parts, 1, partial_chunk, &c);
+  char *ptrs[2] = {it->data[0], buf.bytes};
+  int64_t st[4] = {0, c.isz, 0, 0};
+  loop(ctx, ptrs, st, parts, 1);
+  return KD_OK;
+}
+
+/* ---- Accessors --------------------------------------------------------------- */
+
+bool kd_iter_is_contiguous(const kd_iter *it) {
+  if (it->numel == 1) return true;
+  if (it->has_row || it->ndim != 1) return false;
+  for (int k = 0; k < it->ntensors; k++)
+    if (it->strides[0][k] != (int64_t)kd_dtype_size(it->dtypes[k])) return false;
+  return true;
+}
+
+bool kd_iter_is_scalar(const kd_iter *it, int k) {
+  if (k < 0 || k >= it->ntensors) return false;
+  for (int d = 0; d < it->ndim; d++)
+    if (it->strides[d][k] != 0 && it->shape[d] != 1) return false;
+  if (it->has_row && it->row_strides[k] != 0 && it->row_len > 1) return false;
+  return true;
+}
+
+kd_status kd_iter_scalar_value(const kd_iter *it, int k, kd_scalar *out) {
+  if (!it->built || !kd_iter_is_scalar(it, k) || !it->data[k])
+    return kd_set_error(KD_EINVAL, "%s: operand %d of the iterator is not a scalar", it->op, k);
+  return kd_scalar_from_element(it->data[k], it->dtypes[k], out);
+}
+
+void kd_iter_remove_operand(kd_iter *it, int k) {
+  if (k < it->noutputs || k >= it->ntensors) return;
+  if (it->owned & (1u << k)) kd_tensor_release(it->tensors[k]);
+  unsigned low = it->owned & ((1u << k) - 1), high = it->owned >> (k + 1);
+  it->owned = low | (high << k);
+  for (int j = k; j + 1 < it->ntensors; j++) {
+    it->tensors[j] = it->tensors[j + 1];
+    it->originals[j] = it->originals[j + 1];
+    it->out_dtype[j] = it->out_dtype[j + 1];
+    it->dtypes[j] = it->dtypes[j + 1];
+    it->data[j] = it->data[j + 1];
+    it->row_strides[j] = it->row_strides[j + 1];
+    for (int d = 0; d < it->ndim; d++) it->strides[d][j] = it->strides[d][j + 1];
+  }
+  it->ntensors--;
+}
