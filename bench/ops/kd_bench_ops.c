@@ -104,8 +104,15 @@ int kd_bench_ops(int argc, char **argv) {
   int rc = 1;
   const int64_t one = 1, big = BIG, mat[2] = {512, 512};
   if (make(1, &one, 1, &c.a) || make(1, &one, 2, &c.b) || make(1, &one, 0, &c.o)) goto done;
+  /* Each timed call must work: a failing call would be timed as an error path. */
   kd_tensor *probe = NULL;
+  kd_dtype f32 = KD_FLOAT32;
   if (check(kd_add_Tensor(c.a, c.b, NULL, &probe), "add")) goto done;
+  kd_tensor_release(probe);
+  probe = NULL;
+  if (check(kd_add_out(c.a, c.b, NULL, c.o), "add.out")) goto done;
+  if (check(kd_empty_memory_format((kd_ints){&one, 1}, &f32, NULL, NULL, NULL, NULL, &probe), "empty"))
+    goto done;
   kd_tensor_release(probe);
   printf("add_1_ns %.1f\n", small_add(&c, 0));
   printf("add_out_1_ns %.1f\n", small_add(&c, 1));
@@ -116,6 +123,9 @@ int kd_bench_ops(int argc, char **argv) {
   c.a = c.b = c.o = NULL;
 
   if (make(1, &big, 1, &c.a) || make(1, &big, 2, &c.b) || make(1, &big, 0, &c.o)) goto done;
+  if (check(kd_add_out(c.a, c.b, NULL, c.o), "add.out 16M")) goto done;
+  if (check(kd_sum(c.a, NULL, &probe), "sum")) goto done;
+  kd_tensor_release(probe);
   double bytes = (double)BIG * 12;
   printf("c_loop_add_16M_f32_GBps %.2f\n", bytes / big_secs(&c, 0) * 1e-9);
   int threads = kd_get_num_threads();
@@ -130,6 +140,7 @@ int kd_bench_ops(int argc, char **argv) {
   c.a = c.b = c.o = NULL;
 
   if (make(2, mat, 1, &c.a) || make(2, mat, 2, &c.b) || make(2, mat, 0, &c.o)) goto done;
+  if (check(kd_mm_out(c.a, c.b, c.o), "mm.out")) goto done;
   double flops = 2.0 * 512 * 512 * 512;
   printf("mm_512_f32_gflops %.2f\n", flops / big_secs(&c, 3) * 1e-9);
   printf("blas_mm_512_f32_gflops %.2f\n", flops / big_secs(&c, 4) * 1e-9);

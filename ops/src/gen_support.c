@@ -230,6 +230,15 @@ kd_device kd__device_of_first(kd_tensor *const *tensors, int n) {
   return kd_device_cpu();
 }
 
+kd_status kd__ops_backend_select(const kd_call *call, const kd_arg *args, kd_value *rets,
+                                 int device_arg) {
+  kd_device dev = args[device_arg].opt.has ? args[device_arg].opt.v.device : kd_device_cpu();
+  kd_dispatch_key key = kd_backend_key(dev.type);
+  if (key == KD_KEY_UNDEFINED)
+    return kd_set_error(KD_EINVAL, "%s: invalid device type %d", kd_op_name(call->op), (int)dev.type);
+  return kd_call_unboxed_keys(call->op, call->keys | kd_keyset_of(key), args, rets);
+}
+
 static kd_library *aten_lib;
 
 kd_status kd__ops_register_tables(const kd__gen_def *defs, size_t ndefs, const kd__gen_impl *impls,

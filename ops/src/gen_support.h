@@ -113,6 +113,12 @@ typedef struct kd__gen_impl {
 kd_status kd__ops_register_tables(const kd__gen_def *defs, size_t ndefs, const kd__gen_impl *impls,
                                   size_t nimpls);
 
+/* The kernel of factories (no tensor arguments) for the slot such calls
+ * reach: calls again with the backend key of argument `device_arg` (a
+ * Device?; cpu when None) added to the call's keys. */
+kd_status kd__ops_backend_select(const kd_call *call, const kd_arg *args, kd_value *rets,
+                                 int device_arg);
+
 /* gen_register.c: registers every generated operator and kernel. */
 kd_status kd__ops_register(void);
 

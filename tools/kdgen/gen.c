@@ -185,6 +185,7 @@ static void print_call_args(kdg_buf *b, const cfunc *c, bool with_outs) {
 typedef enum target_kind {
   TARGET_NATIVE,     /* kd__native_<kernel>(params) */
   TARGET_STRUCTURED, /* kd__s_<KEY>_<cname>(params): the structured wrapper */
+  TARGET_BACKEND_SELECT, /* no tensor arguments: pick the backend from `device` */
 } target_kind;
 
 typedef struct target {
@@ -193,6 +194,7 @@ typedef struct target {
   target_kind kind;
   char fn[256];      /* the C function to call with the entry point's params */
   int line;
+  int device_arg;    /* TARGET_BACKEND_SELECT: the index of the Device? argument */
 } target;
 
 typedef struct gen_ctx {
@@ -223,6 +225,34 @@ static const kdg_func *structured_out(const kdg_func *f) {
 static const char *key_for(const char *yaml_key) {
   if (!strcmp(yaml_key, "CompositeExplicitAutogradNonFunctional")) return "CompositeExplicitAutograd";
   return yaml_key;
+}
+
+/* A function without tensor arguments (a factory) dispatches on nothing: as
+ * PyTorch's BackendSelect kernels do, a generated kernel for
+ * CompositeImplicitAutograd (which fills the slot such calls reach) reads its
+ * Device? argument and calls again with that device's backend key. */
+static int add_backend_select(const kdg_func *f, target *t, int n, int cap) {
+  int device_arg = -1;
+  size_t na = kd_schema_num_arguments(f->schema);
+  for (size_t i = 0; i < na; i++) {
+    const kd_type *ty = kd_argument_type(kd_schema_argument(f->schema, i));
+    kdg_ckind k = kdg_ckind_of(ty);
+    if (k == KDG_C_TENSOR || k == KDG_C_OPT_TENSOR || k == KDG_C_TENSOR_LIST ||
+        k == KDG_C_OPT_TENSOR_LIST)
+      return n;
+    if (k == KDG_C_OPT_DEVICE && device_arg < 0) device_arg = (int)i;
+  }
+  if (device_arg < 0 || n >= cap) return n;
+  for (int j = 0; j < n; j++)
+    if (!strcmp(t[j].key, "CompositeImplicitAutograd")) return n;
+  target *x = &t[n++];
+  snprintf(x->key, sizeof x->key, "CompositeImplicitAutograd");
+  x->backend[0] = 0;
+  x->kind = TARGET_BACKEND_SELECT;
+  snprintf(x->fn, sizeof x->fn, "kd__ops_backend_select");
+  x->line = f->line;
+  x->device_arg = device_arg;
+  return n;
 }
 
 static int targets_of(const gen_ctx *g, const kdg_func *f, target *t, int cap) {
@@ -277,7 +307,7 @@ static int targets_of(const gen_ctx *g, const kdg_func *f, target *t, int cap) {
     x->line = f->dispatch[i].line;
   }
   (void)g;
-  return n;
+  return add_backend_select(f, t, n, cap);
 }
 
 /* The C function a direct call for `backend` uses: the backend's own kernel,
@@ -289,7 +319,8 @@ static const target *direct_target(const target *t, int n, const char *backend) 
   for (int i = 0; i < n; i++)
     if (!strcmp(t[i].key, "CompositeExplicitAutograd")) return &t[i];
   for (int i = 0; i < n; i++)
-    if (!strcmp(t[i].key, "CompositeImplicitAutograd")) return &t[i];
+    if (!strcmp(t[i].key, "CompositeImplicitAutograd") && t[i].kind != TARGET_BACKEND_SELECT)
+      return &t[i];
   return NULL;
 }
 
@@ -578,7 +609,7 @@ static int write_native_header(gen_ctx *g, const char *out_dir, const char *base
     target t[16];
     int nt = targets_of(g, f, t, 16);
     for (int k = 0; k < nt; k++) {
-      bool dup = false;
+      bool dup = t[k].kind == TARGET_BACKEND_SELECT;
       for (int j = 0; j < k; j++)
         if (!strcmp(t[j].fn, t[k].fn)) dup = true;
       if (dup) continue;
@@ -879,6 +910,10 @@ static void emit_structured_wrapper(gen_ctx *g, kdg_buf *b, const cfunc *c, cons
 /* The unboxed wrapper (kd_unboxed_fn) around a target, and its boxed thunk. */
 static void emit_unboxed_wrapper(kdg_buf *b, const cfunc *c, const target *t, const char *uname) {
   kdg_printf(b, "static kd_status %s(const kd_call *call, const kd_arg *a, kd_value *r) {\n", uname);
+  if (t->kind == TARGET_BACKEND_SELECT) {
+    kdg_printf(b, "  return kd__ops_backend_select(call, a, r, %d);\n}\n", t->device_arg);
+    return;
+  }
   kdg_printf(b, "  (void)call;\n");
   for (int i = 0; i < c->np; i++) {
     if (!c->p[i].scalar_default) continue;
@@ -946,9 +981,9 @@ static int write_register(gen_ctx *g, const char *out_dir) {
     int nt = targets_of(g, f, t, 16);
     for (int k = 0; k < nt; k++) {
       if (t[k].kind == TARGET_STRUCTURED) emit_structured_wrapper(g, &b, c, &t[k]);
-      char uname[300], bname[300];
-      snprintf(uname, sizeof uname, "kd__u_%s_%s", t[k].key, f->cname);
-      snprintf(bname, sizeof bname, "kd__b_%s_%s", t[k].key, f->cname);
+      char uname[600], bname[600];
+      snprintf(uname, sizeof uname, "kd__u_%.60s_%.400s", t[k].key, f->cname);
+      snprintf(bname, sizeof bname, "kd__b_%.60s_%.400s", t[k].key, f->cname);
       emit_unboxed_wrapper(&b, c, &t[k], uname);
       kdg_printf(&b,
                  "static kd_status %s(const kd_call *call, kd_stack *stack) {\n"
