@@ -172,7 +172,7 @@ static kd_status empty_common(const char *op, kd_device_type want, kd_ints size,
                               const kd_device *device, const bool *pin_memory,
                               const kd_memory_format *memory_format, kd_tensor **out) {
   *out = NULL;
-  kd_dtype dt;
+  kd_dtype dt = KD_FLOAT32;
   kd_device dev;
   kd_device def = {want, 0};
   kd_status st = kd__check_size_list(op, size);
@@ -238,7 +238,7 @@ static kd_status like_common(const char *op, kd_tensor *self, const kd_dtype *dt
                              kd_tensor **out) {
   *out = NULL;
   if (!self) return kd_set_error(KD_EINVAL, "%s: self is NULL", op);
-  kd_dtype dt;
+  kd_dtype dt = KD_FLOAT32;
   kd_device dev;
   kd_status st = kd__factory_options(op, dtype, layout, device, pin_memory, kd_tensor_dtype(self),
                                      kd_tensor_device(self), &dt, &dev);
@@ -268,7 +268,7 @@ static kd_status full_common(const char *op, kd_ints size, const kd_scalar *valu
                              const kd_layout *layout, const kd_device *device,
                              const bool *pin_memory, kd_tensor **out) {
   *out = NULL;
-  kd_dtype dt;
+  kd_dtype dt = KD_FLOAT32;
   kd_device dev;
   kd_status st = kd__check_size_list(op, size);
   if (!st) st = kd__factory_options(op, dtype, layout, device, pin_memory, default_dtype,
@@ -513,7 +513,7 @@ static kd_status arange_common(const kd_scalar *start, const kd_scalar *end, con
   if (start && end && step &&
       !(scalar_is_integral(start) && scalar_is_integral(end) && scalar_is_integral(step)))
     def = kd_get_default_dtype();
-  kd_dtype dt;
+  kd_dtype dt = KD_FLOAT32;
   kd_device dev;
   kd_status st = kd__factory_options("arange", dtype, layout, device, pin_memory, def,
                                      kd_device_cpu(), &dt, &dev);
@@ -597,7 +597,7 @@ static kd_status eye_check(int64_t n, int64_t m) {
 kd_status kd__native_eye_m(int64_t n, int64_t m, const kd_dtype *dtype, const kd_layout *layout,
                            const kd_device *device, const bool *pin_memory, kd_tensor **out) {
   *out = NULL;
-  kd_dtype dt;
+  kd_dtype dt = KD_FLOAT32;
   kd_device dev;
   kd_status st = eye_check(n, m);
   if (!st) st = kd__factory_options("eye", dtype, layout, device, pin_memory,

@@ -76,13 +76,13 @@ static void choose_capability(void) {
     if (!strcasecmp(env, cap_names[c])) want = c;
   if (want < 0) {
     kd_warn("KD_CPU_CAPABILITY='%s' is not one of default, avx2, avx512; using %s", env,
-            cap_names[best]);
+            kd__cpu_capability_name(best));
   } else if (!cap_built((kd__cpu_cap)want)) {
     kd_warn("KD_CPU_CAPABILITY=%s: libkdops was built without %s kernels; using %s", env,
-            cap_names[want], cap_names[best]);
+            kd__cpu_capability_name((kd__cpu_cap)want), kd__cpu_capability_name(best));
   } else if (!cap_supported((kd__cpu_cap)want)) {
     kd_warn("KD_CPU_CAPABILITY=%s: this processor does not support %s; using %s", env,
-            cap_names[want], cap_names[best]);
+            kd__cpu_capability_name((kd__cpu_cap)want), kd__cpu_capability_name(best));
   } else {
     cap_chosen = (kd__cpu_cap)want;
   }

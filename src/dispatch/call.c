@@ -114,6 +114,8 @@ static kd_status prepare(const kd_op *op, const kd__entry *e, kd_dispatch_key ke
                          const kd_tensor *kt, resolved *r) {
   if (!e || e->reason == KD__REASON_MISSING || e->kernel->k.kind == KD_KERNEL_FALLTHROUGH)
     return missing(op, key);
+  r->kernel = NULL;
+  r->data = NULL;
   r->plan = NULL;
   r->key = key;
   r->fell_back = false;
