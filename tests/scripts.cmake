@@ -41,3 +41,13 @@ if(TARGET kdgen)
             -DTAGS=${PROJECT_SOURCE_DIR}/ops/tags.yaml -DWORK=${CMAKE_BINARY_DIR}/kdgen-determinism
             -P ${CMAKE_CURRENT_SOURCE_DIR}/kdgen_determinism.cmake)
 endif()
+
+# The README's operator-library example, linked statically and run.
+if(TARGET kdops_static)
+  add_executable(example_ops ${PROJECT_SOURCE_DIR}/examples/ops.c)
+  target_link_libraries(example_ops PRIVATE kdops_static)
+  set_target_properties(example_ops PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
+  add_test(NAME test_example_ops COMMAND example_ops)
+  set_tests_properties(test_example_ops PROPERTIES PASS_REGULAR_EXPRESSION
+    "add: float32 \\[2, 3\\], sum: 39, rows: \\[15, 24\\]\nmeta mm: \\[2, 2\\] on meta\nerror: .*mat1 and mat2 shapes cannot be multiplied \\(2x3 and 2x3\\)")
+endif()
