@@ -46,7 +46,9 @@ int main(void) {
   printf("meta mm: [%lld, %lld] on %s\n", (long long)kd_tensor_size(mm, 0),
          (long long)kd_tensor_size(mm, 1), kd_device_type_name(kd_tensor_device(mm).type));
   /* Errors are statuses with PyTorch's messages. */
-  if (kd_mm(m, m, &mm) != KD_OK) printf("error: %s\n", kd_last_error());
+  kd_tensor *bad = NULL;
+  if (kd_mm(m, m, &bad) != KD_OK) printf("error: %s\n", kd_last_error());
+  kd_tensor_release(bad);
 
   kd_tensor_release(a);
   kd_tensor_release(b);

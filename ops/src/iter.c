@@ -599,7 +599,127 @@ static void finish_geometry(kd_iter *it, build_state *b) {
   it->outer_numel = outer;
 }
 
+/* The common case, built without build_state: elementwise (no rows, no
+ * static shape, no forced dtype), every input non-meta with the same shape,
+ * dtype and device, contiguous, no wrapped number among 0-dim inputs; every
+ * given output (structured out / inplace, or passed in) already of that
+ * shape, dtype and device, contiguous, and not partly overlapping an input.
+ * Then nothing is converted, resized or cast, the layout is row-major, and
+ * the geometry is one dimension of numel elements (the general path would
+ * compute the same; kd_iter_build_general is what tests compare with).
+ * Returns 1 when the case does not apply, with nothing changed. */
+static int build_fast(kd_iter *it, kd_status *status) {
+  unsigned f = it->flags;
+  int nt = it->ntensors, nout = it->noutputs;
+  if ((f & (KD__ITER_REDUCTION | KD__ITER_ROW_DIM)) || it->static_ndim >= 0 ||
+      it->forced_common != KD_DTYPE_UNDEFINED || nt <= nout || nout < 1)
+    return 1;
+  kd_structured *s = it->s;
+  if (s && s->mode != KD_STRUCTURED_FUNCTIONAL && s->mode != KD_STRUCTURED_OUT &&
+      s->mode != KD_STRUCTURED_INPLACE)
+    return 1;
+  const kd_tensor *first = it->tensors[nout];
+  kd_dtype common = kd_tensor_dtype(first);
+  kd_device dev = kd_tensor_device(first);
+  if (dev.type == KD_DEVICE_META || !kd_tensor_is_contiguous(first)) return 1;
+  int nd = kd_tensor_ndim(first);
+  const int64_t *shape = kd_tensor_sizes(first);
+  for (int k = nout; k < nt; k++) {
+    const kd_tensor *t = it->tensors[k];
+    if (kd_tensor_dtype(t) != common || !kd_tensor_is_contiguous(t) ||
+        !kd_device_equal(kd_tensor_device(t), dev) ||
+        !same_shape(kd_tensor_ndim(t), kd_tensor_sizes(t), nd, shape) ||
+        (nd == 0 && kd_tensor_is_wrapped_number(t)))
+      return 1;
+  }
+  if ((f & KD__ITER_INT_TO_FLOAT) && kd_dtype_is_integral(common, true)) return 1;
+  /* outputs: what each one is, without changing anything yet */
+  for (int k = 0; k < nout; k++) {
+    const kd_tensor *o = it->tensors[k];
+    if (!o && s) {
+      if (k >= s->nout) return 1;
+      if (s->mode != KD_STRUCTURED_FUNCTIONAL) o = s->given[k];
+      else if (!kd_device_equal(s->device, dev)) return 1;
+    }
+    if (!o) continue; /* a new output, allocated below */
+    if (kd_tensor_dtype(o) != common || !kd_tensor_is_contiguous(o) ||
+        !kd_device_equal(kd_tensor_device(o), dev) ||
+        !same_shape(kd_tensor_ndim(o), kd_tensor_sizes(o), nd, shape))
+      return 1;
+    if (f & KD__ITER_CHECK_OVERLAP) {
+      /* contiguous, same shape: an input sharing the storage must start at
+       * the same element or not overlap at all */
+      int64_t isz = (int64_t)kd_tensor_itemsize(o), n = kd_tensor_numel(o);
+      int64_t a0 = kd_tensor_storage_offset(o) * isz, a1 = a0 + n * isz;
+      for (int j = nout; j < nt; j++) {
+        const kd_tensor *in = it->tensors[j];
+        if (in == o || !kd_tensor_shares_storage(in, o) || n == 0) continue;
+        int64_t b0 = kd_tensor_storage_offset(in) * isz, b1 = b0 + n * isz;
+        if (b0 != a0 && a0 < b1 && b0 < a1) return 1;
+      }
+    }
+  }
+  /* from here on it is the fast path */
+  int64_t numel = kd_tensor_numel(first);
+  it->is_meta = false;
+  it->common_dtype = common;
+  it->full_ndim = nd;
+  for (int d = 0; d < nd; d++) it->full_shape[d] = shape[d];
+  it->numel = numel;
+  for (int k = nout; k < nt; k++) it->dtypes[k] = common;
+  for (int k = 0; k < nout; k++) {
+    kd_dtype dt = it->out_dtype[k] != KD_DTYPE_UNDEFINED ? it->out_dtype[k]
+                  : it->static_dtype != KD_DTYPE_UNDEFINED ? it->static_dtype
+                                                            : common;
+    kd_tensor *t = it->tensors[k];
+    kd_status st;
+    if (!t && s) {
+      const kd_tensor *g = s->mode == KD_STRUCTURED_FUNCTIONAL ? NULL : s->given[k];
+      if (g) dt = kd_tensor_dtype(g);
+      /* a given tensor passed every check of set_output above */
+      st = g ? kd__structured_adopt_given(s, k)
+             : kd_structured_set_output(s, k, nd, it->full_shape, NULL, dt);
+      if (st) {
+        *status = st;
+        return 0;
+      }
+      t = kd_structured_output(s, k);
+    } else if (t) {
+      dt = kd_tensor_dtype(t);
+    } else {
+      st = kd_tensor_empty(nd, it->full_shape, dt, dev, &t);
+      if (st) {
+        *status = with_op(it, st);
+        return 0;
+      }
+      it->owned |= 1u << k;
+    }
+    it->tensors[k] = t;
+    it->dtypes[k] = dt;
+  }
+  it->has_row = false;
+  it->ndim = nd > 0 ? 1 : 0;
+  it->shape[0] = numel;
+  it->outer_numel = numel;
+  int64_t csz = (int64_t)kd_dtype_size(common);
+  for (int k = 0; k < nt; k++) {
+    it->strides[0][k] = it->dtypes[k] == common ? csz : (int64_t)kd_dtype_size(it->dtypes[k]);
+    it->data[k] = kd_tensor_data(it->tensors[k]);
+  }
+  it->built = true;
+  *status = KD_OK;
+  return 0;
+}
+
 kd_status kd_iter_build(kd_iter *it) {
+  if (it->cfg_status) return kd_set_error(it->cfg_status, "%s: %s", it->op, it->cfg_msg);
+  if (it->built) return kd_set_error(KD_ESTATE, "%s: the tensor iterator was built twice", it->op);
+  kd_status st;
+  if (!build_fast(it, &st)) return st;
+  return kd__iter_build_general(it);
+}
+
+kd_status kd__iter_build_general(kd_iter *it) {
   if (it->cfg_status) return kd_set_error(it->cfg_status, "%s: %s", it->op, it->cfg_msg);
   if (it->built) return kd_set_error(KD_ESTATE, "%s: the tensor iterator was built twice", it->op);
   build_state bs;
@@ -650,10 +770,13 @@ kd_status kd_iter_build(kd_iter *it) {
       if (it->tensors[j] == t) o->read_write = true;
   }
   if ((f & KD__ITER_CHECK_SAME_DEVICE) && nt > 1) {
+    /* As PyTorch's TensorIterator: a 0-dim CPU input (a wrapped Scalar) may
+     * go with tensors of another device; the others must agree. */
     const kd_tensor *first = NULL;
     for (int k = 0; k < nt; k++) {
       const kd_tensor *t = b->info[k].t;
       if (!t) continue;
+      if (k >= nout && kd_tensor_ndim(t) == 0 && kd_tensor_device(t).type == KD_DEVICE_CPU) continue;
       if (!first) {
         first = t;
       } else if (!kd_device_equal(kd_tensor_device(t), kd_tensor_device(first))) {
@@ -940,6 +1063,16 @@ void kd_iter_serial_for_each_range(const kd_iter *it, kd_iter_loop2d loop, void 
   bool row = it->has_row;
   char *ptrs[KD_ITER_MAX_TENSORS];
   int64_t st[2 * KD_ITER_MAX_TENSORS];
+  if (nd == 1 && !row) { /* the common case: one (coalesced) dimension */
+    for (int k = 0; k < nt; k++) {
+      int64_t s0 = it->strides[0][k];
+      st[k] = s0;
+      st[nt + k] = 0;
+      ptrs[k] = it->data[k] ? it->data[k] + begin * s0 : no_bytes.c;
+    }
+    loop(ctx, ptrs, st, end - begin, 1);
+    return;
+  }
   if (nd == 0) {
     for (int k = 0; k < nt; k++) {
       ptrs[k] = it->data[k] ? it->data[k] : no_bytes.c;
@@ -957,12 +1090,6 @@ void kd_iter_serial_for_each_range(const kd_iter *it, kd_iter_loop2d loop, void 
       st[k] = it->strides[0][k];
       st[nt + k] = nd > 1 ? it->strides[1][k] : 0;
     }
-  }
-  if (nd == 1 && !row) { /* the common case: one (coalesced) dimension */
-    for (int k = 0; k < nt; k++)
-      ptrs[k] = it->data[k] ? it->data[k] + begin * it->strides[0][k] : no_bytes.c;
-    loop(ctx, ptrs, st, end - begin, 1);
-    return;
   }
   int64_t idx[KD_MAX_DIMS];
   int64_t rem = begin;

@@ -269,8 +269,17 @@ void kd_iter_set_reduction(kd_iter *it, const int64_t *dims, int n, bool keepdim
  * "Reductions and rows"); outputs keep the broadcast shape. */
 void kd_iter_set_row_dim(kd_iter *it, int64_t dim);
 
-/* Builds the iterator: shapes, dtypes, casts, outputs, layout. */
+/* Builds the iterator: shapes, dtypes, casts, outputs, layout. Elementwise
+ * iterators whose operands all have one shape, dtype and device and are
+ * contiguous take a short path with the same result. */
 kd_status kd_iter_build(kd_iter *it);
+/* kd_iter_build without the short path (for tests that compare the two). */
+kd_status kd__iter_build_general(kd_iter *it);
+/* (structured.c, for the short path) Output i of an INPLACE / OUT call is
+ * s->given[i] as it is: what kd_structured_set_output does when the given
+ * tensor already has the output's shape, dtype, device and strides (the
+ * caller checked). */
+kd_status kd__structured_adopt_given(kd_structured *s, int i);
 
 /* ---- Convenience builders (configure + build), as PyTorch's ---------------------
  * `out` is the output (NULL: structured output 0, or allocated when s is NULL). */

@@ -6,6 +6,8 @@
  */
 #include "structured.h"
 
+#include "iter.h" /* kd__structured_adopt_given */
+
 #include <stdio.h>
 #include <string.h>
 
@@ -170,6 +172,15 @@ kd_status kd_structured_set_output(kd_structured *s, int i, int ndim, const int6
                         i, s->mode == KD_STRUCTURED_INPLACE ? "in-place" : "out");
   return s->mode == KD_STRUCTURED_INPLACE ? set_inplace(s, i, t, ndim, sizes, strides, dtype)
                                           : set_out(s, i, t, ndim, sizes, strides, dtype);
+}
+
+kd_status kd__structured_adopt_given(kd_structured *s, int i) {
+  if (i < 0 || i >= s->nout || s->nout > KD_STRUCTURED_MAX_OUT)
+    return kd_set_error(KD_EINVAL, "%s: output index %d out of range: the call has %d outputs",
+                        s->op, i, s->nout);
+  if (s->outputs[i]) return kd_set_error(KD_ESTATE, "%s: output %d was set twice", s->op, i);
+  s->outputs[i] = s->given[i];
+  return KD_OK;
 }
 
 kd_status kd_structured_finish(kd_structured *s) {

@@ -6,7 +6,10 @@
 #include <pthread.h>
 #include <stdio.h>
 
+#include <stdatomic.h>
+
 #include "core/internal.h"
+#include "core/tensor_impl.h"
 #include "kd/device.h"
 
 #define KD__DEVICE_NAME_CAP 32
@@ -183,6 +186,16 @@ static kd_status cpu_copy(void *ctx, kd_device device, void *dst, const void *sr
 static const kd_allocator cpu_default = {KD_ALLOCATOR_API_VERSION, cpu_alloc, cpu_free, NULL,
                                          cpu_copy, cpu_copy};
 
+/* True while a cpu allocator is installed (written under device_lock, read
+ * without it by kd__cpu_default_allocator). */
+static atomic_bool cpu_custom;
+
+const kd_allocator *kd__cpu_builtin_allocator(void) { return &cpu_default; }
+
+const kd_allocator *kd__cpu_default_allocator(void) {
+  return atomic_load_explicit(&cpu_custom, memory_order_acquire) ? NULL : &cpu_default;
+}
+
 /* The bytes of a version-1 struct: the fields before copy_to_host. */
 #define KD__ALLOCATOR_V1_SIZE offsetof(kd_allocator, copy_to_host)
 
@@ -221,6 +234,8 @@ kd_status kd_allocator_set(kd_device_type type, const kd_allocator *allocator) {
   } else {
     slots[type].has_allocator = false;
   }
+  if (type == KD_DEVICE_CPU)
+    atomic_store_explicit(&cpu_custom, allocator != NULL, memory_order_release);
   pthread_mutex_unlock(&device_lock);
   return KD_OK;
 }

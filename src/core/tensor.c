@@ -118,25 +118,60 @@ static bool compute_contiguous(const kd_tensor *t) {
   return true;
 }
 
-kd_status kd__tensor_make(kd_storage *storage, int64_t offset, int ndim, const int64_t *sizes,
-                          const int64_t *strides, kd_dtype dtype, kd_tensor **out) {
-  kd_tensor *t = calloc(1, sizeof *t);
-  if (!t) return kd__oom("tensor");
+/* Fills the fields of t (memory the caller provides) over `storage`, whose
+ * reference t takes over. sizes/strides are filled up to ndim only. */
+static void tensor_init(kd_tensor *t, kd_storage *storage, int64_t offset, int ndim,
+                        const int64_t *sizes, const int64_t *strides, kd_dtype dtype,
+                        int itemsize, bool embedded) {
   kd__ref_init(&t->refs);
-  kd_storage_retain(storage);
   t->storage = storage;
   t->offset = offset;
   t->ndim = ndim;
   t->dtype = dtype;
+  t->itemsize = itemsize;
   t->layout = KD_LAYOUT_STRIDED;
   t->keys = kd__backend_keyset(storage->device.type);
-  t->numel = 1;
+  t->wrapped_number = false;
+  t->embedded = embedded;
+  int64_t numel = 1;
   for (int i = 0; i < ndim; i++) {
     t->sizes[i] = sizes[i];
     t->strides[i] = strides[i];
-    t->numel *= sizes[i];
+    numel *= sizes[i];
   }
-  t->contiguous = compute_contiguous(t);
+  t->numel = numel;
+  t->contiguous = ndim <= 1 ? (ndim == 0 || sizes[0] <= 1 || strides[0] == 1)
+                            : compute_contiguous(t);
+}
+
+kd_status kd__tensor_make(kd_storage *storage, int64_t offset, int ndim, const int64_t *sizes,
+                          const int64_t *strides, kd_dtype dtype, kd_tensor **out) {
+  kd_tensor *t = malloc(sizeof *t);
+  if (!t) return kd__oom("tensor");
+  kd_storage_retain(storage);
+  tensor_init(t, storage, offset, ndim, sizes, strides, dtype, (int)kd_dtype_size(dtype), false);
+  *out = t;
+  return KD_OK;
+}
+
+kd_status kd__tensor_new(kd_device device, size_t nbytes, int ndim, const int64_t *sizes,
+                         const int64_t *strides, kd_dtype dtype, kd_tensor **out) {
+  if (!kd__device_ok(device))
+    return kd_set_error(KD_EINVAL, "kd_storage_new: invalid device (type %d, index %d)",
+                        (int)device.type, (int)device.index);
+  /* One block: the tensor, its storage, and small bytes. */
+  bool inl = kd__inline_bytes(device, nbytes);
+  char *block = malloc(KD__TENSOR_HEAD + KD__STORAGE_HEAD + (inl ? nbytes : 0));
+  if (!block) return kd__oom("tensor");
+  kd_tensor *t = (kd_tensor *)(void *)block;
+  kd_storage *s = (kd_storage *)(void *)(block + KD__TENSOR_HEAD);
+  kd_status st = kd__storage_setup(s, block, device, nbytes,
+                                   inl ? block + KD__TENSOR_HEAD + KD__STORAGE_HEAD : NULL);
+  if (st) {
+    free(block);
+    return st;
+  }
+  tensor_init(t, s, 0, ndim, sizes, strides, dtype, (int)kd_dtype_size(dtype), true);
   *out = t;
   return KD_OK;
 }
@@ -180,11 +215,7 @@ kd_status kd_tensor_empty_strided(int ndim, const int64_t *sizes, const int64_t 
   if (numel > 0 && (__builtin_add_overflow(last, 1, &nbytes) ||
                     __builtin_mul_overflow(nbytes, (int64_t)kd_dtype_size(dtype), &nbytes)))
     return kd_set_error(KD_EOVERFLOW, "kd_tensor_empty_strided: byte size overflows");
-  kd_storage *storage;
-  if ((st = kd_storage_new(device, (size_t)nbytes, &storage))) return st;
-  st = kd__tensor_make(storage, 0, ndim, sizes, strides, dtype, out);
-  kd_storage_release(storage);
-  return st;
+  return kd__tensor_new(device, (size_t)nbytes, ndim, sizes, strides, dtype, out);
 }
 
 kd_status kd_tensor_empty(int ndim, const int64_t *sizes, kd_dtype dtype, kd_device device,
@@ -195,7 +226,13 @@ kd_status kd_tensor_empty(int ndim, const int64_t *sizes, kd_dtype dtype, kd_dev
   if (st) return st;
   int64_t strides[KD_MAX_DIMS];
   if ((st = contiguous_strides(ndim, sizes, strides))) return st;
-  return kd_tensor_empty_strided(ndim, sizes, strides, dtype, device, out);
+  /* As kd_tensor_empty_strided: row-major strides make the last element's
+   * offset numel - 1, so the storage holds numel elements. */
+  int64_t numel = 0, nbytes = 0;
+  if ((st = numel_of(ndim, sizes, &numel))) return st;
+  if (__builtin_mul_overflow(numel, (int64_t)kd_dtype_size(dtype), &nbytes))
+    return kd_set_error(KD_EOVERFLOW, "kd_tensor_empty_strided: byte size overflows");
+  return kd__tensor_new(device, (size_t)nbytes, ndim, sizes, strides, dtype, out);
 }
 
 kd_status kd_tensor_from_data(int ndim, const int64_t *sizes, kd_dtype dtype, const void *data,
@@ -257,7 +294,12 @@ void kd_tensor_retain(kd_tensor *tensor) {
 }
 
 void kd_tensor_release(kd_tensor *tensor) {
-  if (!tensor || !kd__ref_dec(&tensor->refs)) return;
+  if (!tensor || !kd__ref_dec_last(&tensor->refs)) return;
+  if (tensor->embedded) {
+    /* the tensor's memory goes with its storage's block */
+    kd_storage_release(tensor->storage);
+    return;
+  }
   kd_storage_release(tensor->storage);
   free(tensor);
 }
@@ -292,12 +334,13 @@ int64_t kd_tensor_storage_offset(const kd_tensor *t) { return t->offset; }
 kd_storage *kd_tensor_storage(const kd_tensor *t) { return t->storage; }
 
 void *kd_tensor_data(const kd_tensor *t) {
-  if (!t->storage->data) return NULL;
-  return (char *)t->storage->data + t->offset * (int64_t)kd_dtype_size(t->dtype);
+  char *data = t->storage->data;
+  if (!data) return NULL;
+  return data + t->offset * (int64_t)t->itemsize;
 }
 
 int64_t kd_tensor_numel(const kd_tensor *t) { return t->numel; }
-size_t kd_tensor_itemsize(const kd_tensor *t) { return kd_dtype_size(t->dtype); }
+size_t kd_tensor_itemsize(const kd_tensor *t) { return (size_t)t->itemsize; }
 bool kd_tensor_is_contiguous(const kd_tensor *t) { return t->contiguous; }
 
 bool kd_tensor_shares_storage(const kd_tensor *a, const kd_tensor *b) {
@@ -401,8 +444,9 @@ static kd_status grow_storage(kd_storage *s, size_t nbytes) {
     return kd_set_error(KD_ENOMEM, "resize_: out of memory growing storage to %zu bytes", nbytes);
   if (s->data) {
     memcpy(p, s->data, s->nbytes);
-    s->allocator.free(s->allocator.ctx, s->device, s->data, s->nbytes);
+    if (!s->data_inline) s->allocator.free(s->allocator.ctx, s->device, s->data, s->nbytes);
   }
+  s->data_inline = false; /* the old bytes stay in the block, unused */
   s->data = p;
   s->nbytes = nbytes;
   s->allocator = a;

@@ -20,6 +20,14 @@ struct kd_storage {
   kd_allocator allocator;
   void (*deleter)(void *ctx);
   void *deleter_ctx;
+  /* One-block storage (kd__tensor_new): `block` is the malloc'd block that
+   * holds this struct (and the tensor made with it, and, when data_inline,
+   * the bytes); the last release frees it. NULL: the struct is its own
+   * allocation. data_inline: `data` points into the block, not to memory from
+   * `allocator` (which is still the allocator resize_ grows it with); a grown
+   * storage moves its bytes out and clears the flag. */
+  void *block;
+  bool data_inline;
 };
 
 struct kd_tensor {
@@ -29,10 +37,14 @@ struct kd_tensor {
   int64_t offset;      /* in elements */
   int ndim;
   kd_dtype dtype;
+  int itemsize;        /* cached kd_dtype_size(dtype) */
   kd_layout layout;
   int64_t numel;       /* cached product of sizes */
   bool contiguous;     /* cached */
   bool wrapped_number; /* a 0-dim tensor made from a scalar */
+  /* The tensor lives in its storage's block (kd__tensor_new): its memory goes
+   * with the storage's last reference, so `storage` never changes. */
+  bool embedded;
   int64_t sizes[KD_MAX_DIMS];
   int64_t strides[KD_MAX_DIMS];
 };
@@ -47,6 +59,50 @@ static inline kd_keyset kd__backend_keyset(kd_device_type type) {
  * the callers have checked. */
 kd_status kd__tensor_make(kd_storage *storage, int64_t offset, int ndim, const int64_t *sizes,
                           const int64_t *strides, kd_dtype dtype, kd_tensor **out);
+
+/* A new tensor with fresh storage of nbytes bytes on `device`, in one block
+ * with its storage (and, for small cpu tensors with the default allocator,
+ * the bytes): strides and sizes are trusted (the callers checked them and
+ * computed nbytes). One malloc for a small cpu tensor. */
+kd_status kd__tensor_new(kd_device device, size_t nbytes, int ndim, const int64_t *sizes,
+                         const int64_t *strides, kd_dtype dtype, kd_tensor **out);
+
+/* The default cpu allocator, or NULL when a cpu allocator was installed
+ * (kd_allocator_set); no lock. kd__cpu_builtin_allocator: the default one,
+ * installed or not. */
+const kd_allocator *kd__cpu_default_allocator(void);
+const kd_allocator *kd__cpu_builtin_allocator(void);
+
+static inline bool kd__device_ok(kd_device d) {
+  return d.type >= 0 && d.type < KD_DEVICE_TYPE_COUNT && d.index >= 0;
+}
+
+/* Storage bytes kept in the storage's own block: fewer than this many, on
+ * cpu with the default allocator (whose blocks under 64 bytes are malloc's,
+ * 16-byte aligned, as the bytes at KD__STORAGE_HEAD of a malloc'd block). */
+#define KD__INLINE_BYTES 64
+#define KD__ROUND16(n) (((n) + (size_t)15) & ~(size_t)15)
+#define KD__STORAGE_HEAD KD__ROUND16(sizeof(struct kd_storage))
+#define KD__TENSOR_HEAD KD__ROUND16(sizeof(struct kd_tensor))
+static inline bool kd__inline_bytes(kd_device device, size_t nbytes) {
+  return device.type == KD_DEVICE_CPU && nbytes > 0 && nbytes < KD__INLINE_BYTES &&
+         kd__cpu_default_allocator() != NULL;
+}
+
+/* Sets up storage s in memory the caller provides (`block`: the malloc'd
+ * block holding it, freed by the last release; NULL: s itself is freed) and
+ * gets its bytes: `inline_data` (inside the block; see kd__inline_bytes) or
+ * from the device type's allocator. On error the caller frees the memory. */
+kd_status kd__storage_setup(struct kd_storage *s, void *block, kd_device device, size_t nbytes,
+                            void *inline_data);
+
+/* Drops a reference; true when it was the last. The only holder of a
+ * reference (count 1) skips the atomic read-modify-write: nobody else can
+ * hold one to add to it. */
+static inline bool kd__ref_dec_last(kd__refcount *r) {
+  if (atomic_load_explicit(r, memory_order_acquire) == 1) return true;
+  return kd__ref_dec(r);
+}
 
 /* Checks sizes/strides/offset fit in `nbytes` of storage for `dtype`. */
 kd_status kd__check_geometry(int ndim, const int64_t *sizes, const int64_t *strides,
