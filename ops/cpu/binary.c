@@ -228,6 +228,18 @@ typedef void loop2d_fn(void *ctx, char **data, const int64_t *strides, int64_t n
 
 /* ---- Scalar helpers ---------------------------------------------------------------- */
 
+/* GCC 12 vectorises complex products into fused multiply-add-subtract
+ * instructions even with -ffp-contract=off, so the AVX2/AVX-512 builds would
+ * round differently from the baseline one. The complex loops that multiply are
+ * compiled without vectorisation: every capability gives the same bits. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define KD__CPX_EXACT_BEGIN _Pragma("GCC push_options") _Pragma("GCC optimize(\"no-tree-vectorize\")")
+#define KD__CPX_EXACT_END _Pragma("GCC pop_options")
+#else
+#define KD__CPX_EXACT_BEGIN
+#define KD__CPX_EXACT_END
+#endif
+
 #define KD__CPX_HELPERS(op, s, E, T, R)                                                    \
   static inline T cadd_##s(T a, T b) { return (T){a.re + b.re, a.im + b.im}; }            \
   static inline T cmul_##s(T a, T b) {                                                    \
@@ -395,7 +407,9 @@ static inline float pow_scalar_f32(float a, float e) {
 #define L_ADD_C(op, s, E, T, R) KD__BIN_LOOP(op##_##s, T, T, KD__ID, T, KD__ID, cadd_##s(a, cmul_##s((T){(R)p->c0re, (R)p->c0im}, b)))
 KD__INTS(L_ADD_I, add)
 KD__FLTS(L_ADD_F, add)
+KD__CPX_EXACT_BEGIN
 KD__CPXS(L_ADD_C, add)
+KD__CPX_EXACT_END
 KD__BIN_LOOP(add_b, bool, bool, KD__ID, bool, KD__ID, a || (b && p->i0))
 
 #define L_MUL_I(op, s, E, T, U) KD__BIN_LOOP(op##_##s, T, T, KD__ID, T, KD__ID, (T)((U)a * (U)b))
@@ -403,13 +417,17 @@ KD__BIN_LOOP(add_b, bool, bool, KD__ID, bool, KD__ID, a || (b && p->i0))
 #define L_MUL_C(op, s, E, T, R) KD__BIN_LOOP(op##_##s, T, T, KD__ID, T, KD__ID, cmul_##s(a, b))
 KD__INTS(L_MUL_I, mul)
 KD__FLTS(L_MUL_F, mul)
+KD__CPX_EXACT_BEGIN
 KD__CPXS(L_MUL_C, mul)
+KD__CPX_EXACT_END
 KD__BIN_LOOP(mul_b, bool, bool, KD__ID, bool, KD__ID, a && b)
 
 #define L_DIV_F(op, s, E, T, C, LD, ST) KD__BIN_LOOP(op##_##s, T, C, LD, T, ST, (C)(a / b))
 #define L_DIV_C(op, s, E, T, R) KD__BIN_LOOP(op##_##s, T, T, KD__ID, T, KD__ID, cdiv_##s(a, b))
 KD__FLTS(L_DIV_F, divt)
+KD__CPX_EXACT_BEGIN
 KD__CPXS(L_DIV_C, divt)
+KD__CPX_EXACT_END
 
 #define L_TRUNC_I(op, s, E, T, U) KD__BIN_LOOP(op##_##s, T, T, KD__ID, T, KD__ID, idiv_trunc_##s(a, b, &bad))
 #define L_TRUNC_F(op, s, E, T, C, LD, ST) \
@@ -453,7 +471,9 @@ KD__BIN_LOOP(min_b, bool, bool, KD__ID, bool, KD__ID, a && b)
 #define L_POW_C(op, s, E, T, R) KD__BIN_LOOP(op##_##s, T, T, KD__ID, T, KD__ID, cpow_##s(a, b))
 KD__INTS(L_POW_I, pow)
 KD__FLTS(L_POW_F, pow)
+KD__CPX_EXACT_BEGIN
 KD__CPXS(L_POW_C, pow)
+KD__CPX_EXACT_END
 
 #define L_POWS_I(op, s, E, T, U) KD__UN_LOOP(op##_##s, T, T, KD__ID, KD__ID, ipow_##s(a, (T)p->i0))
 #define L_POWS_F(op, s, E, T, C, LD, ST) \
@@ -461,7 +481,9 @@ KD__CPXS(L_POW_C, pow)
 #define L_POWS_C(op, s, E, T, R) KD__UN_LOOP(op##_##s, T, T, KD__ID, KD__ID, cpow_##s(a, (T){(R)p->c0re, (R)p->c0im}))
 KD__INTS(L_POWS_I, pows)
 KD__FLTS(L_POWS_F, pows)
+KD__CPX_EXACT_BEGIN
 KD__CPXS(L_POWS_C, pows)
+KD__CPX_EXACT_END
 
 /* Bitwise (integers and bool) */
 #define L_BIT(op, s, E, T, U, OPER) KD__BIN_LOOP(op##_##s, T, T, KD__ID, T, KD__ID, (T)(a OPER b))
