@@ -283,9 +283,9 @@ DEF_WR_INT(i64, int64_t)
 
 /* ---- max / min (values), argmax / argmin -------------------------------------------- */
 
-/* Floating values: acc.v.d, acc.any. NaN wins and stays. */
-#define DEF_FMAXMIN(tn, T, LOAD)                                                                 \
-  static void step_max_##tn(kd__red_acc *a, const char *p, int64_t n, int64_t s, int64_t b) {   \
+/* Floating values: acc.v.d, acc.any. NaN wins and stays. CMP is > for max, < for min. */
+#define DEF_FSTEP(name, tn, T, LOAD, CMP)                                                        \
+  static void step_##name##_##tn(kd__red_acc *a, const char *p, int64_t n, int64_t s, int64_t b) { \
     (void)b;                                                                                     \
     const T *q = (const T *)p;                                                                   \
     if (n <= 0 || (a->any && isnan(a->v.d))) return;                                             \
@@ -293,25 +293,14 @@ DEF_WR_INT(i64, int64_t)
     for (int64_t i = 0; i < n; i++) {                                                            \
       double v = (double)LOAD(q[i * s]);                                                         \
       if (isnan(v)) { m = v; break; }                                                            \
-      m = v > m ? v : m;                                                                         \
+      m = v CMP m ? v : m;                                                                       \
     }                                                                                            \
     a->v.d = m;                                                                                  \
     a->any = true;                                                                               \
-  }                                                                                              \
-  static void step_min_##tn(kd__red_acc *a, const char *p, int64_t n, int64_t s, int64_t b) {   \
-    (void)b;                                                                                     \
-    const T *q = (const T *)p;                                                                   \
-    if (n <= 0 || (a->any && isnan(a->v.d))) return;                                             \
-    double m = a->any ? a->v.d : (double)LOAD(q[0]);                                             \
-    for (int64_t i = 0; i < n; i++) {                                                            \
-      double v = (double)LOAD(q[i * s]);                                                         \
-      if (isnan(v)) { m = v; break; }                                                            \
-      m = v < m ? v : m;                                                                         \
-    }                                                                                            \
-    a->v.d = m;                                                                                  \
-    a->any = true;                                                                               \
-  }                                                                                              \
-  static void step_argmax_##tn(kd__red_acc *a, const char *p, int64_t n, int64_t s, int64_t b) { \
+  }
+/* The same with the index of the first extreme (b: the index of p[0]). */
+#define DEF_FARGSTEP(name, tn, T, LOAD, CMP)                                                     \
+  static void step_##name##_##tn(kd__red_acc *a, const char *p, int64_t n, int64_t s, int64_t b) { \
     const T *q = (const T *)p;                                                                   \
     if (n <= 0 || (a->any && isnan(a->v.d))) return;                                             \
     int64_t i = 0;                                                                               \
@@ -327,59 +316,37 @@ DEF_WR_INT(i64, int64_t)
       for (; i < n; i++) {                                                                       \
         double v = (double)LOAD(q[i * s]);                                                       \
         if (isnan(v)) { m = v; mi = b + i; break; }                                              \
-        if (v > m) { m = v; mi = b + i; }                                                        \
-      }                                                                                          \
-    a->v.d = m;                                                                                  \
-    a->index = mi;                                                                               \
-  }                                                                                              \
-  static void step_argmin_##tn(kd__red_acc *a, const char *p, int64_t n, int64_t s, int64_t b) { \
-    const T *q = (const T *)p;                                                                   \
-    if (n <= 0 || (a->any && isnan(a->v.d))) return;                                             \
-    int64_t i = 0;                                                                               \
-    if (!a->any) {                                                                               \
-      a->v.d = (double)LOAD(q[0]);                                                               \
-      a->index = b;                                                                              \
-      a->any = true;                                                                             \
-      i = 1;                                                                                     \
-    }                                                                                            \
-    double m = a->v.d;                                                                           \
-    int64_t mi = a->index;                                                                       \
-    if (!isnan(m))                                                                               \
-      for (; i < n; i++) {                                                                       \
-        double v = (double)LOAD(q[i * s]);                                                       \
-        if (isnan(v)) { m = v; mi = b + i; break; }                                              \
-        if (v < m) { m = v; mi = b + i; }                                                        \
+        if (v CMP m) { m = v; mi = b + i; }                                                      \
       }                                                                                          \
     a->v.d = m;                                                                                  \
     a->index = mi;                                                                               \
   }
+#define DEF_FMAXMIN(tn, T, LOAD)          \
+  DEF_FSTEP(max, tn, T, LOAD, >)          \
+  DEF_FSTEP(min, tn, T, LOAD, <)          \
+  DEF_FARGSTEP(argmax, tn, T, LOAD, >)    \
+  DEF_FARGSTEP(argmin, tn, T, LOAD, <)
 DEF_FMAXMIN(f32, float, LD_ID)
 DEF_FMAXMIN(f64, double, LD_ID)
 DEF_FMAXMIN(half, uint16_t, LD_HALF)
 DEF_FMAXMIN(bf16, uint16_t, LD_BF16)
 #undef DEF_FMAXMIN
+#undef DEF_FARGSTEP
+#undef DEF_FSTEP
 
 /* Integer values: acc.v.i. */
-#define DEF_IMAXMIN(tn, T)                                                                       \
-  static void step_max_##tn(kd__red_acc *a, const char *p, int64_t n, int64_t s, int64_t b) {   \
+#define DEF_ISTEP(name, tn, T, CMP)                                                              \
+  static void step_##name##_##tn(kd__red_acc *a, const char *p, int64_t n, int64_t s, int64_t b) { \
     (void)b;                                                                                     \
     const T *q = (const T *)p;                                                                   \
     if (n <= 0) return;                                                                          \
     int64_t m = a->any ? a->v.i : (int64_t)q[0];                                                 \
-    for (int64_t i = 0; i < n; i++) m = (int64_t)q[i * s] > m ? (int64_t)q[i * s] : m;          \
+    for (int64_t i = 0; i < n; i++) m = (int64_t)q[i * s] CMP m ? (int64_t)q[i * s] : m;        \
     a->v.i = m;                                                                                  \
     a->any = true;                                                                               \
-  }                                                                                              \
-  static void step_min_##tn(kd__red_acc *a, const char *p, int64_t n, int64_t s, int64_t b) {   \
-    (void)b;                                                                                     \
-    const T *q = (const T *)p;                                                                   \
-    if (n <= 0) return;                                                                          \
-    int64_t m = a->any ? a->v.i : (int64_t)q[0];                                                 \
-    for (int64_t i = 0; i < n; i++) m = (int64_t)q[i * s] < m ? (int64_t)q[i * s] : m;          \
-    a->v.i = m;                                                                                  \
-    a->any = true;                                                                               \
-  }                                                                                              \
-  static void step_argmax_##tn(kd__red_acc *a, const char *p, int64_t n, int64_t s, int64_t b) { \
+  }
+#define DEF_IARGSTEP(name, tn, T, CMP)                                                           \
+  static void step_##name##_##tn(kd__red_acc *a, const char *p, int64_t n, int64_t s, int64_t b) { \
     const T *q = (const T *)p;                                                                   \
     if (n <= 0) return;                                                                          \
     int64_t i = 0;                                                                               \
@@ -391,32 +358,23 @@ DEF_FMAXMIN(bf16, uint16_t, LD_BF16)
     }                                                                                            \
     int64_t m = a->v.i, mi = a->index;                                                           \
     for (; i < n; i++)                                                                           \
-      if ((int64_t)q[i * s] > m) { m = (int64_t)q[i * s]; mi = b + i; }                          \
-    a->v.i = m;                                                                                  \
-    a->index = mi;                                                                               \
-  }                                                                                              \
-  static void step_argmin_##tn(kd__red_acc *a, const char *p, int64_t n, int64_t s, int64_t b) { \
-    const T *q = (const T *)p;                                                                   \
-    if (n <= 0) return;                                                                          \
-    int64_t i = 0;                                                                               \
-    if (!a->any) {                                                                               \
-      a->v.i = (int64_t)q[0];                                                                    \
-      a->index = b;                                                                              \
-      a->any = true;                                                                             \
-      i = 1;                                                                                     \
-    }                                                                                            \
-    int64_t m = a->v.i, mi = a->index;                                                           \
-    for (; i < n; i++)                                                                           \
-      if ((int64_t)q[i * s] < m) { m = (int64_t)q[i * s]; mi = b + i; }                          \
+      if ((int64_t)q[i * s] CMP m) { m = (int64_t)q[i * s]; mi = b + i; }                        \
     a->v.i = m;                                                                                  \
     a->index = mi;                                                                               \
   }
+#define DEF_IMAXMIN(tn, T)          \
+  DEF_ISTEP(max, tn, T, >)          \
+  DEF_ISTEP(min, tn, T, <)          \
+  DEF_IARGSTEP(argmax, tn, T, >)    \
+  DEF_IARGSTEP(argmin, tn, T, <)
 DEF_IMAXMIN(u8, uint8_t)
 DEF_IMAXMIN(i8, int8_t)
 DEF_IMAXMIN(i16, int16_t)
 DEF_IMAXMIN(i32, int32_t)
 DEF_IMAXMIN(i64, int64_t)
 #undef DEF_IMAXMIN
+#undef DEF_IARGSTEP
+#undef DEF_ISTEP
 
 /* Combining partials of index reductions: b covers later indices than a, so
  * a wins ties. */
