@@ -516,10 +516,21 @@ static int write_public_headers(gen_ctx *g, const char *out_dir, const char *bas
   upper(ub, sizeof ub, base);
   snprintf(guard, sizeof guard, "KD_GEN_OPS_%s_H", ub);
   header_open(&b, guard);
-  kdg_printf(&b, "#include \"kd/ops.h\"\n\nKD_EXTERN_C_BEGIN\n\n");
+  static const char ownership[] =
+      "/* Ownership (docs/CODEGEN.md): arguments are borrowed for the call. Each\n"
+      " * `kd_tensor **` output receives one reference the caller owns\n"
+      " * (kd_tensor_release); a result that aliases an argument (inplace and out\n"
+      " * variants) has no output parameter. A NULL `const kd_scalar *` for a Scalar\n"
+      " * with a default means the default. On error the status says why, with\n"
+      " * the operator's name in kd_last_error(), and tensor outputs are NULL;\n"
+      " * a NULL output pointer is KD_EINVAL. */\n\n";
+  kdg_printf(&b, "#include \"kd/ops.h\"\n\n%sKD_EXTERN_C_BEGIN\n\n", ownership);
   snprintf(guard, sizeof guard, "KD_GEN_OPS_%s_DISPATCH_H", ub);
   header_open(&dsp, guard);
-  kdg_printf(&dsp, "#include \"kd/ops.h\"\n\nKD_EXTERN_C_BEGIN\n\n");
+  kdg_printf(&dsp,
+             "#include \"kd/ops.h\"\n\n/* Direct calls of one backend's kernel, without the dispatcher.\n"
+             " */\n%sKD_EXTERN_C_BEGIN\n\n",
+             ownership);
   for (size_t i = 0; i < g->f->nfuncs; i++) {
     const cfunc *c = &g->cf[i];
     if (!c->ok || strcmp(c->f->base, base)) continue;
