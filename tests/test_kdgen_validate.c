@@ -4,7 +4,7 @@
  * native_functions.yaml (shared test data), on the project's own
  * ops/native_functions.yaml, and on the small files of tests/kdgen/, each
  * written to break exactly one rule; the exact "FILE:LINE: error: ..." line is
- * checked. Skipped when kdgen was not built (-DKD_OPS_GEN=OFF).
+ * checked. Skipped when kdgen was not built (-DKD_BUILD_OPS=OFF).
  */
 #include <unistd.h>
 
@@ -36,7 +36,7 @@ static run_result run_kdgen(const char *args) {
 static int need_kdgen(void **state) {
   (void)state;
   if (access(KDGEN, X_OK) != 0) {
-    print_message("kdgen not built (configure with -DKD_OPS_GEN=ON); skipping\n");
+    print_message("kdgen not built (configure with -DKD_BUILD_OPS=ON); skipping\n");
     return -1;
   }
   return 0;

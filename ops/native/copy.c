@@ -13,14 +13,12 @@
 #include "fill.h"
 #include "native/copy.h"
 
-#ifdef KD_OPS_GENERATED
 #include "_to_copy_native.h"
 #include "copy_native.h"
 #include "fill_native.h"
 #include "kd/ops/_to_copy.h"
 #include "to_native.h"
 #include "zero_native.h"
-#endif
 
 /* Re-records the current error with `op: ` in front. */
 static kd_status with_op(const char *op, kd_status st) {
@@ -252,9 +250,5 @@ kd_status kd__native_to_dtype(kd_tensor *self, kd_dtype dtype, bool non_blocking
     *out = self;
     return KD_OK;
   }
-#ifdef KD_OPS_GENERATED
   return kd__to_copy(self, &dtype, NULL, NULL, NULL, non_blocking, memory_format, out);
-#else
-  return kd__native__to_copy(self, &dtype, NULL, NULL, NULL, non_blocking, memory_format, out);
-#endif
 }

@@ -20,10 +20,8 @@
 #include "parallel.h"
 #include "structured.h"
 
-#ifdef KD_OPS_GENERATED
 #include "kdgen_all_native.h"
 #include "kd/ops_all.h"
-#endif
 
 KD_DEFINE_STUB(reduce_rows_stub);
 KD_DEFINE_STUB(reduce_part_stub);
@@ -314,12 +312,10 @@ kd_status kd__native_sum_out_cpu(kd_structured *s, kd_tensor *self, kd_ints dim,
   return reduce_into("sum", KD__RED_SUM, self, mask, keepdim, kd_tensor_dtype(out), out, NULL);
 }
 
-#ifdef KD_OPS_GENERATED
 kd_status kd__native_sum(kd_tensor *self, const kd_dtype *dtype, kd_tensor **out) {
   kd_ints none = {NULL, -1};
   return kd_sum_dim_IntList(self, none, false, dtype, out);
 }
-#endif
 
 /* ---- mean --------------------------------------------------------------------------- */
 
@@ -405,12 +401,10 @@ kd_status kd__native_mean_out_cpu(kd_structured *s, kd_tensor *self, kd_ints dim
   return KD_OK;
 }
 
-#ifdef KD_OPS_GENERATED
 kd_status kd__native_mean(kd_tensor *self, const kd_dtype *dtype, kd_tensor **out) {
   kd_ints none = {NULL, -1};
   return kd_mean_dim(self, none, false, dtype, out);
 }
-#endif
 
 /* ---- prod --------------------------------------------------------------------------- */
 
@@ -604,7 +598,6 @@ static kd_status impl_dim_idx(const char *op, kd__red_kind kind, kd_tensor *self
   return run_reduction(op, kind, self, mask, keepdim, values, indices, kd_tensor_dtype(values));
 }
 
-#ifdef KD_OPS_GENERATED
 kd_status kd__meta_max_dim(kd_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
                            kd__precompute_max_dim *pre) {
   return meta_dim_idx("max()", s, self, dim, keepdim, &pre->dim);
@@ -613,7 +606,6 @@ kd_status kd__meta_min_dim(kd_structured *s, kd_tensor *self, int64_t dim, bool 
                            kd__precompute_min_dim *pre) {
   return meta_dim_idx("min()", s, self, dim, keepdim, &pre->dim);
 }
-#endif
 
 kd_status kd__native_max_out_cpu(kd_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
                                  kd_tensor *values, kd_tensor *indices) {
@@ -696,7 +688,6 @@ static kd_status impl_allany(const char *op, kd__red_kind kind, kd_tensor *self,
 }
 
 /* all.dim / any.dim need the generated precomputed structs. */
-#ifdef KD_OPS_GENERATED
 kd_status kd__meta_all_dim(kd_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
                            kd__precompute_all_dim *pre) {
   kd_ints dims = {&dim, 1};
@@ -707,7 +698,6 @@ kd_status kd__meta_any_dim(kd_structured *s, kd_tensor *self, int64_t dim, bool 
   kd_ints dims = {&dim, 1};
   return meta_allany("any", s, self, dims, keepdim, &pre->dim);
 }
-#endif
 
 kd_status kd__meta_all(kd_structured *s, kd_tensor *self) {
   kd_ints all = {NULL, -1};

@@ -14,10 +14,8 @@
 
 #include "native/reduce.h"
 
-#ifdef KD_OPS_GENERATED
 #include "kdgen_all_native.h"
 #include "kd/ops_all.h"
-#endif
 
 static kd_status softmax_meta(const char *op, kd_structured *s, kd_tensor *self, int64_t dim,
                               bool half_to_float) {
@@ -142,7 +140,6 @@ kd_status kd__native_log_softmax_cpu_out(kd_structured *s, kd_tensor *self, int6
   return softmax_impl("_log_softmax", self, dim, half_to_float, true, out);
 }
 
-#ifdef KD_OPS_GENERATED
 /* self converted to dtype when given (a new reference either way). */
 static kd_status converted(kd_tensor *self, const kd_dtype *dtype, kd_tensor **out) {
   if (!self) return kd_set_error(KD_EINVAL, "softmax: self is NULL");
@@ -191,4 +188,3 @@ kd_status kd__native_log_softmax_out(kd_tensor *self, int64_t dim, const kd_dtyp
   kd_tensor_release(c);
   return r;
 }
-#endif

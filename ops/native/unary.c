@@ -11,7 +11,6 @@
 
 #include "native/unary.h"
 
-#ifdef KD_OPS_GENERATED
 #include "abs_native.h"
 #include "bitwise_not_native.h"
 #include "ceil_native.h"
@@ -38,7 +37,6 @@
 #include "tan_native.h"
 #include "tanh_native.h"
 #include "trunc_native.h"
-#endif
 
 KD_DEFINE_STUB(unary_stub);
 
@@ -320,13 +318,8 @@ static kd_status functional_via_out(const char *op, kd_tensor *self, kd_dtype dt
   return KD_OK;
 }
 
-#ifdef KD_OPS_GENERATED
 #define KD__ABS_OUT kd_abs_out
 #define KD__LOGICAL_NOT_OUT kd_logical_not_out
-#else
-#define KD__ABS_OUT kd__native_abs_out
-#define KD__LOGICAL_NOT_OUT kd__native_logical_not_out
-#endif
 
 kd_status kd__native_abs(kd_tensor *self, kd_tensor **out) {
   kd_dtype dt = self ? kd_tensor_dtype(self) : KD_FLOAT32;

@@ -12,14 +12,8 @@ static kd_status open_status = KD_OK;
 static char open_message[512];
 
 static void open_libraries(void) {
-#ifdef KD_OPS_GENERATED
   open_status = kd__ops_register();
   if (open_status) snprintf(open_message, sizeof open_message, "%s", kd_last_error());
-#else
-  open_status = KD_EUNSUPPORTED;
-  snprintf(open_message, sizeof open_message,
-           "kd_ops_open: libkdops was built without its generated operators (KD_OPS_GEN=OFF)");
-#endif
 }
 
 kd_status kd_ops_open(void) {

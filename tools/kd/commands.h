@@ -14,4 +14,7 @@ int kd_cmd_table(int argc, char **argv);
 int kd_cmd_kernels(int argc, char **argv);
 int kd_cmd_trace(int argc, char **argv);
 
+/* Opens the libraries kd registers (demo_ops.c); 0, or 1 after printing why. */
+int kd__tool_open(void);
+
 #endif

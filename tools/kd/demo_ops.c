@@ -16,6 +16,9 @@
 
 #include "commands.h"
 #include "kd/kd.h"
+#if defined(KD_TOOL_HAVE_OPS)
+#include "kd/ops.h"
+#endif
 
 static kd_status scale_cpu(const kd_call *c, const kd_arg *a, kd_value *r) {
   (void)c;
@@ -152,4 +155,30 @@ KD_LIBRARY_IMPL(demo, COMPOSITE_IMPLICIT_AUTOGRAD, m) {
 KD_LIBRARY_IMPL(_, TRACER, m) {
   kd_kernel k = kd_kernel_boxed(trace_fallback);
   kd_library_fallback(m, &k, NULL);
+}
+
+/* Opens what kd registers: the demo libraries above (explicitly, so that a
+ * static link keeps them even where the constructors were dropped) and,
+ * when kd was built with libkdops, the aten operators. Returns 0, or 1 after
+ * printing why to stderr. */
+int kd__tool_open(void) {
+  static const kd_library_desc *const descs[] = {
+      &kd_library_def_demo,         &kd_library_kernel_demo_neg_CPU,
+      &kd_library_kernel_demo_eq_CPU, &kd_library_impl_demo_CPU,
+      &kd_library_impl_demo_META,   &kd_library_impl_demo_COMPOSITE_IMPLICIT_AUTOGRAD,
+      &kd_library_impl___TRACER,
+  };
+  for (size_t i = 0; i < sizeof descs / sizeof descs[0]; i++) {
+    if (kd_library_open_desc(descs[i])) {
+      fprintf(stderr, "kd: cannot open a built-in library: %s\n", kd_last_error());
+      return 1;
+    }
+  }
+#if defined(KD_TOOL_HAVE_OPS)
+  if (kd_ops_open()) {
+    fprintf(stderr, "kd: cannot open the operator library: %s\n", kd_last_error());
+    return 1;
+  }
+#endif
+  return 0;
 }

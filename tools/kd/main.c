@@ -41,6 +41,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (!strcmp(argv[1], "--version")) return kd_cmd_version(argc - 1, argv + 1);
+  if (kd__tool_open()) return 1;
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
     if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
   }
