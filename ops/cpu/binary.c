@@ -411,6 +411,15 @@ KD__CPX_EXACT_BEGIN
 KD__CPXS(L_ADD_C, add)
 KD__CPX_EXACT_END
 KD__BIN_LOOP(add_b, bool, bool, KD__ID, bool, KD__ID, a || (b && p->i0))
+/* alpha == 1, the common call: a + b, no parameter to convert. The same
+ * values as the loops above with alpha 1 (1 * b is b exactly for integers and
+ * reals; complex numbers keep the loops above, where (1+0j) * b is not b
+ * when b has an infinite part). */
+#define L_ADD1_I(op, s, E, T, U) KD__BIN_LOOP(op##_##s, T, T, KD__ID, T, KD__ID, (T)((U)a + (U)b))
+#define L_ADD1_F(op, s, E, T, C, LD, ST) KD__BIN_LOOP(op##_##s, T, C, LD, T, ST, (C)(a + b))
+KD__INTS(L_ADD1_I, add1)
+KD__FLTS(L_ADD1_F, add1)
+KD__BIN_LOOP(add1_b, bool, bool, KD__ID, bool, KD__ID, a || b)
 
 #define L_MUL_I(op, s, E, T, U) KD__BIN_LOOP(op##_##s, T, T, KD__ID, T, KD__ID, (T)((U)a * (U)b))
 #define L_MUL_F(op, s, E, T, C, LD, ST) KD__BIN_LOOP(op##_##s, T, C, LD, T, ST, (C)(a * b))
@@ -643,6 +652,8 @@ KD__WIDTHS(L_MFILL)
 
 static loop2d_fn *const add_loops[KD_DTYPE_COUNT] = {
     KD__TBL_B(add) KD__INTS(KD__TBL, add) KD__FLTS(KD__TBL, add) KD__CPXS(KD__TBL, add)};
+static loop2d_fn *const add1_loops[KD_DTYPE_COUNT] = {
+    KD__TBL_B(add1) KD__INTS(KD__TBL, add1) KD__FLTS(KD__TBL, add1)};
 static loop2d_fn *const mul_loops[KD_DTYPE_COUNT] = {
     KD__TBL_B(mul) KD__INTS(KD__TBL, mul) KD__FLTS(KD__TBL, mul) KD__CPXS(KD__TBL, mul)};
 static loop2d_fn *const divt_loops[KD_DTYPE_COUNT] = {KD__FLTS(KD__TBL, divt) KD__CPXS(KD__TBL, divt)};
@@ -768,6 +779,10 @@ static kd_status add_kernel(kd_iter *iter, const kd_scalar *alpha, const kd_scal
   loop2d_fn *loop = kd_dtype_valid(dt) ? add_loops[dt] : NULL;
   if (!loop) return not_implemented("add_cpu", dt);
   bin_ctx c;
+  if ((!alpha || (alpha->kind == KD_SCALAR_INT && alpha->v.i == 1)) && add1_loops[dt]) {
+    atomic_init(&c.bad, 0);
+    return run(iter, add1_loops[dt], &c);
+  }
   ctx_init(&c);
   kd_scalar one = kd_scalar_int(1);
   kd_status st = set_param(&c, 0, alpha ? alpha : &one, dt, "add: alpha");
