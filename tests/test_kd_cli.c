@@ -124,9 +124,11 @@ static void test_ops_help(void **state) {
   run_result r = run_kd("ops --help", NULL);
   assert_int_equal(r.status, 0);
   KD_ASSERT_STR_EQ(r.out,
-                   "usage: kd ops [PATTERN]\n"
+                   "usage: kd ops [PATTERN] [--json]\n"
                    "  list the registered operators (name, tab, schema);\n"
-                   "  PATTERN is a shell pattern or a substring of the qualified name\n");
+                   "  PATTERN is a shell pattern or a substring of the qualified name\n"
+                   "  --json  a JSON array of {\"op\", \"name\", \"overload\" (when there is one),\n"
+                   "          \"schema\" (null when only implemented)}\n");
   free(r.out);
 }
 

@@ -144,6 +144,9 @@ static const bad_case bad_cases[] = {
     {"manual_and_dispatch.yaml",
      "manual_and_dispatch.yaml:3: error: 'relu' has both manual_kernel_registration and a "
      "dispatch table; with manual registration the table would be ignored"},
+    {"manual_and_structured.yaml",
+     "manual_and_structured.yaml:3: error: 'relu' has both manual_kernel_registration and "
+     "structured_delegate; its kernels are registered by hand, so remove structured_delegate"},
     {"two_composites.yaml",
      "two_composites.yaml:2: error: 'relu' names more than one of CompositeExplicitAutograd, "
      "CompositeExplicitAutogradNonFunctional and CompositeImplicitAutograd; each one covers the "

@@ -1,6 +1,7 @@
 /* Kernel keys (PHI): kernels per (backend, layout, dtype) inside a dispatch
  * slot, selected by the key tensor; wildcards; errors listing what exists;
- * the one-line registration macro. */
+ * the one-line registration macros (KD_REGISTER_KERNEL, and
+ * KD_REGISTER_KERNEL_OVERLOAD for an overload). */
 #include "dispatch/reclaim.h"
 #include "kd_test.h"
 
@@ -53,10 +54,51 @@ static const char *SIG = "(Tensor) -> Tensor";
 KD_LIBRARY(kk, m) {
   kd_library_def(m, "neg(Tensor self) -> Tensor", NULL, 0, NULL);
   kd_library_def(m, "sel(Tensor self) -> Tensor", NULL, 0, NULL);
+  kd_library_def(m, "add(Tensor self) -> Tensor", NULL, 0, NULL);
+  kd_library_def(m, "add.Tensor(Tensor self, Tensor other) -> Tensor", NULL, 0, NULL);
+  kd_library_def(m, "add.none(Tensor self) -> Tensor", NULL, 0, NULL);
 }
 
 /* One line: int32 and int64, any layout, registered at load. */
 KD_REGISTER_KERNEL(kk, neg, CPU, KD_ALL_LAYOUT, neg_int, "(Tensor) -> Tensor", KD_INT32, KD_INT64) {}
+
+/* An overload, kk::add.Tensor: records the dtypes it was called with. */
+static char add_seen[64];
+static kd_status add_tensor(const kd_call *c, const kd_arg *a, kd_value *r) {
+  (void)c;
+  snprintf(add_seen, sizeof add_seen, "%s,%s", kd_dtype_name(kd_tensor_dtype(a[0].t)),
+           kd_dtype_name(kd_tensor_dtype(a[1].t)));
+  r[0] = kd_value_tensor(a[0].t);
+  return KD_OK;
+}
+/* The dtype list may be a macro; the body keeps `other` as it comes (never
+ * cast to the key tensor's dtype). */
+#define KK_ADD_DTYPES KD_INT32, KD_INT64
+KD_REGISTER_KERNEL_OVERLOAD(kk, add, Tensor, CPU, KD_ALL_LAYOUT, add_tensor,
+                            "(Tensor, Tensor) -> Tensor", KK_ADD_DTYPES) {
+  kd_kernel_args_input(kernel, 1, KD_ARGDEF_DTYPE, KD_ALL_DTYPE);
+}
+
+/* A registration that fails at load (no valid dtype): reported with
+ * kd_warn, which a handler installed before the registrations run (a
+ * constructor of higher priority) records. */
+static char load_warnings[2048];
+static void record_warning(const char *message, void *user_data) {
+  (void)user_data;
+  size_t n = strlen(load_warnings);
+  snprintf(load_warnings + n, sizeof load_warnings - n, "%s\n", message);
+  fprintf(stderr, "kdispatch warning: %s\n", message); /* still shown */
+}
+__attribute__((constructor(101))) static void install_warning_handler(void) {
+  kd_set_warning_handler(record_warning, NULL);
+}
+static kd_status add_none(const kd_call *c, const kd_arg *a, kd_value *r) {
+  (void)c;
+  r[0] = kd_value_tensor(a[0].t);
+  return KD_OK;
+}
+KD_REGISTER_KERNEL_OVERLOAD(kk, add, none, CPU, KD_ALL_LAYOUT, add_none, "(Tensor) -> Tensor",
+                            KD_DTYPE_UNDEFINED) {}
 
 static kd_tensor *make(kd_dtype dt) {
   kd_tensor *t;
@@ -65,6 +107,12 @@ static kd_tensor *make(kd_dtype dt) {
   kd_tensor_set(t, (int64_t[]){0}, &v);
   kd_tensor_set(t, (int64_t[]){1}, &v);
   return t;
+}
+
+static int count_kernels(const kd_kernel_info *k, void *ud) {
+  (void)k;
+  (*(int *)ud)++;
+  return 0;
 }
 
 static kd_status call(kd_op *op, kd_tensor *t, kd_value *r) {
@@ -206,10 +254,73 @@ static void test_precedence(void **state) {
   kd_tensor_release(i8);
 }
 
+static kd_status call2(kd_op *op, kd_tensor *a, kd_tensor *b, kd_value *r) {
+  kd_arg args[2] = {{.t = a}, {.t = b}};
+  *r = kd_value_none();
+  return kd_call_unboxed(op, args, r);
+}
+
+extern const kd_library_desc kd_library_kernel_kk_add_Tensor_CPU;
+extern const kd_library_desc kd_library_kernel_kk_add_none_CPU;
+
+static void test_overload_macro(void **state) {
+  (void)state;
+  kd_op *add_t, *add;
+  KD_ASSERT_OK(kd_op_find("kk::add", "Tensor", &add_t));
+  KD_ASSERT_OK(kd_op_find("kk::add", "", &add));
+  kd_tensor *i32 = make(KD_INT32), *i64 = make(KD_INT64), *f32 = make(KD_FLOAT32);
+  kd_value r;
+  /* Selected by the first tensor's dtype; the second is not cast. */
+  KD_ASSERT_OK(call2(add_t, i32, f32, &r));
+  assert_ptr_equal(r.u.t, i32);
+  kd_value_destroy(&r);
+  KD_ASSERT_STR_EQ(add_seen, "int32,float32");
+  KD_ASSERT_OK(call2(add_t, i64, i32, &r));
+  kd_value_destroy(&r);
+  KD_ASSERT_STR_EQ(add_seen, "int64,int32");
+  /* A dtype outside the set: the kernel-keys error names operator and dtype. */
+  add_seen[0] = 0;
+  KD_ASSERT_ERR(call2(add_t, f32, i32, &r), KD_ENOKERNEL,
+                "kernel 'kk::add.Tensor' has no CPU kernel for dtype float32 (layout strided); "
+                "registered: (CPU, ALL_LAYOUT, [int32, int64])");
+  KD_ASSERT_STR_EQ(add_seen, "");
+  kd_kernel_selection sel;
+  KD_ASSERT_OK(kd_op_select_kernel(add_t, KD_KEY_CPU, KD_LAYOUT_STRIDED, KD_INT64, &sel));
+  assert_true(sel.keyed);
+  assert_int_equal(sel.layout, KD_ALL_LAYOUT);
+  assert_int_equal(sel.dtypes, KD_DTYPE_BIT(KD_INT32) | KD_DTYPE_BIT(KD_INT64));
+  /* Only that overload: kk::add itself has no kernel. */
+  KD_ASSERT_ERR(call(add, i32, &r), KD_ENOKERNEL,
+                "Could not run 'kk::add' with arguments from the 'CPU' backend");
+  /* The descriptor names the overload; opening it again registers nothing more. */
+  KD_ASSERT_STR_EQ(kd_library_kernel_kk_add_Tensor_CPU.ns, "kk");
+  assert_int_equal(kd_library_kernel_kk_add_Tensor_CPU.kind, KD_LIBRARY_IMPL);
+  assert_int_equal(kd_library_kernel_kk_add_Tensor_CPU.key, KD_KEY_CPU);
+  KD_ASSERT_OK(kd_library_open_desc(&kd_library_kernel_kk_add_Tensor_CPU));
+  int count = 0;
+  kd_op_kernels_foreach(add_t, count_kernels, &count);
+  assert_int_equal(count, 1);
+  /* The failed registration warned, naming the macro, the overload and the key, and
+   * left nothing behind. */
+  if (!strstr(load_warnings, "KD_REGISTER_KERNEL_OVERLOAD(kk::add.none, CPU) at ") ||
+      !strstr(load_warnings, "serves no dtype"))
+    fail_msg("expected the load-time warning of kk::add.none, got:\n%s", load_warnings);
+  kd_op *add_none_op;
+  KD_ASSERT_OK(kd_op_find("kk::add", "none", &add_none_op));
+  count = 0;
+  kd_op_kernels_foreach(add_none_op, count_kernels, &count);
+  assert_int_equal(count, 0);
+  assert_int_equal(kd_library_kernel_kk_add_none_CPU.key, KD_KEY_CPU);
+  kd_tensor_release(i32);
+  kd_tensor_release(i64);
+  kd_tensor_release(f32);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_macro_and_selection),
       cmocka_unit_test(test_precedence),
+      cmocka_unit_test(test_overload_macro),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   kd__reclaim(true);

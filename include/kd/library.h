@@ -363,42 +363,64 @@ KD_API kd_status kd_library_open_desc(const kd_library_desc *desc);
  *     kd_kernel_args_output(kernel, 0, KD_ARGDEF_DTYPE, KD_BOOL);
  *   }
  *
- * The dtypes become an array initializer (no macro recursion); `fn` reads
- * the key tensor's dtype itself (a type-generic kernel switches on it). The
- * descriptor is kd_library_kernel_NS_OP_KEY (for KD_USE_LIBRARY). A failed
- * registration is reported with kd_warn (a constructor has no caller).
+ * KD_REGISTER_KERNEL_OVERLOAD(ns, op, overload, KEY, layout, fn, signature,
+ * dtypes...) is the same for the overload "op.overload" (`overload` an
+ * identifier, as in the schema):
+ *
+ *   KD_REGISTER_KERNEL_OVERLOAD(myops, add, Tensor, CPU, KD_ALL_LAYOUT, add_kernel,
+ *                               "(Tensor, Tensor) -> Tensor", KD_INT64, KD_FLOAT32) {}
+ *
+ * The dtypes become an array initializer (no macro recursion; a macro that
+ * expands to a comma-separated list works too); `fn` reads the key tensor's
+ * dtype itself (a type-generic kernel switches on it). The descriptor is
+ * kd_library_kernel_NS_OP_KEY, or kd_library_kernel_NS_OP_OVERLOAD_KEY for
+ * an overload (for KD_USE_LIBRARY and kd_library_open_desc; op `add_Tensor`
+ * without overload would name the same symbol, so do not mix the two forms
+ * for one operator). A failed registration is reported with kd_warn naming
+ * the macro, operator and key (a constructor has no caller).
  *
  * In a selective build (kd/selective.h: an allow-list header defines
  * KD_SELECTIVE_BUILD) only the listed dtypes that the allow-list allows for
- * (ns::op, KEY) are registered; when none is, nothing is, and `fn` is only
- * referenced in code the compiler removes. The descriptor is always there. */
+ * (ns::op, KEY) are registered, where an overload is named by the token
+ * `kd trace` writes for "ns::op.overload" (KD_ALLOW_ns__op_overload__KEY);
+ * when none is, nothing is, and `fn` is only referenced in code the compiler
+ * removes. The descriptor is always there.
+ *
+ * Both macros expand to KD__REGISTER_KERNEL(sym, macro, ns, name, token, KEY,
+ * layout, fn, signature, dtypes...): `sym` the descriptor, `macro` the
+ * macro's name for messages, `name` the operator's name as a string, `token`
+ * its allow-list token. */
 #include "kd/selective.h"
-#define KD__KSYM(ns, op, key, suffix) kd_library_kernel_##ns##_##op##_##key##suffix
 #define KD__UNUSED_PARAM __attribute__((unused))
-#define KD_REGISTER_KERNEL(ns, op, key, layout, fn, signature, ...)                              \
-  static const kd_dtype KD__KSYM(ns, op, key, _dtypes_)[] = {__VA_ARGS__};                        \
-  static void KD__KSYM(ns, op, key, _args_)(kd_kernel_args * kernel, kd_dtype dtype);             \
-  static void KD__KSYM(ns, op, key, _thunk_)(kd_kernel_args * a, kd_dtype d, void *u) {           \
+#define KD__REGISTER_KERNEL(sym, macro, ns, name, token, key, layout, fn, signature, ...)         \
+  static const kd_dtype sym##_dtypes_[] = {__VA_ARGS__};                                          \
+  static void sym##_args_(kd_kernel_args * kernel, kd_dtype dtype);                               \
+  static void sym##_thunk_(kd_kernel_args * a, kd_dtype d, void *u) {                             \
     (void)u;                                                                                      \
-    KD__KSYM(ns, op, key, _args_)(a, d);                                                          \
+    sym##_args_(a, d);                                                                            \
   }                                                                                               \
-  KD__LIBRARY_BLOCK(kd_library_kernel_##ns##_##op##_##key, KD_LIBRARY_IMPL, ns, KD_KEY_##key,    \
-                    kd_lib_) {                                                                    \
-    if (KD__SEL_REGISTERS(ns, op, key, __VA_ARGS__)) { /* a constant: 1 unless selective */     \
+  KD__LIBRARY_BLOCK(sym, KD_LIBRARY_IMPL, ns, KD_KEY_##key, kd_lib_) {                            \
+    if (KD__SEL_REGISTERS(ns, token, key, __VA_ARGS__)) { /* a constant: 1 unless selective */  \
       kd_kernel kd_k_ = kd_kernel_unboxed(fn, signature);                                         \
       kd_keyed_kernel kd_s_ = {                                                                   \
           KD_KEYED_KERNEL_VERSION, layout,                                                        \
-          kd_dtype_set_of(KD__KSYM(ns, op, key, _dtypes_),                                        \
-                          sizeof KD__KSYM(ns, op, key, _dtypes_) / sizeof(kd_dtype)) &            \
-              KD__SEL_DTYPES(ns, op, key),                                                        \
-          &kd_k_, 0, -1, KD__KSYM(ns, op, key, _thunk_), NULL};                                   \
-      if (kd_library_impl_keyed_ex(kd_lib_, #op, &kd_s_, NULL))                                   \
-        kd_warn("KD_REGISTER_KERNEL(%s::%s, %s) at %s:%d: %s", #ns, #op, #key, __FILE__,          \
-                __LINE__, kd_last_error());                                                       \
+          kd_dtype_set_of(sym##_dtypes_, sizeof sym##_dtypes_ / sizeof(kd_dtype)) &               \
+              KD__SEL_DTYPES(ns, token, key),                                                     \
+          &kd_k_, 0, -1, sym##_thunk_, NULL};                                                     \
+      if (kd_library_impl_keyed_ex(kd_lib_, name, &kd_s_, NULL))                                  \
+        kd_warn("%s(%s::%s, %s) at %s:%d: %s", macro, #ns, name, #key, __FILE__, __LINE__,        \
+                kd_last_error());                                                                 \
     }                                                                                             \
   }                                                                                               \
-  static void KD__KSYM(ns, op, key, _args_)(kd_kernel_args * kernel KD__UNUSED_PARAM,             \
-                                            kd_dtype dtype KD__UNUSED_PARAM)
+  static void sym##_args_(kd_kernel_args * kernel KD__UNUSED_PARAM, kd_dtype dtype KD__UNUSED_PARAM)
+
+#define KD_REGISTER_KERNEL(ns, op, key, layout, fn, signature, ...)                          \
+  KD__REGISTER_KERNEL(kd_library_kernel_##ns##_##op##_##key, "KD_REGISTER_KERNEL", ns, #op, op, \
+                      key, layout, fn, signature, __VA_ARGS__)
+#define KD_REGISTER_KERNEL_OVERLOAD(ns, op, overload, key, layout, fn, signature, ...)          \
+  KD__REGISTER_KERNEL(kd_library_kernel_##ns##_##op##_##overload##_##key,                      \
+                      "KD_REGISTER_KERNEL_OVERLOAD", ns, #op "." #overload, op##_##overload, key, \
+                      layout, fn, signature, __VA_ARGS__)
 
 #define KD_USE_LIBRARY(sym)                                                \
   extern const kd_library_desc sym;                                        \

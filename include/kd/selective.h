@@ -17,7 +17,9 @@
  * first (`-include allow.h`, or #include it before any KD_ macro is used):
  *
  *   KD_REGISTER_KERNEL(ns, op, KEY, ...)  registers only the dtypes that are
- *       both listed and allowed; when none is, it registers nothing and its
+ *       both listed and allowed (KD_REGISTER_KERNEL_OVERLOAD(ns, op, over,
+ *       KEY, ...) asks for the token op_over, that of "ns::op.over", as
+ *       `kd trace` writes it); when none is, it registers nothing and its
  *       kernel function is referenced only in code the compiler removes, so
  *       a static kernel is left out of the binary (clang: even at -O0; gcc:
  *       at -O1 and above, or with -ffunction-sections -Wl,--gc-sections).

@@ -1,15 +1,33 @@
 /*
  * reduce.c: the reduction loops (ops/native/reduce.h), compiled once per CPU
- * capability.
+ * capability, run over the rows of a reduction iterator (ops/src/iter.h).
  *
- * Every (kind, dtype) pair is four small functions over an accumulator
- * (kd__red_acc): init, step (one strided run of the innermost reduced
- * dimension), combine (two partials, in order) and write. Rows walk the
- * reduced dimensions with an odometer and call step once per run.
+ * Every (kind, dtype) pair is a few small functions over an accumulator
+ * (red_acc): init, step (a strided run of elements), write (the result
+ * into the outputs) and, for the kinds whose single long row is split over
+ * threads with per-piece accumulators, combine (two partials, in order).
+ * A row of the iterator is one step: its elements are one strided run, in
+ * row-major order of the reduced dims (ops/native/reduce.c reduces in
+ * stages, or the iterator copies the input, when the reduced dims are not
+ * one run), so the position in the row is the index argmax reports.
+ *
+ * Rows that lie side by side in memory (the columns of a matrix reduced
+ * over its first dim) are reduced RED_COLS at a time along memory rather
+ * than one by one down their strides, with the same operations per row
+ * (rows_loop), so a result never depends on the path.
+ *
+ * Threads: rows are split over threads by kd_iter_for_each. One long row is
+ * cut into pieces: sum, prod, mean, max and min through kd_iter_reduce_rows
+ * (each piece reduced into a partial of the output's dtype, the partials
+ * reduced by the same loop), all, any, argmax, argmin and the float16 /
+ * bfloat16 sums through kd_iter_split_row (one accumulator per piece,
+ * combined in order).
  *
  * Accumulation: integers and bool in 64 bits (wrapping); float16, bfloat16
  * and float32 sums in float32, float64 in float64, both pairwise over
- * blocks summed with 16 accumulators (the contiguous loop vectorises);
+ * blocks summed with 16 accumulators when contiguous (the loop vectorises),
+ * else 4 (nothing is reassociated or contracted, so every capability rounds
+ * alike);
  * complex in its component type. max/min/argmax/argmin compare floating
  * values as double (exact) and integers as int64. NaN propagates through
  * max/min; argmax/argmin choose the first NaN, else the first of equal
@@ -19,6 +37,21 @@
 #include <string.h>
 
 #include "native/reduce.h"
+
+/* ---- Accumulators -------------------------------------------------------------- */
+
+/* A partial result over part of a row. */
+typedef struct red_acc {
+  union {
+    double d;
+    float f;
+    int64_t i;
+    double c[2];
+    float cf[2];
+  } v;
+  int64_t index; /* index kinds: the row position of the chosen element */
+  bool any;      /* max/min kinds: false while no element was seen */
+} red_acc;
 
 /* ---- Element loads -------------------------------------------------------- */
 
@@ -50,30 +83,68 @@ static inline float ld_bf16(uint16_t h) {
 /* ---- Sums ------------------------------------------------------------------- */
 
 #define KD_SUM_BLOCK 2048
+#define RED_COLS 64 /* rows reduced side by side (below) */
 
-/* Pairwise sum of n elements `s` apart, in ACC. */
-#define DEF_FSUM(name, T, ACC, LOAD)                                          \
-  static ACC name##_block(const T *p, int64_t n, int64_t s) {                \
-    ACC a[16];                                                               \
-    for (int k = 0; k < 16; k++) a[k] = 0;                                   \
-    int64_t i = 0;                                                           \
-    if (s == 1) {                                                            \
-      for (; i + 16 <= n; i += 16)                                           \
-        for (int k = 0; k < 16; k++) a[k] += (ACC)LOAD(p[i + k]);            \
-    } else {                                                                 \
-      for (; i + 4 <= n; i += 4)                                             \
-        for (int k = 0; k < 4; k++) a[k] += (ACC)LOAD(p[(i + k) * s]);       \
-    }                                                                        \
-    ACC r = 0;                                                               \
-    for (; i < n; i++) r += (ACC)LOAD(p[i * s]);                             \
-    for (int w = 8; w > 0; w /= 2)                                           \
-      for (int k = 0; k < w; k++) a[k] += a[k + w];                          \
-    return a[0] + r;                                                         \
-  }                                                                          \
-  static ACC name(const T *p, int64_t n, int64_t s) {                        \
-    if (n <= KD_SUM_BLOCK) return name##_block(p, n, s);                     \
-    int64_t h = (n / 2 + KD_SUM_BLOCK - 1) / KD_SUM_BLOCK * KD_SUM_BLOCK;    \
-    return name(p, h, s) + name(p + h * s, n - h, s);                        \
+/* Pairwise sum of n elements `s` apart, in ACC: blocks of KD_SUM_BLOCK,
+ * each summed with 16 accumulators when contiguous (the loop vectorises),
+ * else with 4; name##_cols sums nc rows side by side (element i of row c at
+ * p[i * s + c], s != 1: the columns of a row-major matrix) with exactly the
+ * operations name does on each of them, so that the result of a row does
+ * not depend on which of the two summed it. */
+#define DEF_FSUM(name, T, ACC, LOAD)                                                 \
+  static ACC name##_block(const T *p, int64_t n, int64_t s) {                       \
+    int64_t i = 0;                                                                  \
+    ACC r = 0;                                                                      \
+    if (s == 1) {                                                                   \
+      ACC a[16];                                                                    \
+      for (int k = 0; k < 16; k++) a[k] = 0;                                        \
+      for (; i + 16 <= n; i += 16)                                                  \
+        for (int k = 0; k < 16; k++) a[k] += (ACC)LOAD(p[i + k]);                   \
+      for (; i < n; i++) r += (ACC)LOAD(p[i]);                                      \
+      for (int w = 8; w > 0; w /= 2)                                                \
+        for (int k = 0; k < w; k++) a[k] += a[k + w];                               \
+      return a[0] + r;                                                              \
+    }                                                                               \
+    ACC a0 = 0, a1 = 0, a2 = 0, a3 = 0;                                             \
+    for (; i + 4 <= n; i += 4) {                                                    \
+      a0 += (ACC)LOAD(p[i * s]);                                                    \
+      a1 += (ACC)LOAD(p[(i + 1) * s]);                                              \
+      a2 += (ACC)LOAD(p[(i + 2) * s]);                                              \
+      a3 += (ACC)LOAD(p[(i + 3) * s]);                                              \
+    }                                                                               \
+    for (; i < n; i++) r += (ACC)LOAD(p[i * s]);                                    \
+    return ((a0 + a2) + (a1 + a3)) + r;                                             \
+  }                                                                                 \
+  static ACC name(const T *p, int64_t n, int64_t s) {                               \
+    if (n <= KD_SUM_BLOCK) return name##_block(p, n, s);                            \
+    int64_t h = (n / 2 + KD_SUM_BLOCK - 1) / KD_SUM_BLOCK * KD_SUM_BLOCK;           \
+    return name(p, h, s) + name(p + h * s, n - h, s);                               \
+  }                                                                                 \
+  static void name##_cols_block(const T *p, int64_t n, int64_t s, int nc, ACC *out) { \
+    ACC a0[RED_COLS], a1[RED_COLS], a2[RED_COLS], a3[RED_COLS], r[RED_COLS];        \
+    for (int c = 0; c < nc; c++) a0[c] = a1[c] = a2[c] = a3[c] = r[c] = 0;          \
+    int64_t i = 0;                                                                  \
+    for (; i + 4 <= n; i += 4) {                                                    \
+      const T *q = p + i * s;                                                       \
+      for (int c = 0; c < nc; c++) a0[c] += (ACC)LOAD(q[c]);                        \
+      for (int c = 0; c < nc; c++) a1[c] += (ACC)LOAD(q[s + c]);                    \
+      for (int c = 0; c < nc; c++) a2[c] += (ACC)LOAD(q[2 * s + c]);                \
+      for (int c = 0; c < nc; c++) a3[c] += (ACC)LOAD(q[3 * s + c]);                \
+    }                                                                               \
+    for (; i < n; i++)                                                              \
+      for (int c = 0; c < nc; c++) r[c] += (ACC)LOAD(p[i * s + c]);                 \
+    for (int c = 0; c < nc; c++) out[c] = ((a0[c] + a2[c]) + (a1[c] + a3[c])) + r[c]; \
+  }                                                                                 \
+  static void name##_cols(const T *p, int64_t n, int64_t s, int nc, ACC *out) {     \
+    if (n <= KD_SUM_BLOCK) {                                                        \
+      name##_cols_block(p, n, s, nc, out);                                          \
+      return;                                                                       \
+    }                                                                               \
+    int64_t h = (n / 2 + KD_SUM_BLOCK - 1) / KD_SUM_BLOCK * KD_SUM_BLOCK;           \
+    ACC right[RED_COLS];                                                            \
+    name##_cols(p, h, s, nc, out);                                                  \
+    name##_cols(p + h * s, n - h, s, nc, right);                                    \
+    for (int c = 0; c < nc; c++) out[c] = out[c] + right[c];                        \
   }
 DEF_FSUM(fsum_f32, float, float, LD_ID)
 DEF_FSUM(fsum_f64, double, double, LD_ID)
@@ -101,75 +172,80 @@ DEF_ISUM(isum_i64, int64_t)
 /* ---- Type tables -------------------------------------------------------------- */
 
 typedef struct red_vt {
-  void (*init)(kd__red_acc *a);
-  void (*step)(kd__red_acc *a, const char *p, int64_t n, int64_t s, int64_t base);
-  void (*combine)(kd__red_acc *a, const kd__red_acc *b);
-  void (*write)(const kd__red_acc *a, char *o0, char *o1, kd_dtype out_dtype);
+  void (*init)(red_acc *a);
+  /* n elements s apart (element strides), the first at row position base */
+  void (*step)(red_acc *a, const char *p, int64_t n, int64_t s, int64_t base);
+  void (*combine)(red_acc *a, const red_acc *b);
+  void (*write)(const red_acc *a, char *o0, char *o1, kd_dtype out_dtype);
+  /* float sums: nc adjacent strided rows side by side (the columns of a
+   * matrix), as one step each would do */
+  void (*cols)(red_acc *acc, const char *p, int64_t n, int64_t s, int nc);
+  /* step over a row in consecutive parts gives what one step gives (every
+   * kind but the float and complex sums, whose blocks would move) */
+  bool split_steps;
 } red_vt;
 
-static void init_zero(kd__red_acc *a) { memset(a, 0, sizeof *a); }
+static void init_zero(red_acc *a) { memset(a, 0, sizeof *a); }
 
 /* float family accumulators: v.f (float16/bfloat16/float32), v.d (float64) */
-static void init_one_f(kd__red_acc *a) { init_zero(a); a->v.f = 1.0f; }
-static void init_one_d(kd__red_acc *a) { init_zero(a); a->v.d = 1.0; }
-static void init_one_i(kd__red_acc *a) { init_zero(a); a->v.i = 1; }
-static void init_one_cf(kd__red_acc *a) { init_zero(a); a->v.cf[0] = 1.0f; }
-static void init_one_c(kd__red_acc *a) { init_zero(a); a->v.c[0] = 1.0; }
-static void init_true(kd__red_acc *a) { init_zero(a); a->v.i = 1; }
+static void init_one_f(red_acc *a) { init_zero(a); a->v.f = 1.0f; }
+static void init_one_d(red_acc *a) { init_zero(a); a->v.d = 1.0; }
+static void init_one_i(red_acc *a) { init_zero(a); a->v.i = 1; }
+static void init_one_cf(red_acc *a) { init_zero(a); a->v.cf[0] = 1.0f; }
+static void init_one_c(red_acc *a) { init_zero(a); a->v.c[0] = 1.0; }
+static void init_true(red_acc *a) { init_zero(a); a->v.i = 1; }
+/* float16 / bfloat16 sums: partials of a split row stay in float32 */
+static void comb_add_f(red_acc *a, const red_acc *b) { a->v.f += b->v.f; }
 
-static void comb_add_f(kd__red_acc *a, const kd__red_acc *b) { a->v.f += b->v.f; }
-static void comb_add_d(kd__red_acc *a, const kd__red_acc *b) { a->v.d += b->v.d; }
-static void comb_add_i(kd__red_acc *a, const kd__red_acc *b) {
-  a->v.i = (int64_t)((uint64_t)a->v.i + (uint64_t)b->v.i);
-}
-static void comb_add_cf(kd__red_acc *a, const kd__red_acc *b) {
-  a->v.cf[0] += b->v.cf[0];
-  a->v.cf[1] += b->v.cf[1];
-}
-static void comb_add_c(kd__red_acc *a, const kd__red_acc *b) {
-  a->v.c[0] += b->v.c[0];
-  a->v.c[1] += b->v.c[1];
-}
-static void comb_mul_f(kd__red_acc *a, const kd__red_acc *b) { a->v.f *= b->v.f; }
-static void comb_mul_d(kd__red_acc *a, const kd__red_acc *b) { a->v.d *= b->v.d; }
-static void comb_mul_i(kd__red_acc *a, const kd__red_acc *b) {
-  a->v.i = (int64_t)((uint64_t)a->v.i * (uint64_t)b->v.i);
-}
-static void comb_mul_cf(kd__red_acc *a, const kd__red_acc *b) {
+static void mul_cf(red_acc *a, const red_acc *b) {
   float re = a->v.cf[0] * b->v.cf[0] - a->v.cf[1] * b->v.cf[1];
   float im = a->v.cf[0] * b->v.cf[1] + a->v.cf[1] * b->v.cf[0];
   a->v.cf[0] = re;
   a->v.cf[1] = im;
 }
-static void comb_mul_c(kd__red_acc *a, const kd__red_acc *b) {
+static void mul_c(red_acc *a, const red_acc *b) {
   double re = a->v.c[0] * b->v.c[0] - a->v.c[1] * b->v.c[1];
   double im = a->v.c[0] * b->v.c[1] + a->v.c[1] * b->v.c[0];
   a->v.c[0] = re;
   a->v.c[1] = im;
 }
-static void comb_and(kd__red_acc *a, const kd__red_acc *b) { a->v.i = a->v.i && b->v.i; }
-static void comb_or(kd__red_acc *a, const kd__red_acc *b) { a->v.i = a->v.i || b->v.i; }
 
 /* ---- sum / prod steps and writes ------------------------------------------------- */
 
-static void step_sum_f32(kd__red_acc *a, const char *p, int64_t n, int64_t s, int64_t b) {
+static void step_sum_f32(red_acc *a, const char *p, int64_t n, int64_t s, int64_t b) {
   (void)b;
   a->v.f += fsum_f32((const float *)p, n, s);
 }
-static void step_sum_f64(kd__red_acc *a, const char *p, int64_t n, int64_t s, int64_t b) {
+static void step_sum_f64(red_acc *a, const char *p, int64_t n, int64_t s, int64_t b) {
   (void)b;
   a->v.d += fsum_f64((const double *)p, n, s);
 }
-static void step_sum_half(kd__red_acc *a, const char *p, int64_t n, int64_t s, int64_t b) {
+static void step_sum_half(red_acc *a, const char *p, int64_t n, int64_t s, int64_t b) {
   (void)b;
   a->v.f += fsum_half((const uint16_t *)p, n, s);
 }
-static void step_sum_bf16(kd__red_acc *a, const char *p, int64_t n, int64_t s, int64_t b) {
+static void step_sum_bf16(red_acc *a, const char *p, int64_t n, int64_t s, int64_t b) {
   (void)b;
   a->v.f += fsum_bf16((const uint16_t *)p, n, s);
 }
+/* The same over nc rows side by side (see DEF_FSUM): acc[c] as init_zero
+ * and one step over row c would leave it. */
+#define DEF_COLS_SUM(tn, T, ACC, FIELD)                                                     \
+  static void cols_sum_##tn(red_acc *acc, const char *p, int64_t n, int64_t s, int nc) {    \
+    ACC v[RED_COLS];                                                                       \
+    fsum_##tn##_cols((const T *)p, n, s, nc, v);                                           \
+    for (int c = 0; c < nc; c++) {                                                         \
+      init_zero(&acc[c]);                                                                  \
+      acc[c].v.FIELD += v[c];                                                              \
+    }                                                                                      \
+  }
+DEF_COLS_SUM(f32, float, float, f)
+DEF_COLS_SUM(f64, double, double, d)
+DEF_COLS_SUM(half, uint16_t, float, f)
+DEF_COLS_SUM(bf16, uint16_t, float, f)
+#undef DEF_COLS_SUM
 #define DEF_STEP_ISUM(tn, T)                                                                   \
-  static void step_sum_##tn(kd__red_acc *a, const char *p, int64_t n, int64_t s, int64_t b) { \
+  static void step_sum_##tn(red_acc *a, const char *p, int64_t n, int64_t s, int64_t b) { \
     (void)b;                                                                                   \
     a->v.i = (int64_t)((uint64_t)a->v.i + isum_##tn((const T *)p, n, s));                     \
   }
@@ -180,13 +256,13 @@ DEF_STEP_ISUM(i32, int32_t)
 DEF_STEP_ISUM(i64, int64_t)
 #undef DEF_STEP_ISUM
 
-static void step_sum_c64(kd__red_acc *a, const char *p, int64_t n, int64_t s, int64_t b) {
+static void step_sum_c64(red_acc *a, const char *p, int64_t n, int64_t s, int64_t b) {
   (void)b;
   const float *q = (const float *)p;
   a->v.cf[0] += fsum_f32(q, n, 2 * s);
   a->v.cf[1] += fsum_f32(q + 1, n, 2 * s);
 }
-static void step_sum_c128(kd__red_acc *a, const char *p, int64_t n, int64_t s, int64_t b) {
+static void step_sum_c128(red_acc *a, const char *p, int64_t n, int64_t s, int64_t b) {
   (void)b;
   const double *q = (const double *)p;
   a->v.c[0] += fsum_f64(q, n, 2 * s);
@@ -194,7 +270,7 @@ static void step_sum_c128(kd__red_acc *a, const char *p, int64_t n, int64_t s, i
 }
 
 #define DEF_STEP_PROD(tn, T, ACC, FIELD, LOAD)                                                  \
-  static void step_prod_##tn(kd__red_acc *a, const char *p, int64_t n, int64_t s, int64_t b) { \
+  static void step_prod_##tn(red_acc *a, const char *p, int64_t n, int64_t s, int64_t b) { \
     (void)b;                                                                                    \
     const T *q = (const T *)p;                                                                  \
     ACC r = a->v.FIELD;                                                                         \
@@ -207,7 +283,7 @@ DEF_STEP_PROD(half, uint16_t, float, f, LD_HALF)
 DEF_STEP_PROD(bf16, uint16_t, float, f, LD_BF16)
 #undef DEF_STEP_PROD
 #define DEF_STEP_IPROD(tn, T)                                                                   \
-  static void step_prod_##tn(kd__red_acc *a, const char *p, int64_t n, int64_t s, int64_t b) { \
+  static void step_prod_##tn(red_acc *a, const char *p, int64_t n, int64_t s, int64_t b) { \
     (void)b;                                                                                    \
     const T *q = (const T *)p;                                                                  \
     uint64_t r = (uint64_t)a->v.i;                                                              \
@@ -220,57 +296,57 @@ DEF_STEP_IPROD(i16, int16_t)
 DEF_STEP_IPROD(i32, int32_t)
 DEF_STEP_IPROD(i64, int64_t)
 #undef DEF_STEP_IPROD
-static void step_prod_c64(kd__red_acc *a, const char *p, int64_t n, int64_t s, int64_t b) {
+static void step_prod_c64(red_acc *a, const char *p, int64_t n, int64_t s, int64_t b) {
   (void)b;
   const float *q = (const float *)p;
   for (int64_t i = 0; i < n; i++) {
-    kd__red_acc x;
+    red_acc x;
     x.v.cf[0] = q[2 * i * s];
     x.v.cf[1] = q[2 * i * s + 1];
-    comb_mul_cf(a, &x);
+    mul_cf(a, &x);
   }
 }
-static void step_prod_c128(kd__red_acc *a, const char *p, int64_t n, int64_t s, int64_t b) {
+static void step_prod_c128(red_acc *a, const char *p, int64_t n, int64_t s, int64_t b) {
   (void)b;
   const double *q = (const double *)p;
   for (int64_t i = 0; i < n; i++) {
-    kd__red_acc x;
+    red_acc x;
     x.v.c[0] = q[2 * i * s];
     x.v.c[1] = q[2 * i * s + 1];
-    comb_mul_c(a, &x);
+    mul_c(a, &x);
   }
 }
 
-static void wr_f32(const kd__red_acc *a, char *o, char *o1, kd_dtype od) {
+static void wr_f32(const red_acc *a, char *o, char *o1, kd_dtype od) {
   (void)o1, (void)od;
   *(float *)o = a->v.f;
 }
-static void wr_half(const kd__red_acc *a, char *o, char *o1, kd_dtype od) {
+static void wr_half(const red_acc *a, char *o, char *o1, kd_dtype od) {
   (void)o1, (void)od;
   *(uint16_t *)o = kd_float_to_half(a->v.f);
 }
-static void wr_bf16(const kd__red_acc *a, char *o, char *o1, kd_dtype od) {
+static void wr_bf16(const red_acc *a, char *o, char *o1, kd_dtype od) {
   (void)o1, (void)od;
   *(uint16_t *)o = kd_float_to_bfloat16(a->v.f);
 }
-static void wr_f64(const kd__red_acc *a, char *o, char *o1, kd_dtype od) {
+static void wr_f64(const red_acc *a, char *o, char *o1, kd_dtype od) {
   (void)o1, (void)od;
   *(double *)o = a->v.d;
 }
-static void wr_c64(const kd__red_acc *a, char *o, char *o1, kd_dtype od) {
+static void wr_c64(const red_acc *a, char *o, char *o1, kd_dtype od) {
   (void)o1, (void)od;
   memcpy(o, a->v.cf, 2 * sizeof(float));
 }
-static void wr_c128(const kd__red_acc *a, char *o, char *o1, kd_dtype od) {
+static void wr_c128(const red_acc *a, char *o, char *o1, kd_dtype od) {
   (void)o1, (void)od;
   memcpy(o, a->v.c, 2 * sizeof(double));
 }
-static void wr_bool(const kd__red_acc *a, char *o, char *o1, kd_dtype od) {
+static void wr_bool(const red_acc *a, char *o, char *o1, kd_dtype od) {
   (void)o1, (void)od;
   *(uint8_t *)o = a->v.i != 0;
 }
 #define DEF_WR_INT(tn, T)                                                  \
-  static void wr_##tn(const kd__red_acc *a, char *o, char *o1, kd_dtype od) { \
+  static void wr_##tn(const red_acc *a, char *o, char *o1, kd_dtype od) { \
     (void)o1, (void)od;                                                    \
     *(T *)o = (T)(uint64_t)a->v.i;                                         \
   }
@@ -285,7 +361,7 @@ DEF_WR_INT(i64, int64_t)
 
 /* Floating values: acc.v.d, acc.any. NaN wins and stays. CMP is > for max, < for min. */
 #define DEF_FSTEP(name, tn, T, LOAD, CMP)                                                        \
-  static void step_##name##_##tn(kd__red_acc *a, const char *p, int64_t n, int64_t s, int64_t b) { \
+  static void step_##name##_##tn(red_acc *a, const char *p, int64_t n, int64_t s, int64_t b) { \
     (void)b;                                                                                     \
     const T *q = (const T *)p;                                                                   \
     if (n <= 0 || (a->any && isnan(a->v.d))) return;                                             \
@@ -300,7 +376,7 @@ DEF_WR_INT(i64, int64_t)
   }
 /* The same with the index of the first extreme (b: the index of p[0]). */
 #define DEF_FARGSTEP(name, tn, T, LOAD, CMP)                                                     \
-  static void step_##name##_##tn(kd__red_acc *a, const char *p, int64_t n, int64_t s, int64_t b) { \
+  static void step_##name##_##tn(red_acc *a, const char *p, int64_t n, int64_t s, int64_t b) { \
     const T *q = (const T *)p;                                                                   \
     if (n <= 0 || (a->any && isnan(a->v.d))) return;                                             \
     int64_t i = 0;                                                                               \
@@ -336,7 +412,7 @@ DEF_FMAXMIN(bf16, uint16_t, LD_BF16)
 
 /* Integer values: acc.v.i. */
 #define DEF_ISTEP(name, tn, T, CMP)                                                              \
-  static void step_##name##_##tn(kd__red_acc *a, const char *p, int64_t n, int64_t s, int64_t b) { \
+  static void step_##name##_##tn(red_acc *a, const char *p, int64_t n, int64_t s, int64_t b) { \
     (void)b;                                                                                     \
     const T *q = (const T *)p;                                                                   \
     if (n <= 0) return;                                                                          \
@@ -346,7 +422,7 @@ DEF_FMAXMIN(bf16, uint16_t, LD_BF16)
     a->any = true;                                                                               \
   }
 #define DEF_IARGSTEP(name, tn, T, CMP)                                                           \
-  static void step_##name##_##tn(kd__red_acc *a, const char *p, int64_t n, int64_t s, int64_t b) { \
+  static void step_##name##_##tn(red_acc *a, const char *p, int64_t n, int64_t s, int64_t b) { \
     const T *q = (const T *)p;                                                                   \
     if (n <= 0) return;                                                                          \
     int64_t i = 0;                                                                               \
@@ -378,19 +454,19 @@ DEF_IMAXMIN(i64, int64_t)
 
 /* Combining partials of index reductions: b covers later indices than a, so
  * a wins ties. */
-static void comb_max_d(kd__red_acc *a, const kd__red_acc *b) {
+static void comb_max_d(red_acc *a, const red_acc *b) {
   if (!b->any) return;
   if (!a->any || (!isnan(a->v.d) && (isnan(b->v.d) || b->v.d > a->v.d))) *a = *b;
 }
-static void comb_min_d(kd__red_acc *a, const kd__red_acc *b) {
+static void comb_min_d(red_acc *a, const red_acc *b) {
   if (!b->any) return;
   if (!a->any || (!isnan(a->v.d) && (isnan(b->v.d) || b->v.d < a->v.d))) *a = *b;
 }
-static void comb_max_i(kd__red_acc *a, const kd__red_acc *b) {
+static void comb_max_i(red_acc *a, const red_acc *b) {
   if (!b->any) return;
   if (!a->any || b->v.i > a->v.i) *a = *b;
 }
-static void comb_min_i(kd__red_acc *a, const kd__red_acc *b) {
+static void comb_min_i(red_acc *a, const red_acc *b) {
   if (!b->any) return;
   if (!a->any || b->v.i < a->v.i) *a = *b;
 }
@@ -417,19 +493,19 @@ static void put_i(char *o, kd_dtype dt, int64_t v) {
   default: break;
   }
 }
-static void wr_val_d(const kd__red_acc *a, char *o, char *o1, kd_dtype od) {
+static void wr_val_d(const red_acc *a, char *o, char *o1, kd_dtype od) {
   (void)o1;
   put_d(o, od, a->v.d);
 }
-static void wr_val_i(const kd__red_acc *a, char *o, char *o1, kd_dtype od) {
+static void wr_val_i(const red_acc *a, char *o, char *o1, kd_dtype od) {
   (void)o1;
   put_i(o, od, a->v.i);
 }
-static void wr_idx_d(const kd__red_acc *a, char *o, char *o1, kd_dtype od) {
+static void wr_idx_d(const red_acc *a, char *o, char *o1, kd_dtype od) {
   if (o) put_d(o, od, a->v.d);
   *(int64_t *)o1 = a->index;
 }
-static void wr_idx_i(const kd__red_acc *a, char *o, char *o1, kd_dtype od) {
+static void wr_idx_i(const red_acc *a, char *o, char *o1, kd_dtype od) {
   if (o) put_i(o, od, a->v.i);
   *(int64_t *)o1 = a->index;
 }
@@ -437,7 +513,7 @@ static void wr_idx_i(const kd__red_acc *a, char *o, char *o1, kd_dtype od) {
 /* ---- all / any ---------------------------------------------------------------------- */
 
 #define DEF_ALLANY(tn, T, NZ)                                                                 \
-  static void step_all_##tn(kd__red_acc *a, const char *p, int64_t n, int64_t s, int64_t b) { \
+  static void step_all_##tn(red_acc *a, const char *p, int64_t n, int64_t s, int64_t b) { \
     (void)b;                                                                                  \
     const T *q = (const T *)p;                                                                \
     if (!a->v.i) return;                                                                      \
@@ -447,7 +523,7 @@ static void wr_idx_i(const kd__red_acc *a, char *o, char *o1, kd_dtype od) {
         return;                                                                               \
       }                                                                                       \
   }                                                                                           \
-  static void step_any_##tn(kd__red_acc *a, const char *p, int64_t n, int64_t s, int64_t b) { \
+  static void step_any_##tn(red_acc *a, const char *p, int64_t n, int64_t s, int64_t b) { \
     (void)b;                                                                                  \
     const T *q = (const T *)p;                                                                \
     if (a->v.i) return;                                                                       \
@@ -471,17 +547,25 @@ DEF_ALLANY(c64, float, NZ_CPX)
 DEF_ALLANY(c128, double, NZ_CPX)
 #undef DEF_ALLANY
 
-static void wr_allany(const kd__red_acc *a, char *o, char *o1, kd_dtype od) {
+static void comb_and(red_acc *a, const red_acc *b) { a->v.i = a->v.i && b->v.i; }
+static void comb_or(red_acc *a, const red_acc *b) { a->v.i = a->v.i || b->v.i; }
+/* bool or uint8: 1 or 0 */
+static void wr_allany(const red_acc *a, char *o, char *o1, kd_dtype od) {
   (void)o1, (void)od;
   *(uint8_t *)o = a->v.i != 0;
 }
 
 /* ---- The table ---------------------------------------------------------------------- */
 
+/* The functions of `kind` (MEAN counts as SUM) over elements of dtype dt;
+ * false when there are none. combine is set only for what kd_iter_split_row
+ * runs: ALL, ANY, ARGMAX, ARGMIN, and float16 / bfloat16 sums (whose
+ * partials would otherwise be rounded to 16 bits, as kd_iter_reduce_rows
+ * keeps them in the output's dtype). */
 static bool get_vt(kd__red_kind kind, kd_dtype dt, red_vt *vt) {
   memset(vt, 0, sizeof *vt);
   bool flt = dt == KD_FLOAT16 || dt == KD_BFLOAT16 || dt == KD_FLOAT32;
-#define PICK_INT(pfx)                             \
+#define PICK(pfx)                                 \
   switch (dt) {                                   \
   case KD_BOOL:                                   \
   case KD_UINT8: vt->step = pfx##u8; break;       \
@@ -497,40 +581,43 @@ static bool get_vt(kd__red_kind kind, kd_dtype dt, red_vt *vt) {
   }
   switch (kind) {
   case KD__RED_SUM:
+  case KD__RED_MEAN:
   case KD__RED_PROD: {
-    bool sum = kind == KD__RED_SUM;
+    bool sum = kind != KD__RED_PROD;
     switch (dt) {
     case KD_COMPLEX64:
       vt->step = sum ? step_sum_c64 : step_prod_c64;
       vt->init = sum ? init_zero : init_one_cf;
-      vt->combine = sum ? comb_add_cf : comb_mul_cf;
       vt->write = wr_c64;
       return true;
     case KD_COMPLEX128:
       vt->step = sum ? step_sum_c128 : step_prod_c128;
       vt->init = sum ? init_zero : init_one_c;
-      vt->combine = sum ? comb_add_c : comb_mul_c;
       vt->write = wr_c128;
       return true;
     default: break;
     }
     if (sum) {
-      PICK_INT(step_sum_)
+      PICK(step_sum_)
+      vt->cols = dt == KD_FLOAT32   ? cols_sum_f32
+                 : dt == KD_FLOAT64 ? cols_sum_f64
+                 : dt == KD_FLOAT16 ? cols_sum_half
+                 : dt == KD_BFLOAT16 ? cols_sum_bf16
+                                     : NULL;
     } else {
-      PICK_INT(step_prod_)
+      PICK(step_prod_)
     }
     if (!vt->step) return false;
+    vt->split_steps = !vt->cols;
     if (flt) {
       vt->init = sum ? init_zero : init_one_f;
-      vt->combine = sum ? comb_add_f : comb_mul_f;
+      if (sum && dt != KD_FLOAT32) vt->combine = comb_add_f;
       vt->write = dt == KD_FLOAT32 ? wr_f32 : dt == KD_FLOAT16 ? wr_half : wr_bf16;
     } else if (dt == KD_FLOAT64) {
       vt->init = sum ? init_zero : init_one_d;
-      vt->combine = sum ? comb_add_d : comb_mul_d;
       vt->write = wr_f64;
     } else {
       vt->init = sum ? init_zero : init_one_i;
-      vt->combine = sum ? comb_add_i : comb_mul_i;
       switch (dt) {
       case KD_BOOL: vt->write = wr_bool; break;
       case KD_UINT8: vt->write = wr_u8; break;
@@ -548,20 +635,19 @@ static bool get_vt(kd__red_kind kind, kd_dtype dt, red_vt *vt) {
   case KD__RED_ARGMIN: {
     bool fl = flt || dt == KD_FLOAT64;
     vt->init = init_zero;
+    vt->split_steps = true;
     if (kind == KD__RED_MAX) {
-      PICK_INT(step_max_)
-      vt->combine = fl ? comb_max_d : comb_max_i;
+      PICK(step_max_)
       vt->write = fl ? wr_val_d : wr_val_i;
     } else if (kind == KD__RED_MIN) {
-      PICK_INT(step_min_)
-      vt->combine = fl ? comb_min_d : comb_min_i;
+      PICK(step_min_)
       vt->write = fl ? wr_val_d : wr_val_i;
     } else if (kind == KD__RED_ARGMAX) {
-      PICK_INT(step_argmax_)
+      PICK(step_argmax_)
       vt->combine = fl ? comb_max_d : comb_max_i;
       vt->write = fl ? wr_idx_d : wr_idx_i;
     } else {
-      PICK_INT(step_argmin_)
+      PICK(step_argmin_)
       vt->combine = fl ? comb_min_d : comb_min_i;
       vt->write = fl ? wr_idx_d : wr_idx_i;
     }
@@ -573,6 +659,7 @@ static bool get_vt(kd__red_kind kind, kd_dtype dt, red_vt *vt) {
     vt->init = all ? init_true : init_zero;
     vt->combine = all ? comb_and : comb_or;
     vt->write = wr_allany;
+    vt->split_steps = true;
     switch (dt) {
     case KD_BOOL:
     case KD_UINT8:
@@ -591,96 +678,161 @@ static bool get_vt(kd__red_kind kind, kd_dtype dt, red_vt *vt) {
     return vt->step != NULL;
   }
   }
-#undef PICK_INT
+#undef PICK
   return false;
 }
 
-/* ---- Rows, partials ------------------------------------------------------------------- */
+/* ---- Running a reduction over the iterator ------------------------------------------- */
 
-/* The whole reduction of the row starting at element `in` (bytes). */
-static void reduce_row(const red_vt *vt, const kd__red_plan *p, const char *in, size_t es,
-                       kd__red_acc *acc) {
-  vt->init(acc);
-  if (p->red_numel == 0) return;
-  int64_t n0 = p->rsize[0], s0 = p->rstride[0];
-  if (p->nred == 1) {
-    vt->step(acc, in, n0, s0, 0);
+#define MAX_PIECES 64
+
+/* What the loops of one reduction read. */
+typedef struct red_run {
+  red_vt vt;
+  int nt;            /* operands: the outputs, then the input (operand nt - 1) */
+  bool index_only;   /* ARGMAX / ARGMIN with one output: it takes the indices */
+  kd_dtype dtype;    /* the input's dtype (and the values') */
+  int64_t in_size;   /* its element size */
+  red_acc *pieces;   /* kd_iter_split_row: one accumulator per piece */
+} red_run;
+
+/* Writes acc into the outputs at o0 (and o1). */
+static void emit(const red_run *r, const red_acc *acc, char *o0, char *o1) {
+  if (r->nt == 3)
+    r->vt.write(acc, o0, o1, r->dtype);
+  else if (r->index_only)
+    r->vt.write(acc, NULL, o0, r->dtype);
+  else
+    r->vt.write(acc, o0, NULL, r->dtype);
+}
+
+#define RED_TILE 32 /* elements of a row per step when rows go side by side */
+
+/* size1 rows of size0 elements: each reduced into its outputs. Rows that lie
+ * side by side in memory (row j + 1 starts one element after row j) and
+ * step by more than one element (the columns of a matrix reduced over its
+ * first dim) go RED_COLS at a time, reading along memory: float sums
+ * through vt.cols, the other kinds in tiles of RED_TILE elements per row
+ * and step. Either way each row gets the very result it gets alone. */
+static void rows_loop(void *ctx, char **data, const int64_t *strides, int64_t size0,
+                      int64_t size1) {
+  const red_run *r = ctx;
+  int nt = r->nt, in = nt - 1;
+  int64_t s = strides[in] / r->in_size;
+  bool side = size1 > 1 && s != 1 && strides[nt + in] == r->in_size;
+  if (side && (r->vt.cols || r->vt.split_steps)) {
+    red_acc acc[RED_COLS];
+    for (int64_t j0 = 0; j0 < size1; j0 += RED_COLS) {
+      int nc = size1 - j0 < RED_COLS ? (int)(size1 - j0) : RED_COLS;
+      const char *p = data[in] + j0 * r->in_size;
+      if (r->vt.cols) {
+        r->vt.cols(acc, p, size0, s, nc);
+      } else {
+        for (int c = 0; c < nc; c++) r->vt.init(&acc[c]);
+        for (int64_t i = 0; i < size0; i += RED_TILE) {
+          int64_t len = size0 - i < RED_TILE ? size0 - i : RED_TILE;
+          for (int c = 0; c < nc; c++)
+            r->vt.step(&acc[c], p + (i * s + c) * r->in_size, len, s, i);
+        }
+      }
+      for (int c = 0; c < nc; c++) {
+        int64_t j = j0 + c;
+        emit(r, &acc[c], data[0] + j * strides[nt], nt == 3 ? data[1] + j * strides[nt + 1] : NULL);
+      }
+    }
     return;
   }
-  int64_t idx[KD_MAX_DIMS] = {0};
-  const char *q = in;
-  int64_t base = 0;
-  for (;;) {
-    vt->step(acc, q, n0, s0, base);
-    base += n0;
-    int d = 1;
-    for (; d < p->nred; d++) {
-      q += p->rstride[d] * (int64_t)es;
-      if (++idx[d] < p->rsize[d]) break;
-      q -= p->rstride[d] * p->rsize[d] * (int64_t)es;
-      idx[d] = 0;
-    }
-    if (d == p->nred) return;
+  for (int64_t j = 0; j < size1; j++) {
+    red_acc acc;
+    r->vt.init(&acc);
+    r->vt.step(&acc, data[in] + j * strides[nt + in], size0, s, 0);
+    emit(r, &acc, data[0] + j * strides[nt], nt == 3 ? data[1] + j * strides[nt + 1] : NULL);
   }
 }
 
-static size_t out_size_of(const kd__red_task *t) {
-  if (t->kind == KD__RED_ALL || t->kind == KD__RED_ANY) return 1;
-  return kd_dtype_size(t->dtype);
+/* kd_iter_split_row: piece `part` of the one row into its accumulator
+ * (`begin` makes the indices count from the row's start). */
+static void piece_loop(void *ctx, int part, char **data, const int64_t *strides, int64_t begin,
+                       int64_t len) {
+  const red_run *r = ctx;
+  int in = r->nt - 1;
+  r->vt.init(&r->pieces[part]);
+  r->vt.step(&r->pieces[part], data[in], len, strides[in] / r->in_size, begin);
 }
 
-static void reduce_rows(const kd__red_task *t, int64_t begin, int64_t end) {
-  red_vt vt;
-  if (begin >= end || !get_vt(t->kind, t->dtype, &vt)) return;
-  const kd__red_plan *p = t->plan;
-  size_t es = kd_dtype_size(t->dtype), os = out_size_of(t);
-  int64_t idx[KD_MAX_DIMS] = {0};
-  int64_t rest = begin;
-  for (int d = 0; d < p->nouter; d++) {
-    idx[d] = rest % p->osize[d];
-    rest /= p->osize[d];
-  }
-  int64_t ioff, o0, o1;
-  kd__red_offsets(p, begin, &ioff, &o0, &o1);
-  for (int64_t pos = begin; pos < end; pos++) {
-    kd__red_acc acc;
-    reduce_row(&vt, p, t->in + ioff * (int64_t)es, es, &acc);
-    vt.write(&acc, t->out[0] ? t->out[0] + o0 * (int64_t)os : NULL,
-             t->out[1] ? t->out[1] + o1 * 8 : NULL, t->out_dtype);
-    for (int d = 0; d < p->nouter; d++) {
-      ioff += p->ostride_in[d];
-      o0 += p->ostride_out[0][d];
-      o1 += p->ostride_out[1][d];
-      if (++idx[d] < p->osize[d]) break;
-      ioff -= p->ostride_in[d] * p->osize[d];
-      o0 -= p->ostride_out[0][d] * p->osize[d];
-      o1 -= p->ostride_out[1][d] * p->osize[d];
-      idx[d] = 0;
+/* mean: every output divided by its row's length (in double, rounded once). */
+static void divide_loop(void *ctx, char **data, const int64_t *strides, int64_t size0,
+                        int64_t size1) {
+  const red_run *r = ctx;
+  double n = (double)size0;
+  for (int64_t j = 0; j < size1; j++) {
+    char *q = data[0] + j * strides[r->nt];
+    switch (r->dtype) {
+    case KD_FLOAT32: *(float *)q = (float)(*(float *)q / n); break;
+    case KD_FLOAT64: *(double *)q /= n; break;
+    case KD_COMPLEX64:
+      ((float *)q)[0] = (float)(((float *)q)[0] / n);
+      ((float *)q)[1] = (float)(((float *)q)[1] / n);
+      break;
+    case KD_COMPLEX128:
+      ((double *)q)[0] /= n;
+      ((double *)q)[1] /= n;
+      break;
+    default: break;
     }
   }
 }
 
-static void reduce_part(const kd__red_task *t, int64_t pos, int64_t rb, int64_t re,
-                        kd__red_acc *acc) {
-  red_vt vt;
-  if (!get_vt(t->kind, t->dtype, &vt)) return;
-  const kd__red_plan *p = t->plan;
-  int64_t es = (int64_t)kd_dtype_size(t->dtype);
-  int64_t ioff, o0, o1;
-  kd__red_offsets(p, pos, &ioff, &o0, &o1);
-  vt.init(acc);
-  if (re > rb) vt.step(acc, t->in + (ioff + rb * p->rstride[0]) * es, re - rb, p->rstride[0], rb);
+static const char *kind_kernel(kd__red_kind kind) {
+  switch (kind) {
+  case KD__RED_SUM: return "sum_cpu";
+  case KD__RED_PROD: return "prod_cpu";
+  case KD__RED_MEAN: return "mean_cpu";
+  case KD__RED_MAX: return "max_values_cpu";
+  case KD__RED_MIN: return "min_values_cpu";
+  case KD__RED_ALL: return "all_cpu";
+  case KD__RED_ANY: return "any_cpu";
+  case KD__RED_ARGMAX: return "argmax_cpu";
+  default: return "argmin_cpu";
+  }
 }
 
-static void reduce_finish(const kd__red_task *t, int64_t pos, const kd__red_acc *parts, int n) {
-  red_vt vt;
-  if (n <= 0 || !get_vt(t->kind, t->dtype, &vt)) return;
-  kd__red_acc acc = parts[0];
-  for (int i = 1; i < n; i++) vt.combine(&acc, &parts[i]);
-  int64_t ioff, o0, o1;
-  kd__red_offsets(t->plan, pos, &ioff, &o0, &o1);
-  vt.write(&acc, t->out[0] ? t->out[0] + o0 * (int64_t)out_size_of(t) : NULL,
-           t->out[1] ? t->out[1] + o1 * 8 : NULL, t->out_dtype);
+static kd_status reduce_kernel(const kd_iter *it, kd__red_kind kind) {
+  if (kd_iter_is_meta(it)) return KD_OK;
+  red_run r;
+  r.nt = kd_iter_ntensors(it);
+  r.dtype = kd_iter_input_dtype(it, 0);
+  r.in_size = (int64_t)kd_dtype_size(r.dtype);
+  r.index_only = (kind == KD__RED_ARGMAX || kind == KD__RED_ARGMIN) && r.nt == 2;
+  r.pieces = NULL;
+  bool mean_ok = kind != KD__RED_MEAN || r.dtype == KD_FLOAT32 || r.dtype == KD_FLOAT64 ||
+                 kd_dtype_is_complex(r.dtype);
+  if (r.nt < 2 || r.nt > 3 || !mean_ok || !get_vt(kind, r.dtype, &r.vt))
+    return kd_set_error(KD_ETYPE, "\"%s\" not implemented for '%s'", kind_kernel(kind),
+                        kd_dtype_name(r.dtype));
+  if (!r.vt.combine) {
+    /* sum, prod, mean, max, min: output and input of one dtype, partials in it */
+    kd_status st = kd_iter_reduce_rows(it, rows_loop, &r, KD_GRAIN_SIZE);
+    if (st) return st;
+    if (kind != KD__RED_MEAN) return KD_OK;
+    /* one division per row: threads only for many rows */
+    if (kd_iter_num_rows(it) < KD_GRAIN_SIZE)
+      kd_iter_serial_for_each(it, divide_loop, &r);
+    else
+      kd_iter_for_each(it, divide_loop, &r, KD_GRAIN_SIZE);
+    return KD_OK;
+  }
+  red_acc pieces[MAX_PIECES];
+  r.pieces = pieces;
+  int n = kd_iter_split_row(it, piece_loop, &r, MAX_PIECES, KD_GRAIN_SIZE);
+  if (n == 0) {
+    kd_iter_for_each(it, rows_loop, &r, KD_GRAIN_SIZE);
+    return KD_OK;
+  }
+  red_acc acc = pieces[0];
+  for (int i = 1; i < n; i++) r.vt.combine(&acc, &pieces[i]);
+  emit(&r, &acc, kd_iter_data(it, 0), r.nt == 3 ? kd_iter_data(it, 1) : NULL);
+  return KD_OK;
 }
 
 /* ---- cumsum ------------------------------------------------------------------------------ */
@@ -742,43 +894,48 @@ static void cumsum_c128(const char *in, char *out, int64_t n, int64_t is, int64_
   }
 }
 
-typedef void cumsum_loop(const char *in, char *out, int64_t n, int64_t is, int64_t os);
+typedef void cumsum_fn(const char *in, char *out, int64_t n, int64_t is, int64_t os);
 
-static void cumsum_kernel(kd_dtype dt, const kd__red_plan *p, const char *in, char *out,
-                          int64_t len, int64_t istride, int64_t ostride) {
-  cumsum_loop *f = NULL;
-  switch (dt) {
-  case KD_BOOL: f = cumsum_b8; break;
-  case KD_UINT8: f = cumsum_u8; break;
-  case KD_INT8: f = cumsum_i8; break;
-  case KD_INT16: f = cumsum_i16; break;
-  case KD_INT32: f = cumsum_i32; break;
-  case KD_INT64: f = cumsum_i64; break;
-  case KD_FLOAT16: f = cumsum_half; break;
-  case KD_BFLOAT16: f = cumsum_bf16; break;
-  case KD_FLOAT32: f = cumsum_f32; break;
-  case KD_FLOAT64: f = cumsum_f64; break;
-  case KD_COMPLEX64: f = cumsum_c64; break;
-  case KD_COMPLEX128: f = cumsum_c128; break;
-  default: return;
-  }
-  int64_t es = (int64_t)kd_dtype_size(dt);
-  int64_t idx[KD_MAX_DIMS] = {0};
-  int64_t a = 0, b = 0;
-  for (int64_t pos = 0; pos < p->out_numel; pos++) {
-    f(in + a * es, out + b * es, len, istride, ostride);
-    for (int d = 0; d < p->nouter; d++) {
-      a += p->ostride_in[d];
-      b += p->ostride_out[0][d];
-      if (++idx[d] < p->osize[d]) break;
-      a -= p->ostride_in[d] * p->osize[d];
-      b -= p->ostride_out[0][d] * p->osize[d];
-      idx[d] = 0;
-    }
-  }
+typedef struct cumsum_run {
+  cumsum_fn *fn;
+  int64_t size; /* element size */
+} cumsum_run;
+
+/* size1 rows: output 0, input 1 */
+static void cumsum_rows(void *ctx, char **data, const int64_t *strides, int64_t size0,
+                        int64_t size1) {
+  const cumsum_run *c = ctx;
+  for (int64_t j = 0; j < size1; j++)
+    c->fn(data[1] + j * strides[3], data[0] + j * strides[2], size0, strides[1] / c->size,
+          strides[0] / c->size);
 }
 
-KD_REGISTER_STUB(reduce_rows_stub, reduce_rows);
-KD_REGISTER_STUB(reduce_part_stub, reduce_part);
-KD_REGISTER_STUB(reduce_finish_stub, reduce_finish);
+static kd_status cumsum_kernel(const kd_iter *it) {
+  if (kd_iter_is_meta(it)) return KD_OK;
+  kd_dtype dt = kd_iter_dtype(it, 0);
+  cumsum_run c = {NULL, (int64_t)kd_dtype_size(dt)};
+  switch (dt) {
+  case KD_BOOL: c.fn = cumsum_b8; break;
+  case KD_UINT8: c.fn = cumsum_u8; break;
+  case KD_INT8: c.fn = cumsum_i8; break;
+  case KD_INT16: c.fn = cumsum_i16; break;
+  case KD_INT32: c.fn = cumsum_i32; break;
+  case KD_INT64: c.fn = cumsum_i64; break;
+  case KD_FLOAT16: c.fn = cumsum_half; break;
+  case KD_BFLOAT16: c.fn = cumsum_bf16; break;
+  case KD_FLOAT32: c.fn = cumsum_f32; break;
+  case KD_FLOAT64: c.fn = cumsum_f64; break;
+  case KD_COMPLEX64: c.fn = cumsum_c64; break;
+  case KD_COMPLEX128: c.fn = cumsum_c128; break;
+  default: break;
+  }
+  if (!c.fn) return kd_set_error(KD_ETYPE, "\"cumsum_cpu\" not implemented for '%s'", kd_dtype_name(dt));
+  if (kd_iter_ntensors(it) != 2 || kd_iter_input_dtype(it, 0) != dt)
+    return kd_set_error(KD_ETYPE, "cumsum_cpu: the output (%s) and the input (%s) differ in dtype",
+                        kd_dtype_name(dt), kd_dtype_name(kd_iter_input_dtype(it, 0)));
+  kd_iter_for_each(it, cumsum_rows, &c, KD_GRAIN_SIZE);
+  return KD_OK;
+}
+
+KD_REGISTER_STUB(reduce_stub, reduce_kernel);
 KD_REGISTER_STUB(cumsum_stub, cumsum_kernel);

@@ -1,9 +1,10 @@
 /*
  * binary.c: meta functions, impls and composite kernels of the pointwise
  * binary operators (ops/native_functions.yaml, "-- binary"): add, sub, mul,
- * div, remainder, pow, maximum, minimum, atan2, the bitwise and shift
- * operators, the comparisons, logical_and/or/xor, where, clamp and
- * masked_fill. Loops: ops/cpu/binary.c, through the stubs of binary.h.
+ * div, remainder, pow, maximum, minimum, atan2, the comparisons,
+ * logical_and/or/xor, where, clamp and masked_fill (the bitwise and shift
+ * operators are in bitwise.c). Loops: ops/cpu/binary.c, through the stubs of
+ * binary.h.
  *
  * Meta builds the iterator as PyTorch's meta function does (binary_op,
  * binary_float_op, comparison_op, unary_op on the promoted input); impl
@@ -18,11 +19,6 @@
 #include "native/binary.h"
 
 #include "kd/ops/add.h"
-#include "kd/ops/bitwise_and.h"
-#include "kd/ops/bitwise_left_shift.h"
-#include "kd/ops/bitwise_or.h"
-#include "kd/ops/bitwise_right_shift.h"
-#include "kd/ops/bitwise_xor.h"
 #include "kd/ops/div.h"
 #include "kd/ops/fill.h"
 #include "kd/ops/logical_and.h"
@@ -37,11 +33,6 @@
 
 #include "add_native.h"
 #include "atan2_native.h"
-#include "bitwise_and_native.h"
-#include "bitwise_left_shift_native.h"
-#include "bitwise_or_native.h"
-#include "bitwise_right_shift_native.h"
-#include "bitwise_xor_native.h"
 #include "clamp_native.h"
 #include "div_native.h"
 #include "eq_native.h"
@@ -189,15 +180,6 @@ KD__BINARY_SIMPLE(remainder_Tensor, remainder_out_cpu, kd_iter_build_binary_op, 
 KD__BINARY_SIMPLE(atan2, atan2_out_cpu, kd_iter_build_binary_float_op, atan2_stub)
 KD__BINARY_SIMPLE(pow_Tensor_Tensor, pow_Tensor_Tensor_out_cpu, kd_iter_build_binary_op,
                   pow_tensor_tensor_stub)
-KD__BINARY_SIMPLE(bitwise_and_Tensor, bitwise_and_out_cpu, kd_iter_build_binary_op,
-                  bitwise_and_stub)
-KD__BINARY_SIMPLE(bitwise_or_Tensor, bitwise_or_out_cpu, kd_iter_build_binary_op, bitwise_or_stub)
-KD__BINARY_SIMPLE(bitwise_xor_Tensor, bitwise_xor_out_cpu, kd_iter_build_binary_op,
-                  bitwise_xor_stub)
-KD__BINARY_SIMPLE(bitwise_left_shift_Tensor, bitwise_left_shift_out_cpu, kd_iter_build_binary_op,
-                  lshift_stub)
-KD__BINARY_SIMPLE(bitwise_right_shift_Tensor, bitwise_right_shift_out_cpu,
-                  kd_iter_build_binary_op, rshift_stub)
 KD__BINARY_SIMPLE(eq_Tensor, eq_Tensor_out_cpu, kd_iter_build_comparison_op, eq_stub)
 KD__BINARY_SIMPLE(ne_Tensor, ne_Tensor_out_cpu, kd_iter_build_comparison_op, ne_stub)
 KD__BINARY_SIMPLE(lt_Tensor, lt_Tensor_out_cpu, kd_iter_build_comparison_op, lt_stub)
@@ -508,44 +490,6 @@ kd_status kd__native_remainder_Scalar_Tensor(const kd_scalar *self, kd_tensor *o
                                              kd_tensor **out) {
   KD__WITH_WRAPPED(self, kd_remainder_Tensor(w, other, out));
 }
-
-#define KD__BITWISE_SCALARS(n)                                                                 \
-  kd_status kd__native_##n##_Scalar_out(kd_tensor *self, const kd_scalar *other,               \
-                                        kd_tensor *out) {                                      \
-    KD__WITH_WRAPPED(other, kd_##n##_Tensor_out(self, w, out));                                \
-  }                                                                                            \
-  kd_status kd__native_##n##_Scalar(kd_tensor *self, const kd_scalar *other, kd_tensor **out) { \
-    KD__WITH_WRAPPED(other, kd_##n##_Tensor(self, w, out));                                    \
-  }                                                                                            \
-  kd_status kd__native_##n##_Scalar_Tensor(const kd_scalar *self, kd_tensor *other,            \
-                                           kd_tensor **out) {                                  \
-    KD__WITH_WRAPPED(self, kd_##n##_Tensor(w, other, out));                                    \
-  }                                                                                            \
-  kd_status kd__native_##n##__Scalar(kd_tensor *self, const kd_scalar *other) {                \
-    KD__WITH_WRAPPED(other, kd_##n##__Tensor(self, w));                                       \
-  }
-KD__BITWISE_SCALARS(bitwise_and)
-KD__BITWISE_SCALARS(bitwise_or)
-KD__BITWISE_SCALARS(bitwise_xor)
-
-#define KD__SHIFT_SCALARS(n)                                                                   \
-  kd_status kd__native_##n##_Tensor_Scalar(kd_tensor *self, const kd_scalar *other,            \
-                                           kd_tensor **out) {                                  \
-    KD__WITH_WRAPPED(other, kd_##n##_Tensor(self, w, out));                                    \
-  }                                                                                            \
-  kd_status kd__native_##n##__Tensor_Scalar(kd_tensor *self, const kd_scalar *other) {         \
-    KD__WITH_WRAPPED(other, kd_##n##__Tensor(self, w));                                       \
-  }                                                                                            \
-  kd_status kd__native_##n##_Tensor_Scalar_out(kd_tensor *self, const kd_scalar *other,        \
-                                               kd_tensor *out) {                               \
-    KD__WITH_WRAPPED(other, kd_##n##_Tensor_out(self, w, out));                                \
-  }                                                                                            \
-  kd_status kd__native_##n##_Scalar_Tensor(const kd_scalar *self, kd_tensor *other,            \
-                                           kd_tensor **out) {                                  \
-    KD__WITH_WRAPPED(self, kd_##n##_Tensor(w, other, out));                                    \
-  }
-KD__SHIFT_SCALARS(bitwise_left_shift)
-KD__SHIFT_SCALARS(bitwise_right_shift)
 
 /* ---- logical_and / or / xor (not structured, as in PyTorch) ------------------------- */
 

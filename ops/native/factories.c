@@ -14,6 +14,7 @@
 
 #include "fill.h"
 #include "native/factories.h"
+#include "native/views.h"
 
 /* ---- Shared helpers ------------------------------------------------------------ */
 
@@ -111,9 +112,15 @@ kd_status kd__write_contiguous(kd_tensor *out, kd_status (*write)(kd_tensor *dst
     return kd_set_error(KD_EUNSUPPORTED, "cannot write a tensor on device '%s'",
                         kd_device_type_name(dev.type));
   if (kd_tensor_is_contiguous(out)) return write(out, ctx);
+  /* The values go to a temporary, then into out: an out whose elements
+   * share memory (an expanded view) cannot take distinct values. Refused
+   * here with PyTorch's message, which names the operator's out rather than
+   * the copy's destination. */
+  kd_status st = kd__vw_check_internal_overlap(out);
+  if (st) return st;
   kd_tensor *tmp;
-  kd_status st = kd_tensor_empty(kd_tensor_ndim(out), kd_tensor_sizes(out), kd_tensor_dtype(out),
-                                 kd_device_cpu(), &tmp);
+  st = kd_tensor_empty(kd_tensor_ndim(out), kd_tensor_sizes(out), kd_tensor_dtype(out),
+                       kd_device_cpu(), &tmp);
   if (st) return st;
   st = write(tmp, ctx);
   if (!st) st = kd_tensor_copy_(out, tmp);

@@ -52,8 +52,21 @@ static kd_status common_device(const char *op, kd_tensor *const *ts, int n, kd_d
   return KD_OK;
 }
 
-/* A kernel registered for one backend got tensors of another. */
-static kd_status want_device(const char *op, kd_device have, kd_device_type want) {
+/* The inputs are on `have`, and this kernel is for `want` tensors. An out
+ * tensor (NULL for none) on another device than the inputs is refused first,
+ * with PyTorch's message: the dispatcher picks the kernel from every tensor
+ * argument, out included, so an out on meta for cpu inputs reaches the Meta
+ * kernel, which must not blame the inputs. Any other mismatch is a direct
+ * call of the wrong backend's kernel. */
+static kd_status want_device(const char *op, kd_device have, kd_device_type want,
+                             const kd_tensor *out) {
+  if (out && !kd_device_equal(kd_tensor_device(out), have)) {
+    char a[64], b[64];
+    kd_device_format(have, a, sizeof a);
+    kd_device_format(kd_tensor_device(out), b, sizeof b);
+    return kd_set_error(KD_EINVAL, "%s: Expected out tensor to have device %s, but got %s instead",
+                        op, a, b);
+  }
   if (have.type != want)
     return kd_set_error(KD_EINVAL, "%s: this kernel expects %s tensors, got %s tensors", op,
                         kd_device_type_name(want), kd_device_type_name(have.type));
@@ -388,7 +401,7 @@ static kd_status mm_impl(kd_tensor *self, kd_tensor *mat2, kd_tensor *given,
   kd_tensor *ins[2] = {self, mat2};
   kd_device dev;
   kd_status st = common_device(op, ins, 2, &dev);
-  if (!st) st = want_device(op, dev, want);
+  if (!st) st = want_device(op, dev, want, given);
   if (!st) st = mm_check(op, self, mat2, "self");
   kd_dtype dt = st ? KD_FLOAT32 : kd_tensor_dtype(self);
   if (!st) st = cpu_dtype(op, "addmm_impl_cpu_", dev, dt);
@@ -429,7 +442,7 @@ static kd_status bmm_impl(kd_tensor *self, kd_tensor *mat2, kd_tensor *given, kd
   kd_tensor *ins[2] = {self, mat2};
   kd_device dev;
   kd_status st = common_device(op, ins, 2, &dev);
-  if (!st) st = want_device(op, dev, want);
+  if (!st) st = want_device(op, dev, want, given);
   if (st) return st;
   if (kd_tensor_ndim(self) != 3) return kd_set_error(KD_EINVAL, "%s: batch1 must be a 3D tensor", op);
   if (kd_tensor_ndim(mat2) != 3) return kd_set_error(KD_EINVAL, "%s: batch2 must be a 3D tensor", op);
@@ -512,7 +525,7 @@ static kd_status addmm_impl(kd_tensor *self, kd_tensor *mat1, kd_tensor *mat2,
   kd_tensor *ins[3] = {self, mat1, mat2};
   kd_device dev;
   kd_status st = common_device(op, ins, 3, &dev);
-  if (!st) st = want_device(op, dev, want);
+  if (!st) st = want_device(op, dev, want, given);
   if (st) return st;
   if (kd_tensor_ndim(mat1) != 2)
     return kd_set_error(KD_EINVAL, "%s: mat1 must be a matrix, got %d-D tensor", op,
@@ -629,7 +642,7 @@ static kd_status dot_impl(kd_tensor *self, kd_tensor *other, kd_device_type want
   kd_tensor *ins[2] = {self, other};
   kd_device dev;
   kd_status st = common_device(op, ins, 2, &dev);
-  if (!st && want != KD_DEVICE_TYPE_COUNT) st = want_device(op, dev, want);
+  if (!st && want != KD_DEVICE_TYPE_COUNT) st = want_device(op, dev, want, NULL);
   if (!st) st = dot_check(op, self, other);
   if (!st) st = cpu_dtype(op, "dot", dev, kd_tensor_dtype(self));
   if (st) return st;

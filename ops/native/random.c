@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "native/factories.h"
+#include "native/views.h"
 
 #define KD_TWO_PI 6.283185307179586476925286766559
 
@@ -155,6 +156,10 @@ static kd_status random_fill(const char *op, bool normal, kd_tensor *t) {
   if (dev.type != KD_DEVICE_CPU)
     return kd_set_error(KD_EUNSUPPORTED, "%s: device '%s' is not supported", op,
                         kd_device_type_name(dev.type));
+  /* An out whose elements share memory is refused before any number is
+   * drawn, so that the failed call leaves the generator where it was. */
+  kd_status st = kd__vw_check_internal_overlap(t);
+  if (st) return st;
   rand_job job;
   job.normal = normal;
   job.real = real;

@@ -1,31 +1,30 @@
 /*
  * reduce.c: meta and impl functions of the reductions (sum, mean, prod,
  * amax, amin, argmax, argmin, max.dim, min.dim, max, min, all, any) and of
- * cumsum; the planning and threading of the reduction engine (reduce.h).
- * The typed loops are in ops/cpu/reduce.c.
+ * cumsum. The loops are in ops/cpu/reduce.c (reduce_stub, cumsum_stub).
+ *
+ * As in PyTorch, meta checks the arguments and sets up the outputs (the
+ * reduced shape, keepdim, the dtype), and impl builds a kd_iter in
+ * reduction mode over them (make_reduction: the outputs given, the input
+ * converted to the computation dtype) whose rows the stub reduces, on
+ * threads above the grain size (in stages when the reduced dims are several
+ * runs of memory, below).
  *
  * Dtype rules are PyTorch 1.13's: sum/prod of integral or bool inputs give
  * int64 unless dtype is given (an out variant without dtype takes out's
  * dtype); the input is converted to the output dtype before reducing (as
- * the CPU TensorIterator does); mean needs a floating or complex dtype;
- * argmax/argmin and the indices of max.dim/min.dim are int64; all/any give
- * bool, or uint8 for a uint8 input.
+ * the CPU TensorIterator does); mean needs a floating or complex dtype
+ * (float16 and bfloat16 are summed and divided in float32, then rounded
+ * once); argmax/argmin and the indices of max.dim/min.dim are int64;
+ * all/any give bool, or uint8 for a uint8 input.
  */
-#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
 #include "native/reduce.h"
-#include "parallel.h"
 #include "structured.h"
 
 #include "kdgen_all_native.h"
 #include "kd/ops_all.h"
 
-KD_DEFINE_STUB(reduce_rows_stub);
-KD_DEFINE_STUB(reduce_part_stub);
-KD_DEFINE_STUB(reduce_finish_stub);
+KD_DEFINE_STUB(reduce_stub);
 KD_DEFINE_STUB(cumsum_stub);
 
 /* ---- Dimensions ------------------------------------------------------------------ */
@@ -51,14 +50,15 @@ static kd_status dim_mask(const char *op, kd_ints dims, int ndim, bool *mask) {
     return KD_OK;
   }
   if (!dims.data) return kd_set_error(KD_EINVAL, "%s: NULL list of dims", op);
+  bool scalar_seen = false; /* a 0-dim tensor: dim 0 (or -1) names nothing, once */
   for (int64_t i = 0; i < dims.size; i++) {
     int d = 0;
     kd_status st = wrap_dim(op, dims.data[i], ndim, &d);
     if (st) return st;
-    if (ndim == 0) continue;
-    if (mask[d])
+    bool *seen = ndim == 0 ? &scalar_seen : &mask[d];
+    if (*seen)
       return kd_set_error(KD_EINVAL, "%s: dim %d appears multiple times in the list of dims", op, d);
-    mask[d] = true;
+    *seen = true;
   }
   return KD_OK;
 }
@@ -81,16 +81,13 @@ static kd_status set_reduced_output(kd_structured *s, int i, const kd_tensor *se
   return kd_structured_set_output(s, i, n, sizes, NULL, dtype);
 }
 
-/* PyTorch's zero_numel_check_dims for one dim. */
+/* PyTorch's zero_numel_check_dims for one dim (already checked to be in
+ * range; a 0-dim tensor has an element). The message names dim as given. */
 static kd_status nonzero_dim(const char *fn, const kd_tensor *self, int64_t dim) {
-  if (kd_tensor_ndim(self) == 0) {
-    if (dim != 0 && dim != -1)
-      return kd_set_error(KD_ERANGE, "%s: Expected reduction dim -1 or 0 for scalar but got %lld",
-                          fn, (long long)dim);
-    return KD_OK;
-  }
+  int ndim = kd_tensor_ndim(self);
+  if (ndim == 0) return KD_OK;
   int d = 0;
-  kd_status st = wrap_dim(fn, dim, kd_tensor_ndim(self), &d);
+  kd_status st = wrap_dim(fn, dim, ndim, &d);
   if (st) return st;
   if (kd_tensor_sizes(self)[d] == 0)
     return kd_set_error(KD_ERANGE, "%s: Expected reduction dim %lld to have non-zero size.", fn,
@@ -132,163 +129,153 @@ static kd_status check_dtype_arg(const char *op, const kd_dtype *dtype) {
   return KD_OK;
 }
 
-/* ---- The engine ------------------------------------------------------------------ */
+/* ---- make_reduction ------------------------------------------------------------- */
 
-static void build_plan(const kd_tensor *in, const bool *mask, bool keepdim, const kd_tensor *out0,
-                       const kd_tensor *out1, kd__red_plan *p) {
-  memset(p, 0, sizeof *p);
-  int ndim = kd_tensor_ndim(in);
-  const int64_t *sz = kd_tensor_sizes(in), *st = kd_tensor_strides(in);
-  const int64_t *os0 = out0 ? kd_tensor_strides(out0) : NULL;
-  const int64_t *os1 = out1 ? kd_tensor_strides(out1) : NULL;
-  /* Output dimension of each kept input dimension. */
-  int odim[KD_MAX_DIMS];
-  for (int d = 0, j = 0; d < ndim; d++) {
-    odim[d] = j;
-    if (!mask[d] || keepdim) j++;
-  }
-  p->out_numel = 1;
-  p->red_numel = 1;
-  for (int d = ndim - 1; d >= 0; d--) {
-    if (mask[d]) p->red_numel *= sz[d];
-    else p->out_numel *= sz[d];
-    if (sz[d] == 1) continue;
-    if (mask[d]) {
-      if (p->nred > 0 && p->rstride[p->nred - 1] * p->rsize[p->nred - 1] == st[d]) {
-        p->rsize[p->nred - 1] *= sz[d];
-      } else {
-        p->rsize[p->nred] = sz[d];
-        p->rstride[p->nred] = st[d];
-        p->nred++;
-      }
-    } else {
-      int64_t a = st[d], b = os0 ? os0[odim[d]] : 0, c = os1 ? os1[odim[d]] : 0;
-      int k = p->nouter - 1;
-      if (k >= 0 && p->ostride_in[k] * p->osize[k] == a && p->ostride_out[0][k] * p->osize[k] == b &&
-          p->ostride_out[1][k] * p->osize[k] == c) {
-        p->osize[k] *= sz[d];
-      } else {
-        k = p->nouter++;
-        p->osize[k] = sz[d];
-        p->ostride_in[k] = a;
-        p->ostride_out[0][k] = b;
-        p->ostride_out[1][k] = c;
-      }
-    }
-  }
-  if (p->nred == 0) {
-    p->nred = 1;
-    p->rsize[0] = 1;
-    p->rstride[0] = 0;
-  }
-}
-
-typedef struct par_ctx {
-  const kd__red_task *task;
-  kd__reduce_part_fn *part;
-  kd__red_acc *parts;
-  int64_t nparts, chunk, rlen;
-  kd__reduce_rows_fn *rows;
-} par_ctx;
-
-static void par_rows(void *ctx, int64_t b, int64_t e) {
-  const par_ctx *c = ctx;
-  c->rows(c->task, b, e);
-}
-
-/* Work items b..e: item k is part (k % nparts) of output position k / nparts. */
-static void par_parts(void *ctx, int64_t b, int64_t e) {
-  const par_ctx *c = ctx;
-  for (int64_t k = b; k < e; k++) {
-    int64_t pos = k / c->nparts, j = k % c->nparts;
-    int64_t rb = j * c->chunk, re = rb + c->chunk < c->rlen ? rb + c->chunk : c->rlen;
-    c->part(c->task, pos, rb, re, &c->parts[k]);
-  }
-}
-
-/* Runs a reduction of `in` (already of the compute dtype) over mask into
- * out0 (values; may be NULL for argmax) and out1 (int64 indices or NULL).
- * Splits the outputs over threads, or, for few outputs of long rows, each
- * row into parts whose partials are combined in order. */
-static kd_status run_reduction(const char *op, kd__red_kind kind, const kd_tensor *in,
-                               const bool *mask, bool keepdim, kd_tensor *out0, kd_tensor *out1,
-                               kd_dtype out_dtype) {
-  kd__red_plan plan;
-  build_plan(in, mask, keepdim, out0, out1, &plan);
-  if (plan.out_numel == 0) return KD_OK;
-  kd__red_task t = {kind, kd_tensor_dtype(in), out_dtype, &plan, kd_tensor_data(in),
-                    {out0 ? kd_tensor_data(out0) : NULL, out1 ? kd_tensor_data(out1) : NULL}};
-  kd__reduce_rows_fn *rows = KD_STUB(reduce_rows_stub);
-  if (!rows) return kd_set_error(KD_EINTERNAL, "%s: no reduction kernel", op);
-  par_ctx c = {&t, NULL, NULL, 0, 0, 0, rows};
-  int64_t total = plan.out_numel * (plan.red_numel > 0 ? plan.red_numel : 1);
-  int nthreads = kd__parallel_chunks(0, total, KD_GRAIN_SIZE);
-  if (nthreads <= 1) {
-    rows(&t, 0, plan.out_numel);
-    return KD_OK;
-  }
-  if (plan.out_numel >= nthreads || plan.nred != 1) {
-    int64_t grain = KD_GRAIN_SIZE / (plan.red_numel > 0 ? plan.red_numel : 1);
-    kd__parallel_for(0, plan.out_numel, grain > 0 ? grain : 1, par_rows, &c);
-    return KD_OK;
-  }
-  /* Few long rows: nthreads parts per row. */
-  int64_t rlen = plan.rsize[0];
-  int64_t nparts = nthreads;
-  int64_t chunk = (rlen + nparts - 1) / nparts;
-  chunk = (chunk + 63) / 64 * 64;
-  nparts = (rlen + chunk - 1) / chunk;
-  kd__red_acc local[64];
-  kd__red_acc *parts = local;
-  int64_t nitems = plan.out_numel * nparts;
-  if (nitems > 64) {
-    parts = malloc((size_t)nitems * sizeof *parts);
-    if (!parts) return kd_set_error(KD_ENOMEM, "%s: out of memory", op);
-  }
-  c.part = KD_STUB(reduce_part_stub);
-  c.parts = parts;
-  c.nparts = nparts;
-  c.chunk = chunk;
-  c.rlen = rlen;
-  kd__parallel_for(0, nitems, 1, par_parts, &c);
-  kd__reduce_finish_fn *finish = KD_STUB(reduce_finish_stub);
-  for (int64_t pos = 0; pos < plan.out_numel; pos++) finish(&t, pos, parts + pos * nparts, (int)nparts);
-  if (parts != local) free(parts);
-  return KD_OK;
-}
-
-static bool on_meta(const kd_tensor *t) { return kd_tensor_device(t).type == KD_DEVICE_META; }
-
-static kd_status check_cpu(const char *op, const kd_tensor *t) {
+static kd_status check_device(const char *op, const kd_tensor *t) {
   kd_device d = kd_tensor_device(t);
-  if (d.type != KD_DEVICE_CPU)
+  if (d.type != KD_DEVICE_CPU && d.type != KD_DEVICE_META)
     return kd_set_error(KD_EUNSUPPORTED, "%s: the cpu kernel got a tensor on device '%s'", op,
                         kd_device_type_name(d.type));
   return KD_OK;
 }
 
-/* `self` converted to dtype (a new reference; self itself when it has it). */
-static kd_status as_dtype(const kd_tensor *self, kd_dtype dtype, kd_tensor **out) {
-  if (kd_tensor_dtype(self) == dtype) {
-    kd_tensor_retain((kd_tensor *)self);
-    *out = (kd_tensor *)self;
-    return KD_OK;
+/* PyTorch's make_reduction: builds `it` (initialised here; the caller
+ * releases it, also on error) reducing self over the n dims (n <= 0: every
+ * dim) into out0 and out1 (NULL: none; out0 NULL: a new tensor of dtype
+ * new_dtype, allocated by the iterator). in_dtype: the dtype the loops read,
+ * self converted to it (KD_DTYPE_UNDEFINED: self's). cast_out: out0 has
+ * another dtype than in_dtype and the loops write a temporary of in_dtype,
+ * copied into out0 by kd_iter_finish (mean of float16). The meta function
+ * checked the dims and set up the outputs already. */
+static kd_status make_reduction(kd_iter *it, const char *op, const kd_tensor *self,
+                                const int64_t *dims, int n, bool keepdim, kd_tensor *out0,
+                                kd_tensor *out1, kd_dtype in_dtype, kd_dtype new_dtype,
+                                bool cast_out) {
+  kd_iter_init(it, NULL);
+  kd_iter_set_op_name(it, op);
+  kd_iter_add_output_dtype(it, out0, new_dtype);
+  if (out1) kd_iter_add_output(it, out1);
+  kd_iter_add_input(it, self);
+  kd_iter_check_all_same_dtype(it, false);
+  kd_iter_check_mem_overlap(it, false);
+  if (in_dtype != KD_DTYPE_UNDEFINED) {
+    kd_iter_set_common_dtype(it, in_dtype);
+    kd_iter_promote_inputs_to_common_dtype(it, true);
   }
-  return kd_tensor_to_dtype(self, dtype, out);
+  kd_iter_cast_common_dtype_to_outputs(it, cast_out);
+  kd_iter_set_reduction(it, n > 0 ? dims : NULL, n > 0 ? n : 0, keepdim);
+  return kd_iter_build(it);
 }
 
-/* Converts self to the compute dtype and reduces. */
-static kd_status reduce_into(const char *op, kd__red_kind kind, kd_tensor *self, const bool *mask,
-                             bool keepdim, kd_dtype compute, kd_tensor *out0, kd_tensor *out1) {
-  if (out0 && on_meta(out0)) return KD_OK;
-  kd_status st = check_cpu(op, self);
-  if (st) return st;
-  kd_tensor *in = NULL;
-  if ((st = as_dtype(self, compute, &in))) return st;
-  kd_dtype od = out0 ? kd_tensor_dtype(out0) : compute;
-  st = run_reduction(op, kind, in, mask, keepdim, out0, out1, od);
-  kd_tensor_release(in);
+/* Runs reduction `kind` over a built iterator and finishes it. */
+static kd_status run_iter(const char *op, kd_iter *it, kd__red_kind kind) {
+  kd__reduce_fn *fn = KD_STUB(reduce_stub);
+  kd_status st = fn ? fn(it, kind) : kd_set_error(KD_EINTERNAL, "%s: no reduction kernel", op);
+  return st ? st : kd_iter_finish(it);
+}
+
+/* ---- Stages --------------------------------------------------------------------------
+ * The iterator reduces rows that are one run of memory: the reduced dims,
+ * in row-major order and size-1 dims left out, each step by the size of the
+ * next inner one. An input whose reduced dims are not one run it copies
+ * first. Sums over N, H and W of an NCHW tensor (H and W one run, N another)
+ * or over every dim of a transposed matrix would copy the whole input, so
+ * such reductions go in stages instead: the run nearest in memory (smallest
+ * stride) is reduced into a temporary that keeps its dims (size 1), which
+ * leaves one run fewer, until the last stage reduces the rest into the
+ * outputs. Each stage reads its input once along rows. Only for kinds whose
+ * result does not depend on the order of the elements beyond rounding (sum,
+ * prod, max, min, all, any; mean as a mean of means of equal-length rows);
+ * argmax/argmin index in row-major order and keep the iterator's copy. */
+
+/* The number of runs the reduced dims (mask) of t form, by the iterator's
+ * rule (kept dims do not matter, size-1 dims are left out); in_run: the
+ * dims of the run with the smallest stride. */
+static int reduced_runs(const kd_tensor *t, const bool *mask, bool *in_run) {
+  int nd = kd_tensor_ndim(t), runs = 0, best_run = -1;
+  const int64_t *sz = kd_tensor_sizes(t), *st = kd_tensor_strides(t);
+  int run_of[KD_MAX_DIMS];
+  int64_t expect = 0, best = 0;
+  for (int d = nd - 1; d >= 0; d--) {
+    run_of[d] = -1;
+    if (!mask[d] || sz[d] == 1) continue;
+    if (runs == 0 || st[d] != expect) { /* a run starts here, at its innermost dim */
+      int64_t inner = st[d] < 0 ? -st[d] : st[d];
+      if (best_run < 0 || inner < best) best = inner, best_run = runs;
+      runs++;
+    }
+    run_of[d] = runs - 1;
+    expect = st[d] * sz[d];
+  }
+  for (int d = 0; d < nd; d++) in_run[d] = best_run >= 0 && run_of[d] == best_run;
+  return runs;
+}
+
+/* Kinds that may go in stages (see above). */
+static bool stageable(kd__red_kind kind) {
+  return kind != KD__RED_ARGMAX && kind != KD__RED_ARGMIN;
+}
+
+/* reduce(self) over `dim` into out0 (and out1): make_reduction, in stages
+ * when the reduced dims form several runs. */
+static kd_status run_reduction(const char *op, kd__red_kind kind, kd_tensor *self, kd_ints dim,
+                               bool keepdim, kd_tensor *out0, kd_tensor *out1, kd_dtype in_dtype,
+                               bool cast_out) {
+  kd_status st = check_self(op, self);
+  if (st || (st = check_device(op, self))) return st;
+  int nd = kd_tensor_ndim(self), n = dim.size > 0 ? (int)dim.size : 0;
+  bool mask[KD_MAX_DIMS], run[KD_MAX_DIMS];
+  kd_tensor *t = self; /* what the next stage reads */
+  kd_tensor_retain(t);
+  if (stageable(kind) && kd_tensor_device(self).type == KD_DEVICE_CPU &&
+      !(st = dim_mask(op, dim, nd, mask))) {
+    /* temporaries: the loops' dtype (bool for all / any) */
+    kd_dtype tmp_dtype = kind == KD__RED_ALL || kind == KD__RED_ANY ? KD_BOOL
+                         : in_dtype != KD_DTYPE_UNDEFINED         ? in_dtype
+                                                                  : kd_tensor_dtype(self);
+    while (reduced_runs(t, mask, run) > 1) {
+      int64_t dims[KD_MAX_DIMS];
+      int k = 0;
+      for (int d = 0; d < nd; d++)
+        if (run[d]) dims[k++] = d;
+      kd_iter it;
+      st = make_reduction(&it, op, t, dims, k, true, NULL, NULL, in_dtype, tmp_dtype, false);
+      if (!st) st = run_iter(op, &it, kind);
+      kd_tensor *next = st ? NULL : kd_iter_output(&it, 0);
+      if (next) kd_tensor_retain(next);
+      kd_iter_release(&it);
+      if (st) break;
+      kd_tensor_release(t);
+      t = next;
+    }
+  }
+  if (!st) {
+    kd_iter it;
+    st = make_reduction(&it, op, t, dim.data, n, keepdim, out0, out1, in_dtype,
+                        KD_DTYPE_UNDEFINED, cast_out);
+    if (!st) st = run_iter(op, &it, kind);
+    kd_iter_release(&it);
+  }
+  kd_tensor_release(t);
   return st;
+}
+
+/* A full reduction into a new 0-dim tensor of dtype `dtype` (self converted
+ * to it) on self's device (cpu, or meta: nothing is computed). */
+static kd_status reduce_all_new(const char *op, kd__red_kind kind, kd_tensor *self,
+                                kd_dtype dtype, kd_tensor **out) {
+  *out = NULL;
+  kd_tensor *r = NULL;
+  kd_ints all = {NULL, -1};
+  kd_status st = check_device(op, self);
+  if (!st) st = kd_tensor_empty(0, NULL, dtype, kd_tensor_device(self), &r);
+  if (!st) st = run_reduction(op, kind, self, all, false, r, NULL, dtype, false);
+  if (st) {
+    kd_tensor_release(r);
+    return st;
+  }
+  *out = r;
+  return KD_OK;
 }
 
 /* ---- sum ---------------------------------------------------------------------------- */
@@ -306,10 +293,8 @@ kd_status kd__meta_sum_dim_IntList(kd_structured *s, kd_tensor *self, kd_ints di
 kd_status kd__native_sum_out_cpu(kd_structured *s, kd_tensor *self, kd_ints dim, bool keepdim,
                                  const kd_dtype *dtype, kd_tensor *out) {
   (void)s, (void)dtype;
-  bool mask[KD_MAX_DIMS];
-  kd_status st = dim_mask("sum", dim, kd_tensor_ndim(self), mask);
-  if (st) return st;
-  return reduce_into("sum", KD__RED_SUM, self, mask, keepdim, kd_tensor_dtype(out), out, NULL);
+  return run_reduction("sum", KD__RED_SUM, self, dim, keepdim, out, NULL, kd_tensor_dtype(out),
+                       false);
 }
 
 kd_status kd__native_sum(kd_tensor *self, const kd_dtype *dtype, kd_tensor **out) {
@@ -336,69 +321,18 @@ kd_status kd__meta_mean_dim(kd_structured *s, kd_tensor *self, kd_ints dim, bool
   return set_reduced_output(s, 0, self, mask, keepdim, infer_dtype(s, self, dtype));
 }
 
-/* Divides every element of out (floating or complex; any strides) by n. */
-static void divide_by(kd_tensor *out, double n) {
-  kd__red_plan p;
-  bool mask[KD_MAX_DIMS] = {false};
-  build_plan(out, mask, true, out, NULL, &p);
-  kd_dtype dt = kd_tensor_dtype(out);
-  char *base = kd_tensor_data(out);
-  int64_t es = (int64_t)kd_dtype_size(dt);
-  for (int64_t pos = 0; pos < p.out_numel; pos++) {
-    int64_t a, b, c;
-    kd__red_offsets(&p, pos, &a, &b, &c);
-    char *q = base + a * es;
-    switch (dt) {
-    case KD_FLOAT32: *(float *)q = (float)(*(float *)q / n); break;
-    case KD_FLOAT64: *(double *)q /= n; break;
-    case KD_FLOAT16:
-      *(uint16_t *)q = kd_float_to_half((float)(kd_half_to_float(*(uint16_t *)q) / n));
-      break;
-    case KD_BFLOAT16:
-      *(uint16_t *)q = kd_float_to_bfloat16((float)(kd_bfloat16_to_float(*(uint16_t *)q) / n));
-      break;
-    case KD_COMPLEX64:
-      ((float *)q)[0] = (float)(((float *)q)[0] / n);
-      ((float *)q)[1] = (float)(((float *)q)[1] / n);
-      break;
-    case KD_COMPLEX128:
-      ((double *)q)[0] /= n;
-      ((double *)q)[1] /= n;
-      break;
-    default: break;
-    }
-  }
-}
-
 kd_status kd__native_mean_out_cpu(kd_structured *s, kd_tensor *self, kd_ints dim, bool keepdim,
                                   const kd_dtype *dtype, kd_tensor *out) {
   (void)s, (void)dtype;
-  const char *op = "mean";
-  bool mask[KD_MAX_DIMS];
-  kd_status st = dim_mask(op, dim, kd_tensor_ndim(self), mask);
-  if (st) return st;
-  if (on_meta(out)) return KD_OK;
-  int64_t count = 1;
-  for (int d = 0; d < kd_tensor_ndim(self); d++)
-    if (mask[d]) count *= kd_tensor_sizes(self)[d];
   kd_dtype dt = kd_tensor_dtype(out);
-  /* float16/bfloat16: sum in float32, divide, round once (as PyTorch). */
-  if (dt == KD_FLOAT16 || dt == KD_BFLOAT16) {
-    kd_tensor *tmp = NULL;
-    int64_t sizes[KD_MAX_DIMS];
-    int n = reduced_shape(self, mask, keepdim, sizes);
-    if ((st = kd_tensor_empty(n, sizes, KD_FLOAT32, kd_device_cpu(), &tmp))) return st;
-    st = reduce_into(op, KD__RED_SUM, self, mask, keepdim, KD_FLOAT32, tmp, NULL);
-    if (!st) {
-      divide_by(tmp, (double)count);
-      st = kd_tensor_copy_(out, tmp);
-    }
-    kd_tensor_release(tmp);
-    return st;
-  }
-  if ((st = reduce_into(op, KD__RED_SUM, self, mask, keepdim, dt, out, NULL))) return st;
-  divide_by(out, (double)count);
-  return KD_OK;
+  /* an integral out (mean.out without dtype): PyTorch's sum_out(...).div_ refuses it */
+  if (!kd_dtype_is_floating(dt) && !kd_dtype_is_complex(dt))
+    return kd_set_error(KD_ETYPE, "mean: result type %s can't be cast to the desired output type %s",
+                        kd_dtype_name(kd_get_default_dtype()), kd_dtype_name(dt));
+  /* float16/bfloat16: summed and divided in float32, rounded once (as PyTorch) */
+  bool low = dt == KD_FLOAT16 || dt == KD_BFLOAT16;
+  return run_reduction("mean", KD__RED_MEAN, self, dim, keepdim, out, NULL,
+                       low ? KD_FLOAT32 : dt, low);
 }
 
 kd_status kd__native_mean(kd_tensor *self, const kd_dtype *dtype, kd_tensor **out) {
@@ -422,43 +356,17 @@ kd_status kd__meta_prod_dim_int(kd_structured *s, kd_tensor *self, int64_t dim, 
 kd_status kd__native_prod_out_cpu(kd_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
                                   const kd_dtype *dtype, kd_tensor *out) {
   (void)s, (void)dtype;
-  bool mask[KD_MAX_DIMS];
   kd_ints dims = {&dim, 1};
-  kd_status st = dim_mask("prod", dims, kd_tensor_ndim(self), mask);
-  if (st) return st;
-  return reduce_into("prod", KD__RED_PROD, self, mask, keepdim, kd_tensor_dtype(out), out, NULL);
-}
-
-/* A 0-dim result of a full reduction, allocated on self's device. */
-static kd_status full_result(const char *op, kd_tensor *self, kd_dtype dtype, kd_tensor **out) {
-  kd_status st = check_self(op, self);
-  if (st) return st;
-  kd_device dev = kd_tensor_device(self);
-  if (dev.type != KD_DEVICE_CPU && dev.type != KD_DEVICE_META)
-    return kd_set_error(KD_EUNSUPPORTED, "%s: device '%s' is not supported", op,
-                        kd_device_type_name(dev.type));
-  return kd_tensor_empty(0, NULL, dtype, dev, out);
+  return run_reduction("prod", KD__RED_PROD, self, dims, keepdim, out, NULL,
+                       kd_tensor_dtype(out), false);
 }
 
 kd_status kd__native_prod_all(kd_tensor *self, const kd_dtype *dtype, kd_tensor **out) {
   const char *op = "prod";
   *out = NULL;
-  kd_status st = check_dtype_arg(op, dtype);
-  if (st) return st;
-  kd_tensor *r = NULL;
-  if (!self) return check_self(op, self);
-  kd_dtype dt = promoted_dtype(self, dtype);
-  if ((st = full_result(op, self, dt, &r))) return st;
-  bool mask[KD_MAX_DIMS];
-  kd_ints all = {NULL, -1};
-  if (!(st = dim_mask(op, all, kd_tensor_ndim(self), mask)))
-    st = reduce_into(op, KD__RED_PROD, self, mask, false, dt, r, NULL);
-  if (st) {
-    kd_tensor_release(r);
-    return st;
-  }
-  *out = r;
-  return KD_OK;
+  kd_status st = check_self(op, self);
+  if (st || (st = check_dtype_arg(op, dtype))) return st;
+  return reduce_all_new(op, KD__RED_PROD, self, promoted_dtype(self, dtype), out);
 }
 
 /* ---- amax / amin ----------------------------------------------------------------------- */
@@ -500,18 +408,14 @@ kd_status kd__meta_amin(kd_structured *s, kd_tensor *self, kd_ints dim, bool kee
 kd_status kd__native_amax_out_cpu(kd_structured *s, kd_tensor *self, kd_ints dim, bool keepdim,
                                   kd_tensor *out) {
   (void)s;
-  bool mask[KD_MAX_DIMS];
-  kd_status st = dim_mask("amax", dim, kd_tensor_ndim(self), mask);
-  if (st) return st;
-  return reduce_into("amax", KD__RED_MAX, self, mask, keepdim, kd_tensor_dtype(self), out, NULL);
+  return run_reduction("amax", KD__RED_MAX, self, dim, keepdim, out, NULL, KD_DTYPE_UNDEFINED,
+                       false);
 }
 kd_status kd__native_amin_out_cpu(kd_structured *s, kd_tensor *self, kd_ints dim, bool keepdim,
                                   kd_tensor *out) {
   (void)s;
-  bool mask[KD_MAX_DIMS];
-  kd_status st = dim_mask("amin", dim, kd_tensor_ndim(self), mask);
-  if (st) return st;
-  return reduce_into("amin", KD__RED_MIN, self, mask, keepdim, kd_tensor_dtype(self), out, NULL);
+  return run_reduction("amin", KD__RED_MIN, self, dim, keepdim, out, NULL, KD_DTYPE_UNDEFINED,
+                       false);
 }
 
 /* ---- argmax / argmin -------------------------------------------------------------------- */
@@ -545,25 +449,19 @@ kd_status kd__meta_argmin(kd_structured *s, kd_tensor *self, const int64_t *dim,
   return meta_arg("argmin()", s, self, dim, keepdim);
 }
 
-static kd_status impl_arg(const char *op, kd__red_kind kind, kd_tensor *self, const int64_t *dim,
-                          bool keepdim, kd_tensor *out) {
-  if (on_meta(out)) return KD_OK;
-  bool mask[KD_MAX_DIMS];
-  kd_ints dims = {dim, dim ? 1 : -1};
-  kd_status st = dim_mask(op, dims, kd_tensor_ndim(self), mask);
-  if (st || (st = check_cpu(op, self))) return st;
-  return run_reduction(op, kind, self, mask, keepdim, NULL, out, KD_INT64);
-}
-
 kd_status kd__native_argmax_out_cpu(kd_structured *s, kd_tensor *self, const int64_t *dim,
                                     bool keepdim, kd_tensor *out) {
   (void)s;
-  return impl_arg("argmax", KD__RED_ARGMAX, self, dim, keepdim, out);
+  kd_ints dims = {dim, dim ? 1 : -1};
+  return run_reduction("argmax", KD__RED_ARGMAX, self, dims, keepdim, out, NULL,
+                       KD_DTYPE_UNDEFINED, false);
 }
 kd_status kd__native_argmin_out_cpu(kd_structured *s, kd_tensor *self, const int64_t *dim,
                                     bool keepdim, kd_tensor *out) {
   (void)s;
-  return impl_arg("argmin", KD__RED_ARGMIN, self, dim, keepdim, out);
+  kd_ints dims = {dim, dim ? 1 : -1};
+  return run_reduction("argmin", KD__RED_ARGMIN, self, dims, keepdim, out, NULL,
+                       KD_DTYPE_UNDEFINED, false);
 }
 
 /* ---- max.dim / min.dim --------------------------------------------------------------------- */
@@ -588,16 +486,6 @@ static kd_status meta_dim_idx(const char *fn, kd_structured *s, kd_tensor *self,
   return KD_OK;
 }
 
-static kd_status impl_dim_idx(const char *op, kd__red_kind kind, kd_tensor *self, int64_t dim,
-                              bool keepdim, kd_tensor *values, kd_tensor *indices) {
-  if (on_meta(values)) return KD_OK;
-  bool mask[KD_MAX_DIMS];
-  kd_ints dims = {&dim, 1};
-  kd_status st = dim_mask(op, dims, kd_tensor_ndim(self), mask);
-  if (st || (st = check_cpu(op, self))) return st;
-  return run_reduction(op, kind, self, mask, keepdim, values, indices, kd_tensor_dtype(values));
-}
-
 kd_status kd__meta_max_dim(kd_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
                            kd__precompute_max_dim *pre) {
   return meta_dim_idx("max()", s, self, dim, keepdim, &pre->dim);
@@ -610,12 +498,16 @@ kd_status kd__meta_min_dim(kd_structured *s, kd_tensor *self, int64_t dim, bool 
 kd_status kd__native_max_out_cpu(kd_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
                                  kd_tensor *values, kd_tensor *indices) {
   (void)s;
-  return impl_dim_idx("max", KD__RED_ARGMAX, self, dim, keepdim, values, indices);
+  kd_ints dims = {&dim, 1};
+  return run_reduction("max", KD__RED_ARGMAX, self, dims, keepdim, values, indices,
+                       KD_DTYPE_UNDEFINED, false);
 }
 kd_status kd__native_min_out_cpu(kd_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
                                  kd_tensor *values, kd_tensor *indices) {
   (void)s;
-  return impl_dim_idx("min", KD__RED_ARGMIN, self, dim, keepdim, values, indices);
+  kd_ints dims = {&dim, 1};
+  return run_reduction("min", KD__RED_ARGMIN, self, dims, keepdim, values, indices,
+                       KD_DTYPE_UNDEFINED, false);
 }
 
 /* ---- max() / min() ------------------------------------------------------------------------ */
@@ -633,18 +525,7 @@ static kd_status full_maxmin(const char *fn, kd__red_kind kind, kd_tensor *self,
   if (kd_dtype_is_complex(dt))
     return kd_set_error(KD_ETYPE, "%s: does not support complex input (got %s)", fn,
                         kd_dtype_name(dt));
-  kd_tensor *r = NULL;
-  if ((st = full_result(fn, self, dt, &r))) return st;
-  bool mask[KD_MAX_DIMS];
-  kd_ints all = {NULL, -1};
-  if (!(st = dim_mask(fn, all, kd_tensor_ndim(self), mask)))
-    st = reduce_into(fn, kind, self, mask, false, dt, r, NULL);
-  if (st) {
-    kd_tensor_release(r);
-    return st;
-  }
-  *out = r;
-  return KD_OK;
+  return reduce_all_new(fn, kind, self, dt, out);
 }
 
 kd_status kd__native_max_all(kd_tensor *self, kd_tensor **out) {
@@ -678,15 +559,6 @@ static kd_status meta_allany(const char *fn, kd_structured *s, kd_tensor *self, 
   return set_reduced_output(s, 0, self, mask, keepdim, od);
 }
 
-static kd_status impl_allany(const char *op, kd__red_kind kind, kd_tensor *self, kd_ints dim,
-                             bool keepdim, kd_tensor *out) {
-  if (on_meta(out)) return KD_OK;
-  bool mask[KD_MAX_DIMS];
-  kd_status st = dim_mask(op, dim, kd_tensor_ndim(self), mask);
-  if (st || (st = check_cpu(op, self))) return st;
-  return run_reduction(op, kind, self, mask, keepdim, out, NULL, kd_tensor_dtype(out));
-}
-
 /* all.dim / any.dim need the generated precomputed structs. */
 kd_status kd__meta_all_dim(kd_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
                            kd__precompute_all_dim *pre) {
@@ -711,23 +583,25 @@ kd_status kd__native_all_out_cpu(kd_structured *s, kd_tensor *self, int64_t dim,
                                  kd_tensor *out) {
   (void)s;
   kd_ints dims = {&dim, 1};
-  return impl_allany("all", KD__RED_ALL, self, dims, keepdim, out);
+  return run_reduction("all", KD__RED_ALL, self, dims, keepdim, out, NULL, KD_DTYPE_UNDEFINED,
+                       false);
 }
 kd_status kd__native_any_out_cpu(kd_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
                                  kd_tensor *out) {
   (void)s;
   kd_ints dims = {&dim, 1};
-  return impl_allany("any", KD__RED_ANY, self, dims, keepdim, out);
+  return run_reduction("any", KD__RED_ANY, self, dims, keepdim, out, NULL, KD_DTYPE_UNDEFINED,
+                       false);
 }
 kd_status kd__native_all_all_out_cpu(kd_structured *s, kd_tensor *self, kd_tensor *out) {
   (void)s;
   kd_ints all = {NULL, -1};
-  return impl_allany("all", KD__RED_ALL, self, all, false, out);
+  return run_reduction("all", KD__RED_ALL, self, all, false, out, NULL, KD_DTYPE_UNDEFINED, false);
 }
 kd_status kd__native_any_all_out_cpu(kd_structured *s, kd_tensor *self, kd_tensor *out) {
   (void)s;
   kd_ints all = {NULL, -1};
-  return impl_allany("any", KD__RED_ANY, self, all, false, out);
+  return run_reduction("any", KD__RED_ANY, self, all, false, out, NULL, KD_DTYPE_UNDEFINED, false);
 }
 
 /* ---- cumsum ------------------------------------------------------------------------------------ */
@@ -745,32 +619,36 @@ kd_status kd__meta_cumsum(kd_structured *s, kd_tensor *self, int64_t dim, const 
   return kd_structured_set_output(s, 0, kd_tensor_ndim(self), kd_tensor_sizes(self), NULL, od);
 }
 
+/* An iterator whose row is `dim` (out and the input keep self's shape), as
+ * PyTorch's cumulative kernels squash that dim out of a TensorIterator. The
+ * input is self converted to out's dtype; it is a copy also when self shares
+ * out's storage (cumsum_ writes self while reading it). */
 kd_status kd__native_cumsum_out_cpu(kd_structured *s, kd_tensor *self, int64_t dim,
                                     const kd_dtype *dtype, kd_tensor *out) {
   (void)s, (void)dtype;
   const char *op = "cumsum";
-  if (on_meta(out)) return KD_OK;
-  kd_status st = check_cpu(op, self);
-  if (st) return st;
-  int ndim = kd_tensor_ndim(self), d = 0;
-  if ((st = wrap_dim(op, dim, ndim, &d))) return st;
-  if (kd_tensor_numel(self) == 0) return KD_OK;
+  kd_status st = check_self(op, self);
+  if (st || (st = check_device(op, self))) return st;
   kd_dtype dt = kd_tensor_dtype(out);
-  /* The input is converted (and copied: out may be self, as for cumsum_). */
   kd_tensor *in = NULL;
-  if ((st = kd_tensor_to_dtype(self, dt, &in))) return st;
-  if (ndim == 0) {
-    st = kd_tensor_copy_(out, in);
-    kd_tensor_release(in);
+  if (kd_tensor_dtype(self) == dt && !kd_tensor_shares_storage(self, out)) {
+    kd_tensor_retain(self);
+    in = self;
+  } else if ((st = kd_tensor_to_dtype(self, dt, &in))) {
     return st;
   }
-  bool mask[KD_MAX_DIMS] = {false};
-  mask[d] = true;
-  kd__red_plan plan;
-  build_plan(in, mask, true, out, NULL, &plan);
-  kd__cumsum_fn *f = KD_STUB(cumsum_stub);
-  f(dt, &plan, kd_tensor_data(in), kd_tensor_data(out), kd_tensor_sizes(in)[d],
-    kd_tensor_strides(in)[d], kd_tensor_strides(out)[d]);
+  kd_iter it;
+  kd_iter_init(&it, NULL);
+  kd_iter_set_op_name(&it, op);
+  kd_iter_add_output(&it, out);
+  kd_iter_add_input(&it, in);
+  kd_iter_set_row_dim(&it, dim);
+  st = kd_iter_build(&it);
+  if (!st) {
+    kd__cumsum_fn *fn = KD_STUB(cumsum_stub);
+    st = fn ? fn(&it) : kd_set_error(KD_EINTERNAL, "%s: no cumsum kernel", op);
+  }
+  kd_iter_release(&it);
   kd_tensor_release(in);
-  return KD_OK;
+  return st;
 }

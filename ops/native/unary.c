@@ -12,7 +12,6 @@
 #include "native/unary.h"
 
 #include "abs_native.h"
-#include "bitwise_not_native.h"
 #include "ceil_native.h"
 #include "cos_native.h"
 #include "erf_native.h"
@@ -164,7 +163,6 @@ KD__CHECK_NOT_COMPLEX(check_trunc, "trunc")
 
 KD__SAME_UNARY(neg, KD__UNARY_NEG, check_neg)
 KD__SAME_UNARY(sign, KD__UNARY_SIGN, check_sign)
-KD__SAME_UNARY(bitwise_not, KD__UNARY_BITWISE_NOT, check_none)
 /* floor, ceil, trunc, round of an integer tensor is a copy (the loops'
  * identity); bool has no loop. */
 KD__SAME_UNARY(floor, KD__UNARY_FLOOR, check_floor)

@@ -69,7 +69,7 @@ KD_DECLARE_STUB(unary_stub, kd__unary_fn);
 
 /* Structured, structured_inherits: TensorIteratorBase. */
 #define KD__UNARY_STRUCTURED(X) \
-  X(neg) X(sign) X(bitwise_not) X(floor) X(ceil) X(trunc) X(round) X(exp) X(log) X(log1p) \
+  X(neg) X(sign) X(floor) X(ceil) X(trunc) X(round) X(exp) X(log) X(log1p) \
   X(expm1) X(sqrt) X(rsqrt) X(sin) X(cos) X(tan) X(tanh) X(sigmoid) X(erf) X(reciprocal)
 #define KD__UNARY_DECLARE(name)                                                          \
   kd_status kd__meta_##name(kd_structured *s, kd_iter *iter, kd_tensor *self);           \

@@ -525,6 +525,10 @@ static kd_status compute_row(kd_iter *it, build_state *b) {
   for (int d = 0; d < nd; d++)
     if (b->reduced[d]) len *= it->full_shape[d];
   it->row_len = len;
+  if (len == 0) { /* empty rows: nothing is read along them, whatever the strides */
+    for (int k = 0; k < it->ntensors; k++) it->row_strides[k] = 0;
+    return KD_OK;
+  }
   for (int k = 0; k < it->ntensors; k++) {
     bool copied = false;
   again:;
@@ -544,7 +548,7 @@ static kd_status compute_row(kd_iter *it, build_state *b) {
     }
     if (!ok) {
       if (k < it->noutputs || copied)
-        return kd_set_error(KD_EINTERNAL, "%s: output %d cannot be iterated by rows", it->op, k);
+        return kd_set_error(KD_EINTERNAL, "%s: operand %d cannot be iterated by rows", it->op, k);
       kd_status st = copy_for_rows(it, b, k);
       if (st) return st;
       copied = true;
@@ -1172,53 +1176,72 @@ void kd_iter_for_each_row(const kd_iter *it, kd_iter_loop2d loop, void *ctx, int
 
 #define MAX_PARTIALS 64
 
+typedef struct split_ctx {
+  const kd_iter *it;
+  kd_iter_row_piece piece;
+  void *ctx;
+  int64_t chunk;
+} split_ctx;
+
+static void split_chunk(void *p, int64_t b, int64_t e) {
+  const split_ctx *c = p;
+  const kd_iter *it = c->it;
+  int nt = it->ntensors;
+  char *ptrs[KD_ITER_MAX_TENSORS];
+  for (int64_t i = b; i < e; i++) {
+    int64_t lo = i * c->chunk, hi = lo + c->chunk < it->row_len ? lo + c->chunk : it->row_len;
+    for (int k = 0; k < nt; k++) ptrs[k] = it->data[k] + lo * it->row_strides[k];
+    c->piece(c->ctx, (int)i, ptrs, it->row_strides, lo, hi - lo);
+  }
+}
+
+int kd_iter_split_row(const kd_iter *it, kd_iter_row_piece piece, void *ctx, int max_parts,
+                      int64_t grain) {
+  if (!it->built || it->is_meta || !it->has_row || it->outer_numel != 1 || max_parts < 2)
+    return 0;
+  if (grain <= 0) grain = KD_GRAIN_SIZE;
+  if (it->row_len < grain || kd__in_parallel_region()) return 0;
+  int parts = kd__parallel_chunks(0, it->row_len, grain);
+  if (parts <= 1) return 0;
+  if (parts > max_parts) parts = max_parts;
+  /* one row of >= grain elements: every operand has its bytes (data != NULL) */
+  split_ctx c = {it, piece, ctx, (it->row_len + parts - 1) / parts};
+  parts = (int)((it->row_len + c.chunk - 1) / c.chunk);
+  kd__parallel_for(0, parts, 1, split_chunk, &c);
+  return parts;
+}
+
 typedef struct partial_ctx {
   kd_iter_loop2d loop;
   void *ctx;
-  char *in;
-  int64_t in_stride, len, chunk, isz;
+  int64_t isz;
   char *partials;
 } partial_ctx;
 
-static void partial_chunk(void *p, int64_t b, int64_t e) {
+/* kd_iter_reduce_rows' pieces: the loop reduces piece i into partial i. */
+static void partial_piece(void *p, int part, char **data, const int64_t *strides, int64_t begin,
+                          int64_t len) {
+  (void)begin;
   const partial_ctx *c = p;
-  for (int64_t i = b; i < e; i++) {
-    int64_t lo = i * c->chunk, hi = lo + c->chunk < c->len ? lo + c->chunk : c->len;
-    char *ptrs[2] = {c->partials + i * c->isz, c->in + lo * c->in_stride};
-    int64_t st[4] = {0, c->in_stride, 0, 0};
-    c->loop(c->ctx, ptrs, st, hi - lo, 1);
-  }
+  char *ptrs[2] = {c->partials + part * c->isz, data[1]};
+  int64_t st[4] = {0, strides[1], 0, 0};
+  c->loop(c->ctx, ptrs, st, len, 1);
 }
 
 kd_status kd_iter_reduce_rows(const kd_iter *it, kd_iter_loop2d loop, void *ctx, int64_t grain) {
   if (!it->built || it->is_meta) return KD_OK;
-  if (grain <= 0) grain = KD_GRAIN_SIZE;
-  if (!it->has_row || it->noutputs != 1 || it->ntensors != 2 || it->dtypes[0] != it->dtypes[1] ||
-      it->outer_numel != 1 || it->row_len < grain || kd__in_parallel_region()) {
-    kd_iter_for_each(it, loop, ctx, grain);
-    return KD_OK;
-  }
-  int parts = kd__parallel_chunks(0, it->row_len, grain);
-  if (parts <= 1) {
-    kd_iter_for_each(it, loop, ctx, grain);
-    return KD_OK;
-  }
-  if (parts > MAX_PARTIALS) parts = MAX_PARTIALS;
   union {
     char bytes[MAX_PARTIALS * 16];
     long double align;
   } buf;
-  partial_ctx c;
-  c.loop = loop;
-  c.ctx = ctx;
-  c.in = it->data[1];
-  c.in_stride = it->row_strides[1];
-  c.len = it->row_len;
-  c.chunk = (c.len + parts - 1) / parts;
-  parts = (int)((c.len + c.chunk - 1) / c.chunk);
-  c.isz = (int64_t)kd_dtype_size(it->dtypes[0]);
-  c.partials = buf.bytes;
-  kd__parallel_for(0, parts, 1, partial_chunk, &c);
+  partial_ctx c = {loop, ctx, (int64_t)kd_dtype_size(it->dtypes[0]), buf.bytes};
+  int parts = 0;
+  if (it->noutputs == 1 && it->ntensors == 2 && it->dtypes[0] == it->dtypes[1])
+    parts = kd_iter_split_row(it, partial_piece, &c, MAX_PARTIALS, grain);
+  if (parts == 0) {
+    kd_iter_for_each(it, loop, ctx, grain);
+    return KD_OK;
+  }
   char *ptrs[2] = {it->data[0], buf.bytes};
   int64_t st[4] = {0, c.isz, 0, 0};
   loop(ctx, ptrs, st, parts, 1);

@@ -96,7 +96,10 @@
  * kd_iter_reduce_rows additionally splits a single huge row over threads
  * (per-thread partials, PyTorch's two-pass reduction) for loops that
  * compute "out = op over the row" with an associative op (sum, prod, max,
- * min, all, any, but not mean or argmax).
+ * min, all, any, but not mean or argmax). kd_iter_split_row is the general
+ * form (PyTorch's per-thread accumulators): it hands out the pieces of the
+ * row and leaves the partials (any type: a value and an index for argmax)
+ * and their combination to the caller.
  *
  * ---- Errors ----------------------------------------------------------------
  *
@@ -347,6 +350,23 @@ void kd_iter_for_each_row(const kd_iter *it, kd_iter_loop2d loop, void *ctx, int
  * kd_iter_for_each_row. At most 64 partials (no allocation). Returns KD_OK
  * (a status for future layouts that need memory). */
 kd_status kd_iter_reduce_rows(const kd_iter *it, kd_iter_loop2d loop, void *ctx, int64_t grain);
+/* One piece of a split row: elements [begin, begin + len) of the row;
+ * data[k] is operand k's element `begin` of the row, strides[k] operand k's
+ * byte stride along the row (0 for the outputs of a reduction: data[k] is
+ * then their only element). `part` numbers the pieces from 0 in row order. */
+typedef void (*kd_iter_row_piece)(void *ctx, int part, char **data, const int64_t *strides,
+                                  int64_t begin, int64_t len);
+/* When the iterator has exactly one row, at least `grain` elements long
+ * (<= 0: KD_GRAIN_SIZE), and more than one thread is available outside a
+ * parallel region: cuts the row into n consecutive pieces of about equal
+ * length (2 <= n <= max_parts and at most one per thread, as
+ * kd__parallel_chunks counts them), runs piece(ctx, i, ...) once for each i
+ * in [0, n) over threads and returns n when all have run. Otherwise calls
+ * nothing and returns 0 (the caller then runs kd_iter_for_each). The caller
+ * keeps one partial per piece and combines them in the order of i. Nothing
+ * on meta (returns 0). */
+int kd_iter_split_row(const kd_iter *it, kd_iter_row_piece piece, void *ctx, int max_parts,
+                      int64_t grain);
 
 /* ---- Accessors (after a successful build) ------------------------------------ */
 

@@ -146,11 +146,12 @@ elseif(MODE STREQUAL "allow_list")
 elseif(MODE STREQUAL "macro_symbols")
   symbols_of(${BIN} syms)
   foreach(name sm_neg_meta_dropped sm_abs_int_dropped sm_sq_cpu_dropped sm_sub_cpu_dropped
-               sm_thrice_dropped)
+               sm_thrice_dropped sm_mul_scalar_dropped sm_mul_plain_dropped)
     expect_symbol("${syms}" ${name} FALSE "test_selective_macros")
   endforeach()
-  foreach(name sm_neg_int sm_add_cpu_kept sm_twice_kept kd_library_kernel_sm_sq_CPU
-               kd_library_kernel_sm_neg_META)
+  foreach(name sm_neg_int sm_add_cpu_kept sm_twice_kept sm_mul_tensor_kept
+               kd_library_kernel_sm_sq_CPU kd_library_kernel_sm_neg_META
+               kd_library_kernel_sm_mul_Scalar_CPU)
     expect_symbol("${syms}" ${name} TRUE "test_selective_macros")
   endforeach()
   message(STATUS "test_selective_macros holds no unlisted kernel")

@@ -1,7 +1,7 @@
 /*
- * Selective builds: the macros of include/kd/selective.h and
- * KD_REGISTER_KERNEL, compiled at -O0 with the hand-written allow-list
- * allow_macros.h force-included (-include). The values of the tests are
+ * Selective builds: the macros of include/kd/selective.h,
+ * KD_REGISTER_KERNEL and KD_REGISTER_KERNEL_OVERLOAD, compiled at -O0 with
+ * the hand-written allow-list allow_macros.h force-included (-include). The values of the tests are
  * checked at compile time; at run time, that exactly the listed (operator,
  * key, dtype) triples are registered, and that everything else fails as a
  * missing kernel. test_selective_macros_symbols checks with nm that the
@@ -106,8 +106,18 @@ static kd_status sm_thrice_dropped(const kd_call *c, const kd_arg *a, kd_value *
   return KD_OK;
 }
 
+static kd_status sm_mul_scalar_dropped(const kd_call *c, const kd_arg *a, kd_value *r) {
+  return same(c, a, r);
+}
+static kd_status sm_mul_plain_dropped(const kd_call *c, const kd_arg *a, kd_value *r) {
+  return same(c, a, r);
+}
+
 /* The listed ones. */
 static kd_status sm_add_cpu_kept(const kd_call *c, const kd_arg *a, kd_value *r) {
+  return same(c, a, r);
+}
+static kd_status sm_mul_tensor_kept(const kd_call *c, const kd_arg *a, kd_value *r) {
   return same(c, a, r);
 }
 static kd_status sm_twice_kept(const kd_call *c, const kd_arg *a, kd_value *r) {
@@ -124,6 +134,9 @@ KD_LIBRARY(sm, m) {
   kd_library_def(m, "sub(Tensor self, Tensor other) -> Tensor", NULL, 0, NULL);
   kd_library_def(m, "twice(int x) -> int", NULL, 0, NULL);
   kd_library_def(m, "thrice(int x) -> int", NULL, 0, NULL);
+  kd_library_def(m, "mul(Tensor self) -> Tensor", NULL, 0, NULL);
+  kd_library_def(m, "mul.Tensor(Tensor self, Tensor other) -> Tensor", NULL, 0, NULL);
+  kd_library_def(m, "mul.Scalar(Tensor self, Scalar other) -> Tensor", NULL, 0, NULL);
 }
 
 /* Listed for int64 (and float32, which this kernel does not serve): int64. */
@@ -139,6 +152,16 @@ KD_REGISTER_KERNEL(sm, abs, CPU, KD_ALL_LAYOUT, sm_abs_int_dropped, "(Tensor) ->
                    KD_INT32, KD_INT64) {}
 /* Not listed at all: nothing. */
 KD_REGISTER_KERNEL(sm, sq, CPU, KD_ALL_LAYOUT, sm_sq_cpu_dropped, "(Tensor) -> Tensor",
+                   KD_FLOAT32) {}
+
+/* Overloads are asked for by the token `kd trace` writes (mul_Tensor):
+ * listed for float32, which this kernel serves with float64: float32. */
+KD_REGISTER_KERNEL_OVERLOAD(sm, mul, Tensor, CPU, KD_ALL_LAYOUT, sm_mul_tensor_kept,
+                            "(Tensor, Tensor) -> Tensor", KD_FLOAT32, KD_FLOAT64) {}
+/* Another overload of a listed name, and the name without overload: nothing. */
+KD_REGISTER_KERNEL_OVERLOAD(sm, mul, Scalar, CPU, KD_ALL_LAYOUT, sm_mul_scalar_dropped,
+                            "(Tensor, Scalar) -> Tensor", KD_FLOAT32) {}
+KD_REGISTER_KERNEL(sm, mul, CPU, KD_ALL_LAYOUT, sm_mul_plain_dropped, "(Tensor) -> Tensor",
                    KD_FLOAT32) {}
 
 /* Hand-written registrations. */
@@ -167,6 +190,7 @@ KD_LIBRARY_IMPL(sm, CATCH_ALL, m) {
 /* The descriptors of registrations that register nothing still exist. */
 extern const kd_library_desc kd_library_kernel_sm_sq_CPU;
 extern const kd_library_desc kd_library_kernel_sm_neg_META;
+extern const kd_library_desc kd_library_kernel_sm_mul_Scalar_CPU;
 
 /* ---- Run time ---------------------------------------------------------------- */
 
@@ -242,6 +266,13 @@ static void test_registered_dtypes(void **state) {
   assert_int_equal(kernels_of("sm::thrice", "").count, 0);
   assert_int_equal(kernels_of("sm::add", "Tensor").count, 1);
   assert_int_equal(kernels_of("sm::twice", "").count, 1);
+  /* The overload macro: mul.Tensor for {float32}, nothing for mul.Scalar and mul. */
+  l = kernels_of("sm::mul", "Tensor");
+  assert_int_equal(l.count, 1);
+  assert_true(l.keyed);
+  assert_int_equal(l.dtypes, KD_DTYPE_BIT(KD_FLOAT32));
+  assert_int_equal(kernels_of("sm::mul", "Scalar").count, 0);
+  assert_int_equal(kernels_of("sm::mul", "").count, 0);
   KD_ASSERT_OK(kd_dispatcher_check());
 }
 
@@ -258,6 +289,9 @@ static void test_listed_kernels_run(void **state) {
   KD_ASSERT_OK(call1("sm::add", "Tensor", f, &r));
   assert_ptr_equal(r.u.t, f);
   kd_value_destroy(&r);
+  KD_ASSERT_OK(call1("sm::mul", "Tensor", f, &r));
+  assert_ptr_equal(r.u.t, f);
+  kd_value_destroy(&r);
   int64_t i = 0;
   KD_ASSERT_OK(call_int("sm::twice", 21, &i));
   assert_int_equal(i, 42);
@@ -270,6 +304,12 @@ static void test_unlisted_fail(void **state) {
   kd_tensor *i32 = make(KD_INT32, kd_device_cpu()), *f32 = make(KD_FLOAT32, kd_device_cpu());
   kd_tensor *meta = make(KD_FLOAT32, (kd_device){KD_DEVICE_META, 0});
   kd_value r;
+  /* An unlisted dtype of a listed overload. */
+  kd_tensor *f64 = make(KD_FLOAT64, kd_device_cpu());
+  KD_ASSERT_ERR(call1("sm::mul", "Tensor", f64, &r), KD_ENOKERNEL,
+                "kernel 'sm::mul.Tensor' has no CPU kernel for dtype float64 (layout strided); "
+                "registered: (CPU, ALL_LAYOUT, [float32])");
+  kd_tensor_release(f64);
   /* An unlisted dtype of a listed operator. */
   KD_ASSERT_ERR(call1("sm::neg", "", i32, &r), KD_ENOKERNEL,
                 "kernel 'sm::neg' has no CPU kernel for dtype int32");
@@ -298,6 +338,8 @@ static void test_descriptors_exist(void **state) {
   assert_int_equal(kd_library_kernel_sm_neg_META.key, KD_KEY_META);
   KD_ASSERT_OK(kd_library_open_desc(&kd_library_kernel_sm_sq_CPU));
   KD_ASSERT_OK(kd_library_open_desc(&kd_library_kernel_sm_neg_META));
+  KD_ASSERT_OK(kd_library_open_desc(&kd_library_kernel_sm_mul_Scalar_CPU));
+  assert_int_equal(kernels_of("sm::mul", "Scalar").count, 0);
   assert_int_equal(kernels_of("sm::sq", "").count, 0);
   assert_int_equal(kernels_of("sm::neg", "").count, 1);
 }

@@ -3,7 +3,8 @@
  * dispatch key, the kernel key (layout, dtypes) when it has one, the form,
  * the signature and where it was registered; for kernel-key kernels the
  * argument definitions per dtype (dtypes with the same definitions are
- * grouped), and the attributes' types from the schema.
+ * grouped), and the attributes' types from the schema. --json writes the
+ * same as JSON (cmd_json.c).
  */
 #include <stdio.h>
 #include <string.h>
@@ -12,23 +13,12 @@
 #include "kd/kd.h"
 
 typedef struct listing {
-  bool json;
   int count;
   const kd_schema *schema;
 } listing;
 
-static void put_json_string(const char *s) {
-  putchar('"');
-  for (; s && *s; s++) {
-    if (*s == '"' || *s == '\\') printf("\\%c", *s);
-    else if ((unsigned char)*s < 0x20) printf("\\u%04x", (unsigned char)*s);
-    else putchar(*s);
-  }
-  putchar('"');
-}
-
-static void put_dtypes(kd_dtype_set set, bool json) {
-  if (!json && (set & KD_ALL_DTYPES) == KD_ALL_DTYPES) {
+static void put_dtypes(kd_dtype_set set) {
+  if ((set & KD_ALL_DTYPES) == KD_ALL_DTYPES) {
     fputs("ALL_DTYPE", stdout);
     return;
   }
@@ -37,8 +27,7 @@ static void put_dtypes(kd_dtype_set set, bool json) {
   for (int d = 0; d < KD_DTYPE_COUNT; d++)
     if (set & KD_DTYPE_BIT(d)) {
       if (!first) fputs(", ", stdout);
-      if (json) put_json_string(kd_dtype_name((kd_dtype)d));
-      else fputs(kd_dtype_name((kd_dtype)d), stdout);
+      fputs(kd_dtype_name((kd_dtype)d), stdout);
       first = false;
     }
   putchar(']');
@@ -80,120 +69,80 @@ static void print_defs(const listing *l, const kd_kernel_info *k, kd_dtype_set g
   uint32_t n = k->nargs + k->nrets;
   const kd_arg_def *defs = &k->argdefs[d * n];
   char label[128], type[128];
-  if (l->json) {
-    fputs("{\"dtypes\": ", stdout);
-    put_dtypes(group, true);
-    fputs(", \"inputs\": [", stdout);
-  } else {
-    fputs("    T in ", stdout);
-    put_dtypes(group, false);
-    fputs(":\n      inputs: ", stdout);
-  }
+  fputs("    T in ", stdout);
+  put_dtypes(group);
+  fputs(":\n      inputs: ", stdout);
   for (uint32_t i = 0; i < n; i++) {
-    if (i == k->nargs) fputs(l->json ? "], \"outputs\": [" : "\n      outputs: ", stdout);
+    if (i == k->nargs) fputs("\n      outputs: ", stdout);
     arg_label(l, k, i, label, sizeof label);
     const kd_argument *a = i < k->nargs ? kd_schema_argument(l->schema, i)
                                         : kd_schema_return(l->schema, i - k->nargs);
     kd_type_format(kd_argument_type(a), type, sizeof type);
     bool first = i == 0 || i == k->nargs;
-    if (l->json) {
-      printf("%s{\"name\": ", first ? "" : ", ");
-      put_json_string(label);
-      if (defs[i].backend == KD_ARGDEF_NOT_TENSOR) {
-        fputs(", \"attribute\": ", stdout);
-        put_json_string(type);
-        putchar('}');
-      } else {
-        fputs(", \"backend\": ", stdout);
-        put_json_string(field_name(defs[i].backend, 0));
-        fputs(", \"layout\": ", stdout);
-        put_json_string(field_name(defs[i].layout, 1));
-        fputs(", \"dtype\": ", stdout);
-        put_json_string(field_name(defs[i].dtype, 2));
-        putchar('}');
-      }
-    } else if (defs[i].backend == KD_ARGDEF_NOT_TENSOR) {
+    if (defs[i].backend == KD_ARGDEF_NOT_TENSOR) {
       printf("%s%s: %s", first ? "" : ", ", label, type);
     } else {
       printf("%s%s (%s, %s, %s)", first ? "" : ", ", label, field_name(defs[i].backend, 0),
              field_name(defs[i].layout, 1), defs[i].dtype == d ? "T" : field_name(defs[i].dtype, 2));
     }
   }
-  if (k->nrets == 0) fputs(l->json ? "], \"outputs\": [" : "\n      outputs: (none)", stdout);
-  fputs(l->json ? "]}" : "\n", stdout);
+  if (k->nrets == 0) fputs("\n      outputs: (none)", stdout);
+  fputs("\n", stdout);
 }
 
 /* The definitions, dtypes with equal definitions grouped, in dtype order. */
 static void print_all_defs(const listing *l, const kd_kernel_info *k) {
   kd_dtype_set done = 0;
-  bool first = true;
-  if (l->json) fputs(", \"args\": [", stdout);
   for (int d = 0; d < KD_DTYPE_COUNT; d++) {
     if (!(k->dtypes & KD_DTYPE_BIT(d)) || (done & KD_DTYPE_BIT(d))) continue;
     kd_dtype_set group = 0;
     for (int e = d; e < KD_DTYPE_COUNT; e++)
-      if ((k->dtypes & KD_DTYPE_BIT(e)) && (e == d || (!l->json && same_defs(k, d, e))))
-        group |= KD_DTYPE_BIT(e);
+      if ((k->dtypes & KD_DTYPE_BIT(e)) && (e == d || same_defs(k, d, e))) group |= KD_DTYPE_BIT(e);
     done |= group;
-    if (l->json && !first) fputs(", ", stdout);
     print_defs(l, k, group, d);
-    first = false;
   }
-  if (l->json) putchar(']');
 }
 
 static int print_kernel(const kd_kernel_info *k, void *ud) {
   listing *l = ud;
   const char *layout = k->layout == KD_ALL_LAYOUT ? "ALL_LAYOUT" : kd_layout_name((kd_layout)k->layout);
-  if (l->json) {
-    printf("%s\n  {\"key\": ", l->count ? "," : "");
-    put_json_string(kd_dispatch_key_name(k->key));
-    printf(", \"keyed\": %s, \"layout\": ", k->keyed ? "true" : "false");
-    put_json_string(layout);
-    fputs(", \"dtypes\": ", stdout);
-    put_dtypes(k->dtypes, true);
-    fputs(", \"form\": ", stdout);
-    put_json_string(k->form);
-    fputs(", \"signature\": ", stdout);
-    if (k->signature) put_json_string(k->signature);
-    else fputs("null", stdout);
-    fputs(", \"registered_at\": ", stdout);
-    put_json_string(k->debug ? k->debug : "");
-    printf(", \"active\": %s, \"custom\": %s, \"staged\": %s, \"key_arg\": %d",
-           k->active ? "true" : "false", k->custom ? "true" : "false",
-           k->staged ? "true" : "false", k->keyed ? k->key_arg : -1);
-    if (k->argdefs && l->schema) print_all_defs(l, k);
-    putchar('}');
-  } else {
-    printf("%-26s %-10s ", kd_dispatch_key_name(k->key), layout);
-    put_dtypes(k->dtypes, false);
-    printf("  %s  %s%s%s\n", k->form, k->debug ? k->debug : "?",
-           k->staged ? "  [custom, staged: not merged]" : k->custom ? "  [custom]" : "",
-           k->active ? "" : k->staged ? "" : "  [inactive: overridden]");
-    if (k->keyed && k->key_arg >= 0 && l->schema)
-      printf("    selected by argument %d '%s'\n", k->key_arg,
-             kd_argument_name(kd_schema_argument(l->schema, (size_t)k->key_arg)));
-    if (k->argdefs && l->schema) print_all_defs(l, k);
-  }
+  printf("%-26s %-10s ", kd_dispatch_key_name(k->key), layout);
+  put_dtypes(k->dtypes);
+  printf("  %s  %s%s%s\n", k->form, k->debug ? k->debug : "?",
+         k->staged ? "  [custom, staged: not merged]" : k->custom ? "  [custom]" : "",
+         k->active ? "" : k->staged ? "" : "  [inactive: overridden]");
+  if (k->keyed && k->key_arg >= 0 && l->schema)
+    printf("    selected by argument %d '%s'\n", k->key_arg,
+           kd_argument_name(kd_schema_argument(l->schema, (size_t)k->key_arg)));
+  if (k->argdefs && l->schema) print_all_defs(l, k);
   l->count++;
   return 0;
 }
 
 int kd_cmd_kernels(int argc, char **argv) {
   const char *name = NULL;
-  listing l = {false, 0, NULL};
+  bool json = false;
+  listing l = {0, NULL};
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--json")) {
-      l.json = true;
+      json = true;
     } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
       printf("usage: kd kernels OP [--json]\n  the kernel registrations of OP per dispatch key: "
              "kernel key (layout, dtypes), form, where registered, and for kernel-key\n  kernels the "
-             "argument definitions (backend, layout, dtype) per dtype\n");
+             "argument definitions (backend, layout, dtype) per dtype\n"
+             "  --json  a JSON array of {\"key\", \"keyed\", \"layout\", \"dtypes\", \"form\", "
+             "\"signature\",\n          \"registered_at\", \"active\", \"custom\", \"staged\", "
+             "\"key_arg\", \"args\" (kernel keys only)}\n");
       return 0;
+    } else if (argv[i][0] == '-') {
+      fprintf(stderr, "kd kernels: unknown option '%s'\nusage: kd kernels OP [--json] "
+                      "(kd kernels --help for more)\n", argv[i]);
+      return 2;
     } else if (!name) {
       name = argv[i];
     } else {
-      fprintf(stderr, "kd kernels: unexpected argument '%s'\n", argv[i]);
+      fprintf(stderr, "kd kernels: unexpected argument '%s'\nusage: kd kernels OP [--json] "
+                      "(kd kernels --help for more)\n", argv[i]);
       return 2;
     }
   }
@@ -206,9 +155,8 @@ int kd_cmd_kernels(int argc, char **argv) {
     fprintf(stderr, "kd kernels: %s\n", kd_last_error());
     return 1;
   }
+  if (json) return kd__json_kernels(stdout, op);
   l.schema = kd_op_schema(op);
-  if (l.json) printf("[");
   kd_op_kernels_foreach(op, print_kernel, &l);
-  if (l.json) printf("%s]\n", l.count ? "\n" : "");
   return 0;
 }

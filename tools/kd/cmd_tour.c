@@ -25,10 +25,13 @@ static int fail(const char *what) {
 }
 
 int kd_cmd_tour(int argc, char **argv) {
-  (void)argv;
   if (argc > 1) {
-    printf("usage: kd tour\n  a short tour of kdispatch on a built-in example\n");
-    return 0;
+    bool help = !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h");
+    if (!help)
+      fprintf(stderr, "kd tour: %s '%s'\n", argv[1][0] == '-' ? "unknown option" : "unexpected argument",
+              argv[1]);
+    fprintf(help ? stdout : stderr, "usage: kd tour\n  a short tour of kdispatch on a built-in example\n");
+    return help ? 0 : 2;
   }
   printf("kdispatch %s\n\n", kd_version_string());
 

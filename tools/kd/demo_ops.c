@@ -10,7 +10,8 @@
  *                                                            float32, float64
  *   demo::eq(Tensor self, Tensor other) -> Tensor            CPU kernel keys, a bool result
  *                                                            (argument definitions changed)
- *   Tracer fallback: prints each call, then redispatches
+ *   Tracer fallback: prints each call (to kd__tool_trace_out, stdout by
+ *                    default), then redispatches
  */
 #include <stdio.h>
 
@@ -55,8 +56,10 @@ static kd_status describe(const kd_call *c, const kd_arg *a, kd_value *r) {
   return kd_value_string(buf, n < sizeof buf ? n : sizeof buf - 1, &r[0]);
 }
 
+FILE *kd__tool_trace_out = NULL;
+
 static kd_status trace_fallback(const kd_call *c, kd_stack *s) {
-  printf("   [Tracer] %s\n", kd_op_name(c->op));
+  fprintf(kd__tool_trace_out ? kd__tool_trace_out : stdout, "   [Tracer] %s\n", kd_op_name(c->op));
   return kd_redispatch_boxed(c, s);
 }
 

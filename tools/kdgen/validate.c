@@ -221,6 +221,14 @@ static void check_structured(vctx *V, kdg_func *fn) {
   if (fn->structured_inherits && !fn->structured)
     ERR(fn, "structured_inherits", "structured_inherits of '%s' needs structured: True",
         fn->qualified);
+  /* kdgen neither generates nor registers kernels of a manual entry, so a
+   * structured flag would promise wrappers that never exist. */
+  if (fn->manual_kernel_registration && (fn->structured || fn->structured_delegate))
+    ERR(fn, fn->structured ? "structured" : "structured_delegate",
+        "'%s' has both manual_kernel_registration and %s; its kernels are registered by "
+        "hand, so remove %s",
+        fn->qualified, fn->structured ? "structured" : "structured_delegate",
+        fn->structured ? "structured" : "structured_delegate");
   if (fn->structured && fn->kind == KDG_OUT && !fn->has_dispatch && !fn->has_ufunc_inner_loop)
     ERR(fn, "structured",
         "structured out= variant '%s' has no dispatch table naming its impl kernels",
