@@ -236,6 +236,14 @@ kd_status kd__ops_backend_select(const kd_call *call, const kd_arg *args, kd_val
   kd_dispatch_key key = kd_backend_key(dev.type);
   if (key == KD_KEY_UNDEFINED)
     return kd_set_error(KD_EINVAL, "%s: invalid device type %d", kd_op_name(call->op), (int)dev.type);
+  /* Back here with the backend's key already in the set: that backend's slot
+   * holds this composite kernel (it covers every backend), so the backend has
+   * no kernel of its own. */
+  if (call->keys & kd_keyset_of(key))
+    return kd_set_error(KD_ENOKERNEL,
+                        "Could not run '%s' with arguments from the '%s' backend: no kernel is "
+                        "registered for it",
+                        kd_op_name(call->op), kd_dispatch_key_name(key));
   return kd_call_unboxed_keys(call->op, call->keys | kd_keyset_of(key), args, rets);
 }
 

@@ -33,6 +33,14 @@ static void test_empty(void **state) {
   kd_tensor *t = NULL;
   KD_ASSERT_OK(kd_empty_memory_format(INTS(2, 3), NULL, NULL, NULL, NULL, NULL, &t));
   EXPECT_SHAPE(t, kd_get_default_dtype(), KD_DEVICE_CPU, 2, 3);
+  /* Regression: a device whose backend has no kernel used to send the
+   * backend-select composite back to itself until the stack overflowed. */
+  kd_device no_backend = {KD_DEVICE_CUDA, 0};
+  kd_tensor *none = NULL;
+  KD_ASSERT_ERR(kd_empty_memory_format(INTS(2, 3), NULL, NULL, &no_backend, NULL, NULL, &none),
+                KD_ENOKERNEL,
+                "Could not run 'aten::empty.memory_format' with arguments from the 'CUDA' backend");
+  assert_null(none);
   EXPECT_GEOM(t, (2, 3), (3, 1), 0);
   assert_non_null(kd_tensor_data(t));
   kd_tensor_release(t);
