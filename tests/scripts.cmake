@@ -51,3 +51,10 @@ if(TARGET kdops_static)
   set_tests_properties(test_example_ops PROPERTIES PASS_REGULAR_EXPRESSION
     "add: float32 \\[2, 3\\], sum: 39, rows: \\[15, 24\\]\nmeta mm: \\[2, 2\\] on meta\nerror: .*mat1 and mat2 shapes cannot be multiplied \\(2x3 and 2x3\\)")
 endif()
+
+# The tour `make run` shows: its exact output (examples/tour.out).
+if(TARGET kd AND TARGET kdops_static)
+  add_test(NAME test_tour_output
+    COMMAND ${CMAKE_COMMAND} -DKD=$<TARGET_FILE:kd> -DSRC=${PROJECT_SOURCE_DIR}
+            -P ${CMAKE_CURRENT_SOURCE_DIR}/tour_output.cmake)
+endif()
