@@ -18,6 +18,8 @@
 #include "kd_test.h"
 
 #define DEMO_OPS KD_SOURCE_DIR "/tools/kd/demo_ops.c"
+/* kd records source places relative to the tree (-fmacro-prefix-map). */
+#define DEMO_OPS_REL "tools/kd/demo_ops.c"
 
 /* ---- Helpers ---------------------------------------------------------------- */
 
@@ -40,16 +42,16 @@ static jp_value *kd_json(const char *args) {
   return v;
 }
 
-/* Checks that `v` is "DEMO_OPS:N" where N is a line of the registration in
+/* Checks that `v` is "DEMO_OPS_REL:N" where N is a line of the registration in
  * demo_ops.c that starts with `prefix`: from that line to the one that opens
  * its body ('{'). (A macro call over several lines records the first or the
  * last of them, as the compiler has it.) */
 static void assert_demo_where(const jp_value *v, const char *prefix) {
   const char *where = jp_str(v);
   if (!where) fail_msg("registered_at of \"%s\" is not a string", prefix);
-  size_t n = strlen(DEMO_OPS);
-  if (strncmp(where, DEMO_OPS, n) || where[n] != ':')
-    fail_msg("\"%s\" is not a place in %s", where, DEMO_OPS);
+  size_t n = strlen(DEMO_OPS_REL);
+  if (strncmp(where, DEMO_OPS_REL, n) || where[n] != ':')
+    fail_msg("\"%s\" is not a place in %s", where, DEMO_OPS_REL);
   int got = atoi(where + n + 1);
   FILE *f = fopen(DEMO_OPS, "r");
   if (!f) fail_msg("cannot open %s", DEMO_OPS);

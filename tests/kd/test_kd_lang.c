@@ -203,6 +203,10 @@ static void test_programs(void **state) {
      "    2\n"
      "z; z * 2\n",
      "tensor([2, 4, 6])\n3\n6\n");
+  /* A line ending in an operator, ',' or '=' goes on on the next line, as
+   * kd_lang_complete tells the prompt (regression: it used to be a syntax
+   * error after the prompt had waited for the next line). */
+  OK(&t, "w = 1 +\n 2\nw\nv =\n  5\nv * \n 2\nu = 1,\n 2\nu\n", "3\n10\n(1, 2)\n");
   OK(&t, "\n\n;;\n", "");
   OK(&t, "", "");
   /* An error after output: the output stays, the error names line 3. */

@@ -4,7 +4,7 @@
  * PROGRAMS are statements, one per line or separated by ';':
  *   name = expr          binds a variable (variables live as long as the
  *                        interpreter, across kd_lang_run calls)
- *   a, b = expr          unpacks a tuple or list of exactly two values
+ *   a, b = expr          unpacks a tuple or list, one name per value
  *   expr                 evaluates; the value is printed (as kd__print_value
  *                        writes it) followed by a newline, unless it is None
  * A statement runs as soon as it is parsed, so the statements before an
@@ -789,6 +789,7 @@ static int exec(kd_lang *L, const kd__stmt *s) {
 }
 
 static void report(kd_lang *L, const char *name) {
+  fflush(L->out); /* what ran before the error comes first on a shared terminal or pipe */
   fprintf(L->err, "%s:%d:%d: error: %s\n", name, L->e.pos.line, L->e.pos.col,
           L->e.msg.failed ? "out of memory" : kd__sbuf_str(&L->e.msg));
 }

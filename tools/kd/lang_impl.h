@@ -118,6 +118,8 @@ typedef struct kd__lexer {
   size_t len, off;
   int line, col;
   int depth; /* open brackets: newlines inside are not tokens */
+  int joins; /* the last token was an operator, ',' or '=': a newline after it is
+              * not a token either (kd_lang_complete asks for more in both cases) */
   int nest; /* the parser's recursion depth, bounded */
   kd__token ahead[2];
   int nahead;

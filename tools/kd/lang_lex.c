@@ -85,7 +85,7 @@ static int skip_space(kd__lexer *lx) {
       } else {
         return kd__lerr_set(lx->err, pos, "unexpected character after line continuation character");
       }
-    } else if (c == '\n' && lx->depth > 0) {
+    } else if (c == '\n' && (lx->depth > 0 || lx->joins)) {
       adv(lx);
     } else {
       return 0;
@@ -309,6 +309,14 @@ static int lex_one(kd__lexer *lx, kd__token *t) {
 int kd__lex_peek(kd__lexer *lx, int k, kd__token **out) {
   while (lx->nahead <= k) {
     if (lex_one(lx, &lx->ahead[lx->nahead])) return -1;
+    switch (lx->ahead[lx->nahead].kind) {
+      case KD__T_COMMA: case KD__T_ASSIGN: case KD__T_PLUS: case KD__T_MINUS:
+      case KD__T_STAR: case KD__T_SLASH: case KD__T_AT:
+        lx->joins = 1;
+        break;
+      default:
+        lx->joins = 0;
+    }
     lx->nahead++;
   }
   *out = &lx->ahead[k];

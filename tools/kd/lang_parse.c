@@ -246,7 +246,7 @@ static int parse_primary(kd__lexer *lx, kd__node **out) {
 }
 
 static int parse_postfix(kd__lexer *lx, kd__node **out) {
-  kd__node *n;
+  kd__node *n = NULL;
   if (parse_primary(lx, &n)) return -1;
   for (;;) {
     kd__token *t;
