@@ -345,7 +345,10 @@ static void test_ops_json(void **state) {
     const jp_value *o = v->items[i];
     ASSERT_JTYPE(o, JP_OBJECT);
     const char *op = jp_str(jp_get(o, "op")), *name = jp_str(jp_get(o, "name"));
-    if (!op || !name) fail_msg("operator %zu has no op or name", i);
+    if (!op || !name) {
+      fail_msg("operator %zu has no op or name", i);
+      return; /* fail_msg does not return; the compiler does not know it */
+    }
     /* op is name, then ".overload" when there is one. */
     const char *ovl = jp_str(jp_get(o, "overload"));
     char full[512];
