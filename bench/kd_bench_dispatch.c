@@ -62,8 +62,10 @@ static double time_calls(kd_op *op, kd_tensor *t, int mode, bool ret, size_t n) 
     } else if (mode == 1) {
       kd_call_unboxed(op, args, rets);
     } else {
-      kd_value v = mode == 2 ? kd_value_tensor(t) : kd_value_tensor_borrowed(t);
-      kd_stack_push(&stack, &v);
+      if (mode == 2)
+        kd_stack_push_tensor(&stack, t);
+      else
+        kd_stack_push_tensor_borrowed(&stack, t);
       kd_call_boxed(op, &stack);
       if (ret) {
         kd_stack_pop(&stack, &rets[0]);

@@ -47,7 +47,7 @@ static void wait_phase(int n) {
 
 static int setup(void **state) {
   (void)state;
-  while (kd__tls_reader.depth != 0) kd__read_exit(); /* a failed test left a call */
+  kd__read_exit(0); /* a failed test may have left a call */
   kd__reclaim_shutdown(); /* start every test from an empty list */
   atomic_store(&g_freed, 0);
   set_phase(0);
@@ -58,10 +58,12 @@ static int setup(void **state) {
 
 static void test_mode(void **state) {
   (void)state;
-  kd__read_enter(); /* registers this thread, fixes the mode */
-  kd__read_exit();
+  assert_int_equal(kd__read_enter(), 0); /* registers this thread, fixes the mode */
+  assert_true(atomic_load(&kd__tls_reader.epoch) != 0);
+  kd__read_exit(0);
+  assert_true(atomic_load(&kd__tls_reader.epoch) == 0);
   print_message("reclaim mode: %s\n", kd__reader_fence ? "fence" : "membarrier");
-  assert_true(kd__tls_reader.registered);
+  assert_int_equal(kd__tls_reader.mode, kd__reader_fence ? KD__READ_FENCE : KD__READ_STORE);
   assert_true(atomic_load(&kd__global_epoch) != 0);
 #if KD__TSAN
   assert_true(kd__reader_fence);
@@ -82,13 +84,13 @@ static void test_retire_then_reclaim(void **state) {
 static void test_not_freed_inside_call(void **state) {
   (void)state;
   int n = 0;
-  kd__read_enter();
+  (void)kd__read_enter(); /* outermost: kd__read_exit(0) */
   assert_int_not_equal(atomic_load(&kd__tls_reader.epoch), 0);
   kd__retire(count_cb, &n);
   assert_int_equal(kd__reclaim(false), 1);
   assert_int_equal(kd__reclaim(false), 1);
   assert_int_equal(n, 0);
-  kd__read_exit();
+  kd__read_exit(0);
   assert_int_equal(atomic_load(&kd__tls_reader.epoch), 0);
   assert_int_equal(kd__reclaim(false), 0);
   assert_int_equal(n, 1);
@@ -97,21 +99,21 @@ static void test_not_freed_inside_call(void **state) {
 static void test_nesting(void **state) {
   (void)state;
   int n = 0;
-  kd__read_enter();
+  uint64_t r1 = kd__read_enter();
   uint64_t e = atomic_load(&kd__tls_reader.epoch);
-  kd__read_enter();
-  kd__read_enter();
-  assert_int_equal(kd__tls_reader.depth, 3);
+  uint64_t r2 = kd__read_enter();
+  uint64_t r3 = kd__read_enter();
+  assert_int_equal(r1, 0); /* only the outermost exit clears the epoch */
+  assert_true(r2 == e && r3 == e);
   assert_true(atomic_load(&kd__tls_reader.epoch) == e); /* inner enters keep it */
   kd__retire(count_cb, &n);
-  kd__read_exit();
-  kd__read_exit();
-  assert_int_equal(kd__tls_reader.depth, 1);
+  kd__read_exit(r3);
+  kd__read_exit(r2);
   assert_true(atomic_load(&kd__tls_reader.epoch) == e);
   assert_int_equal(kd__reclaim(false), 1);
   assert_int_equal(n, 0);
-  kd__read_exit();
-  assert_int_equal(kd__tls_reader.depth, 0);
+  kd__read_exit(r1);
+  assert_true(atomic_load(&kd__tls_reader.epoch) == 0);
   assert_int_equal(kd__reclaim(false), 0);
   assert_int_equal(n, 1);
 }
@@ -170,13 +172,13 @@ static void test_retire_from_callback(void **state) {
 static void test_wait_inside_call_returns(void **state) {
   (void)state;
   int a = 0, b = 0;
-  kd__read_enter();
+  (void)kd__read_enter(); /* outermost: kd__read_exit(0) */
   kd__retire(count_cb, &a);
   kd__retire(count_cb, &b);
   /* Documented misuse: must not hang; what this call holds stays. */
   assert_int_equal(kd__reclaim(true), 2);
   assert_int_equal(a + b, 0);
-  kd__read_exit();
+  kd__read_exit(0);
   assert_int_equal(kd__reclaim(false), 0);
   assert_int_equal(a + b, 2);
 }
@@ -184,11 +186,11 @@ static void test_wait_inside_call_returns(void **state) {
 static void test_shutdown_frees_all(void **state) {
   (void)state;
   int n = 0;
-  kd__read_enter();
+  (void)kd__read_enter(); /* outermost: kd__read_exit(0) */
   kd__retire(count_cb, &n);
   kd__reclaim_shutdown();
   assert_int_equal(n, 1);
-  kd__read_exit();
+  kd__read_exit(0);
   assert_int_equal(kd__reclaim(false), 0);
   assert_int_equal(n, 1);
 }
@@ -198,10 +200,10 @@ static void test_shutdown_frees_all(void **state) {
 /* Phase 1: inside a call; waits for phase 2, leaves the call, sets 3. */
 static void *hold_call(void *arg) {
   (void)arg;
-  kd__read_enter();
+  (void)kd__read_enter(); /* outermost: kd__read_exit(0) */
   set_phase(1);
   wait_phase(2);
-  kd__read_exit();
+  kd__read_exit(0);
   set_phase(3);
   return NULL;
 }
@@ -227,7 +229,7 @@ static void join_holder(void) {
 static int teardown(void **state) {
   (void)state;
   join_holder();
-  while (kd__tls_reader.depth != 0) kd__read_exit();
+  kd__read_exit(0);
   return 0;
 }
 
@@ -253,13 +255,13 @@ static void test_wait_inside_call_frees_older(void **state) {
   start_holder();
   kd__retire(count_cb, &older);
   assert_int_equal(kd__reclaim(false), 1); /* bumps the epoch */
-  kd__read_enter();                        /* later than `older` */
+  (void)kd__read_enter(); /* later than `older` */
   kd__retire(count_cb, &mine);
   set_phase(2);
   assert_int_equal(kd__reclaim(true), 1);
   assert_int_equal(older, 1);
   assert_int_equal(mine, 0);
-  kd__read_exit();
+  kd__read_exit(0);
   assert_int_equal(kd__reclaim(false), 0);
   assert_int_equal(mine, 1);
   join_holder();
@@ -267,15 +269,15 @@ static void test_wait_inside_call_frees_older(void **state) {
 
 static void *exit_inside_call(void *arg) {
   (void)arg;
-  kd__read_enter();
-  kd__read_enter();
+  (void)kd__read_enter();
+  (void)kd__read_enter();
   return NULL; /* never leaves: the thread-exit hook must unregister it */
 }
 
 static void *exit_outside_call(void *arg) {
   (void)arg;
-  kd__read_enter();
-  kd__read_exit();
+  (void)kd__read_enter(); /* outermost: kd__read_exit(0) */
+  kd__read_exit(0);
   return NULL;
 }
 
@@ -303,8 +305,8 @@ static void test_fork_child_drops_other_readers(void **state) {
   assert_true(pid >= 0);
   if (pid == 0) {
     alarm(10); /* a child that waits forever fails instead */
-    kd__read_enter();
-    kd__read_exit();
+    (void)kd__read_enter(); /* outermost: kd__read_exit(0) */
+    kd__read_exit(0);
     kd__retire(count_cb, &n);
     _exit(kd__reclaim(true) == 0 && n == 1 ? 0 : 1);
   }
@@ -357,15 +359,15 @@ static void free_block(void *p) {
 
 /* One call: load the shared block and check it; returns its sequence number. */
 static uint64_t read_once(bool nest) {
-  kd__read_enter();
+  uint64_t r1 = kd__read_enter();
   block *b = atomic_load_explicit(&g_shared, memory_order_acquire);
-  if (nest) kd__read_enter();
+  uint64_t r2 = nest ? kd__read_enter() : 0;
   uint64_t seq = b->seq;
   bool ok = b->magic == LIVE;
   for (int i = 0; i < 6; i++) ok &= b->payload[i] == seq * 7 + (uint64_t)i;
-  if (nest) kd__read_exit();
+  if (nest) kd__read_exit(r2);
   ok &= b->magic == LIVE;
-  kd__read_exit();
+  kd__read_exit(r1);
   if (!ok) atomic_fetch_add(&g_bad, 1);
   return seq;
 }
@@ -389,7 +391,7 @@ static void *reader_main(void *arg) {
  * with the writer's scans. Every third exits from inside a call. */
 static void *short_reader(void *arg) {
   for (int i = 0; i < 50; i++) read_once(false);
-  if (arg) kd__read_enter();
+  if (arg) (void)kd__read_enter();
   return NULL;
 }
 

@@ -969,6 +969,52 @@ static void test_stack_growth_and_reserve(void **state) {
   kd_stack_free(&s);
 }
 
+/* The in-place push helpers: both the inline path (room) and the growing
+ * one (an empty stack), references, flags, None for a NULL tensor, errors. */
+static void test_stack_push_helpers(void **state) {
+  (void)state;
+  kd_tensor *t = new_tensor();
+  for (int room = 0; room < 2; room++) {
+    kd_stack s;
+    kd_stack_init(&s);
+    if (room) KD_ASSERT_OK(kd_stack_reserve(&s, 16));
+    KD_ASSERT_OK(kd_stack_push_tensor(&s, t));
+    assert_int_equal(kd_tensor_refcount(t), 2);
+    KD_ASSERT_OK(kd_stack_push_tensor_borrowed(&s, t));
+    assert_int_equal(kd_tensor_refcount(t), 2); /* no reference taken */
+    KD_ASSERT_OK(kd_stack_push_int(&s, -7));
+    KD_ASSERT_OK(kd_stack_push_double(&s, 2.5));
+    KD_ASSERT_OK(kd_stack_push_bool(&s, true));
+    KD_ASSERT_OK(kd_stack_push_tensor(&s, NULL));
+    KD_ASSERT_OK(kd_stack_push_tensor_borrowed(&s, NULL));
+    assert_int_equal(s.size, 7);
+    assert_true(kd_value_is_none(kd_stack_peek(&s, 0)));
+    assert_true(kd_value_is_none(kd_stack_peek(&s, 1)));
+    assert_int_equal(kd_stack_peek(&s, 2)->tag, KD_VALUE_BOOL);
+    assert_true(kd_stack_peek(&s, 2)->u.b);
+    assert_int_equal(kd_stack_peek(&s, 3)->tag, KD_VALUE_DOUBLE);
+    assert_true(kd_stack_peek(&s, 3)->u.d == 2.5);
+    assert_int_equal(kd_stack_peek(&s, 4)->tag, KD_VALUE_INT);
+    assert_int_equal(kd_stack_peek(&s, 4)->u.i, -7);
+    const kd_value *b = kd_stack_peek(&s, 5), *o = kd_stack_peek(&s, 6);
+    assert_int_equal(b->tag, KD_VALUE_TENSOR);
+    assert_true(b->flags & KD_VALUE_BORROWED);
+    assert_ptr_equal(b->u.t, t);
+    assert_int_equal(o->tag, KD_VALUE_TENSOR);
+    assert_int_equal(o->flags, 0);
+    assert_ptr_equal(o->u.t, t);
+    kd_stack_free(&s); /* drops the owned reference only */
+    assert_int_equal(kd_tensor_refcount(t), 1);
+  }
+  KD_ASSERT_ERR(kd_stack_push_tensor(NULL, t), KD_EINVAL, "kd_stack_push: stack is NULL");
+  KD_ASSERT_ERR(kd_stack_push_tensor_borrowed(NULL, t), KD_EINVAL, "stack is NULL");
+  KD_ASSERT_ERR(kd_stack_push_int(NULL, 1), KD_EINVAL, "stack is NULL");
+  KD_ASSERT_ERR(kd_stack_push_double(NULL, 1), KD_EINVAL, "stack is NULL");
+  KD_ASSERT_ERR(kd_stack_push_bool(NULL, 1), KD_EINVAL, "stack is NULL");
+  assert_int_equal(kd_tensor_refcount(t), 1); /* a failed push takes nothing */
+  kd_tensor_release(t);
+}
+
 static void test_stack_null_arguments(void **state) {
   (void)state;
   kd_stack s;
@@ -1060,6 +1106,7 @@ int main(void) {
       cmocka_unit_test(test_stack_ownership),
       cmocka_unit_test(test_stack_growth_and_reserve),
       cmocka_unit_test(test_stack_null_arguments),
+      cmocka_unit_test(test_stack_push_helpers),
       cmocka_unit_test(test_borrowed_values),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -23,11 +23,15 @@ __attribute__((constructor)) static void kd__trace_init(void) {
 #define KD__LIKELY(x) __builtin_expect(!!(x), 1)
 #define KD__UNLIKELY(x) __builtin_expect(!!(x), 0)
 
+/* Calls in progress on this thread while tracing (for the indentation):
+ * counted on the slow path, which every call takes while tracing. */
+static _Thread_local int t_trace_depth;
+
 static void trace(const char *what, const kd_op *op, kd_dispatch_key key, kd_keyset ks) {
   char keys[256];
   kd_keyset_format(ks, keys, sizeof keys);
-  fprintf(stderr, "[kd dispatch] %*s%s %s: key %s of %s\n", 2 * (int)(kd__tls_reader.depth - 1), "",
-          what, op->name, kd_dispatch_key_name(key), keys);
+  fprintf(stderr, "[kd dispatch] %*s%s %s: key %s of %s\n", 2 * (t_trace_depth - 1), "", what,
+          op->name, kd_dispatch_key_name(key), keys);
 }
 
 kd_status kd__no_op_info(const kd_op *op) {
@@ -331,9 +335,8 @@ run_enforced_boxed(const kd_op *op, const kd__op_info *info, const resolved *r, 
 /* Everything but the plain case: a missing or special entry, a functor, a
  * boxed-only kernel, a fallthrough entry reached through a stale mask,
  * tracing. */
-static kd_status __attribute__((noinline))
-dispatch_unboxed_slow(kd_op *op, const kd__op_info *info, kd_keyset ks, const kd_arg *args,
-                      kd_value *rets) {
+static kd_status dispatch_unboxed_slow_in(kd_op *op, const kd__op_info *info, kd_keyset ks,
+                                         const kd_arg *args, kd_value *rets) {
   for (;;) {
     kd_dispatch_key key = kd_keyset_highest(ks);
     const kd__entry *e = atomic_load_explicit(&op->table[key], memory_order_acquire);
@@ -356,6 +359,16 @@ dispatch_unboxed_slow(kd_op *op, const kd__op_info *info, kd_keyset ks, const kd
     if (r.kernel->k.unboxed) return r.kernel->k.unboxed(&c, args, rets);
     return unboxed_via_boxed(info, r.kernel, &c, args, rets);
   }
+}
+
+static kd_status __attribute__((noinline))
+dispatch_unboxed_slow(kd_op *op, const kd__op_info *info, kd_keyset ks, const kd_arg *args,
+                      kd_value *rets) {
+  if (KD__LIKELY(!kd__trace)) return dispatch_unboxed_slow_in(op, info, ks, args, rets);
+  t_trace_depth++;
+  kd_status st = dispatch_unboxed_slow_in(op, info, ks, args, rets);
+  t_trace_depth--;
+  return st;
 }
 
 static inline __attribute__((always_inline)) kd_status
@@ -385,8 +398,8 @@ dispatch_unboxed(kd_op *op, const kd__op_info *info, kd_keyset ks, const kd_arg 
   return dispatch_unboxed_slow(op, info, ks, args, rets);
 }
 
-static kd_status __attribute__((noinline))
-dispatch_boxed_slow(kd_op *op, const kd__op_info *info, kd_keyset ks, kd_stack *stack) {
+static kd_status dispatch_boxed_slow_in(kd_op *op, const kd__op_info *info, kd_keyset ks,
+                                       kd_stack *stack) {
   for (;;) {
     kd_dispatch_key key = kd_keyset_highest(ks);
     const kd__entry *e = atomic_load_explicit(&op->table[key], memory_order_acquire);
@@ -409,6 +422,15 @@ dispatch_boxed_slow(kd_op *op, const kd__op_info *info, kd_keyset ks, kd_stack *
     if (r.kernel->k.boxed) return r.kernel->k.boxed(&c, stack);
     return boxed_via_unboxed(info, r.kernel->k.unboxed, &c, stack);
   }
+}
+
+static kd_status __attribute__((noinline))
+dispatch_boxed_slow(kd_op *op, const kd__op_info *info, kd_keyset ks, kd_stack *stack) {
+  if (KD__LIKELY(!kd__trace)) return dispatch_boxed_slow_in(op, info, ks, stack);
+  t_trace_depth++;
+  kd_status st = dispatch_boxed_slow_in(op, info, ks, stack);
+  t_trace_depth--;
+  return st;
 }
 
 static inline __attribute__((always_inline)) kd_status
@@ -438,7 +460,7 @@ static inline kd_keyset with_tls(kd_keyset ks) {
 }
 
 kd_status kd_call_unboxed(kd_op *op, const kd_arg *args, kd_value *rets) {
-  kd__read_enter();
+  uint64_t rd = kd__read_enter();
   const kd__op_info *info = atomic_load_explicit(&op->info, memory_order_acquire);
   kd_status st;
   if (KD__UNLIKELY(!info)) {
@@ -453,7 +475,7 @@ kd_status kd_call_unboxed(kd_op *op, const kd_arg *args, kd_value *rets) {
     }
     st = dispatch_unboxed(op, info, with_tls(ks), args, rets);
   }
-  kd__read_exit();
+  kd__read_exit(rd);
   return st;
 }
 
@@ -530,11 +552,11 @@ call_boxed_short(kd_op *op, const kd__op_info *info, kd_stack *stack, kd_status 
 }
 
 kd_status kd_call_boxed(kd_op *op, kd_stack *stack) {
-  kd__read_enter();
+  uint64_t rd = kd__read_enter();
   const kd__op_info *info = atomic_load_explicit(&op->info, memory_order_acquire);
   kd_status st;
   if (KD__LIKELY(info) && call_boxed_short(op, info, stack, &st) == 0) {
-    kd__read_exit();
+    kd__read_exit(rd);
     return st;
   }
   st = info ? check_stack(op, info, stack) : kd__no_op_info(op);
@@ -546,25 +568,25 @@ kd_status kd_call_boxed(kd_op *op, kd_stack *stack) {
     st = dispatch_boxed(op, info, with_tls(ks), stack);
     if (st == KD_OK) own_results(info, stack);
   }
-  kd__read_exit();
+  kd__read_exit(rd);
   return st;
 }
 
 kd_status kd_call_unboxed_keys(kd_op *op, kd_keyset keys, const kd_arg *args, kd_value *rets) {
-  kd__read_enter();
+  uint64_t rd = kd__read_enter();
   const kd__op_info *info = atomic_load_explicit(&op->info, memory_order_acquire);
   kd_status st = info ? dispatch_unboxed(op, info, keys, args, rets) : kd__no_op_info(op);
-  kd__read_exit();
+  kd__read_exit(rd);
   return st;
 }
 
 kd_status kd_call_boxed_keys(kd_op *op, kd_keyset keys, kd_stack *stack) {
-  kd__read_enter();
+  uint64_t rd = kd__read_enter();
   const kd__op_info *info = atomic_load_explicit(&op->info, memory_order_acquire);
   kd_status st = info ? check_stack(op, info, stack) : kd__no_op_info(op);
   if (st == KD_OK) st = dispatch_boxed(op, info, keys, stack);
   if (st == KD_OK) own_results(info, stack);
-  kd__read_exit();
+  kd__read_exit(rd);
   return st;
 }
 
@@ -579,7 +601,7 @@ kd_status kd_redispatch_boxed(const kd_call *call, kd_stack *stack) {
 }
 
 kd_status kd_op_fill_defaults(kd_op *op, kd_stack *stack, size_t given) {
-  kd__read_enter();
+  uint64_t rd = kd__read_enter();
   const kd__op_info *info = atomic_load_explicit(&op->info, memory_order_acquire);
   kd_status st = info ? KD_OK : kd__no_op_info(op);
   for (size_t i = given; st == KD_OK && info && i < info->nargs; i++) {
@@ -590,6 +612,6 @@ kd_status kd_op_fill_defaults(kd_op *op, kd_stack *stack, size_t given) {
     }
     st = kd_stack_push_copy(stack, &info->defaults[i]);
   }
-  kd__read_exit();
+  kd__read_exit(rd);
   return st;
 }

@@ -58,9 +58,10 @@
  * running the process: about 18 us in a 2-vCPU VM).
  *
  * Mode selection: decided once, under the lock, before the first reader is
- * registered (a reader reads kd__reader_fence only after its registration
- * took the lock), so no reader ever runs the plain-store path without a
- * working membarrier. ThreadSanitizer does not model membarrier, so under it
+ * registered (a reader copies kd__reader_fence into its own `mode` when it
+ * registers, under the lock), so no reader ever runs the plain-store path
+ * without a working membarrier. A fork child that cannot re-register for
+ * membarrier switches to the fence mode, and so does its one thread. ThreadSanitizer does not model membarrier, so under it
  * the fence mode is forced; so is it by KD_RECLAIM_FENCE=1 in the
  * environment, or when MEMBARRIER_CMD_QUERY / _REGISTER_PRIVATE_EXPEDITED
  * fail. Should the expedited barrier ever fail later (ENOMEM), that pass
@@ -174,8 +175,7 @@ static void unlink_reader_locked(kd__reader *r) {
     }
   }
   r->next = NULL;
-  r->registered = false;
-  r->depth = 0;
+  r->mode = KD__READ_UNREGISTERED;
   atomic_store_explicit(&r->epoch, 0, memory_order_release);
 }
 
@@ -198,11 +198,12 @@ static void atfork_child(void) {
    * gone with them) and re-register the new process for membarrier. */
   kd__reader *self = &kd__tls_reader;
   g_readers = NULL;
-  if (self->registered) {
+  if (!kd__reader_fence && !membarrier_register()) kd__reader_fence = true;
+  if (self->mode != KD__READ_UNREGISTERED) {
     self->next = NULL;
     g_readers = self;
+    self->mode = kd__reader_fence ? KD__READ_FENCE : KD__READ_STORE;
   }
-  if (!kd__reader_fence && !membarrier_register()) kd__reader_fence = true;
   unlock();
 }
 
@@ -224,10 +225,10 @@ static void init_locked(void) {
   pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 
-void kd__reader_register(kd__reader *r) {
+static void reader_register(kd__reader *r) {
   lock();
   init_locked();
-  if (!r->registered) {
+  if (r->mode == KD__READ_UNREGISTERED) {
     /* The key's value must be non-NULL for the destructor to run; set it
      * before linking so that a failure leaves nothing dangling. */
     if (pthread_setspecific(g_key, r) != 0) {
@@ -238,9 +239,26 @@ void kd__reader_register(kd__reader *r) {
     atomic_store_explicit(&r->epoch, 0, memory_order_relaxed);
     r->next = g_readers;
     g_readers = r;
-    r->registered = true;
+    r->mode = kd__reader_fence ? KD__READ_FENCE : KD__READ_STORE;
   }
   unlock();
+}
+
+void kd__read_enter_slow(kd__reader *r) {
+  if (r->mode == KD__READ_UNREGISTERED) reader_register(r);
+  uint64_t e = atomic_load_explicit(&kd__global_epoch, memory_order_acquire);
+  if (r->mode == KD__READ_FENCE) {
+#if KD__TSAN || defined(__x86_64__) || defined(__i386__)
+    /* A locked instruction: a full barrier on x86 (cheaper than mfence). */
+    atomic_exchange_explicit(&r->epoch, e, memory_order_seq_cst);
+#else
+    atomic_store_explicit(&r->epoch, e, memory_order_relaxed);
+    atomic_thread_fence(memory_order_seq_cst);
+#endif
+  } else {
+    atomic_store_explicit(&r->epoch, e, memory_order_relaxed);
+    atomic_signal_fence(memory_order_seq_cst);
+  }
 }
 
 /* ---- retire / reclaim ---------------------------------------------------- */
@@ -327,7 +345,7 @@ size_t kd__reclaim(bool wait) {
       target = atomic_load_explicit(&kd__global_epoch, memory_order_relaxed) + 1;
     /* Items this thread's own call may see never clear while we wait. */
     kd__reader *self = &kd__tls_reader;
-    uint64_t mine = self->depth ? atomic_load_explicit(&self->epoch, memory_order_relaxed) : 0;
+    uint64_t mine = atomic_load_explicit(&self->epoch, memory_order_relaxed); /* 0: not in a call */
     uint64_t limit = mine != 0 && mine < target ? mine : target;
     lock();
     bool pending = g_head != NULL && g_head->epoch < limit;

@@ -9,7 +9,7 @@
  *
  * Readers (calls) bracket their reads with kd__read_enter / kd__read_exit:
  * a thread-local epoch store on the way in and out, no fence, no shared
- * write. The writer side pays instead: kd__reclaim bumps a global epoch,
+ * write, no nesting counter. The writer side pays instead: kd__reclaim bumps a global epoch,
  * issues an asymmetric barrier (Linux membarrier, private expedited), and
  * frees what every active reader has moved past. Where membarrier is not
  * available (or under ThreadSanitizer, which does not model it), readers add
@@ -22,8 +22,8 @@
  * The pointers that readers load inside a call must be loaded with
  * memory_order_acquire (and swapped with release or stronger).
  *
- * Nesting (a kernel that redispatches) is counted; only the outermost enter
- * and exit touch the epoch.
+ * Nesting (a kernel that redispatches) is seen from the epoch itself: only
+ * the outermost enter and exit change it.
  */
 #ifndef KD_DISPATCH_RECLAIM_H
 #define KD_DISPATCH_RECLAIM_H
@@ -47,19 +47,27 @@
 /* One per thread that has called an operator; linked into a global list on
  * first use and unlinked when the thread exits. */
 typedef struct kd__reader {
-  _Atomic uint64_t epoch; /* 0 when not inside a call, else the epoch seen at entry */
-  uint32_t depth;         /* nesting, touched only by the owning thread */
-  bool registered;
+  _Atomic uint64_t epoch; /* 0 when not inside a call, else the epoch seen at
+                           * the outermost entry (written by the owning thread) */
+  uint8_t mode;           /* KD__READ_*: how this thread enters */
   struct kd__reader *next; /* global list, under the reclaim lock */
 } kd__reader;
+
+enum {
+  KD__READ_UNREGISTERED = 0, /* first call on this thread: register first */
+  KD__READ_STORE = 1,        /* membarrier mode: a plain store */
+  KD__READ_FENCE = 2         /* fence mode: the store and a full barrier */
+};
 
 extern _Thread_local kd__reader kd__tls_reader __attribute__((tls_model("initial-exec")));
 extern _Atomic uint64_t kd__global_epoch;
 /* true: readers fence (no membarrier). Set once, under the reclaim lock,
- * before the first reader registers; read only by registered readers. */
+ * before the first reader registers (and in a fork child before it runs). */
 extern bool kd__reader_fence;
 
-void kd__reader_register(kd__reader *r); /* slow path: first call on a thread */
+/* The outermost entry when this thread is not in the plain-store mode
+ * (registers on first use, fences in fence mode). */
+void kd__read_enter_slow(kd__reader *r);
 
 /* UBSan's null check is off here: gcc tests the thread-local's address with
  * the flags of an add that the linker relaxes into a lea (initial-exec to
@@ -74,29 +82,26 @@ void kd__reader_register(kd__reader *r); /* slow path: first call on a thread */
 #define KD__NO_SANITIZE_NULL
 #endif
 
-KD__NO_SANITIZE_NULL static inline void kd__read_enter(void) {
+/* Enters a read section; returns what kd__read_exit must restore. Nesting
+ * needs no counter: a nested entry finds the epoch already set (not 0),
+ * leaves it, and its exit stores the same value back; only the outermost
+ * exit stores 0. */
+KD__NO_SANITIZE_NULL static inline uint64_t kd__read_enter(void) {
   kd__reader *r = &kd__tls_reader;
-  if (r->depth++ != 0) return;
-  if (__builtin_expect(!r->registered, 0)) kd__reader_register(r);
-  uint64_t e = atomic_load_explicit(&kd__global_epoch, memory_order_acquire);
-  if (kd__reader_fence) {
-#if KD__TSAN || defined(__x86_64__) || defined(__i386__)
-    /* A locked instruction: a full barrier on x86 (cheaper than mfence). */
-    atomic_exchange_explicit(&r->epoch, e, memory_order_seq_cst);
-#else
-    atomic_store_explicit(&r->epoch, e, memory_order_relaxed);
-    atomic_thread_fence(memory_order_seq_cst);
-#endif
-  } else {
-    atomic_store_explicit(&r->epoch, e, memory_order_relaxed);
-    atomic_signal_fence(memory_order_seq_cst); /* compiler barrier only */
+  uint64_t old = atomic_load_explicit(&r->epoch, memory_order_relaxed); /* own store */
+  if (old != 0) return old;
+  if (__builtin_expect(r->mode != KD__READ_STORE, 0)) {
+    kd__read_enter_slow(r);
+    return 0;
   }
+  uint64_t e = atomic_load_explicit(&kd__global_epoch, memory_order_acquire);
+  atomic_store_explicit(&r->epoch, e, memory_order_relaxed);
+  atomic_signal_fence(memory_order_seq_cst); /* compiler barrier only */
+  return 0;
 }
 
-KD__NO_SANITIZE_NULL static inline void kd__read_exit(void) {
-  kd__reader *r = &kd__tls_reader;
-  if (--r->depth != 0) return;
-  atomic_store_explicit(&r->epoch, 0, memory_order_release);
+KD__NO_SANITIZE_NULL static inline void kd__read_exit(uint64_t saved) {
+  atomic_store_explicit(&kd__tls_reader.epoch, saved, memory_order_release);
 }
 
 /* Hands `ptr` to `fn` once no call that started before now is still running.

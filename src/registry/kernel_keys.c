@@ -399,7 +399,7 @@ kd_status kd_op_select_kernel(const kd_op *op, kd_dispatch_key key, kd_layout la
     return kd_set_error(KD_EINVAL, "kd_op_select_kernel(%s): bad key %d, layout %d or dtype %d",
                         op->name, (int)key, (int)layout, (int)dtype);
   memset(out, 0, sizeof *out);
-  kd__read_enter();
+  uint64_t rd = kd__read_enter();
   kd_status st = KD_OK;
   const kd__entry *e = atomic_load_explicit(&op->table[key], memory_order_acquire);
   int cell = (int)layout * KD_DTYPE_COUNT + (int)dtype;
@@ -433,6 +433,6 @@ kd_status kd_op_select_kernel(const kd_op *op, kd_dispatch_key key, kd_layout la
                         fb ? "; and no CPU kernel to fall back to" : "");
     }
   }
-  kd__read_exit();
+  kd__read_exit(rd);
   return st;
 }

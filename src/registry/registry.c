@@ -159,9 +159,9 @@ kd_status kd_op_find(const char *name, const char *overload, kd_op **out) {
   } else {
     ov_len = strlen(ov);
   }
-  kd__read_enter();
+  uint64_t rd = kd__read_enter();
   kd_op *op = lookup(name, base_len, ov, ov_len);
-  kd__read_exit();
+  kd__read_exit(rd);
   if (!op || !kd__op_alive(op))
     return kd_set_error(KD_ENOTFOUND, "operator '%.*s%s%.*s' not found", (int)base_len, name,
                         ov_len ? "." : "", (int)ov_len, ov);

@@ -105,15 +105,6 @@ static kd_value list_value(kd_list *list) {
 
 /* ---- Constructors ---------------------------------------------------------- */
 
-kd_value kd_value_tensor(kd_tensor *tensor) {
-  kd_value v = kd_value_none();
-  if (!tensor) return v;
-  kd_tensor_retain(tensor);
-  v.tag = KD_VALUE_TENSOR;
-  v.u.t = tensor;
-  return v;
-}
-
 kd_status kd_value_string(const char *text, size_t len, kd_value *out) {
   if (!out) return kd_set_error(KD_EINVAL, "kd_value_string: out is NULL");
   *out = kd_value_none();
