@@ -216,6 +216,90 @@ static void test_basic_call_and_missing(void **state) {
   kd_tensor_release(m);
 }
 
+/* ---- The boxed short path (unboxed kernel, simple arguments) ---------------- */
+
+static int g_short_fail;
+/* "(Tensor self, int n, bool b) -> (Tensor, int, float, Tensor)": more
+ * results than arguments; the last result is borrowed (made owned by the
+ * call). Fails when g_short_fail is set. */
+static kd_status k_short(const kd_call *c, const kd_arg *a, kd_value *r) {
+  (void)c;
+  r[0] = kd_value_tensor(a[0].t);
+  if (g_short_fail) return kd_set_error(KD_EINVAL, "k_short failed as asked"); /* r[0] dropped */
+  r[1] = kd_value_int(a[2].b ? a[1].i * 2 : a[1].i);
+  r[2] = kd_value_double((double)a[1].i + 0.5);
+  r[3] = kd_value_tensor_borrowed(a[0].t);
+  return KD_OK;
+}
+
+static kd_status push_short_args(kd_stack *s, kd_tensor *t, int borrowed) {
+  kd_status st = borrowed ? kd_stack_push_tensor_borrowed(s, t) : kd_stack_push_tensor(s, t);
+  if (st == KD_OK) st = kd_stack_push_int(s, 21);
+  if (st == KD_OK) st = kd_stack_push_bool(s, true);
+  return st;
+}
+
+static void test_boxed_short_path(void **state) {
+  (void)state;
+  kd_library *def = open_lib(KD_LIBRARY_DEF, "shortp", KD_KEY_UNDEFINED);
+  kd_library *cpu = open_lib(KD_LIBRARY_IMPL, "shortp", KD_KEY_CPU);
+  KD_ASSERT_OK(kd_library_def(def, "f(Tensor self, int n, bool b) -> (Tensor, int, float, Tensor)",
+                              NULL, 0, NULL));
+  kd_kernel k = kd_kernel_unboxed(k_short, "(Tensor, int, bool) -> (Tensor, int, float, Tensor)");
+  KD_ASSERT_OK(kd_library_impl(cpu, "f", &k, NULL));
+  kd_op *op;
+  KD_ASSERT_OK(kd_op_find("shortp::f", "", &op));
+  kd_tensor *t = tensor_on(KD_DEVICE_CPU);
+  for (int borrowed = 0; borrowed < 2; borrowed++) {
+    /* Room for one value below the call and the arguments, none to spare:
+     * the results need the stack to grow. */
+    kd_stack s;
+    kd_stack_init(&s);
+    KD_ASSERT_OK(kd_stack_reserve(&s, 4));
+    KD_ASSERT_OK(kd_stack_push_int(&s, 99));
+    KD_ASSERT_OK(push_short_args(&s, t, borrowed));
+    assert_int_equal(s.size, s.capacity);
+    assert_int_equal(kd_tensor_refcount(t), borrowed ? 1 : 2);
+    KD_ASSERT_OK(kd_call_boxed(op, &s));
+    assert_int_equal(s.size, 5);
+    assert_int_equal(kd_stack_peek(&s, 4)->u.i, 99); /* below the call: untouched */
+    assert_ptr_equal(kd_stack_peek(&s, 3)->u.t, t);
+    assert_int_equal(kd_stack_peek(&s, 3)->flags, 0);
+    assert_int_equal(kd_stack_peek(&s, 2)->u.i, 42);
+    assert_true(kd_stack_peek(&s, 1)->u.d == 21.5);
+    assert_ptr_equal(kd_stack_peek(&s, 0)->u.t, t);
+    assert_int_equal(kd_stack_peek(&s, 0)->flags, 0); /* borrowed result made owned */
+    /* The argument's reference (if owned) went; two results hold one each. */
+    assert_int_equal(kd_tensor_refcount(t), 3);
+    KD_ASSERT_OK(kd_stack_drop(&s, 4));
+    assert_int_equal(kd_tensor_refcount(t), 1);
+
+    /* A failing kernel: its status and message, no results, the arguments
+     * gone, every reference dropped (a state between the two, as
+     * kd_call_boxed allows). */
+    g_short_fail = 1;
+    KD_ASSERT_OK(push_short_args(&s, t, borrowed));
+    KD_ASSERT_ERR(kd_call_boxed(op, &s), KD_EINVAL, "k_short failed as asked");
+    g_short_fail = 0;
+    assert_int_equal(s.size, 1);
+    assert_int_equal(kd_stack_peek(&s, 0)->u.i, 99);
+    assert_int_equal(kd_tensor_refcount(t), 1);
+
+    /* A value of the wrong kind leaves the short path for the general one,
+     * which names the argument; nothing is consumed. */
+    KD_ASSERT_OK(kd_stack_push_tensor(&s, t));
+    KD_ASSERT_OK(kd_stack_push_double(&s, 1.0)); /* int expected */
+    KD_ASSERT_OK(kd_stack_push_bool(&s, false));
+    KD_ASSERT_ERR(kd_call_boxed(op, &s), KD_ETYPE, "argument 1 'n' of type int");
+    assert_int_equal(s.size, 4);
+    kd_stack_free(&s);
+    assert_int_equal(kd_tensor_refcount(t), 1);
+  }
+  kd_library_close(cpu);
+  kd_library_close(def);
+  kd_tensor_release(t);
+}
+
 static void test_stacking_and_release(void **state) {
   (void)state;
   kd_library *def = open_lib(KD_LIBRARY_DEF, "stack", KD_KEY_UNDEFINED);
@@ -985,6 +1069,7 @@ int main(void) {
       cmocka_unit_test(test_tls_guards),
       cmocka_unit_test(test_basic_call_and_missing),
       cmocka_unit_test(test_stacking_and_release),
+      cmocka_unit_test(test_boxed_short_path),
       cmocka_unit_test(test_alias_precedence),
       cmocka_unit_test(test_no_tensor_arguments),
       cmocka_unit_test(test_fallback_fallthrough_redispatch),

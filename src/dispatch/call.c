@@ -459,22 +459,65 @@ static inline kd_keyset with_tls(kd_keyset ks) {
   return (ks | tls.include) & ~tls.exclude;
 }
 
-kd_status kd_call_unboxed(kd_op *op, const kd_arg *args, kd_value *rets) {
-  uint64_t rd = kd__read_enter();
+/* Every typed call but the plain one, inside the caller's read section. */
+static kd_status __attribute__((noinline))
+call_unboxed_in(kd_op *op, const kd_arg *args, kd_value *rets) {
   const kd__op_info *info = atomic_load_explicit(&op->info, memory_order_acquire);
-  kd_status st;
-  if (KD__UNLIKELY(!info)) {
-    st = kd__no_op_info(op);
+  if (KD__UNLIKELY(!info)) return kd__no_op_info(op);
+  kd_keyset ks;
+  if (KD__LIKELY(info->single_tensor >= 0)) {
+    const kd_tensor *t0 = args[info->single_tensor].t; /* NULL: no keys, not a crash */
+    ks = KD__LIKELY(t0 != NULL) ? t0->keys : 0;
   } else {
-    kd_keyset ks;
-    if (KD__LIKELY(info->single_tensor >= 0)) {
-      const kd_tensor *t0 = args[info->single_tensor].t; /* NULL: no keys, not a crash */
-      ks = KD__LIKELY(t0 != NULL) ? t0->keys : 0;
-    } else {
-      ks = kd__args_keys(info, args);
-    }
-    st = dispatch_unboxed(op, info, with_tls(ks), args, rets);
+    ks = kd__args_keys(info, args);
   }
+  return dispatch_unboxed(op, info, with_tls(ks), args, rets);
+}
+
+/* The same with its own read section, for a first call on a thread or the
+ * fence mode (kd__read_enter's slow path). */
+static kd_status __attribute__((noinline))
+call_unboxed_cold(kd_op *op, const kd_arg *args, kd_value *rets) {
+  uint64_t rd = kd__read_enter();
+  kd_status st = call_unboxed_in(op, args, rets);
+  kd__read_exit(rd);
+  return st;
+}
+
+/* The plain typed call is written so that nothing but the saved epoch lives
+ * across a call: no register spills, one frame, every other case out of
+ * line (call_unboxed_in does the full work, dispatch_unboxed's fast path
+ * included). */
+kd_status kd_call_unboxed(kd_op *op, const kd_arg *args, kd_value *rets) {
+  kd__reader *r = &kd__tls_reader;
+  uint64_t rd = atomic_load_explicit(&r->epoch, memory_order_relaxed);
+  if (rd == 0) {
+    if (KD__UNLIKELY(r->mode != KD__READ_STORE)) return call_unboxed_cold(op, args, rets);
+    atomic_store_explicit(&r->epoch, atomic_load_explicit(&kd__global_epoch, memory_order_acquire),
+                          memory_order_relaxed);
+    atomic_signal_fence(memory_order_seq_cst); /* as kd__read_enter */
+  }
+  kd_status st;
+  const kd__op_info *info = atomic_load_explicit(&op->info, memory_order_acquire);
+  const kd_tensor *t0;
+  const kd__entry *e;
+  kd_keyset ks;
+  kd_dispatch_key key;
+  if (KD__UNLIKELY(!info || info->single_tensor < 0 || kd__slow) ||
+      KD__UNLIKELY(!(t0 = args[info->single_tensor].t)))
+    goto other;
+  ks = with_tls(t0->keys) & ~atomic_load_explicit(&op->fallthrough, memory_order_relaxed);
+  key = kd_keyset_highest(ks);
+  e = atomic_load_explicit(&op->table[key], memory_order_acquire);
+  if (KD__UNLIKELY(!e || !e->fast)) goto other;
+  {
+    kd_call c = {op, ks, key, e->data};
+    st = e->fast(&c, args, rets);
+  }
+  kd__read_exit(rd);
+  return st;
+other:
+  st = call_unboxed_in(op, args, rets);
   kd__read_exit(rd);
   return st;
 }
@@ -490,13 +533,23 @@ static kd_status check_stack(const kd_op *op, const kd__op_info *info, const kd_
 
 /* The short path of a boxed call: an unboxed FUNCTION kernel, an operator
  * whose arguments are all Tensor, int, float or bool (info->simple). Returns
- * 1 when it does not apply (nothing done), else the call's status. */
+ * 1 when it does not apply (nothing done), else the call's status.
+ *
+ * The kernel writes its results straight into the stack, over the
+ * arguments (read out first; the owned tensor references wait in `owned`
+ * until the kernel is done). Copying results the kernel built would read
+ * 16 bytes at a time what it wrote in narrower stores, which the CPU cannot
+ * forward: a stall of about 10 ns per result. On error the arguments are
+ * gone and no result is on the stack (the state kd_call_boxed allows). */
 static inline __attribute__((always_inline)) int
 call_boxed_short(kd_op *op, const kd__op_info *info, kd_stack *stack, kd_status *status) {
   uint32_t nargs = info->nargs, nrets = info->nrets;
   if (!info->simple || stack->size < nargs) return 1;
-  kd_value *in = stack->items + stack->size - nargs;
+  size_t base = stack->size - nargs;
+  const kd_value *in = stack->items + base;
   kd_arg args[8];
+  kd_tensor *owned[8];
+  uint32_t nowned = 0;
   kd_keyset ks = 0;
   for (uint32_t i = 0; i < nargs; i++) {
     const kd_value *v = &in[i];
@@ -505,6 +558,7 @@ call_boxed_short(kd_op *op, const kd__op_info *info, kd_stack *stack, kd_status 
         if (v->tag != KD_VALUE_TENSOR) return 1;
         args[i].t = v->u.t;
         ks |= v->u.t->keys;
+        if (!(v->flags & KD_VALUE_BORROWED)) owned[nowned++] = v->u.t;
         break;
       case KD__ARG_INT:
         if (v->tag != KD_VALUE_INT) return 1;
@@ -524,42 +578,33 @@ call_boxed_short(kd_op *op, const kd__op_info *info, kd_stack *stack, kd_status 
   kd_dispatch_key key = kd_keyset_highest(ks);
   const kd__entry *e = atomic_load_explicit(&op->table[key], memory_order_acquire);
   if (!e || !e->fast || e->boxed || kd__slow) return 1;
-  kd_call c = {op, ks, key, e->data};
-  kd_value rets[4];
+  kd_status st;
+  if (KD__UNLIKELY(base + nrets > stack->capacity) && (st = kd_stack_reserve(stack, base + nrets))) {
+    *status = st; /* nothing done: the arguments stay */
+    return 0;
+  }
+  /* From here the stack holds None results; the arguments live in args/owned. */
+  kd_value *rets = stack->items + base;
   for (uint32_t i = 0; i < nrets; i++) rets[i] = kd_value_none();
-  kd_status st = e->fast(&c, args, rets);
+  stack->size = base + nrets;
+  kd_call c = {op, ks, key, e->data};
+  st = e->fast(&c, args, rets);
+  for (uint32_t j = 0; j < nowned; j++) kd_tensor_release(owned[j]);
   if (KD__UNLIKELY(st)) {
     for (uint32_t i = 0; i < nrets; i++) kd_value_destroy(&rets[i]);
-    *status = st;
-    return 0;
+    stack->size = base;
+  } else {
+    for (uint32_t i = 0; i < nrets; i++)
+      if (KD__UNLIKELY(rets[i].flags & KD_VALUE_BORROWED)) kd_value_own(&rets[i]);
   }
-  for (uint32_t i = 0; i < nargs; i++)
-    if (in[i].tag == KD_VALUE_TENSOR && !(in[i].flags & KD_VALUE_BORROWED))
-      kd_tensor_release(in[i].u.t);
-  stack->size -= nargs;
-  if (KD__UNLIKELY(stack->size + nrets > stack->capacity) &&
-      (st = kd_stack_reserve(stack, stack->size + nrets))) {
-    for (uint32_t i = 0; i < nrets; i++) kd_value_destroy(&rets[i]);
-    *status = st;
-    return 0;
-  }
-  for (uint32_t i = 0; i < nrets; i++) {
-    if (KD__UNLIKELY(rets[i].flags & KD_VALUE_BORROWED)) kd_value_own(&rets[i]);
-    stack->items[stack->size++] = rets[i];
-  }
-  *status = KD_OK;
+  *status = st;
   return 0;
 }
 
-kd_status kd_call_boxed(kd_op *op, kd_stack *stack) {
-  uint64_t rd = kd__read_enter();
-  const kd__op_info *info = atomic_load_explicit(&op->info, memory_order_acquire);
-  kd_status st;
-  if (KD__LIKELY(info) && call_boxed_short(op, info, stack, &st) == 0) {
-    kd__read_exit(rd);
-    return st;
-  }
-  st = info ? check_stack(op, info, stack) : kd__no_op_info(op);
+/* Every boxed call but the short path's, inside the caller's read section. */
+static kd_status __attribute__((noinline))
+call_boxed_in(kd_op *op, const kd__op_info *info, kd_stack *stack) {
+  kd_status st = info ? check_stack(op, info, stack) : kd__no_op_info(op);
   if (st == KD_OK) {
     const kd_value *in = stack->items + stack->size - info->nargs;
     kd_keyset ks = info->single_tensor >= 0 && in[info->single_tensor].tag == KD_VALUE_TENSOR
@@ -568,6 +613,15 @@ kd_status kd_call_boxed(kd_op *op, kd_stack *stack) {
     st = dispatch_boxed(op, info, with_tls(ks), stack);
     if (st == KD_OK) own_results(info, stack);
   }
+  return st;
+}
+
+kd_status kd_call_boxed(kd_op *op, kd_stack *stack) {
+  uint64_t rd = kd__read_enter();
+  const kd__op_info *info = atomic_load_explicit(&op->info, memory_order_acquire);
+  kd_status st;
+  if (KD__UNLIKELY(!info) || call_boxed_short(op, info, stack, &st) != 0)
+    st = call_boxed_in(op, info, stack);
   kd__read_exit(rd);
   return st;
 }
