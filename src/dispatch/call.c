@@ -499,14 +499,24 @@ kd_status kd_call_unboxed(kd_op *op, const kd_arg *args, kd_value *rets) {
   }
   kd_status st;
   const kd__op_info *info = atomic_load_explicit(&op->info, memory_order_acquire);
-  const kd_tensor *t0;
   const kd__entry *e;
   kd_keyset ks;
   kd_dispatch_key key;
-  if (KD__UNLIKELY(!info || info->single_tensor < 0 || kd__slow) ||
-      KD__UNLIKELY(!(t0 = args[info->single_tensor].t)))
+  if (KD__UNLIKELY(!info || kd__slow)) goto other;
+  if (KD__LIKELY(info->single_tensor >= 0)) {
+    const kd_tensor *t0 = args[info->single_tensor].t;
+    if (KD__UNLIKELY(!t0)) goto other;
+    ks = t0->keys;
+  } else if (info->plain_tensors) {
+    ks = 0;
+    for (uint32_t k = 0; k < info->ntensor; k++) {
+      const kd_tensor *t = args[info->tensor_idx[k]].t; /* Tensor? may be NULL */
+      if (t) ks |= t->keys;
+    }
+  } else {
     goto other;
-  ks = with_tls(t0->keys) & ~atomic_load_explicit(&op->fallthrough, memory_order_relaxed);
+  }
+  ks = with_tls(ks) & ~atomic_load_explicit(&op->fallthrough, memory_order_relaxed);
   key = kd_keyset_highest(ks);
   e = atomic_load_explicit(&op->table[key], memory_order_acquire);
   if (KD__UNLIKELY(!e || !e->fast)) goto other;

@@ -81,6 +81,8 @@ typedef struct kd__op_info {
   uint32_t ntensor;          /* arguments that carry dispatch keys */
   int32_t single_tensor;     /* the index when exactly one does and it is a Tensor, else -1 */
   int32_t key_tensor;        /* the first Tensor or Tensor? argument (kernel keys), else -1 */
+  bool plain_tensors;        /* every argument that carries keys (if any) is a Tensor or
+                              * Tensor?, no list: typed calls OR their keys inline */
   bool simple;               /* <= 8 arguments of kinds Tensor, int, float, bool; <= 4 returns:
                               * boxed calls take the short path */
   uint8_t kinds[64];         /* kd__arg_kind of argument i (nargs <= 64) */

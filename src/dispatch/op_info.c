@@ -140,6 +140,11 @@ kd_status kd__op_info_new(kd_schema *schema, kd__op_info **out) {
   info->single_tensor = info->ntensor == 1 && info->kinds[info->tensor_idx[0]] == KD__ARG_TENSOR
                             ? info->tensor_idx[0]
                             : -1;
+  info->plain_tensors = true;
+  for (uint32_t k = 0; k < info->ntensor; k++) {
+    int kind = info->kinds[info->tensor_idx[k]];
+    if (kind != KD__ARG_TENSOR && kind != KD__ARG_OPT_TENSOR) info->plain_tensors = false;
+  }
   info->key_tensor = -1;
   for (size_t i = 0; i < nargs && info->key_tensor < 0; i++)
     if (info->kinds[i] == KD__ARG_TENSOR || info->kinds[i] == KD__ARG_OPT_TENSOR)
