@@ -136,6 +136,17 @@ static void test_format(void **state) {
   check_format(kd_scalar_complex(1, 2), "(1+2j)");
   check_format(kd_scalar_complex(1.5, -2), "(1.5-2j)");
   check_format(kd_scalar_complex(0, 2), "2j");
+  /* Python's complex repr: a nan part has no sign, a negative zero keeps it
+   * (regression: "(1nanj)" and "(1+-0j)"). */
+  check_format(kd_scalar_complex(1, NAN), "(1+nanj)");
+  check_format(kd_scalar_complex(1, -NAN), "(1+nanj)");
+  check_format(kd_scalar_complex(1, -0.0), "(1-0j)");
+  check_format(kd_scalar_complex(NAN, 1), "(nan+1j)");
+  check_format(kd_scalar_complex(1, INFINITY), "(1+infj)");
+  check_format(kd_scalar_complex(1, -INFINITY), "(1-infj)");
+  check_format(kd_scalar_complex(0, NAN), "nanj");
+  check_format(kd_scalar_complex(0, -0.0), "-0j");
+  check_format(kd_scalar_complex(-0.0, 1), "(-0+1j)");
   /* Truncation reports the full length. */
   char small[4];
   kd_scalar s = kd_scalar_int(123456);

@@ -263,7 +263,9 @@ size_t kd_scalar_format(const kd_scalar *s, char *buf, size_t cap) {
       } else {
         kd__fmt_puts(&f, "(");
         format_double(&f, s->v.c.re, true);
-        if (!(s->v.c.im < 0) && !isnan(s->v.c.im)) kd__fmt_puts(&f, "+");
+        /* format_double writes the minus sign (of -0.0 too) and none for
+         * nan, whose sign Python ignores. */
+        if (isnan(s->v.c.im) || !signbit(s->v.c.im)) kd__fmt_puts(&f, "+");
         format_double(&f, s->v.c.im, true);
         kd__fmt_puts(&f, "j)");
       }
