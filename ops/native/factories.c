@@ -168,6 +168,14 @@ static kd_status format_strides(const char *op, int ndim, const int64_t *sizes,
 /* A new tensor of `size` on `device` with `format`'s strides. */
 static kd_status make_empty(const char *op, int ndim, const int64_t *sizes, kd_dtype dtype,
                             kd_device device, kd_memory_format format, kd_tensor **out) {
+  if (format == KD_MEMORY_FORMAT_CONTIGUOUS) {
+    /* The common case: row-major strides, which kd_tensor_empty makes without
+     * checking caller-given ones. Sizes were checked (kd__check_size_list),
+     * so the only failures left are overflow and memory. */
+    kd_status st = kd_tensor_empty(ndim, sizes, dtype, device, out);
+    if (st == KD_EOVERFLOW) return kd_set_error(KD_EOVERFLOW, "%s: tensor too large", op);
+    return st;
+  }
   int64_t strides[KD_MAX_DIMS];
   kd_status st = format_strides(op, ndim, sizes, format, strides);
   if (st) return st;
