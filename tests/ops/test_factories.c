@@ -90,6 +90,14 @@ static void test_empty(void **state) {
   assert_null(t);
   KD_ASSERT_ERR(kd_empty_memory_format(INTS(-2), NULL, NULL, &OC_META, NULL, NULL, &t), KD_EINVAL,
                 "Trying to create tensor with negative dimension -2: [-2]");
+  /* Too many elements, on both the contiguous path and the strided one. */
+  KD_ASSERT_ERR(kd_empty_memory_format(INTS(1LL << 40, 1LL << 40), NULL, NULL, NULL, NULL, NULL, &t),
+                KD_EOVERFLOW, "empty: tensor too large");
+  assert_null(t);
+  KD_ASSERT_ERR(kd_empty_memory_format(INTS(1LL << 20, 1LL << 20, 1LL << 20, 1LL << 20), NULL, NULL,
+                                       NULL, NULL, &cl, &t),
+                KD_EOVERFLOW, "empty: tensor too large");
+  assert_null(t);
   kd_layout coo = KD_LAYOUT_SPARSE;
   KD_ASSERT_ERR(kd_empty_memory_format(INTS(2, 3), NULL, &coo, NULL, NULL, NULL, &t),
                 KD_EUNSUPPORTED, "layout sparse_coo is not supported");
