@@ -220,6 +220,10 @@ boxed_via_unboxed_in(const kd__op_info *info, kd_unboxed_fn fn, const kd_call *c
     for (uint32_t i = 0; i < nrets; i++) kd_value_destroy(&rets[i]);
     return st;
   }
+  /* Own a borrowed result before the arguments go: it may be one of them,
+   * held by nothing but the stack. */
+  for (uint32_t i = 0; i < nrets; i++)
+    if (KD__UNLIKELY(rets[i].flags & KD_VALUE_BORROWED)) kd_value_own(&rets[i]);
   for (uint32_t i = 0; i < nargs; i++) drop_value(&in[i]);
   stack->size -= nargs;
   if (KD__UNLIKELY(stack->size + nrets > stack->capacity) &&
@@ -599,14 +603,16 @@ call_boxed_short(kd_op *op, const kd__op_info *info, kd_stack *stack, kd_status 
   stack->size = base + nrets;
   kd_call c = {op, ks, key, e->data};
   st = e->fast(&c, args, rets);
-  for (uint32_t j = 0; j < nowned; j++) kd_tensor_release(owned[j]);
   if (KD__UNLIKELY(st)) {
     for (uint32_t i = 0; i < nrets; i++) kd_value_destroy(&rets[i]);
     stack->size = base;
   } else {
+    /* Before the arguments go: a borrowed result may be one of them, held
+     * by nothing but the stack. */
     for (uint32_t i = 0; i < nrets; i++)
       if (KD__UNLIKELY(rets[i].flags & KD_VALUE_BORROWED)) kd_value_own(&rets[i]);
   }
+  for (uint32_t j = 0; j < nowned; j++) kd_tensor_release(owned[j]);
   *status = st;
   return 0;
 }
