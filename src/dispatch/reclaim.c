@@ -61,7 +61,8 @@
  * registered (a reader copies kd__reader_fence into its own `mode` when it
  * registers, under the lock), so no reader ever runs the plain-store path
  * without a working membarrier. A fork child that cannot re-register for
- * membarrier switches to the fence mode, and so does its one thread. ThreadSanitizer does not model membarrier, so under it
+ * membarrier switches to the fence mode, and so does its one thread.
+ * ThreadSanitizer does not model membarrier, so under it
  * the fence mode is forced; so is it by KD_RECLAIM_FENCE=1 in the
  * environment, or when MEMBARRIER_CMD_QUERY / _REGISTER_PRIVATE_EXPEDITED
  * fail. Should the expedited barrier ever fail later (ENOMEM), that pass

@@ -9,8 +9,8 @@
  *
  * Readers (calls) bracket their reads with kd__read_enter / kd__read_exit:
  * a thread-local epoch store on the way in and out, no fence, no shared
- * write, no nesting counter. The writer side pays instead: kd__reclaim bumps a global epoch,
- * issues an asymmetric barrier (Linux membarrier, private expedited), and
+ * write, no nesting counter. The writer side pays instead: kd__reclaim
+ * bumps a global epoch, issues an asymmetric barrier (Linux membarrier, private expedited), and
  * frees what every active reader has moved past. Where membarrier is not
  * available (or under ThreadSanitizer, which does not model it), readers add
  * a sequentially consistent fence after the store instead (a seq_cst
