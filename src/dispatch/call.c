@@ -593,7 +593,8 @@ call_boxed_short(kd_op *op, const kd__op_info *info, kd_stack *stack, kd_status 
   const kd__entry *e = atomic_load_explicit(&op->table[key], memory_order_acquire);
   if (!e || !e->fast || e->boxed || kd__slow) return 1;
   kd_status st;
-  if (KD__UNLIKELY(base + nrets > stack->capacity) && (st = kd_stack_reserve(stack, base + nrets))) {
+  if (KD__UNLIKELY(base + nrets > stack->capacity) &&
+      (st = kd_stack_reserve(stack, base + nrets))) {
     *status = st; /* nothing done: the arguments stay */
     return 0;
   }

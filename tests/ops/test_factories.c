@@ -91,8 +91,9 @@ static void test_empty(void **state) {
   KD_ASSERT_ERR(kd_empty_memory_format(INTS(-2), NULL, NULL, &OC_META, NULL, NULL, &t), KD_EINVAL,
                 "Trying to create tensor with negative dimension -2: [-2]");
   /* Too many elements, on both the contiguous path and the strided one. */
-  KD_ASSERT_ERR(kd_empty_memory_format(INTS(1LL << 40, 1LL << 40), NULL, NULL, NULL, NULL, NULL, &t),
-                KD_EOVERFLOW, "empty: tensor too large");
+  KD_ASSERT_ERR(
+      kd_empty_memory_format(INTS(1LL << 40, 1LL << 40), NULL, NULL, NULL, NULL, NULL, &t),
+      KD_EOVERFLOW, "empty: tensor too large");
   assert_null(t);
   KD_ASSERT_ERR(kd_empty_memory_format(INTS(1LL << 20, 1LL << 20, 1LL << 20, 1LL << 20), NULL, NULL,
                                        NULL, NULL, &cl, &t),
