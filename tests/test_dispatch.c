@@ -124,7 +124,8 @@ static void test_keys(void **state) {
   char buf[128];
   kd_keyset_format(kd_keyset_of(KD_KEY_TRACER) | kd_keyset_of(KD_KEY_CPU), buf, sizeof buf);
   KD_ASSERT_STR_EQ(buf, "[CPU, Tracer]");
-  assert_true(kd_dispatch_key_expand(KD_KEY_COMPOSITE_EXPLICIT_AUTOGRAD) == kd_keyset_backends());
+  assert_true(kd_dispatch_key_expand(KD_KEY_COMPOSITE_EXPLICIT_AUTOGRAD) ==
+              (kd_keyset_backends() | kd_keyset_of(KD_KEY_UNDEFINED)));
   assert_true(kd_dispatch_key_expand(KD_KEY_COMPOSITE_IMPLICIT_AUTOGRAD) ==
               (kd_keyset_backends() | 1));
   assert_int_equal(kd_backend_key(KD_DEVICE_META), KD_KEY_META);
@@ -411,9 +412,19 @@ static void test_alias_precedence(void **state) {
   kd_op_dump_table(op, table, sizeof table);
   assert_non_null(strstr(table, "CPU            unboxed [kernel]"));
   assert_non_null(strstr(table, "Meta           unboxed [composite explicit]"));
-  assert_non_null(strstr(table, "Undefined      unboxed [composite implicit]"));
+  /* Undefined too: explicit before implicit (PyTorch's Undefined entry). */
+  assert_non_null(strstr(table, "Undefined      unboxed [composite explicit]"));
   assert_non_null(strstr(table, "missing: [BackendSelect, Tracer, Profiler, Mode1, Mode2]"));
+  {
+    kd_arg na[1] = {{.t = NULL}}; /* no keys at all: the Undefined slot */
+    kd_value nr[1] = {kd_value_none()};
+    ran[0] = 0;
+    KD_ASSERT_OK(kd_call_unboxed(op, na, nr));
+    KD_ASSERT_STR_EQ(ran, "explicit");
+  }
   kd_registration_release(re);
+  kd_op_dump_table(op, table, sizeof table);
+  assert_non_null(strstr(table, "Undefined      unboxed [composite implicit]"));
   ran[0] = 0;
   KD_ASSERT_OK(call1(op, m));
   KD_ASSERT_STR_EQ(ran, "implicit");
@@ -1045,7 +1056,8 @@ static void test_every_order(void **state) {
   kd_op_dump(op, expected_dump, sizeof expected_dump);
   assert_non_null(strstr(expected, "Tracer         unboxed [kernel] from tracer"));
   assert_non_null(strstr(expected, "CUDA           unboxed [composite explicit] from explicit"));
-  assert_non_null(strstr(expected, "Undefined      unboxed [composite implicit] from implicit"));
+  /* Undefined (no keys): composite explicit before implicit, as PyTorch. */
+  assert_non_null(strstr(expected, "Undefined      unboxed [composite explicit] from explicit"));
   for (int j = 0; j < 4; j++) kd_registration_release(regs[j]);
   permute_check(libs, names, ks, 4, expected, expected_dump);
   /* After every release the operator is back to its definition alone. */

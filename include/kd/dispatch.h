@@ -42,8 +42,8 @@ KD_EXTERN_C_BEGIN
 
 /* Alias keys: X(ENUM, name). For registration only; each stands for a set of
  * runtime keys.
- *   CompositeExplicitAutograd   every backend key
- *   CompositeImplicitAutograd   every backend key and Undefined
+ *   CompositeExplicitAutograd   every backend key and Undefined
+ *   CompositeImplicitAutograd   every backend key and Undefined (after Explicit)
  *   CatchAll                    every runtime key (lowest precedence) */
 #define KD_ALIAS_KEY_LIST(X)                                    \
   X(COMPOSITE_EXPLICIT_AUTOGRAD, "CompositeExplicitAutograd")   \

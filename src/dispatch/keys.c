@@ -58,8 +58,7 @@ static kd_keyset all_runtime_keys(void) { return KD__RUNTIME_KEYS; }
 
 kd_keyset kd_dispatch_key_expand(kd_dispatch_key key) {
   switch (key) {
-    case KD_KEY_COMPOSITE_EXPLICIT_AUTOGRAD:
-      return kd_keyset_backends();
+    case KD_KEY_COMPOSITE_EXPLICIT_AUTOGRAD: /* both also fill Undefined, as in PyTorch */
     case KD_KEY_COMPOSITE_IMPLICIT_AUTOGRAD:
       return kd_keyset_backends() | kd_keyset_of(KD_KEY_UNDEFINED);
     case KD_KEY_CATCH_ALL:

@@ -220,7 +220,9 @@ void kd__compute_slot(const kd_op *op, kd_dispatch_key key, const kd__kernel **k
     *reason = KD__REASON_KERNEL;
     return;
   }
-  if ((KD__BACKEND_KEYS & bit) && (k = top(op, KD_KEY_COMPOSITE_EXPLICIT_AUTOGRAD))) {
+  /* Composite kernels fill Undefined too (a call whose tensors carry no
+   * keys, such as stack([])), as PyTorch populates its Undefined entry. */
+  if (((KD__BACKEND_KEYS | 1) & bit) && (k = top(op, KD_KEY_COMPOSITE_EXPLICIT_AUTOGRAD))) {
     *kernel = k;
     *reason = KD__REASON_COMPOSITE_EXPLICIT;
     return;
