@@ -523,10 +523,30 @@ kd_status kd_call_unboxed(kd_op *op, const kd_arg *args, kd_value *rets) {
   ks = with_tls(ks) & ~atomic_load_explicit(&op->fallthrough, memory_order_relaxed);
   key = kd_keyset_highest(ks);
   e = atomic_load_explicit(&op->table[key], memory_order_acquire);
-  if (KD__UNLIKELY(!e || !e->fast)) goto other;
+  if (KD__UNLIKELY(!e)) goto other;
   {
-    kd_call c = {op, ks, key, e->data};
-    st = e->fast(&c, args, rets);
+    kd_unboxed_fn fn = e->fast;
+    void *data = e->data;
+    if (!fn) {
+      /* Kernel keys: one more load, by the key tensor's layout and dtype
+       * (as dispatch_unboxed; kept here so that selection costs no second
+       * pass through the call). */
+      const kd_tensor *kt;
+      if (!e->select || e->key_arg < 0 || !(kt = args[e->key_arg].t)) goto other;
+      const kd__cell *cell = &e->select[(int)kt->layout * KD_DTYPE_COUNT + (int)kt->dtype];
+      if (!cell->fast) {
+        if (!cell->plan) goto other;
+        kd_call c = {op, ks, key, cell->data};
+        resolved how = {cell->kernel, cell->data, cell->plan, key, false};
+        st = run_enforced(op, info, &how, &c, kt, args, rets); /* argument definitions */
+        kd__read_exit(rd);
+        return st;
+      }
+      fn = cell->fast;
+      data = cell->data;
+    }
+    kd_call c = {op, ks, key, data};
+    st = fn(&c, args, rets);
   }
   kd__read_exit(rd);
   return st;
