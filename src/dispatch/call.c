@@ -489,9 +489,9 @@ call_unboxed_cold(kd_op *op, const kd_arg *args, kd_value *rets) {
 }
 
 /* The plain typed call is written so that nothing but the saved epoch lives
- * across a call: no register spills, one frame, every other case out of
- * line (call_unboxed_in does the full work, dispatch_unboxed's fast path
- * included). */
+ * across a call: one small frame; a first call on a thread and argument
+ * lists go out of line (call_unboxed_in), everything after the key set is
+ * dispatch_unboxed's (its own slow path out of line). */
 kd_status kd_call_unboxed(kd_op *op, const kd_arg *args, kd_value *rets) {
   kd__reader *r = &kd__tls_reader;
   uint64_t rd = atomic_load_explicit(&r->epoch, memory_order_relaxed);
@@ -503,14 +503,11 @@ kd_status kd_call_unboxed(kd_op *op, const kd_arg *args, kd_value *rets) {
   }
   kd_status st;
   const kd__op_info *info = atomic_load_explicit(&op->info, memory_order_acquire);
-  const kd__entry *e;
   kd_keyset ks;
-  kd_dispatch_key key;
-  if (KD__UNLIKELY(!info || kd__slow)) goto other;
+  if (KD__UNLIKELY(!info)) goto other;
   if (KD__LIKELY(info->single_tensor >= 0)) {
-    const kd_tensor *t0 = args[info->single_tensor].t;
-    if (KD__UNLIKELY(!t0)) goto other;
-    ks = t0->keys;
+    const kd_tensor *t0 = args[info->single_tensor].t; /* NULL: no keys, not a crash */
+    ks = KD__LIKELY(t0 != NULL) ? t0->keys : 0;
   } else if (info->plain_tensors) {
     ks = 0;
     for (uint32_t k = 0; k < info->ntensor; k++) {
@@ -520,34 +517,7 @@ kd_status kd_call_unboxed(kd_op *op, const kd_arg *args, kd_value *rets) {
   } else {
     goto other;
   }
-  ks = with_tls(ks) & ~atomic_load_explicit(&op->fallthrough, memory_order_relaxed);
-  key = kd_keyset_highest(ks);
-  e = atomic_load_explicit(&op->table[key], memory_order_acquire);
-  if (KD__UNLIKELY(!e)) goto other;
-  {
-    kd_unboxed_fn fn = e->fast;
-    void *data = e->data;
-    if (!fn) {
-      /* Kernel keys: one more load, by the key tensor's layout and dtype
-       * (as dispatch_unboxed; kept here so that selection costs no second
-       * pass through the call). */
-      const kd_tensor *kt;
-      if (!e->select || e->key_arg < 0 || !(kt = args[e->key_arg].t)) goto other;
-      const kd__cell *cell = &e->select[(int)kt->layout * KD_DTYPE_COUNT + (int)kt->dtype];
-      if (!cell->fast) {
-        if (!cell->plan) goto other;
-        kd_call c = {op, ks, key, cell->data};
-        resolved how = {cell->kernel, cell->data, cell->plan, key, false};
-        st = run_enforced(op, info, &how, &c, kt, args, rets); /* argument definitions */
-        kd__read_exit(rd);
-        return st;
-      }
-      fn = cell->fast;
-      data = cell->data;
-    }
-    kd_call c = {op, ks, key, data};
-    st = fn(&c, args, rets);
-  }
+  st = dispatch_unboxed(op, info, with_tls(ks), args, rets);
   kd__read_exit(rd);
   return st;
 other:
