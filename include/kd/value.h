@@ -307,64 +307,56 @@ static inline kd_status kd_stack_push(kd_stack *s, kd_value *v) {
  * - kd_stack_push_tensor_borrowed: no reference; the caller keeps `t` alive
  *   while the value is on the stack (see kd_value_tensor_borrowed).
  * - kd_stack_push_int / _double / _bool: the scalar kinds of boxed calls. */
-static inline kd_value *kd__stack_slot(kd_stack *s) {
-  return s && s->size < s->capacity ? &s->items[s->size++] : NULL;
+/* The new top with its tag and flags written, or NULL when there is no room
+ * (the caller then builds a kd_value and grows the stack). */
+static inline kd_value *kd__stack_claim(kd_stack *s, kd_value_tag tag, uint32_t flags) {
+  if (!s || s->size >= s->capacity) return NULL;
+  kd_value *d = &s->items[s->size++];
+  d->tag = tag;
+  d->flags = flags;
+  return d;
 }
 static inline kd_status kd_stack_push_tensor_borrowed(kd_stack *s, kd_tensor *t) {
-  kd_value *d = t ? kd__stack_slot(s) : NULL;
+  kd_value *d = t ? kd__stack_claim(s, KD_VALUE_TENSOR, KD_VALUE_BORROWED) : NULL;
   if (!d) {
     kd_value v = kd_value_tensor_borrowed(t);
     return kd_stack_push_grow(s, &v);
   }
-  d->tag = KD_VALUE_TENSOR;
-  d->flags = KD_VALUE_BORROWED;
   d->u.t = t;
   return KD_OK;
 }
 static inline kd_status kd_stack_push_tensor(kd_stack *s, kd_tensor *t) {
-  kd_value *d = t ? kd__stack_slot(s) : NULL;
-  if (!d) {
-    kd_value v = kd_value_tensor_borrowed(t);
-    kd_status st = kd_stack_push_grow(s, &v);
-    if (st == KD_OK && t) kd_value_own(&s->items[s->size - 1]);
-    return st;
+  kd_status st = kd_stack_push_tensor_borrowed(s, t);
+  if (st == KD_OK && t) {
+    kd_tensor_retain(t); /* the value on top now owns a reference */
+    s->items[s->size - 1].flags = 0;
   }
-  kd_tensor_retain(t);
-  d->tag = KD_VALUE_TENSOR;
-  d->flags = 0;
-  d->u.t = t;
-  return KD_OK;
+  return st;
 }
 static inline kd_status kd_stack_push_int(kd_stack *s, int64_t i) {
-  kd_value *d = kd__stack_slot(s);
+  kd_value *d = kd__stack_claim(s, KD_VALUE_INT, 0);
   if (!d) {
     kd_value v = kd_value_int(i);
     return kd_stack_push_grow(s, &v);
   }
-  d->tag = KD_VALUE_INT;
-  d->flags = 0;
   d->u.i = i;
   return KD_OK;
 }
 static inline kd_status kd_stack_push_double(kd_stack *s, double x) {
-  kd_value *d = kd__stack_slot(s);
+  kd_value *d = kd__stack_claim(s, KD_VALUE_DOUBLE, 0);
   if (!d) {
     kd_value v = kd_value_double(x);
     return kd_stack_push_grow(s, &v);
   }
-  d->tag = KD_VALUE_DOUBLE;
-  d->flags = 0;
   d->u.d = x;
   return KD_OK;
 }
 static inline kd_status kd_stack_push_bool(kd_stack *s, bool b) {
-  kd_value *d = kd__stack_slot(s);
+  kd_value *d = kd__stack_claim(s, KD_VALUE_BOOL, 0);
   if (!d) {
     kd_value v = kd_value_bool(b);
     return kd_stack_push_grow(s, &v);
   }
-  d->tag = KD_VALUE_BOOL;
-  d->flags = 0;
   d->u.i = 0;
   d->u.b = b;
   return KD_OK;
