@@ -220,11 +220,33 @@ KD_API void kd_value_destroy(kd_value *value);
  * is owned). dst must not hold a value (it is overwritten without being
  * destroyed). Cannot fail. */
 KD_API void kd_value_copy(kd_value *dst, const kd_value *src);
-/* Moves: *dst = *src, *src = None. dst must not hold a value. */
+/* Moves: *dst = *src, *src = None. dst must not hold a value.
+ * Reads field by field (volatile, so that the compiler does not merge the
+ * loads again): a value a kernel has just written (tag, flags and pointer
+ * as separate stores) read back as 16-byte blocks cannot be forwarded from
+ * the store buffer, a stall of about 10 ns per value. */
+#if defined(__GNUC__) || defined(__clang__)
+typedef uint64_t __attribute__((__may_alias__)) kd__value_word;
+static inline void kd_value_move(kd_value *dst, kd_value *src) {
+  const volatile kd_value *vs = src;
+  const volatile kd__value_word *sw = (const volatile kd__value_word *)&vs->u;
+  kd_value_tag tag = vs->tag;
+  uint32_t flags = vs->flags;
+  kd__value_word w0 = sw[0], w1 = sw[1], w2 = sw[2];
+  *src = kd_value_none();
+  kd__value_word *dw = (kd__value_word *)&dst->u;
+  dst->tag = tag;
+  dst->flags = flags;
+  dw[0] = w0;
+  dw[1] = w1;
+  dw[2] = w2;
+}
+#else
 static inline void kd_value_move(kd_value *dst, kd_value *src) {
   *dst = *src;
   *src = kd_value_none();
 }
+#endif
 
 /* ---- Accessors ---------------------------------------------------------- */
 

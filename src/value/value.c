@@ -8,6 +8,9 @@
 #include "kd/value.h"
 #include "value/value_impl.h"
 
+/* kd_value_move (value.h) copies the payload as three 8-byte words. */
+_Static_assert(sizeof(((kd_value *)0)->u) == 24, "kd_value payload is three words");
+
 const char *kd_value_tag_name(kd_value_tag tag) {
   switch (tag) {
 #define KD__CASE(E, name) \
