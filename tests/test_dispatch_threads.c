@@ -165,7 +165,59 @@ static void test_register_while_calling(void **state) {
   kd__reclaim(true);
 }
 
+/* A new thread starts with empty include/exclude sets whatever another
+ * thread has set (the exclude set is kept as its complement internally, so
+ * a zero-filled thread would exclude every key: regression test). */
+static kd_status k_mark_cpu(const kd_call *call, const kd_arg *a, kd_value *r) {
+  (void)a;
+  (void)r;
+  atomic_fetch_add(&calls_done, call->key == KD_KEY_CPU ? 1 : 1000);
+  return KD_OK;
+}
+
+static void *fresh_thread(void *arg) {
+  kd_op *op = arg;
+  kd_tls_keys k = kd_tls_keys_get();
+  if (k.include != 0 || k.exclude != 0) atomic_fetch_add(&bad_status, 1);
+  kd_arg a[1] = {{.t = cpu_tensor}};
+  if (kd_call_unboxed(op, a, NULL) != KD_OK) atomic_fetch_add(&bad_status, 1);
+  return NULL;
+}
+
+static void test_new_thread_tls(void **state) {
+  (void)state;
+  kd_library *def, *cpu;
+  KD_ASSERT_OK(kd_library_open(KD_LIBRARY_DEF, "fresh", KD_KEY_UNDEFINED, __FILE__, __LINE__, &def));
+  KD_ASSERT_OK(kd_library_open(KD_LIBRARY_IMPL, "fresh", KD_KEY_CPU, __FILE__, __LINE__, &cpu));
+  KD_ASSERT_OK(kd_library_def(def, "f(Tensor self) -> ()", NULL, 0, NULL));
+  kd_kernel k = kd_kernel_unboxed(k_mark_cpu, "(Tensor) -> ()");
+  KD_ASSERT_OK(kd_library_impl(cpu, "f", &k, NULL));
+  kd_op *op;
+  KD_ASSERT_OK(kd_op_find("fresh::f", "", &op));
+  KD_ASSERT_OK(kd_tensor_empty(1, (int64_t[]){2}, KD_FLOAT32, kd_device_cpu(), &cpu_tensor));
+  atomic_store(&calls_done, 0);
+  atomic_store(&bad_status, 0);
+  /* This thread excludes CPU: its own call finds no kernel ... */
+  kd_tls_keys prev = kd_tls_exclude(kd_keyset_of(KD_KEY_CPU));
+  kd_arg a[1] = {{.t = cpu_tensor}};
+  KD_ASSERT_ERR(kd_call_unboxed(op, a, NULL), KD_ENOKERNEL, "fresh::f");
+  /* ... while a new thread's call reaches the CPU kernel. */
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, fresh_thread, op), 0);
+  pthread_join(t, NULL);
+  kd_tls_restore(prev);
+  assert_int_equal(atomic_load(&bad_status), 0);
+  assert_int_equal(atomic_load(&calls_done), 1);
+  KD_ASSERT_OK(kd_call_unboxed(op, a, NULL));
+  assert_int_equal(atomic_load(&calls_done), 2);
+  kd_library_close(cpu);
+  kd_library_close(def);
+  kd_tensor_release(cpu_tensor);
+  kd__reclaim(true);
+}
+
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_register_while_calling)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_register_while_calling),
+                                     cmocka_unit_test(test_new_thread_tls)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

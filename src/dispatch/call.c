@@ -16,8 +16,7 @@ bool kd__slow;
 
 __attribute__((constructor)) static void kd__trace_init(void) {
   const char *v = getenv("KD_SHOW_DISPATCH_TRACE");
-  kd__trace = v && *v && strcmp(v, "0") != 0;
-  if (kd__trace) kd__slow = true;
+  if (v && *v && strcmp(v, "0") != 0) kd__set_slow(true);
 }
 
 #define KD__LIKELY(x) __builtin_expect(!!(x), 1)
@@ -44,7 +43,7 @@ kd_status kd__no_op_info(const kd_op *op) {
 /* The keys whose slot has a kernel (for the missing-kernel message). */
 static kd_keyset available_keys(const kd_op *op) {
   kd_keyset ks = 0;
-  kd_keyset ft = atomic_load_explicit(&op->fallthrough, memory_order_relaxed);
+  kd_keyset ft = ~atomic_load_explicit(&op->keep, memory_order_relaxed);
   for (unsigned k = 0; k < KD_NUM_RUNTIME_KEYS; k++) {
     const kd__entry *e = atomic_load_explicit(&op->table[k], memory_order_acquire);
     if (e && e->reason != KD__REASON_MISSING && !(ft & ((kd_keyset)1 << k))) ks |= (kd_keyset)1 << k;
@@ -375,17 +374,37 @@ dispatch_unboxed_slow(kd_op *op, const kd__op_info *info, kd_keyset ks, const kd
   return st;
 }
 
+/* An empty slot (out of line): the missing-kernel error, or the schema's
+ * absence when the operator was undefined since the call began. */
+static kd_status __attribute__((noinline))
+dispatch_unboxed_missing(kd_op *op, kd_keyset ks, const kd_arg *args, kd_value *rets) {
+  const kd__op_info *info = atomic_load_explicit(&op->info, memory_order_acquire);
+  if (!info) return kd__no_op_info(op);
+  return dispatch_unboxed_slow(op, info, ks, args, rets);
+}
+
+/* The typed call after the key set: one slot load and one indirect call.
+ * A slot without a plain kernel (missing aside) calls kd__entry_slow. */
 static inline __attribute__((always_inline)) kd_status
-dispatch_unboxed(kd_op *op, const kd__op_info *info, kd_keyset ks, const kd_arg *args,
-                 kd_value *rets) {
-  ks &= ~atomic_load_explicit(&op->fallthrough, memory_order_relaxed);
+dispatch_unboxed(kd_op *op, kd_keyset ks, const kd_arg *args, kd_value *rets) {
+  ks &= atomic_load_explicit(&op->keep, memory_order_relaxed);
   kd_dispatch_key key = kd_keyset_highest(ks);
   const kd__entry *e = atomic_load_explicit(&op->table[key], memory_order_acquire);
-  if (KD__LIKELY(e && e->fast && !kd__slow)) {
-    kd_call c = {op, ks, key, e->data};
-    return e->fast(&c, args, rets);
+  if (KD__LIKELY(e != NULL)) {
+    kd_call c = {op, ks, key, e->call_data};
+    return e->call_fn(&c, args, rets);
   }
-  if (e && e->select && e->key_arg >= 0 && !kd__slow) {
+  return dispatch_unboxed_missing(op, ks, args, rets);
+}
+
+kd_status kd__entry_slow(const kd_call *call, const kd_arg *args, kd_value *rets) {
+  const kd__entry *e = call->data;
+  kd_op *op = call->op;
+  kd_keyset ks = call->keys;
+  kd_dispatch_key key = call->key;
+  const kd__op_info *info = atomic_load_explicit(&op->info, memory_order_acquire);
+  if (KD__UNLIKELY(!info)) return kd__no_op_info(op); /* undefined since the call began */
+  if (e->select && e->key_arg >= 0 && !kd__slow) {
     /* Kernel keys: one more load, by the key tensor's layout and dtype. */
     const kd_tensor *kt = args[e->key_arg].t;
     const kd__cell *cell = kt ? &e->select[(int)kt->layout * KD_DTYPE_COUNT + (int)kt->dtype] : NULL;
@@ -439,7 +458,7 @@ dispatch_boxed_slow(kd_op *op, const kd__op_info *info, kd_keyset ks, kd_stack *
 
 static inline __attribute__((always_inline)) kd_status
 dispatch_boxed(kd_op *op, const kd__op_info *info, kd_keyset ks, kd_stack *stack) {
-  ks &= ~atomic_load_explicit(&op->fallthrough, memory_order_relaxed);
+  ks &= atomic_load_explicit(&op->keep, memory_order_relaxed);
   kd_dispatch_key key = kd_keyset_highest(ks);
   const kd__entry *e = atomic_load_explicit(&op->table[key], memory_order_acquire);
   if (KD__LIKELY(e && (e->fast || e->boxed) && !kd__slow)) {
@@ -459,8 +478,8 @@ static inline void own_results(const kd__op_info *info, kd_stack *stack) {
 }
 
 static inline kd_keyset with_tls(kd_keyset ks) {
-  kd_tls_keys tls = kd__tls_keys;
-  return (ks | tls.include) & ~tls.exclude;
+  kd__tls_mask tls = kd__tls_keys;
+  return (ks | tls.include) & tls.keep;
 }
 
 /* Every typed call but the plain one, inside the caller's read section. */
@@ -475,7 +494,7 @@ call_unboxed_in(kd_op *op, const kd_arg *args, kd_value *rets) {
   } else {
     ks = kd__args_keys(info, args);
   }
-  return dispatch_unboxed(op, info, with_tls(ks), args, rets);
+  return dispatch_unboxed(op, with_tls(ks), args, rets);
 }
 
 /* The same with its own read section, for a first call on a thread or the
@@ -502,22 +521,21 @@ kd_status kd_call_unboxed(kd_op *op, const kd_arg *args, kd_value *rets) {
     atomic_signal_fence(memory_order_seq_cst); /* as kd__read_enter */
   }
   kd_status st;
-  const kd__op_info *info = atomic_load_explicit(&op->info, memory_order_acquire);
   kd_keyset ks;
-  if (KD__UNLIKELY(!info)) goto other;
-  if (KD__LIKELY(info->single_tensor >= 0)) {
-    const kd_tensor *t0 = args[info->single_tensor].t; /* NULL: no keys, not a crash */
+  int32_t ti = atomic_load_explicit(&op->fast_arg, memory_order_acquire);
+  if (KD__LIKELY(ti >= 0)) {
+    const kd_tensor *t0 = args[ti].t; /* NULL: no keys, not a crash */
     ks = KD__LIKELY(t0 != NULL) ? t0->keys : 0;
-  } else if (info->plain_tensors) {
+  } else {
+    const kd__op_info *info = atomic_load_explicit(&op->info, memory_order_acquire);
+    if (KD__UNLIKELY(!info) || !info->plain_tensors) goto other;
     ks = 0;
     for (uint32_t k = 0; k < info->ntensor; k++) {
       const kd_tensor *t = args[info->tensor_idx[k]].t; /* Tensor? may be NULL */
       if (t) ks |= t->keys;
     }
-  } else {
-    goto other;
   }
-  st = dispatch_unboxed(op, info, with_tls(ks), args, rets);
+  st = dispatch_unboxed(op, with_tls(ks), args, rets);
   kd__read_exit(rd);
   return st;
 other:
@@ -578,7 +596,7 @@ call_boxed_short(kd_op *op, const kd__op_info *info, kd_stack *stack, kd_status 
         break;
     }
   }
-  ks = with_tls(ks) & ~atomic_load_explicit(&op->fallthrough, memory_order_relaxed);
+  ks = with_tls(ks) & atomic_load_explicit(&op->keep, memory_order_relaxed);
   kd_dispatch_key key = kd_keyset_highest(ks);
   const kd__entry *e = atomic_load_explicit(&op->table[key], memory_order_acquire);
   if (!e || !e->fast || e->boxed || kd__slow) return 1;
@@ -636,7 +654,7 @@ kd_status kd_call_boxed(kd_op *op, kd_stack *stack) {
 kd_status kd_call_unboxed_keys(kd_op *op, kd_keyset keys, const kd_arg *args, kd_value *rets) {
   uint64_t rd = kd__read_enter();
   const kd__op_info *info = atomic_load_explicit(&op->info, memory_order_acquire);
-  kd_status st = info ? dispatch_unboxed(op, info, keys, args, rets) : kd__no_op_info(op);
+  kd_status st = info ? dispatch_unboxed(op, keys, args, rets) : kd__no_op_info(op);
   kd__read_exit(rd);
   return st;
 }

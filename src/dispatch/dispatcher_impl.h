@@ -141,6 +141,11 @@ typedef struct kd__cell {
 
 /* One slot of a dispatch table. Immutable once published, except `state`. */
 typedef struct kd__entry {
+  /* What a typed call calls, never NULL: `fast` with `data`, or, for every
+   * other entry (and every entry while kd__slow), kd__entry_slow with the
+   * entry itself as call->data. One indirect call, no tests. */
+  kd_unboxed_fn call_fn;
+  void *call_data;
   kd_unboxed_fn fast;        /* the kernel's unboxed fn when it can be called as is */
   kd_boxed_fn boxed;         /* the kernel's boxed fn (FUNCTION kernels), or NULL */
   void *data;                /* call->data for FUNCTION kernels */
@@ -165,7 +170,12 @@ typedef struct kd_registration kd_registration;
 struct kd_op {
   /* ---- read by calls ---- */
   _Atomic(const kd__entry *) table[KD_NUM_RUNTIME_KEYS];
-  _Atomic kd_keyset fallthrough; /* keys whose slot falls through */
+  _Atomic kd_keyset keep; /* keys whose slot does not fall through: the
+                           * complement of the fallthrough set (a call
+                           * ands it in; all ones while nothing falls through) */
+  _Atomic int32_t fast_arg; /* the schema's only Tensor argument, when it has
+                             * exactly one and its info is published; else -1
+                             * (written with info) */
   _Atomic(const kd__op_info *) info; /* NULL while not defined */
   _Atomic uint32_t live;    /* defs + impls held: 0 when the operator has disappeared
                              * (read by lookups without the lock) */
@@ -314,8 +324,23 @@ kd_keyset kd__stack_keys(const kd__op_info *info, const kd_value *args);
 /* ---- Calls (src/dispatch/call.c) ---- */
 extern bool kd__trace; /* KD_SHOW_DISPATCH_TRACE: print every call */
 extern bool kd__slow;  /* tracing or recording: every call takes the slow path */
-extern _Thread_local kd_tls_keys kd__tls_keys __attribute__((tls_model("initial-exec")));
+/* This thread's include/exclude keys as a call uses them: the key set is
+ * (keys | include) & keep, keep being the complement of the exclude set (one
+ * instruction fewer per call than and-not). Zero-initialised threads would
+ * exclude everything, so keep starts as all ones. */
+typedef struct kd__tls_mask {
+  kd_keyset include;
+  kd_keyset keep;
+} kd__tls_mask;
+extern _Thread_local kd__tls_mask kd__tls_keys __attribute__((tls_model("initial-exec")));
 kd_status kd__no_op_info(const kd_op *op);
+/* The call_fn of an entry without a plain fast kernel (see kd__entry):
+ * call->data is the entry; finishes the typed call the general way. */
+kd_status kd__entry_slow(const kd_call *call, const kd_arg *args, kd_value *rets);
+/* Sets kd__slow (and kd__trace when `trace`), then points every published
+ * entry at kd__entry_slow. For the load-time constructors that read the
+ * environment. */
+void kd__set_slow(bool trace);
 
 /* ---- Kernels ---- */
 kd_status kd__kernel_new(const kd_kernel *k, const char *debug, kd__kernel **out);

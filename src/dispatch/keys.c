@@ -169,20 +169,27 @@ kd_keyset kd_tensor_key_set(const kd_tensor *tensor) { return tensor ? tensor->k
 
 /* ---- Thread-local include/exclude ------------------------------------------- */
 
-_Thread_local kd_tls_keys kd__tls_keys __attribute__((tls_model("initial-exec")));
+_Thread_local kd__tls_mask kd__tls_keys
+    __attribute__((tls_model("initial-exec"))) = {0, ~(kd_keyset)0};
 
-kd_tls_keys kd_tls_keys_get(void) { return kd__tls_keys; }
+kd_tls_keys kd_tls_keys_get(void) {
+  kd_tls_keys k = {kd__tls_keys.include, ~kd__tls_keys.keep};
+  return k;
+}
 
 kd_tls_keys kd_tls_include(kd_keyset keys) {
-  kd_tls_keys prev = kd__tls_keys;
+  kd_tls_keys prev = kd_tls_keys_get();
   kd__tls_keys.include |= keys;
   return prev;
 }
 
 kd_tls_keys kd_tls_exclude(kd_keyset keys) {
-  kd_tls_keys prev = kd__tls_keys;
-  kd__tls_keys.exclude |= keys;
+  kd_tls_keys prev = kd_tls_keys_get();
+  kd__tls_keys.keep &= ~keys;
   return prev;
 }
 
-void kd_tls_restore(kd_tls_keys previous) { kd__tls_keys = previous; }
+void kd_tls_restore(kd_tls_keys previous) {
+  kd__tls_keys.include = previous.include;
+  kd__tls_keys.keep = ~previous.exclude;
+}

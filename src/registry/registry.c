@@ -124,6 +124,8 @@ kd_status kd__op_get(const char *qualified, size_t len, kd_op **out) {
   op->name_len = len;
   op->base_len = base_len;
   op->hash = hash_name(qualified, base_len, ov, ov_len);
+  atomic_init(&op->keep, ~(kd_keyset)0);
+  atomic_init(&op->fast_arg, -1);
   if (grown) {
     for (size_t i = 0; t && i < cap; i++) {
       kd_op *old = atomic_load_explicit(&t->slots[i], memory_order_relaxed);
@@ -262,7 +264,7 @@ static void free_entry(void *p) {
 }
 
 void kd__op_rebuild_keys(kd_op *op, kd_keyset keys) {
-  kd_keyset fallthrough = atomic_load_explicit(&op->fallthrough, memory_order_relaxed) & ~keys;
+  kd_keyset fallthrough = ~atomic_load_explicit(&op->keep, memory_order_relaxed) & ~keys;
   unsigned key;
   KD__FOR_EACH_KEY(key, keys & KD__RUNTIME_KEYS) {
     const kd__kernel *kernel;
@@ -277,6 +279,7 @@ void kd__op_rebuild_keys(kd_op *op, kd_keyset keys) {
     int32_t key_arg = -1;
     bool built = !keyed || kd__select_build(op, (kd_dispatch_key)key, info, &sel, &sel_text, &key_arg);
     bool same = old ? (old->kernel == kernel && old->reason == reason &&
+                       (old->call_fn == kd__entry_slow) == (kd__slow || !old->fast) &&
                        (old->select ? sel && old->select_info == info && old->key_arg == key_arg &&
                                           kd__select_same(old->select, sel)
                                     : !sel))
@@ -307,18 +310,28 @@ void kd__op_rebuild_keys(kd_op *op, kd_keyset keys) {
       e->data = kernel->k.data;
       e->fast = kernel->k.kind == KD_KERNEL_FUNCTION && !sel ? kernel->k.unboxed : NULL;
       e->boxed = kernel->k.kind == KD_KERNEL_FUNCTION && !sel ? kernel->k.boxed : NULL;
+      e->call_fn = e->fast && !kd__slow ? e->fast : kd__entry_slow;
+      e->call_data = e->call_fn == kd__entry_slow ? (void *)e : e->data;
       atomic_fetch_add_explicit(&((kd__kernel *)kernel)->refs, 1, memory_order_relaxed);
     }
     atomic_store_explicit(&op->table[key], e, memory_order_release);
     if (old) kd__retire(free_entry, (void *)old);
   }
-  atomic_store_explicit(&op->fallthrough, fallthrough, memory_order_release);
+  atomic_store_explicit(&op->keep, ~fallthrough, memory_order_release);
 }
 
 void kd__op_rebuild(kd_op *op) { kd__op_rebuild_keys(op, KD__RUNTIME_KEYS); }
 
 void kd__rebuild_all_keys(kd_keyset keys) {
   for (kd_op *op = all_ops; op; op = op->next_in_list) kd__op_rebuild_keys(op, keys);
+}
+
+void kd__set_slow(bool trace) {
+  pthread_mutex_lock(&kd__registry_lock);
+  if (trace) kd__trace = true;
+  kd__slow = true;
+  kd__rebuild_all_keys(KD__RUNTIME_KEYS); /* entries made before: kd__entry_slow */
+  pthread_mutex_unlock(&kd__registry_lock);
 }
 
 /* ---- Kernel records ------------------------------------------------------------------- */
@@ -603,7 +616,7 @@ kd_status kd_dispatcher_check(void) {
                           op->name, kd_dispatch_key_name((kd_dispatch_key)k),
                           e ? reason_name(e->reason) : "missing", reason_name(reason));
     }
-    if (st == KD_OK && ft != atomic_load_explicit(&op->fallthrough, memory_order_relaxed))
+    if (st == KD_OK && ft != ~atomic_load_explicit(&op->keep, memory_order_relaxed))
       st = kd_set_error(KD_EINTERNAL, "fallthrough mask of '%s' is stale", op->name);
   }
   pthread_mutex_unlock(&kd__registry_lock);

@@ -238,5 +238,5 @@ __attribute__((constructor(101))) static void kd__trace_kernels_init(void) {
   }
   kd__trace_state.path = path;
   kd__record = true;
-  kd__slow = true;
+  kd__set_slow(false);
 }
