@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include "tensor_access.h"
 
 /* ---- Boxed arguments --------------------------------------------------------- */
 
@@ -226,7 +227,7 @@ RET_SIMPLE(kd__ret_scalar, kd_scalar, kd_value_get_scalar, "a Scalar")
 
 kd_device kd__device_of_first(kd_tensor *const *tensors, int n) {
   for (int i = 0; i < n; i++)
-    if (tensors[i]) return kd_tensor_device(tensors[i]);
+    if (tensors[i]) return kd__t_device(tensors[i]);
   return kd_device_cpu();
 }
 

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "tensor_access.h"
 
 #define DEFAULT_FLAGS                                                                        \
   (KD__ITER_CHECK_SAME_DTYPE | KD__ITER_RESIZE_OUTPUTS | KD__ITER_CHECK_OVERLAP |            \
@@ -169,8 +170,8 @@ bool kd__can_cast(kd_dtype from, kd_dtype to) {
 
 /* Non-overlapping and dense: some permutation of the dims is contiguous. */
 static bool non_overlapping_dense(const kd_tensor *t) {
-  int nd = kd_tensor_ndim(t);
-  const int64_t *sz = kd_tensor_sizes(t), *st = kd_tensor_strides(t);
+  int nd = kd__t_ndim(t);
+  const int64_t *sz = kd__t_sizes(t), *st = kd__t_strides(t);
   int order[KD_MAX_DIMS], n = 0;
   for (int d = 0; d < nd; d++) {
     if (sz[d] == 1) continue;
@@ -191,8 +192,8 @@ static bool non_overlapping_dense(const kd_tensor *t) {
 
 static kd_status check_overlap(const kd_iter *it, const kd_tensor *out, const kd_tensor *const *ins,
                                int nin) {
-  int nd = kd_tensor_ndim(out);
-  const int64_t *sz = kd_tensor_sizes(out), *st = kd_tensor_strides(out);
+  int nd = kd__t_ndim(out);
+  const int64_t *sz = kd__t_sizes(out), *st = kd__t_strides(out);
   for (int d = 0; d < nd; d++)
     if (sz[d] > 1 && st[d] == 0)
       return kd_set_error(KD_EINVAL,
@@ -200,21 +201,21 @@ static kd_status check_overlap(const kd_iter *it, const kd_tensor *out, const kd
                           "tensor refers to a single memory location. Please clone() the tensor "
                           "before performing the operation.",
                           it->op);
-  int64_t on = kd_tensor_numel(out);
+  int64_t on = kd__t_numel(out);
   if (on == 0) return KD_OK;
   for (int j = 0; j < nin; j++) {
     const kd_tensor *in = ins[j];
-    if (in == out || !kd_tensor_shares_storage(in, out)) continue;
-    int64_t inn = kd_tensor_numel(in);
+    if (in == out || !kd__t_shares_storage(in, out)) continue;
+    int64_t inn = kd__t_numel(in);
     if (inn == 0 || !non_overlapping_dense(in) || !non_overlapping_dense(out)) continue;
-    int64_t a0 = kd_tensor_storage_offset(out) * (int64_t)kd_tensor_itemsize(out);
-    int64_t a1 = a0 + on * (int64_t)kd_tensor_itemsize(out);
-    int64_t b0 = kd_tensor_storage_offset(in) * (int64_t)kd_tensor_itemsize(in);
-    int64_t b1 = b0 + inn * (int64_t)kd_tensor_itemsize(in);
+    int64_t a0 = kd__t_storage_offset(out) * (int64_t)kd__t_itemsize(out);
+    int64_t a1 = a0 + on * (int64_t)kd__t_itemsize(out);
+    int64_t b0 = kd__t_storage_offset(in) * (int64_t)kd__t_itemsize(in);
+    int64_t b1 = b0 + inn * (int64_t)kd__t_itemsize(in);
     bool partial;
     if (a0 == b0 && a1 == b1) {
-      int ind = kd_tensor_ndim(in);
-      partial = !same_shape(nd, st, ind, kd_tensor_strides(in));
+      int ind = kd__t_ndim(in);
+      partial = !same_shape(nd, st, ind, kd__t_strides(in));
     } else {
       partial = a0 < b1 && b0 < a1;
     }
@@ -251,9 +252,9 @@ static kd_status broadcast_into(const kd_iter *it, int *nd, int64_t *shape, int 
 
 /* Byte strides of t broadcast to (nd, shape), aligned to the right. */
 static void broadcast_strides(const kd_tensor *t, int nd, const int64_t *shape, int64_t *out) {
-  int tn = kd_tensor_ndim(t);
-  const int64_t *sz = kd_tensor_sizes(t), *st = kd_tensor_strides(t);
-  int64_t isz = (int64_t)kd_tensor_itemsize(t);
+  int tn = kd__t_ndim(t);
+  const int64_t *sz = kd__t_sizes(t), *st = kd__t_strides(t);
+  int64_t isz = (int64_t)kd__t_itemsize(t);
   int off = nd - tn;
   for (int d = 0; d < off; d++) out[d] = 0;
   for (int d = 0; d < tn; d++)
@@ -313,7 +314,7 @@ static kd_status compute_types(kd_iter *it, build_state *b, bool all_scalars) {
   kd_dtype common = KD_DTYPE_UNDEFINED;
   bool different = false;
   for (int k = nout; k < nt; k++) {
-    kd_dtype d = kd_tensor_dtype(it->tensors[k]);
+    kd_dtype d = kd__t_dtype(it->tensors[k]);
     if (common == KD_DTYPE_UNDEFINED)
       common = d;
     else if (d != common)
@@ -323,14 +324,14 @@ static kd_status compute_types(kd_iter *it, build_state *b, bool all_scalars) {
   if (f & KD__ITER_CHECK_SAME_DTYPE) {
     bool bad = different;
     for (int k = 0; k < nout && !bad; k++)
-      if (b->info[k].t && common != KD_DTYPE_UNDEFINED && kd_tensor_dtype(b->info[k].t) != common)
+      if (b->info[k].t && common != KD_DTYPE_UNDEFINED && kd__t_dtype(b->info[k].t) != common)
         bad = true;
     if (bad) {
       for (int k = 0; k < nt; k++) {
         const kd_tensor *t = b->info[k].t;
-        if (t && kd_tensor_dtype(t) != common)
+        if (t && kd__t_dtype(t) != common)
           return kd_set_error(KD_ETYPE, "%s: Found dtype %s but expected %s", it->op,
-                              kd_dtype_name(kd_tensor_dtype(t)), kd_dtype_name(common));
+                              kd_dtype_name(kd__t_dtype(t)), kd_dtype_name(common));
       }
     }
   }
@@ -341,10 +342,10 @@ static kd_status compute_types(kd_iter *it, build_state *b, bool all_scalars) {
     kd_result_type_init(&rs);
     for (int k = nout; k < nt; k++) {
       const kd_tensor *t = it->tensors[k];
-      if (kd_tensor_is_wrapped_number(t))
-        kd_result_type_add_scalar(&rs, kd_tensor_dtype(t));
+      if (kd__t_is_wrapped_number(t))
+        kd_result_type_add_scalar(&rs, kd__t_dtype(t));
       else
-        kd_result_type_add_tensor(&rs, kd_tensor_dtype(t), kd_tensor_ndim(t));
+        kd_result_type_add_tensor(&rs, kd__t_dtype(t), kd__t_ndim(t));
     }
     common = kd_result_type_finish(&rs);
   }
@@ -357,7 +358,7 @@ static kd_status compute_types(kd_iter *it, build_state *b, bool all_scalars) {
   for (int k = 0; k < nout; k++) {
     opinfo *o = &b->info[k];
     if (o->t) {
-      kd_dtype od = kd_tensor_dtype(o->t);
+      kd_dtype od = kd__t_dtype(o->t);
       it->dtypes[k] = od;
       if (common == KD_DTYPE_UNDEFINED || od == common) continue;
       if ((f & KD__ITER_SAFE_CAST) && !kd__can_cast(common, od))
@@ -380,7 +381,7 @@ static kd_status compute_types(kd_iter *it, build_state *b, bool all_scalars) {
   /* inputs */
   for (int k = nout; k < nt; k++) {
     kd_tensor *t = it->tensors[k];
-    kd_dtype d = kd_tensor_dtype(t);
+    kd_dtype d = kd__t_dtype(t);
     if ((f & KD__ITER_PROMOTE_INPUTS) && d != common && !it->is_meta) {
       kd_tensor *c = NULL;
       kd_status st = kd_tensor_to_dtype(t, common, &c);
@@ -455,7 +456,7 @@ static bool layout_strides(const kd_iter *it, const build_state *b, int64_t *str
 static kd_status set_up_output(kd_iter *it, build_state *b, int k, int ndim, const int64_t *sizes,
                                const int64_t *strides, const int64_t *temp_strides) {
   opinfo *o = &b->info[k];
-  kd_dtype dt = o->t ? kd_tensor_dtype(o->t) : it->dtypes[k];
+  kd_dtype dt = o->t ? kd__t_dtype(o->t) : it->dtypes[k];
   kd_tensor *t;
   kd_status st;
   if (o->structured) {
@@ -479,8 +480,8 @@ static kd_status set_up_output(kd_iter *it, build_state *b, int k, int ndim, con
   if (o->needs_temp) {
     kd_tensor *tmp = NULL;
     st = temp_strides ? kd_tensor_empty_strided(ndim, sizes, temp_strides, it->common_dtype,
-                                                kd_tensor_device(t), &tmp)
-                      : kd_tensor_empty(ndim, sizes, it->common_dtype, kd_tensor_device(t), &tmp);
+                                                kd__t_device(t), &tmp)
+                      : kd_tensor_empty(ndim, sizes, it->common_dtype, kd__t_device(t), &tmp);
     if (st) return with_op(it, st);
     it->originals[k] = t;
     it->tensors[k] = tmp;
@@ -502,8 +503,8 @@ static kd_status copy_for_rows(kd_iter *it, build_state *b, int k) {
     }
   kd_tensor *c = NULL;
   kd_tensor *src = it->tensors[k];
-  kd_status st = kd_tensor_empty_strided(nd, it->full_shape, strides, kd_tensor_dtype(src),
-                                         kd_tensor_device(src), &c);
+  kd_status st = kd_tensor_empty_strided(nd, it->full_shape, strides, kd__t_dtype(src),
+                                         kd__t_device(src), &c);
   if (!st) st = kd_tensor_copy_(c, src);
   if (st) {
     kd_tensor_release(c);
@@ -623,17 +624,17 @@ static int build_fast(kd_iter *it, kd_status *status) {
       s->mode != KD_STRUCTURED_INPLACE)
     return 1;
   const kd_tensor *first = it->tensors[nout];
-  kd_dtype common = kd_tensor_dtype(first);
-  kd_device dev = kd_tensor_device(first);
-  if (dev.type == KD_DEVICE_META || !kd_tensor_is_contiguous(first)) return 1;
-  int nd = kd_tensor_ndim(first);
-  const int64_t *shape = kd_tensor_sizes(first);
+  kd_dtype common = kd__t_dtype(first);
+  kd_device dev = kd__t_device(first);
+  if (dev.type == KD_DEVICE_META || !kd__t_is_contiguous(first)) return 1;
+  int nd = kd__t_ndim(first);
+  const int64_t *shape = kd__t_sizes(first);
   for (int k = nout; k < nt; k++) {
     const kd_tensor *t = it->tensors[k];
-    if (kd_tensor_dtype(t) != common || !kd_tensor_is_contiguous(t) ||
-        !kd_device_equal(kd_tensor_device(t), dev) ||
-        !same_shape(kd_tensor_ndim(t), kd_tensor_sizes(t), nd, shape) ||
-        (nd == 0 && kd_tensor_is_wrapped_number(t)))
+    if (kd__t_dtype(t) != common || !kd__t_is_contiguous(t) ||
+        !kd_device_equal(kd__t_device(t), dev) ||
+        !same_shape(kd__t_ndim(t), kd__t_sizes(t), nd, shape) ||
+        (nd == 0 && kd__t_is_wrapped_number(t)))
       return 1;
   }
   if ((f & KD__ITER_INT_TO_FLOAT) && kd_dtype_is_integral(common, true)) return 1;
@@ -646,25 +647,25 @@ static int build_fast(kd_iter *it, kd_status *status) {
       else if (!kd_device_equal(s->device, dev)) return 1;
     }
     if (!o) continue; /* a new output, allocated below */
-    if (kd_tensor_dtype(o) != common || !kd_tensor_is_contiguous(o) ||
-        !kd_device_equal(kd_tensor_device(o), dev) ||
-        !same_shape(kd_tensor_ndim(o), kd_tensor_sizes(o), nd, shape))
+    if (kd__t_dtype(o) != common || !kd__t_is_contiguous(o) ||
+        !kd_device_equal(kd__t_device(o), dev) ||
+        !same_shape(kd__t_ndim(o), kd__t_sizes(o), nd, shape))
       return 1;
     if (f & KD__ITER_CHECK_OVERLAP) {
       /* contiguous, same shape: an input sharing the storage must start at
        * the same element or not overlap at all */
-      int64_t isz = (int64_t)kd_tensor_itemsize(o), n = kd_tensor_numel(o);
-      int64_t a0 = kd_tensor_storage_offset(o) * isz, a1 = a0 + n * isz;
+      int64_t isz = (int64_t)kd__t_itemsize(o), n = kd__t_numel(o);
+      int64_t a0 = kd__t_storage_offset(o) * isz, a1 = a0 + n * isz;
       for (int j = nout; j < nt; j++) {
         const kd_tensor *in = it->tensors[j];
-        if (in == o || !kd_tensor_shares_storage(in, o) || n == 0) continue;
-        int64_t b0 = kd_tensor_storage_offset(in) * isz, b1 = b0 + n * isz;
+        if (in == o || !kd__t_shares_storage(in, o) || n == 0) continue;
+        int64_t b0 = kd__t_storage_offset(in) * isz, b1 = b0 + n * isz;
         if (b0 != a0 && a0 < b1 && b0 < a1) return 1;
       }
     }
   }
   /* from here on it is the fast path */
-  int64_t numel = kd_tensor_numel(first);
+  int64_t numel = kd__t_numel(first);
   it->is_meta = false;
   it->common_dtype = common;
   it->full_ndim = nd;
@@ -679,7 +680,7 @@ static int build_fast(kd_iter *it, kd_status *status) {
     kd_status st;
     if (!t && s) {
       const kd_tensor *g = s->mode == KD_STRUCTURED_FUNCTIONAL ? NULL : s->given[k];
-      if (g) dt = kd_tensor_dtype(g);
+      if (g) dt = kd__t_dtype(g);
       /* a given tensor passed every check of set_output above */
       st = g ? kd__structured_adopt_given(s, k)
              : kd_structured_set_output(s, k, nd, it->full_shape, NULL, dt);
@@ -689,7 +690,7 @@ static int build_fast(kd_iter *it, kd_status *status) {
       }
       t = kd_structured_output(s, k);
     } else if (t) {
-      dt = kd_tensor_dtype(t);
+      dt = kd__t_dtype(t);
     } else {
       st = kd_tensor_empty(nd, it->full_shape, dt, dev, &t);
       if (st) {
@@ -708,7 +709,7 @@ static int build_fast(kd_iter *it, kd_status *status) {
   int64_t csz = (int64_t)kd_dtype_size(common);
   for (int k = 0; k < nt; k++) {
     it->strides[0][k] = it->dtypes[k] == common ? csz : (int64_t)kd_dtype_size(it->dtypes[k]);
-    it->data[k] = kd_tensor_data(it->tensors[k]);
+    it->data[k] = kd__t_data(it->tensors[k]);
   }
   it->built = true;
   *status = KD_OK;
@@ -741,7 +742,7 @@ kd_status kd__iter_build_general(kd_iter *it) {
   bool have_device = false;
   for (int k = nout; k < nt; k++) {
     const kd_tensor *t = it->tensors[k];
-    kd_device d = kd_tensor_device(t);
+    kd_device d = kd__t_device(t);
     if (d.type == KD_DEVICE_META) it->is_meta = true;
     if (!have_device) {
       if (!s) b->device = d;
@@ -766,10 +767,10 @@ kd_status kd__iter_build_general(kd_iter *it) {
     o->t = t;
     if (!t) continue;
     if (!have_device && !s) {
-      b->device = kd_tensor_device(t);
+      b->device = kd__t_device(t);
       have_device = true;
     }
-    if (kd_tensor_device(t).type == KD_DEVICE_META) it->is_meta = true;
+    if (kd__t_device(t).type == KD_DEVICE_META) it->is_meta = true;
     for (int j = nout; j < nt; j++)
       if (it->tensors[j] == t) o->read_write = true;
   }
@@ -780,13 +781,13 @@ kd_status kd__iter_build_general(kd_iter *it) {
     for (int k = 0; k < nt; k++) {
       const kd_tensor *t = b->info[k].t;
       if (!t) continue;
-      if (k >= nout && kd_tensor_ndim(t) == 0 && kd_tensor_device(t).type == KD_DEVICE_CPU) continue;
+      if (k >= nout && kd__t_ndim(t) == 0 && kd__t_device(t).type == KD_DEVICE_CPU) continue;
       if (!first) {
         first = t;
-      } else if (!kd_device_equal(kd_tensor_device(t), kd_tensor_device(first))) {
+      } else if (!kd_device_equal(kd__t_device(t), kd__t_device(first))) {
         char a[64], c[64];
-        kd_device_format(kd_tensor_device(first), a, sizeof a);
-        kd_device_format(kd_tensor_device(t), c, sizeof c);
+        kd_device_format(kd__t_device(first), a, sizeof a);
+        kd_device_format(kd__t_device(t), c, sizeof c);
         return kd_set_error(KD_EINVAL,
                             "%s: Expected all tensors to be on the same device, but found at "
                             "least two devices, %s and %s!",
@@ -816,20 +817,20 @@ kd_status kd__iter_build_general(kd_iter *it) {
       int tmp_nd = nd;
       int64_t tmp[KD_MAX_DIMS];
       for (int d = 0; d < nd; d++) tmp[d] = shape[d];
-      st = broadcast_into(it, &tmp_nd, tmp, kd_tensor_ndim(t), kd_tensor_sizes(t));
+      st = broadcast_into(it, &tmp_nd, tmp, kd__t_ndim(t), kd__t_sizes(t));
       if (st) return st;
       if (!same_shape(tmp_nd, tmp, nd, shape))
         return kd_set_error(KD_EINVAL, "%s: operand %d of shape %s does not fit the static shape",
                             it->op, k,
-                            fmt_shape((char[256]){0}, 256, kd_tensor_ndim(t), kd_tensor_sizes(t)));
+                            fmt_shape((char[256]){0}, 256, kd__t_ndim(t), kd__t_sizes(t)));
     }
   } else {
     for (int k = 0; k < nt; k++) {
       const kd_tensor *t = b->info[k].t;
       if (!t) continue;
       if (k < nout && (reduction || (f & KD__ITER_RESIZE_OUTPUTS))) continue;
-      int tn = kd_tensor_ndim(t);
-      const int64_t *ts = kd_tensor_sizes(t);
+      int tn = kd__t_ndim(t);
+      const int64_t *ts = kd__t_sizes(t);
       if (tn == 0)
         has_scalars = true;
       else
@@ -869,7 +870,7 @@ kd_status kd__iter_build_general(kd_iter *it) {
     for (int k = 0; k < nout; k++) {
       opinfo *o = &b->info[k];
       if (!o->t) continue;
-      if (!same_shape(kd_tensor_ndim(o->t), kd_tensor_sizes(o->t), on, b->out_shape))
+      if (!same_shape(kd__t_ndim(o->t), kd__t_sizes(o->t), on, b->out_shape))
         o->will_resize = true;
     }
   } else {
@@ -877,14 +878,14 @@ kd_status kd__iter_build_general(kd_iter *it) {
     for (int d = 0; d < nd; d++) b->out_shape[d] = shape[d];
     for (int k = 0; k < nout; k++) {
       opinfo *o = &b->info[k];
-      if (!o->t || same_shape(kd_tensor_ndim(o->t), kd_tensor_sizes(o->t), nd, shape)) continue;
+      if (!o->t || same_shape(kd__t_ndim(o->t), kd__t_sizes(o->t), nd, shape)) continue;
       if ((f & KD__ITER_RESIZE_OUTPUTS) && !o->read_write && it->static_ndim < 0) {
         o->will_resize = true;
       } else {
         char have[256], want[256];
         return kd_set_error(
             KD_EINVAL, "%s: output with shape %s doesn't match the broadcast shape %s", it->op,
-            fmt_shape(have, sizeof have, kd_tensor_ndim(o->t), kd_tensor_sizes(o->t)),
+            fmt_shape(have, sizeof have, kd__t_ndim(o->t), kd__t_sizes(o->t)),
             fmt_shape(want, sizeof want, nd, shape));
       }
     }
@@ -900,7 +901,7 @@ kd_status kd__iter_build_general(kd_iter *it) {
     for (int k = 0; k < nt && fast; k++) {
       const kd_tensor *t = b->info[k].t;
       if (!t || b->info[k].will_resize) continue;
-      if (!kd_tensor_is_contiguous(t)) fast = false;
+      if (!kd__t_is_contiguous(t)) fast = false;
     }
   }
   if (fast) {
@@ -914,7 +915,7 @@ kd_status kd__iter_build_general(kd_iter *it) {
     it->outer_numel = numel;
     for (int k = 0; k < nt; k++) {
       it->strides[0][k] = (int64_t)kd_dtype_size(it->dtypes[k]);
-      it->data[k] = kd_tensor_data(it->tensors[k]);
+      it->data[k] = kd__t_data(it->tensors[k]);
     }
     it->built = true;
     return KD_OK;
@@ -940,8 +941,8 @@ kd_status kd__iter_build_general(kd_iter *it) {
     if (!reduction) {
       broadcast_strides(t, nd, shape, b->ostr[k]);
     } else {
-      const int64_t *ts = kd_tensor_strides(t);
-      int64_t isz = (int64_t)kd_tensor_itemsize(t);
+      const int64_t *ts = kd__t_strides(t);
+      int64_t isz = (int64_t)kd__t_itemsize(t);
       bool keep = (f & KD__ITER_KEEPDIM) != 0;
       int j = 0;
       for (int d = 0; d < nd; d++) {
@@ -963,7 +964,7 @@ kd_status kd__iter_build_general(kd_iter *it) {
     if (st) return st;
   }
   finish_geometry(it, b);
-  for (int k = 0; k < nt; k++) it->data[k] = kd_tensor_data(it->tensors[k]);
+  for (int k = 0; k < nt; k++) it->data[k] = kd__t_data(it->tensors[k]);
   it->built = true;
   return KD_OK;
 }
@@ -1009,7 +1010,7 @@ kd_status kd_iter_build_comparison_op(kd_iter *it, kd_tensor *out, const kd_tens
     o = it->s->given[0];
   if (!o)
     it->static_dtype = KD_BOOL;
-  else if (kd_tensor_dtype(o) != KD_BOOL)
+  else if (kd__t_dtype(o) != KD_BOOL)
     it->flags |= KD__ITER_CAST_OUTPUTS;
   return kd_iter_build(it);
 }

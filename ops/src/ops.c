@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "gen_support.h"
+#include "tensor_access.h"
 #include "kd/ops.h"
 #include "native/bitwise.h"
 
@@ -28,6 +29,16 @@ static kd_status open_hand_registered(void) {
 }
 
 static void open_libraries(void) {
+  /* libkdops reads tensor fields inline (src/tensor_access.h): the
+   * libkdispatch it runs with must lay tensors out as the one it was built
+   * with. */
+  if (kd_tensor_layout_stamp() != kd__tensor_layout_here()) {
+    open_status = KD_ESTATE;
+    snprintf(open_message, sizeof open_message,
+             "kd_ops_open: this libkdops was built against another libkdispatch (the tensor "
+             "layout differs): use the libkdispatch of the same build");
+    return;
+  }
   open_status = kd__ops_register();
   if (!open_status) open_status = open_hand_registered();
   if (open_status) snprintf(open_message, sizeof open_message, "%s", kd_last_error());

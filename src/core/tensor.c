@@ -343,6 +343,8 @@ int64_t kd_tensor_numel(const kd_tensor *t) { return t->numel; }
 size_t kd_tensor_itemsize(const kd_tensor *t) { return (size_t)t->itemsize; }
 bool kd_tensor_is_contiguous(const kd_tensor *t) { return t->contiguous; }
 
+uint64_t kd_tensor_layout_stamp(void) { return kd__tensor_layout_here(); }
+
 bool kd_tensor_shares_storage(const kd_tensor *a, const kd_tensor *b) {
   return a && b && a->storage == b->storage;
 }

@@ -5,6 +5,9 @@
 #ifndef KD_CORE_TENSOR_IMPL_H
 #define KD_CORE_TENSOR_IMPL_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 #include "core/internal.h"
 #include "kd/dispatch.h"
 #include "kd/tensor.h"
@@ -102,6 +105,25 @@ kd_status kd__storage_setup(struct kd_storage *s, void *block, kd_device device,
 static inline bool kd__ref_dec_last(kd__refcount *r) {
   if (atomic_load_explicit(r, memory_order_acquire) == 1) return true;
   return kd__ref_dec(r);
+}
+
+/* A stamp of the layout libkdops reads inline (ops/src/tensor_access.h):
+ * the struct sizes and the offsets of the fields it reads. kd_tensor_layout_stamp
+ * returns the stamp libkdispatch was built with; kd_ops_open compares it
+ * with kd__tensor_layout_here() as libkdops was built. */
+static inline uint64_t kd__tensor_layout_here(void) {
+  const uint64_t v[] = {
+      sizeof(struct kd_tensor),           sizeof(struct kd_storage),
+      offsetof(struct kd_tensor, storage), offsetof(struct kd_tensor, offset),
+      offsetof(struct kd_tensor, ndim),    offsetof(struct kd_tensor, dtype),
+      offsetof(struct kd_tensor, itemsize), offsetof(struct kd_tensor, numel),
+      offsetof(struct kd_tensor, contiguous), offsetof(struct kd_tensor, wrapped_number),
+      offsetof(struct kd_tensor, sizes),   offsetof(struct kd_tensor, strides),
+      offsetof(struct kd_storage, data),   offsetof(struct kd_storage, device),
+      KD_MAX_DIMS};
+  uint64_t h = UINT64_C(14695981039346656037);
+  for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) h = (h ^ v[i]) * UINT64_C(1099511628211);
+  return h;
 }
 
 /* Checks sizes/strides/offset fit in `nbytes` of storage for `dtype`. */
