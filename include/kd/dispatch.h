@@ -204,8 +204,12 @@ typedef struct kd_call {
 } kd_call;
 
 /* Unboxed kernel: reads args[0..nargs), writes one owned value per return
- * into rets[0..nrets) (which start as None). On error it returns the status
- * with kd_set_error and leaves rets None. */
+ * into rets[0..nrets) (which start as None). One exception: a result that is
+ * one of the kernel's own tensor arguments (the `Tensor(a!)` return of an
+ * out= or in-place operator) may be written borrowed, kd_value_tensor_borrowed
+ * (PyTorch returns `Tensor&` there); the dispatcher's boxed paths take a
+ * reference to it before the arguments leave the stack. On error it returns
+ * the status with kd_set_error and leaves rets None. */
 typedef kd_status (*kd_unboxed_fn)(const kd_call *call, const kd_arg *args, kd_value *rets);
 
 /* Boxed kernel: the operator's arguments are the top nargs values of the
@@ -323,8 +327,13 @@ KD_API const kd_schema *kd_op_schema(const kd_op *op);
 /* "ns::name.overload" (or "ns::name"); static for the life of the process. */
 KD_API const char *kd_op_name(const kd_op *op);
 
-/* A typed call: args as the schema says (see kd_arg), one owned value per
- * return written to rets (the caller destroys them). KD_ENOKERNEL when the
+/* A typed call: args as the schema says (see kd_arg), one value per return
+ * written to rets, which the caller destroys (kd_value_destroy). Results are
+ * owned, except that a result which is one of the caller's own tensor
+ * arguments (an out= or in-place operator's `Tensor(a!)` return) may come
+ * back borrowed (flags KD_VALUE_BORROWED, as the kernel wrote it): valid as
+ * long as the caller's argument is; kd_value_own gives it its own
+ * reference. Boxed calls always return owned values. KD_ENOKERNEL when the
  * chosen slot has no kernel, with the message "Could not run 'ns::op' with
  * arguments from the 'KEY' backend ... available for: [CPU, ...]". */
 KD_API kd_status kd_call_unboxed(kd_op *op, const kd_arg *args, kd_value *rets);

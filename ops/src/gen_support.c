@@ -170,6 +170,10 @@ kd_status kd__box_check_depth(const kd_call *call, const kd_stack *stack, size_t
 }
 
 kd_status kd__box_finish(kd_stack *stack, size_t nargs, kd_value *rets, size_t nrets) {
+  /* An alias result comes back borrowed (it is one of the arguments, which
+   * only the stack may hold): own it before the arguments are dropped. */
+  for (size_t i = 0; i < nrets; i++)
+    if (rets[i].flags & KD_VALUE_BORROWED) kd_value_own(&rets[i]);
   kd_status st = kd_stack_drop(stack, nargs);
   for (size_t i = 0; i < nrets; i++) {
     if (!st) st = kd_stack_push(stack, &rets[i]);

@@ -92,6 +92,14 @@ static inline kd_value kd__value_take_tensor(kd_tensor *t) {
   return v;
 }
 
+/* Drops an alias result an entry point does not return (the caller holds
+ * that tensor): nothing to do when it came back borrowed, as the generated
+ * kernels return it; a kernel registered by someone else may return it
+ * owned. */
+static inline void kd__value_drop_alias(kd_value *v) {
+  if (!(v->flags & KD_VALUE_BORROWED)) kd_value_destroy(v);
+}
+
 /* The registration tables of gen_register.c. */
 typedef struct kd__gen_def {
   const char *schema; /* without namespace */

@@ -42,10 +42,12 @@ void kd_iter_init(kd_iter *it, kd_structured *s) {
 }
 
 void kd_iter_release(kd_iter *it) {
-  for (int k = 0; k < it->ntensors; k++) {
-    if (it->owned & (1u << k)) kd_tensor_release(it->tensors[k]);
+  /* Only the owned operands need anything; the rest are forgotten with
+   * ntensors (every reader stops at ntensors). */
+  for (unsigned o = it->owned; o; o &= o - 1) {
+    int k = __builtin_ctz(o);
+    kd_tensor_release(it->tensors[k]);
     it->tensors[k] = NULL;
-    it->originals[k] = NULL;
   }
   it->owned = 0;
   it->ntensors = 0;
@@ -626,15 +628,21 @@ static int build_fast(kd_iter *it, kd_status *status) {
   const kd_tensor *first = it->tensors[nout];
   kd_dtype common = kd__t_dtype(first);
   kd_device dev = kd__t_device(first);
-  if (dev.type == KD_DEVICE_META || !kd__t_is_contiguous(first)) return 1;
   int nd = kd__t_ndim(first);
+  if (dev.type == KD_DEVICE_META || !kd__t_is_contiguous(first) ||
+      (nd == 0 && kd__t_is_wrapped_number(first)))
+    return 1;
   const int64_t *shape = kd__t_sizes(first);
-  for (int k = nout; k < nt; k++) {
+  int64_t numel = kd__t_numel(first);
+  /* the other inputs against the first: numel first (cheap, and it settles
+   * most mismatches), then the full shape */
+  for (int k = nout + 1; k < nt; k++) {
     const kd_tensor *t = it->tensors[k];
-    if (kd__t_dtype(t) != common || !kd__t_is_contiguous(t) ||
-        !kd_device_equal(kd__t_device(t), dev) ||
+    if (t == first) continue;
+    if (kd__t_dtype(t) != common || kd__t_numel(t) != numel || !kd__t_is_contiguous(t) ||
         !same_shape(kd__t_ndim(t), kd__t_sizes(t), nd, shape) ||
-        (nd == 0 && kd__t_is_wrapped_number(t)))
+        (nd == 0 && kd__t_is_wrapped_number(t)) ||
+        (!kd__t_shares_storage(t, first) && !kd_device_equal(kd__t_device(t), dev)))
       return 1;
   }
   if ((f & KD__ITER_INT_TO_FLOAT) && kd_dtype_is_integral(common, true)) return 1;
@@ -647,25 +655,24 @@ static int build_fast(kd_iter *it, kd_status *status) {
       else if (!kd_device_equal(s->device, dev)) return 1;
     }
     if (!o) continue; /* a new output, allocated below */
-    if (kd__t_dtype(o) != common || !kd__t_is_contiguous(o) ||
+    if (kd__t_dtype(o) != common || kd__t_numel(o) != numel || !kd__t_is_contiguous(o) ||
         !kd_device_equal(kd__t_device(o), dev) ||
         !same_shape(kd__t_ndim(o), kd__t_sizes(o), nd, shape))
       return 1;
-    if (f & KD__ITER_CHECK_OVERLAP) {
+    if ((f & KD__ITER_CHECK_OVERLAP) && numel != 0) {
       /* contiguous, same shape: an input sharing the storage must start at
        * the same element or not overlap at all */
-      int64_t isz = (int64_t)kd__t_itemsize(o), n = kd__t_numel(o);
-      int64_t a0 = kd__t_storage_offset(o) * isz, a1 = a0 + n * isz;
+      int64_t isz = (int64_t)kd__t_itemsize(o);
+      int64_t a0 = kd__t_storage_offset(o) * isz, a1 = a0 + numel * isz;
       for (int j = nout; j < nt; j++) {
         const kd_tensor *in = it->tensors[j];
-        if (in == o || !kd__t_shares_storage(in, o) || n == 0) continue;
-        int64_t b0 = kd__t_storage_offset(in) * isz, b1 = b0 + n * isz;
+        if (in == o || !kd__t_shares_storage(in, o)) continue;
+        int64_t b0 = kd__t_storage_offset(in) * isz, b1 = b0 + numel * isz;
         if (b0 != a0 && a0 < b1 && b0 < a1) return 1;
       }
     }
   }
   /* from here on it is the fast path */
-  int64_t numel = kd__t_numel(first);
   it->is_meta = false;
   it->common_dtype = common;
   it->full_ndim = nd;
@@ -706,10 +713,10 @@ static int build_fast(kd_iter *it, kd_status *status) {
   it->ndim = nd > 0 ? 1 : 0;
   it->shape[0] = numel;
   it->outer_numel = numel;
-  int64_t csz = (int64_t)kd_dtype_size(common);
-  for (int k = 0; k < nt; k++) {
-    it->strides[0][k] = it->dtypes[k] == common ? csz : (int64_t)kd_dtype_size(it->dtypes[k]);
-    it->data[k] = kd__t_data(it->tensors[k]);
+  for (int k = 0; k < nt; k++) { /* tensors[k] has dtypes[k]: its itemsize is the stride */
+    const kd_tensor *t = it->tensors[k];
+    it->strides[0][k] = (int64_t)kd__t_itemsize(t);
+    it->data[k] = kd__t_data(t);
   }
   it->built = true;
   *status = KD_OK;
@@ -1061,23 +1068,37 @@ static union {
   char c[64];
 } no_bytes;
 
+static void serial_range_nd(const kd_iter *it, kd_iter_loop2d loop, void *ctx, int64_t begin,
+                            int64_t end);
+
 void kd_iter_serial_for_each_range(const kd_iter *it, kd_iter_loop2d loop, void *ctx,
                                    int64_t begin, int64_t end) {
   if (!it->built || it->is_meta || begin >= end) return;
+  if (it->ndim != 1 || it->has_row) {
+    serial_range_nd(it, loop, ctx, begin, end);
+    return;
+  }
+  /* the common case, kept lean: one (coalesced) dimension */
+  int nt = it->ntensors;
+  char *ptrs[KD_ITER_MAX_TENSORS];
+  int64_t st[2 * KD_ITER_MAX_TENSORS];
+  for (int k = 0; k < nt; k++) {
+    int64_t s0 = it->strides[0][k];
+    char *d = it->data[k];
+    st[k] = s0;
+    st[nt + k] = 0;
+    ptrs[k] = d ? d + begin * s0 : no_bytes.c;
+  }
+  loop(ctx, ptrs, st, end - begin, 1);
+}
+
+/* Every other geometry: 0-dim, several dimensions, rows. */
+__attribute__((noinline)) static void serial_range_nd(const kd_iter *it, kd_iter_loop2d loop,
+                                                      void *ctx, int64_t begin, int64_t end) {
   int nt = it->ntensors, nd = it->ndim;
   bool row = it->has_row;
   char *ptrs[KD_ITER_MAX_TENSORS];
   int64_t st[2 * KD_ITER_MAX_TENSORS];
-  if (nd == 1 && !row) { /* the common case: one (coalesced) dimension */
-    for (int k = 0; k < nt; k++) {
-      int64_t s0 = it->strides[0][k];
-      st[k] = s0;
-      st[nt + k] = 0;
-      ptrs[k] = it->data[k] ? it->data[k] + begin * s0 : no_bytes.c;
-    }
-    loop(ctx, ptrs, st, end - begin, 1);
-    return;
-  }
   if (nd == 0) {
     for (int k = 0; k < nt; k++) {
       ptrs[k] = it->data[k] ? it->data[k] : no_bytes.c;

@@ -18,10 +18,13 @@ void kd_structured_init(kd_structured *s, const char *op, kd_structured_mode mod
   s->mode = mode;
   s->nout = nout;
   s->device = device;
-  for (int i = 0; i < KD_STRUCTURED_MAX_OUT; i++) {
-    s->given[i] = given && i < nout ? given[i] : NULL;
+  s->proxies = 0;
+  /* Only the first nout entries are ever read: every access checks the
+   * index against nout (kd_structured_output's callers pass i < nout). */
+  int n = nout < 0 ? 0 : nout < KD_STRUCTURED_MAX_OUT ? nout : KD_STRUCTURED_MAX_OUT;
+  for (int i = 0; i < n; i++) {
+    s->given[i] = given ? given[i] : NULL;
     s->outputs[i] = NULL;
-    s->proxy[i] = false;
   }
 }
 
@@ -72,7 +75,7 @@ static kd_status make_proxy(kd_structured *s, int i, int ndim, const int64_t *si
   kd_status st = kd_tensor_empty_strided(ndim, sizes, strides, dtype, device, &p);
   if (st) return with_op(s, st);
   s->outputs[i] = p;
-  s->proxy[i] = true;
+  s->proxies |= 1u << i;
   return KD_OK;
 }
 
@@ -185,9 +188,8 @@ kd_status kd__structured_adopt_given(kd_structured *s, int i) {
 }
 
 kd_status kd_structured_finish(kd_structured *s) {
-  int n = s->nout < KD_STRUCTURED_MAX_OUT ? s->nout : KD_STRUCTURED_MAX_OUT;
-  for (int i = 0; i < n; i++) {
-    if (!s->proxy[i]) continue;
+  for (unsigned p = s->proxies; p; p &= p - 1) {
+    int i = __builtin_ctz(p);
     kd_status st = kd_tensor_copy_(s->given[i], s->outputs[i]);
     if (st) return with_op(s, st);
   }
@@ -195,15 +197,23 @@ kd_status kd_structured_finish(kd_structured *s) {
 }
 
 void kd_structured_release(kd_structured *s, kd_tensor **take) {
-  int n = s->nout < KD_STRUCTURED_MAX_OUT ? s->nout : KD_STRUCTURED_MAX_OUT;
+  int n = s->nout < 0 ? 0 : s->nout < KD_STRUCTURED_MAX_OUT ? s->nout : KD_STRUCTURED_MAX_OUT;
   bool owned = s->mode == KD_STRUCTURED_FUNCTIONAL || s->mode == KD_STRUCTURED_META;
-  for (int i = 0; i < n; i++) {
-    if (owned && take) {
-      take[i] = s->outputs[i];
-    } else if (owned || s->proxy[i]) {
-      kd_tensor_release(s->outputs[i]);
+  if (owned) {
+    for (int i = 0; i < n; i++) {
+      if (take)
+        take[i] = s->outputs[i];
+      else
+        kd_tensor_release(s->outputs[i]);
+      s->outputs[i] = NULL;
     }
-    s->outputs[i] = NULL;
-    s->proxy[i] = false;
+    return;
   }
+  /* INPLACE / OUT: outputs are the caller's tensors but for proxies */
+  for (unsigned p = s->proxies; p; p &= p - 1) {
+    int i = __builtin_ctz(p);
+    kd_tensor_release(s->outputs[i]);
+    s->outputs[i] = NULL;
+  }
+  s->proxies = 0;
 }

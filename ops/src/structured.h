@@ -31,7 +31,7 @@ typedef struct kd_structured {
   /* What impl writes: owned when allocated or a proxy, else == given[i];
    * NULL until set_output(i). */
   kd_tensor *outputs[KD_STRUCTURED_MAX_OUT];
-  bool proxy[KD_STRUCTURED_MAX_OUT];
+  unsigned proxies;        /* bit i: outputs[i] is a proxy (owned), copied by finish */
 } kd_structured;
 
 /* Starts a structured call. `given` has nout entries for INPLACE/OUT (NULL

@@ -1387,6 +1387,62 @@ static void test_meta_scalar_overloads(void **state) {
 
 /* ---- out variants: dtype, device, resize ------------------------------------ */
 
+/* The alias result of an out= / in-place variant: a typed call returns the
+ * caller's tensor borrowed (no reference taken, as PyTorch's Tensor&); a
+ * boxed call returns it owned, and it outlives the arguments leaving the
+ * stack even when the stack held the only reference (ASan checks that). */
+static void test_alias_result_borrowed(void **state) {
+  (void)state;
+  setup_open();
+  kd_op *op;
+  KD_ASSERT_OK(kd_op_find("aten::add", "out", &op));
+  kd_tensor *a = T1(KD_FLOAT32, 2, (float[]){1, 2}), *b = T1(KD_FLOAT32, 2, (float[]){10, 20});
+  kd_tensor *o = T1(KD_FLOAT32, 2, (float[]){0, 0});
+  kd_scalar one = kd_scalar_int(1);
+  /* typed: borrowed, the count unchanged */
+  kd_arg args[4];
+  args[0].t = a;
+  args[1].t = b;
+  args[2].s = &one;
+  args[3].t = o;
+  kd_value r = kd_value_none();
+  KD_ASSERT_OK(kd_call_unboxed(op, args, &r));
+  assert_int_equal(r.tag, KD_VALUE_TENSOR);
+  assert_true(r.u.t == o);
+  assert_true(r.flags & KD_VALUE_BORROWED);
+  assert_int_equal(kd_tensor_refcount(o), 1);
+  expect(o, KD_FLOAT32, 2, (double[]){11, 22});
+  /* kd_value_own gives it its own reference */
+  kd_value_own(&r);
+  assert_false(r.flags & KD_VALUE_BORROWED);
+  assert_int_equal(kd_tensor_refcount(o), 2);
+  kd_value_destroy(&r);
+  assert_int_equal(kd_tensor_refcount(o), 1);
+  /* in-place through the entry point: no reference left behind */
+  KD_ASSERT_OK(kd_add__Tensor(o, a, NULL));
+  assert_int_equal(kd_tensor_refcount(o), 1);
+  expect(o, KD_FLOAT32, 2, (double[]){12, 24});
+  /* boxed, with the stack holding the only reference to out */
+  kd_stack st;
+  kd_stack_init(&st);
+  KD_ASSERT_OK(kd_stack_push_tensor(&st, a));
+  KD_ASSERT_OK(kd_stack_push_tensor(&st, b));
+  kd_value alpha = kd_value_int(2);
+  KD_ASSERT_OK(kd_stack_push(&st, &alpha));
+  KD_ASSERT_OK(kd_stack_push_tensor(&st, o));
+  kd_tensor_release(o);
+  KD_ASSERT_OK(kd_call_boxed(op, &st));
+  assert_int_equal(st.size, 1);
+  const kd_value *res = kd_stack_peek(&st, 0);
+  assert_int_equal(res->tag, KD_VALUE_TENSOR);
+  assert_false(res->flags & KD_VALUE_BORROWED);
+  assert_int_equal(kd_tensor_refcount(res->u.t), 1);
+  expect(res->u.t, KD_FLOAT32, 2, (double[]){21, 42});
+  kd_stack_free(&st);
+  kd_tensor_release(a);
+  kd_tensor_release(b);
+}
+
 static void test_out_variants(void **state) {
   (void)state;
   setup_open();
@@ -1548,6 +1604,7 @@ int main(void) {
       cmocka_unit_test(test_every_op_meta),
       cmocka_unit_test(test_meta_scalar_overloads),
       cmocka_unit_test(test_out_variants),
+      cmocka_unit_test(test_alias_result_borrowed),
       cmocka_unit_test(test_large_threads),
       cmocka_unit_test(test_add_alpha_one_same_as_general),
   };

@@ -720,7 +720,7 @@ static void emit_entry(kdg_buf *b, const cfunc *c, bool redispatch) {
   if (c->nr == 0) kdg_printf(b, "  (void)kd__r;\n");
   for (int i = 0; i < c->nr; i++) {
     if (c->r[i].alias_of >= 0) {
-      kdg_printf(b, "  kd_value_destroy(&kd__r[%d]);\n", i);
+      kdg_printf(b, "  kd__value_drop_alias(&kd__r[%d]);\n", i);
       continue;
     }
     kdg_printf(b, "  if (!kd__st) kd__st = %s(&kd__r[%d], %s, \"%s\");\n  else kd_value_destroy(&kd__r[%d]);\n",
@@ -959,7 +959,9 @@ static void emit_unboxed_wrapper(kdg_buf *b, const cfunc *c, const target *t, co
   for (int i = 0; i < c->nr; i++) {
     const cret *cr = &c->r[i];
     if (cr->alias_of >= 0) {
-      kdg_printf(b, "  r[%d] = kd_value_tensor(a[%d].t);\n", i, cr->alias_of);
+      /* the caller's own tensor: returned borrowed, as PyTorch returns
+       * Tensor& (the boxed paths take a reference before the arguments go) */
+      kdg_printf(b, "  r[%d] = kd_value_tensor_borrowed(a[%d].t);\n", i, cr->alias_of);
       continue;
     }
     switch (cr->kind) {
