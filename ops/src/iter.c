@@ -15,44 +15,15 @@
 #include <string.h>
 #include "tensor_access.h"
 
-#define DEFAULT_FLAGS                                                                        \
-  (KD__ITER_CHECK_SAME_DTYPE | KD__ITER_RESIZE_OUTPUTS | KD__ITER_CHECK_OVERLAP |            \
-   KD__ITER_CHECK_SAME_DEVICE)
-
-void kd_iter_init(kd_iter *it, kd_structured *s) {
-  it->s = s;
-  it->op = s ? s->op : "kd_iter";
-  it->flags = DEFAULT_FLAGS;
-  it->ntensors = 0;
-  it->noutputs = 0;
-  it->cfg_status = KD_OK;
-  it->static_dtype = KD_DTYPE_UNDEFINED;
-  it->forced_common = KD_DTYPE_UNDEFINED;
-  it->static_ndim = -1;
-  it->nreduce = 0;
-  it->owned = 0;
-  it->built = false;
-  it->is_meta = false;
-  it->has_row = false;
-  it->common_dtype = KD_DTYPE_UNDEFINED;
-  it->ndim = 0;
-  it->numel = 0;
-  it->outer_numel = 0;
-  it->full_ndim = 0;
-}
-
-void kd_iter_release(kd_iter *it) {
-  /* Only the owned operands need anything; the rest are forgotten with
-   * ntensors (every reader stops at ntensors). */
+/* Only the owned operands need anything; the rest are forgotten with
+ * ntensors (every reader stops at ntensors). */
+void kd__iter_release_owned(kd_iter *it) {
   for (unsigned o = it->owned; o; o &= o - 1) {
     int k = __builtin_ctz(o);
     kd_tensor_release(it->tensors[k]);
     it->tensors[k] = NULL;
   }
   it->owned = 0;
-  it->ntensors = 0;
-  it->noutputs = 0;
-  it->built = false;
 }
 
 /* ---- Configuration ----------------------------------------------------------- */
@@ -486,6 +457,7 @@ static kd_status set_up_output(kd_iter *it, build_state *b, int k, int ndim, con
                       : kd_tensor_empty(ndim, sizes, it->common_dtype, kd__t_device(t), &tmp);
     if (st) return with_op(it, st);
     it->originals[k] = t;
+    it->temps |= 1u << k;
     it->tensors[k] = tmp;
     it->owned |= 1u << k;
     it->dtypes[k] = it->common_dtype;
@@ -976,10 +948,10 @@ kd_status kd__iter_build_general(kd_iter *it) {
   return KD_OK;
 }
 
-kd_status kd_iter_finish(kd_iter *it) {
+kd_status kd__iter_copy_temps(kd_iter *it) {
   if (!it->built || it->is_meta) return KD_OK;
   for (int k = 0; k < it->noutputs; k++) {
-    if (!it->originals[k]) continue;
+    if (!(it->temps & (1u << k)) || !it->originals[k]) continue;
     kd_status st = kd_tensor_copy_(it->originals[k], it->tensors[k]);
     if (st) return with_op(it, st);
   }

@@ -161,6 +161,7 @@ typedef struct kd_iter {
   kd_tensor *originals[KD_ITER_MAX_TENSORS]; /* outputs with a temporary: the real output */
   kd_dtype out_dtype[KD_ITER_MAX_TENSORS];   /* declared dtype of a new output */
   unsigned owned;                            /* bit k: the iterator holds a reference to tensors[k] */
+  unsigned temps;                            /* bit k: output k is a temporary for originals[k] */
   /* ---- after build ---- */
   bool built, is_meta, has_row;
   kd_dtype common_dtype;
@@ -183,17 +184,51 @@ typedef struct kd_iter {
  * kernels). Cheap: it writes a few fields. Default options as PyTorch's
  * TensorIteratorConfig: check_all_same_dtype, resize_outputs,
  * check_mem_overlap and check_all_same_device on, the rest off. */
-void kd_iter_init(kd_iter *it, kd_structured *s);
+#define KD__ITER_DEFAULT_FLAGS                                                               \
+  (KD__ITER_CHECK_SAME_DTYPE | KD__ITER_RESIZE_OUTPUTS | KD__ITER_CHECK_OVERLAP |            \
+   KD__ITER_CHECK_SAME_DEVICE)
+static inline void kd_iter_init(kd_iter *it, kd_structured *s) {
+  it->s = s;
+  it->op = s ? s->op : "kd_iter";
+  it->flags = KD__ITER_DEFAULT_FLAGS;
+  it->ntensors = 0;
+  it->noutputs = 0;
+  it->cfg_status = KD_OK;
+  it->static_dtype = KD_DTYPE_UNDEFINED;
+  it->forced_common = KD_DTYPE_UNDEFINED;
+  it->static_ndim = -1;
+  it->nreduce = 0;
+  it->owned = 0;
+  it->temps = 0;
+  it->built = false;
+  it->is_meta = false;
+  it->has_row = false;
+  it->common_dtype = KD_DTYPE_UNDEFINED;
+  it->ndim = 0;
+  it->numel = 0;
+  it->outer_numel = 0;
+  it->full_ndim = 0;
+}
 
 /* Drops every reference the iterator holds (temporaries, casts, owned
  * inputs, outputs it allocated). Safe after a failed or missing build and
  * twice. Structured outputs belong to s, not to the iterator. */
-void kd_iter_release(kd_iter *it);
+void kd__iter_release_owned(kd_iter *it);
+static inline void kd_iter_release(kd_iter *it) {
+  if (it->owned) kd__iter_release_owned(it);
+  it->temps = 0;
+  it->ntensors = 0;
+  it->noutputs = 0;
+  it->built = false;
+}
 
 /* After the loops: copies every output temporary (cast_common_dtype_to_outputs
  * with an output of another dtype) into its real output. KD_OK when there is
  * none (or on meta). Call before kd_iter_release (generated wrappers do). */
-kd_status kd_iter_finish(kd_iter *it);
+kd_status kd__iter_copy_temps(kd_iter *it);
+static inline kd_status kd_iter_finish(kd_iter *it) {
+  return it->temps && it->built && !it->is_meta ? kd__iter_copy_temps(it) : KD_OK;
+}
 
 /* The name used in messages (default: s->op, else "kd_iter"). Static string. */
 static inline void kd_iter_set_op_name(kd_iter *it, const char *op) { it->op = op; }

@@ -12,22 +12,6 @@
 #include <string.h>
 #include "tensor_access.h"
 
-void kd_structured_init(kd_structured *s, const char *op, kd_structured_mode mode, int nout,
-                        kd_tensor *const *given, kd_device device) {
-  s->op = op ? op : "structured operator";
-  s->mode = mode;
-  s->nout = nout;
-  s->device = device;
-  s->proxies = 0;
-  /* Only the first nout entries are ever read: every access checks the
-   * index against nout (kd_structured_output's callers pass i < nout). */
-  int n = nout < 0 ? 0 : nout < KD_STRUCTURED_MAX_OUT ? nout : KD_STRUCTURED_MAX_OUT;
-  for (int i = 0; i < n; i++) {
-    s->given[i] = given ? given[i] : NULL;
-    s->outputs[i] = NULL;
-  }
-}
-
 /* "[2, 3]"; "[]" for 0-dim. Cut at cap. */
 static const char *format_shape(char *buf, size_t cap, int ndim, const int64_t *sizes) {
   size_t len = 0;
@@ -187,7 +171,7 @@ kd_status kd__structured_adopt_given(kd_structured *s, int i) {
   return KD_OK;
 }
 
-kd_status kd_structured_finish(kd_structured *s) {
+kd_status kd__structured_copy_proxies(kd_structured *s) {
   for (unsigned p = s->proxies; p; p &= p - 1) {
     int i = __builtin_ctz(p);
     kd_status st = kd_tensor_copy_(s->given[i], s->outputs[i]);
@@ -196,7 +180,7 @@ kd_status kd_structured_finish(kd_structured *s) {
   return KD_OK;
 }
 
-void kd_structured_release(kd_structured *s, kd_tensor **take) {
+void kd__structured_release_outputs(kd_structured *s, kd_tensor **take) {
   int n = s->nout < 0 ? 0 : s->nout < KD_STRUCTURED_MAX_OUT ? s->nout : KD_STRUCTURED_MAX_OUT;
   bool owned = s->mode == KD_STRUCTURED_FUNCTIONAL || s->mode == KD_STRUCTURED_META;
   if (owned) {

@@ -37,8 +37,21 @@ typedef struct kd_structured {
 /* Starts a structured call. `given` has nout entries for INPLACE/OUT (NULL
  * for the others). `device` is where FUNCTIONAL outputs go (the device of
  * the first tensor argument, or cpu); META allocates on the meta device. */
-void kd_structured_init(kd_structured *s, const char *op, kd_structured_mode mode, int nout,
-                        kd_tensor *const *given, kd_device device);
+static inline void kd_structured_init(kd_structured *s, const char *op, kd_structured_mode mode,
+                                      int nout, kd_tensor *const *given, kd_device device) {
+  s->op = op ? op : "structured operator";
+  s->mode = mode;
+  s->nout = nout;
+  s->device = device;
+  s->proxies = 0;
+  /* Only the first nout entries are ever read: every access checks the
+   * index against nout (kd_structured_output's callers pass i < nout). */
+  int n = nout < 0 ? 0 : nout < KD_STRUCTURED_MAX_OUT ? nout : KD_STRUCTURED_MAX_OUT;
+  for (int i = 0; i < n; i++) {
+    s->given[i] = given ? given[i] : NULL;
+    s->outputs[i] = NULL;
+  }
+}
 
 /* Meta asks for output i with these sizes, strides (in elements; NULL for
  * row-major, or "whatever out has" for OUT) and dtype.
@@ -64,11 +77,19 @@ static inline kd_tensor *kd_structured_output(const kd_structured *s, int i) {
 }
 
 /* After impl: copies every proxy into its given tensor. Errors of the copy. */
-kd_status kd_structured_finish(kd_structured *s);
+kd_status kd__structured_copy_proxies(kd_structured *s);
+static inline kd_status kd_structured_finish(kd_structured *s) {
+  return s->proxies ? kd__structured_copy_proxies(s) : KD_OK;
+}
 
 /* Ends the call. FUNCTIONAL/META: when `take` is not NULL, moves output i's
  * reference to take[i] (nout entries) and s keeps nothing; otherwise frees
  * them. INPLACE/OUT: drops proxies. Always call it, also after errors. */
-void kd_structured_release(kd_structured *s, kd_tensor **take);
+void kd__structured_release_outputs(kd_structured *s, kd_tensor **take);
+static inline void kd_structured_release(kd_structured *s, kd_tensor **take) {
+  /* INPLACE / OUT without proxies: the outputs are the caller's tensors */
+  if ((s->mode == KD_STRUCTURED_INPLACE || s->mode == KD_STRUCTURED_OUT) && !s->proxies) return;
+  kd__structured_release_outputs(s, take);
+}
 
 #endif
