@@ -29,7 +29,8 @@ const char *kd__format_sizes(char *buf, size_t cap, int ndim, const int64_t *siz
   return buf;
 }
 
-kd_status kd__check_size_list(const char *op, kd_ints size) {
+/* kd__check_size_list's messages, out of the way of the common path. */
+__attribute__((noinline, cold)) static kd_status size_list_error(const char *op, kd_ints size) {
   if (size.size < 0 || (size.size > 0 && !size.data))
     return kd_set_error(KD_EINVAL, "%s: expected a list of sizes", op);
   if (size.size > KD_MAX_DIMS)
@@ -46,16 +47,20 @@ kd_status kd__check_size_list(const char *op, kd_ints size) {
   return KD_OK;
 }
 
-kd_status kd__factory_options(const char *op, const kd_dtype *dtype, const kd_layout *layout,
-                              const kd_device *device, const bool *pin_memory,
-                              kd_dtype default_dtype, kd_device default_device,
-                              kd_dtype *dtype_out, kd_device *device_out) {
-  kd_dtype dt = dtype ? *dtype : default_dtype;
+kd_status kd__check_size_list(const char *op, kd_ints size) {
+  bool bad = size.size < 0 || size.size > KD_MAX_DIMS || (size.size > 0 && !size.data);
+  for (int64_t i = 0; !bad && i < size.size; i++) bad = size.data[i] < 0;
+  return bad ? size_list_error(op, size) : KD_OK;
+}
+
+/* kd__factory_options' messages, out of the way of the common path. */
+__attribute__((noinline, cold)) static kd_status
+factory_options_error(const char *op, kd_dtype dt, const kd_layout *layout, kd_device dev,
+                      const bool *pin_memory) {
   if (!kd_dtype_valid(dt)) return kd_set_error(KD_EINVAL, "%s: invalid dtype %d", op, (int)dt);
   if (layout && *layout != KD_LAYOUT_STRIDED)
     return kd_set_error(KD_EUNSUPPORTED, "%s: layout %s is not supported (only strided)", op,
                         kd_layout_name(*layout));
-  kd_device dev = device ? *device : default_device;
   if (dev.type != KD_DEVICE_CPU && dev.type != KD_DEVICE_META) {
     char buf[64];
     kd_device_format(dev, buf, sizeof buf);
@@ -67,6 +72,21 @@ kd_status kd__factory_options(const char *op, const kd_dtype *dtype, const kd_la
   if (pin_memory && *pin_memory)
     return kd_set_error(KD_EUNSUPPORTED,
                         "%s: Need to provide pin_memory allocator to use pin memory.", op);
+  return KD_OK;
+}
+
+kd_status kd__factory_options(const char *op, const kd_dtype *dtype, const kd_layout *layout,
+                              const kd_device *device, const bool *pin_memory,
+                              kd_dtype default_dtype, kd_device default_device,
+                              kd_dtype *dtype_out, kd_device *device_out) {
+  kd_dtype dt = dtype ? *dtype : default_dtype;
+  kd_device dev = device ? *device : default_device;
+  if ((unsigned)dt >= (unsigned)KD_DTYPE_COUNT || (layout && *layout != KD_LAYOUT_STRIDED) ||
+      (dev.type != KD_DEVICE_CPU && dev.type != KD_DEVICE_META) || dev.index != 0 ||
+      (pin_memory && *pin_memory)) {
+    kd_status st = factory_options_error(op, dt, layout, dev, pin_memory);
+    if (st) return st;
+  }
   *dtype_out = dt;
   *device_out = dev;
   return KD_OK;
@@ -206,6 +226,21 @@ static kd_status empty_common(const char *op, kd_device_type want, kd_ints size,
 kd_status kd__native_empty_cpu(kd_ints size, const kd_dtype *dtype, const kd_layout *layout,
                                const kd_device *device, const bool *pin_memory,
                                const kd_memory_format *memory_format, kd_tensor **out) {
+  /* The common case in one piece: valid sizes, strided, cpu:0, not pinned,
+   * contiguous. Everything else (errors included) goes the general way. */
+  kd_dtype dt = dtype ? *dtype : kd_get_default_dtype();
+  bool plain = size.size >= 0 && size.size <= KD_MAX_DIMS && (size.size == 0 || size.data) &&
+               (unsigned)dt < (unsigned)KD_DTYPE_COUNT &&
+               (!layout || *layout == KD_LAYOUT_STRIDED) &&
+               (!device || (device->type == KD_DEVICE_CPU && device->index == 0)) &&
+               !(pin_memory && *pin_memory) &&
+               (!memory_format || *memory_format == KD_MEMORY_FORMAT_CONTIGUOUS);
+  for (int64_t i = 0; plain && i < size.size; i++) plain = size.data[i] >= 0;
+  if (plain) {
+    kd_status st = kd_tensor_empty((int)size.size, size.data, dt, kd_device_cpu(), out);
+    if (st == KD_EOVERFLOW) return kd_set_error(KD_EOVERFLOW, "empty: tensor too large");
+    return st;
+  }
   return empty_common("empty", KD_DEVICE_CPU, size, dtype, layout, device, pin_memory,
                       memory_format, out);
 }

@@ -195,7 +195,7 @@ kd_status kd__ops_lookup(const char *qualified, const char *signature, kd_op **c
   return KD_OK;
 }
 
-kd_status kd__ret_tensor(kd_value *v, kd_tensor **out, const char *op) {
+kd_status kd__ret_tensor_slow(kd_value *v, kd_tensor **out, const char *op) {
   if (v->tag == KD_VALUE_NONE) {
     *out = NULL;
     return KD_OK;

@@ -76,7 +76,15 @@ static inline kd_op *kd__ops_cached(kd_op **cache) {
 
 /* A Tensor result: moves v's tensor into *out (retaining a borrowed one).
  * KD_EINTERNAL when v is not a tensor. v is None afterwards. */
-kd_status kd__ret_tensor(kd_value *v, kd_tensor **out, const char *op);
+kd_status kd__ret_tensor_slow(kd_value *v, kd_tensor **out, const char *op);
+static inline kd_status kd__ret_tensor(kd_value *v, kd_tensor **out, const char *op) {
+  if (v->tag == KD_VALUE_TENSOR && !(v->flags & KD_VALUE_BORROWED)) { /* the common case */
+    *out = v->u.t;
+    *v = kd_value_none();
+    return KD_OK;
+  }
+  return kd__ret_tensor_slow(v, out, op);
+}
 kd_status kd__ret_int(kd_value *v, int64_t *out, const char *op);
 kd_status kd__ret_float(kd_value *v, double *out, const char *op);
 kd_status kd__ret_bool(kd_value *v, bool *out, const char *op);

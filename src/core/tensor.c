@@ -57,7 +57,10 @@ kd_status kd_memory_format_from_name(const char *name, kd_memory_format *out) {
 
 /* ---- Geometry ----------------------------------------------------------------- */
 
-static kd_status check_dims(const char *fn, int ndim, const int64_t *sizes, kd_dtype dtype) {
+/* check_dims' messages, out of the way of the common path. */
+__attribute__((noinline, cold)) static kd_status dims_error(const char *fn, int ndim,
+                                                            const int64_t *sizes,
+                                                            kd_dtype dtype) {
   if (ndim < 0 || ndim > KD_MAX_DIMS)
     return kd_set_error(KD_EINVAL, "%s: ndim %d out of range: expected 0..%d", fn, ndim,
                         KD_MAX_DIMS);
@@ -68,7 +71,15 @@ static kd_status check_dims(const char *fn, int ndim, const int64_t *sizes, kd_d
     if (sizes[i] < 0)
       return kd_set_error(KD_EINVAL, "%s: size %lld of dimension %d is negative", fn,
                           (long long)sizes[i], i);
-  return KD_OK;
+  return kd_set_error(KD_EINTERNAL, "%s: bad dimensions", fn); /* not reached */
+}
+
+static inline kd_status check_dims(const char *fn, int ndim, const int64_t *sizes,
+                                   kd_dtype dtype) {
+  bool bad = (unsigned)ndim > KD_MAX_DIMS || (ndim > 0 && !sizes) ||
+             (unsigned)dtype >= (unsigned)KD_DTYPE_COUNT;
+  for (int i = 0; !bad && i < ndim; i++) bad = sizes[i] < 0;
+  return bad ? dims_error(fn, ndim, sizes, dtype) : KD_OK;
 }
 
 static kd_status numel_of(int ndim, const int64_t *sizes, int64_t *out) {
@@ -225,11 +236,18 @@ kd_status kd_tensor_empty(int ndim, const int64_t *sizes, kd_dtype dtype, kd_dev
   kd_status st = check_dims("kd_tensor_empty", ndim, sizes, dtype);
   if (st) return st;
   int64_t strides[KD_MAX_DIMS];
-  if ((st = contiguous_strides(ndim, sizes, strides))) return st;
+  if (ndim == 1) { /* the common case: nothing can overflow but the bytes */
+    strides[0] = 1;
+  } else if ((st = contiguous_strides(ndim, sizes, strides))) {
+    return st;
+  }
   /* As kd_tensor_empty_strided: row-major strides make the last element's
    * offset numel - 1, so the storage holds numel elements. */
   int64_t numel = 0, nbytes = 0;
-  if ((st = numel_of(ndim, sizes, &numel))) return st;
+  if (ndim == 1)
+    numel = sizes[0];
+  else if ((st = numel_of(ndim, sizes, &numel)))
+    return st;
   if (__builtin_mul_overflow(numel, (int64_t)kd_dtype_size(dtype), &nbytes))
     return kd_set_error(KD_EOVERFLOW, "kd_tensor_empty_strided: byte size overflows");
   return kd__tensor_new(device, (size_t)nbytes, ndim, sizes, strides, dtype, out);

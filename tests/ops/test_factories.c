@@ -263,6 +263,21 @@ static void test_zeros_ones_full(void **state) {
   KD_ASSERT_OK(kd_ones(INTS(2, 3), NULL, NULL, NULL, NULL, &t));
   assert_int_equal(kd_tensor_dtype(t), KD_FLOAT64);
   kd_tensor_release(t);
+  /* empty's one-piece path (cpu:0, strided, contiguous, every option given)
+   * reads the default dtype too */
+  {
+    kd_device cpu0 = kd_device_cpu();
+    kd_layout strided = KD_LAYOUT_STRIDED;
+    kd_memory_format contig = KD_MEMORY_FORMAT_CONTIGUOUS;
+    bool no = false;
+    KD_ASSERT_OK(kd_empty_memory_format(INTS(2, 3), NULL, &strided, &cpu0, &no, &contig, &t));
+    EXPECT_SHAPE(t, KD_FLOAT64, KD_DEVICE_CPU, 2, 3);
+    kd_tensor_release(t);
+    kd_device cpu1 = {KD_DEVICE_CPU, 1};
+    KD_ASSERT_ERR(kd_empty_memory_format(INTS(2), NULL, NULL, &cpu1, NULL, NULL, &t), KD_EINVAL,
+                  "empty: cpu has only device index 0");
+    assert_null(t);
+  }
   KD_ASSERT_OK(kd_set_default_dtype(KD_FLOAT32));
   /* A float into an integer dtype truncates; one out of range is an error. */
   KD_ASSERT_OK(kd_full(INTS(2, 3), &vd, &I8, NULL, NULL, NULL, &t));
