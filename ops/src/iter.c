@@ -685,11 +685,18 @@ static int build_fast(kd_iter *it, kd_status *status) {
   it->ndim = nd > 0 ? 1 : 0;
   it->shape[0] = numel;
   it->outer_numel = numel;
+  bool ready = nd > 0;
   for (int k = 0; k < nt; k++) { /* tensors[k] has dtypes[k]: its itemsize is the stride */
     const kd_tensor *t = it->tensors[k];
-    it->strides[0][k] = (int64_t)kd__t_itemsize(t);
-    it->data[k] = kd__t_data(t);
+    int64_t isz = (int64_t)kd__t_itemsize(t);
+    it->strides[0][k] = isz;
+    it->loop_strides[k] = isz;
+    it->loop_strides[nt + k] = 0;
+    char *d = kd__t_data(t);
+    it->data[k] = d;
+    ready = ready && d;
   }
+  it->loop_ready = ready;
   it->built = true;
   *status = KD_OK;
   return 0;
@@ -1046,13 +1053,18 @@ static void serial_range_nd(const kd_iter *it, kd_iter_loop2d loop, void *ctx, i
 void kd_iter_serial_for_each_range(const kd_iter *it, kd_iter_loop2d loop, void *ctx,
                                    int64_t begin, int64_t end) {
   if (!it->built || it->is_meta || begin >= end) return;
+  int nt = it->ntensors;
+  char *ptrs[KD_ITER_MAX_TENSORS];
+  if (begin == 0 && it->loop_ready) { /* the whole of a fast-built iterator */
+    for (int k = 0; k < nt; k++) ptrs[k] = it->data[k];
+    loop(ctx, ptrs, it->loop_strides, end, 1);
+    return;
+  }
   if (it->ndim != 1 || it->has_row) {
     serial_range_nd(it, loop, ctx, begin, end);
     return;
   }
   /* the common case, kept lean: one (coalesced) dimension */
-  int nt = it->ntensors;
-  char *ptrs[KD_ITER_MAX_TENSORS];
   int64_t st[2 * KD_ITER_MAX_TENSORS];
   for (int k = 0; k < nt; k++) {
     int64_t s0 = it->strides[0][k];
@@ -1268,6 +1280,7 @@ kd_status kd_iter_scalar_value(const kd_iter *it, int k, kd_scalar *out) {
 
 void kd_iter_remove_operand(kd_iter *it, int k) {
   if (k < it->noutputs || k >= it->ntensors) return;
+  it->loop_ready = false;
   if (it->owned & (1u << k)) kd_tensor_release(it->tensors[k]);
   unsigned low = it->owned & ((1u << k) - 1), high = it->owned >> (k + 1);
   it->owned = low | (high << k);

@@ -174,6 +174,10 @@ typedef struct kd_iter {
   int64_t strides[KD_MAX_DIMS][KD_ITER_MAX_TENSORS]; /* bytes; strides[d][k] */
   int64_t row_len;                 /* has_row: elements per row */
   int64_t row_strides[KD_ITER_MAX_TENSORS];
+  /* built by the fast path (one dimension, every data pointer set): the
+   * strides a loop over the whole range gets, dim 0 then dim 1 (zeros) */
+  bool loop_ready;
+  int64_t loop_strides[2 * KD_ITER_MAX_TENSORS];
   int full_ndim;                   /* the broadcast (input) shape, in dim order */
   int64_t full_shape[KD_MAX_DIMS];
 } kd_iter;
@@ -201,6 +205,7 @@ static inline void kd_iter_init(kd_iter *it, kd_structured *s) {
   it->owned = 0;
   it->temps = 0;
   it->built = false;
+  it->loop_ready = false;
   it->is_meta = false;
   it->has_row = false;
   it->common_dtype = KD_DTYPE_UNDEFINED;
@@ -217,6 +222,7 @@ void kd__iter_release_owned(kd_iter *it);
 static inline void kd_iter_release(kd_iter *it) {
   if (it->owned) kd__iter_release_owned(it);
   it->temps = 0;
+  it->loop_ready = false;
   it->ntensors = 0;
   it->noutputs = 0;
   it->built = false;

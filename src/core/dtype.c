@@ -26,6 +26,12 @@ const char *kd_dtype_name(kd_dtype dtype) {
   return kd_dtype_valid(dtype) ? dtype_table[dtype].name : "invalid";
 }
 
+const uint8_t kd__dtype_size_table[KD_DTYPE_COUNT] = {
+#define KD__SIZE(E, name, size, kind) size,
+    KD_DTYPE_LIST(KD__SIZE)
+#undef KD__SIZE
+};
+
 size_t kd_dtype_size(kd_dtype dtype) {
   return kd_dtype_valid(dtype) ? dtype_table[dtype].size : 0;
 }

@@ -160,7 +160,7 @@ kd_status kd__tensor_make(kd_storage *storage, int64_t offset, int ndim, const i
   kd_tensor *t = malloc(sizeof *t);
   if (!t) return kd__oom("tensor");
   kd_storage_retain(storage);
-  tensor_init(t, storage, offset, ndim, sizes, strides, dtype, (int)kd_dtype_size(dtype), false);
+  tensor_init(t, storage, offset, ndim, sizes, strides, dtype, (int)kd__dtype_size(dtype), false);
   *out = t;
   return KD_OK;
 }
@@ -182,7 +182,7 @@ kd_status kd__tensor_new(kd_device device, size_t nbytes, int ndim, const int64_
     free(block);
     return st;
   }
-  tensor_init(t, s, 0, ndim, sizes, strides, dtype, (int)kd_dtype_size(dtype), true);
+  tensor_init(t, s, 0, ndim, sizes, strides, dtype, (int)kd__dtype_size(dtype), true);
   *out = t;
   return KD_OK;
 }
@@ -248,7 +248,7 @@ kd_status kd_tensor_empty(int ndim, const int64_t *sizes, kd_dtype dtype, kd_dev
     numel = sizes[0];
   else if ((st = numel_of(ndim, sizes, &numel)))
     return st;
-  if (__builtin_mul_overflow(numel, (int64_t)kd_dtype_size(dtype), &nbytes))
+  if (__builtin_mul_overflow(numel, (int64_t)kd__dtype_size(dtype), &nbytes))
     return kd_set_error(KD_EOVERFLOW, "kd_tensor_empty_strided: byte size overflows");
   return kd__tensor_new(device, (size_t)nbytes, ndim, sizes, strides, dtype, out);
 }

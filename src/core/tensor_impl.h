@@ -126,6 +126,12 @@ static inline uint64_t kd__tensor_layout_here(void) {
   return h;
 }
 
+/* kd_dtype_size inline, for the tensor constructors (dtype.c fills it). */
+extern const uint8_t kd__dtype_size_table[KD_DTYPE_COUNT];
+static inline size_t kd__dtype_size(kd_dtype dtype) {
+  return (unsigned)dtype < (unsigned)KD_DTYPE_COUNT ? kd__dtype_size_table[dtype] : 0;
+}
+
 /* Checks sizes/strides/offset fit in `nbytes` of storage for `dtype`. */
 kd_status kd__check_geometry(int ndim, const int64_t *sizes, const int64_t *strides,
                              int64_t offset, kd_dtype dtype, size_t nbytes);
