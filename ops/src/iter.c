@@ -46,7 +46,7 @@ static bool add_operand(kd_iter *it, kd_tensor *t) {
   return true;
 }
 
-void kd_iter_add_output_dtype(kd_iter *it, kd_tensor *out, kd_dtype dtype) {
+void kd__iter_add_output_slow(kd_iter *it, kd_tensor *out, kd_dtype dtype) {
   if (it->ntensors != it->noutputs) {
     cfg_error(it, KD_EINVAL, "tensor iterator: outputs must be added before inputs");
     return;
@@ -55,11 +55,7 @@ void kd_iter_add_output_dtype(kd_iter *it, kd_tensor *out, kd_dtype dtype) {
   it->out_dtype[it->noutputs++] = dtype;
 }
 
-void kd_iter_add_output(kd_iter *it, kd_tensor *out) {
-  kd_iter_add_output_dtype(it, out, KD_DTYPE_UNDEFINED);
-}
-
-void kd_iter_add_input(kd_iter *it, const kd_tensor *in) {
+void kd__iter_add_input_slow(kd_iter *it, const kd_tensor *in) {
   if (!in) {
     cfg_error(it, KD_EINVAL, "tensor iterator: an input is NULL");
     return;

@@ -244,9 +244,34 @@ static inline void kd_iter_set_op_name(kd_iter *it, const char *op) { it->op = o
  * over the caller's reference (for a temporary such as a wrapped scalar).
  * add_output_dtype: a new (NULL) output of a fixed dtype, whatever the common
  * dtype (argmax's int64 indices next to max's values). */
-void kd_iter_add_output(kd_iter *it, kd_tensor *out);
-void kd_iter_add_output_dtype(kd_iter *it, kd_tensor *out, kd_dtype dtype);
-void kd_iter_add_input(kd_iter *it, const kd_tensor *in);
+void kd__iter_add_output_slow(kd_iter *it, kd_tensor *out, kd_dtype dtype);
+void kd__iter_add_input_slow(kd_iter *it, const kd_tensor *in);
+static inline void kd_iter_add_output_dtype(kd_iter *it, kd_tensor *out, kd_dtype dtype) {
+  int k = it->ntensors;
+  if (k != it->noutputs || k >= KD_ITER_MAX_TENSORS) { /* errors: recorded for build */
+    kd__iter_add_output_slow(it, out, dtype);
+    return;
+  }
+  it->ntensors = k + 1;
+  it->noutputs = k + 1;
+  it->tensors[k] = out;
+  it->originals[k] = NULL;
+  it->out_dtype[k] = dtype;
+}
+static inline void kd_iter_add_output(kd_iter *it, kd_tensor *out) {
+  kd_iter_add_output_dtype(it, out, KD_DTYPE_UNDEFINED);
+}
+static inline void kd_iter_add_input(kd_iter *it, const kd_tensor *in) {
+  int k = it->ntensors;
+  if (!in || k >= KD_ITER_MAX_TENSORS) { /* errors: recorded for build */
+    kd__iter_add_input_slow(it, in);
+    return;
+  }
+  it->ntensors = k + 1;
+  it->tensors[k] = (kd_tensor *)in;
+  it->originals[k] = NULL;
+  it->out_dtype[k] = KD_DTYPE_UNDEFINED;
+}
 void kd_iter_add_owned_input(kd_iter *it, kd_tensor *in);
 
 static inline void kd__iter_flag(kd_iter *it, unsigned bit, bool on) {
