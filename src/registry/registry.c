@@ -140,6 +140,12 @@ kd_status kd__op_get(const char *qualified, size_t len, kd_op **out) {
   op->next_in_list = all_ops;
   all_ops = op;
   op_count++;
+  /* A new table is empty; the slots of keys with a fallback are not. */
+  kd_keyset fallback_keys = 0;
+  unsigned key;
+  KD__FOR_EACH_KEY(key, KD__RUNTIME_KEYS)
+    if (kd__fallbacks[key]) fallback_keys |= (kd_keyset)1 << key;
+  if (fallback_keys) kd__op_rebuild_keys(op, fallback_keys);
   *out = op;
   return KD_OK;
 }
@@ -320,7 +326,20 @@ void kd__op_rebuild_keys(kd_op *op, kd_keyset keys) {
   atomic_store_explicit(&op->keep, ~fallthrough, memory_order_release);
 }
 
-void kd__op_rebuild(kd_op *op) { kd__op_rebuild_keys(op, KD__RUNTIME_KEYS); }
+/* Only a selector depends on the schema: the kernel and reason of a slot do
+ * not, so the other slots would be found unchanged. The slots that hold a
+ * selector now, and those that will (a keyed registration for the key). */
+void kd__op_rebuild_schema(kd_op *op) {
+  kd_keyset keys = 0;
+  for (const kd_registration *r = op->impls; r; r = r->op_next)
+    if (r->keyed) keys |= kd_dispatch_key_expand(r->key);
+  unsigned key;
+  KD__FOR_EACH_KEY(key, KD__RUNTIME_KEYS & ~keys) {
+    const kd__entry *e = atomic_load_explicit(&op->table[key], memory_order_relaxed);
+    if (e && e->select) keys |= (kd_keyset)1 << key;
+  }
+  if (keys) kd__op_rebuild_keys(op, keys);
+}
 
 void kd__rebuild_all_keys(kd_keyset keys) {
   for (kd_op *op = all_ops; op; op = op->next_in_list) kd__op_rebuild_keys(op, keys);
