@@ -59,11 +59,12 @@ static bool name_equal(const kd_op *op, const char *base, size_t base_len, const
          memcmp(op->name + base_len + 1, ov, ov_len) == 0;
 }
 
-/* Probes the current table; call inside a read section or under the lock. */
-static kd_op *lookup(const char *base, size_t base_len, const char *ov, size_t ov_len) {
+/* Probes the current table for a name of hash h; call inside a read section
+ * or under the lock. */
+static kd_op *lookup_hashed(uint64_t h, const char *base, size_t base_len, const char *ov,
+                            size_t ov_len) {
   op_table *t = atomic_load_explicit(&ops_by_name, memory_order_acquire);
   if (!t) return NULL;
-  uint64_t h = hash_name(base, base_len, ov, ov_len);
   for (size_t i = h & t->mask;; i = (i + 1) & t->mask) {
     kd_op *op = atomic_load_explicit(&t->slots[i], memory_order_acquire);
     if (!op) return NULL;
@@ -71,11 +72,15 @@ static kd_op *lookup(const char *base, size_t base_len, const char *ov, size_t o
   }
 }
 
+static kd_op *lookup(const char *base, size_t base_len, const char *ov, size_t ov_len) {
+  return lookup_hashed(hash_name(base, base_len, ov, ov_len), base, base_len, ov, ov_len);
+}
+
 /* Splits "ns::name.overload" into base and overload. */
 static void split_qualified(const char *q, size_t len, size_t *base_len) {
-  const char *colons = NULL;
-  for (size_t i = 0; i + 1 < len; i++)
-    if (q[i] == ':' && q[i + 1] == ':') colons = q + i + 2;
+  const char *colons = NULL; /* after the last "::" */
+  for (const char *c = q; len > 1 && (c = memchr(c, ':', len - 1 - (size_t)(c - q))); c++)
+    if (c[1] == ':') colons = c + 2;
   const char *start = colons ? colons : q;
   const char *dot = memchr(start, '.', len - (size_t)(start - q));
   *base_len = dot ? (size_t)(dot - q) : len;
@@ -99,7 +104,8 @@ kd_status kd__op_get(const char *qualified, size_t len, kd_op **out) {
   split_qualified(qualified, len, &base_len);
   const char *ov = base_len < len ? qualified + base_len + 1 : "";
   size_t ov_len = base_len < len ? len - base_len - 1 : 0;
-  kd_op *op = lookup(qualified, base_len, ov, ov_len);
+  uint64_t hash = hash_name(qualified, base_len, ov, ov_len);
+  kd_op *op = lookup_hashed(hash, qualified, base_len, ov, ov_len);
   if (op) {
     *out = op;
     return KD_OK;
@@ -123,7 +129,7 @@ kd_status kd__op_get(const char *qualified, size_t len, kd_op **out) {
   op->name = op->name_buf;
   op->name_len = len;
   op->base_len = base_len;
-  op->hash = hash_name(qualified, base_len, ov, ov_len);
+  op->hash = hash;
   atomic_init(&op->keep, ~(kd_keyset)0);
   atomic_init(&op->fast_arg, -1);
   if (grown) {
