@@ -405,6 +405,23 @@ static void test_default_scalars(void **state) {
   assert_int_equal(v.u.i, -100);
   KD_ASSERT_OK(kd_argument_default_value(arg_of("f(SymInt x=7) -> ()"), &v));
   assert_int_equal(v.u.i, 7);
+  /* Up to 18 digits are read directly, longer ones by strtoll. */
+  KD_ASSERT_OK(kd_argument_default_value(arg_of("f(int x=999999999999999999) -> ()"), &v));
+  assert_true(v.u.i == INT64_C(999999999999999999));
+  KD_ASSERT_OK(kd_argument_default_value(arg_of("f(int x=-999999999999999999) -> ()"), &v));
+  assert_true(v.u.i == -INT64_C(999999999999999999));
+  KD_ASSERT_OK(kd_argument_default_value(arg_of("f(int x=9223372036854775807) -> ()"), &v));
+  assert_true(v.u.i == INT64_MAX);
+  KD_ASSERT_OK(kd_argument_default_value(arg_of("f(int x=-9223372036854775808) -> ()"), &v));
+  assert_true(v.u.i == INT64_MIN);
+  KD_ASSERT_OK(kd_argument_default_value(arg_of("f(int x=000000000000000000042) -> ()"), &v));
+  assert_int_equal(v.u.i, 42);
+  KD_ASSERT_OK(kd_argument_default_value(arg_of("f(int x=-0) -> ()"), &v));
+  assert_int_equal(v.u.i, 0);
+  KD_ASSERT_OK(kd_argument_default_value(arg_of("f(float x=-0) -> ()"), &v));
+  assert_true(v.u.d == 0.0 && !signbit(v.u.d));
+  KD_ASSERT_ERR(kd_argument_default_value(arg_of("f(Scalar x=12345678901234567890) -> ()"), &v),
+                KD_ETYPE, "default '12345678901234567890' does not fit the type");
   KD_ASSERT_OK(kd_argument_default_value(arg_of("f(int reduction=Mean) -> ()"), &v));
   assert_int_equal(v.u.i, 1);
   KD_ASSERT_OK(kd_argument_default_value(arg_of("f(int reduction=Sum) -> ()"), &v));
