@@ -180,6 +180,7 @@ struct kd_op {
   _Atomic uint32_t live;    /* defs + impls held: 0 when the operator has disappeared
                              * (read by lookups without the lock) */
   /* ---- registry side, under the lock ---- */
+  uint32_t nselect;      /* entries in `table` with a kernel-key selector */
   const char *name;      /* "ns::name.overload" or "ns::name" (name_buf) */
   size_t name_len;
   size_t base_len;       /* length of "ns::name" */

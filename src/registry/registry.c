@@ -356,6 +356,7 @@ void kd__op_rebuild_keys(kd_op *op, kd_keyset keys) {
       atomic_fetch_add_explicit(&((kd__kernel *)kernel)->refs, 1, memory_order_relaxed);
     }
     atomic_store_explicit(&op->table[key], e, memory_order_release);
+    op->nselect += (uint32_t)(e && e->select) - (uint32_t)(old && old->select);
     if (old) kd__retire(free_entry, (void *)old);
   }
   atomic_store_explicit(&op->keep, ~fallthrough, memory_order_release);
@@ -369,9 +370,11 @@ void kd__op_rebuild_schema(kd_op *op) {
   for (const kd_registration *r = op->impls; r; r = r->op_next)
     if (r->keyed) keys |= kd_dispatch_key_expand(r->key);
   unsigned key;
-  KD__FOR_EACH_KEY(key, KD__RUNTIME_KEYS & ~keys) {
-    const kd__entry *e = atomic_load_explicit(&op->table[key], memory_order_relaxed);
-    if (e && e->select) keys |= (kd_keyset)1 << key;
+  if (op->nselect) {
+    KD__FOR_EACH_KEY(key, KD__RUNTIME_KEYS & ~keys) {
+      const kd__entry *e = atomic_load_explicit(&op->table[key], memory_order_relaxed);
+      if (e && e->select) keys |= (kd_keyset)1 << key;
+    }
   }
   if (keys) kd__op_rebuild_keys(op, keys);
 }
@@ -644,6 +647,7 @@ kd_status kd_dispatcher_check(void) {
   pthread_mutex_lock(&kd__registry_lock);
   for (kd_op *op = all_ops; op && st == KD_OK; op = op->next_in_list) {
     kd_keyset ft = 0;
+    uint32_t nselect = 0;
     for (unsigned k = 0; k < KD_NUM_RUNTIME_KEYS && st == KD_OK; k++) {
       if (!kd_dispatch_key_is_runtime((kd_dispatch_key)k)) continue;
       const kd__kernel *kernel;
@@ -651,6 +655,7 @@ kd_status kd_dispatcher_check(void) {
       kd__compute_slot(op, (kd_dispatch_key)k, &kernel, &reason);
       if (kernel && kernel->k.kind == KD_KERNEL_FALLTHROUGH) ft |= (kd_keyset)1 << k;
       const kd__entry *e = atomic_load_explicit(&op->table[k], memory_order_relaxed);
+      nselect += e && e->select;
       bool same = e ? (e->kernel == kernel && e->reason == reason) : !kernel;
       bool keyed = reason == KD__REASON_KERNEL && kd__slot_is_keyed(op, (kd_dispatch_key)k);
       if (same && (keyed || (e && e->select))) {
@@ -672,6 +677,9 @@ kd_status kd_dispatcher_check(void) {
     }
     if (st == KD_OK && ft != ~atomic_load_explicit(&op->keep, memory_order_relaxed))
       st = kd_set_error(KD_EINTERNAL, "fallthrough mask of '%s' is stale", op->name);
+    if (st == KD_OK && nselect != op->nselect)
+      st = kd_set_error(KD_EINTERNAL, "selector count of '%s' is stale: %u, counted %u", op->name,
+                        (unsigned)op->nselect, (unsigned)nselect);
   }
   pthread_mutex_unlock(&kd__registry_lock);
   return st;
