@@ -3,7 +3,11 @@
  * table computation, listeners and introspection. Registration itself is in
  * library.c; both run under kd__registry_lock.
  */
+#define _DEFAULT_SOURCE /* MADV_POPULATE_WRITE */
+
 #include <stdio.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "dispatch/dispatcher_impl.h"
 
@@ -119,6 +123,16 @@ static kd_op *op_alloc(size_t size) {
   if (!op_blocks || size > KD__OP_BLOCK_SIZE - op_block_used) {
     op_block *b = calloc(1, KD__OP_BLOCK_SIZE);
     if (!b) return NULL;
+#if defined(MADV_POPULATE_WRITE)
+    /* The block will be filled: fault its pages in at once rather than one
+     * by one (a hint; older kernels refuse it and nothing changes). */
+    long page = sysconf(_SC_PAGESIZE);
+    if (page > 0) {
+      uintptr_t lo = ((uintptr_t)b + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
+      uintptr_t hi = ((uintptr_t)b + KD__OP_BLOCK_SIZE) & ~((uintptr_t)page - 1);
+      if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
+    }
+#endif
     b->next = op_blocks;
     op_blocks = b;
     op_block_used = hdr;
