@@ -734,8 +734,8 @@ static void test_repeated_rests(void **state) {
       "(Tensor(a!) self, Tensor other) -> Tensor(a!)",
       "(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)",
       "(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
-      "(Tensor(a -> *) self, str equation=\"ab,c\", float eps=1e-05, int[2] k=[1, -2]) -> (Tensor a, "
-      "Tensor(b|c) b)",
+      ("(Tensor(a -> *) self, str equation=\"ab,c\", float eps=1e-05, int[2] k=[1, -2]) -> "
+       "(Tensor a, Tensor(b|c) b)"),
       "(Dict(str, Tensor) d, Future(Tensor) f, (int, float) t, t x, Union(int, str) u) -> ()",
       "(...) -> ...",
       "() -> Tensor[]",
