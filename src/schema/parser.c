@@ -632,6 +632,7 @@ static kd_status parse_schema(parser *p, kd_schema *s) {
  * for a hash. */
 
 #define KD__REST_SLOTS 16u
+#define KD__REST_MAX_LEN 4096u /* longer schemas are always parsed (bounds what is kept) */
 
 typedef struct rest_template {
   size_t rest_len;  /* the text from the '(' to the end, kept after the block */
@@ -774,7 +775,7 @@ static bool parse_from_template(const char *text, size_t len, kd_schema **out, k
                                 rest_slot **slot_out, plain_head *h, bool *remember) {
   *slot_out = NULL;
   *remember = false;
-  if (!head_is_plain(text, len, h)) return false;
+  if (len > KD__REST_MAX_LEN || !head_is_plain(text, len, h)) return false;
   const char *rest = text + h->len;
   size_t rest_len = len - h->len;
   uint64_t hash = rest_hash(rest, rest_len);
