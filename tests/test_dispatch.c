@@ -541,6 +541,50 @@ static void test_fallback_fallthrough_redispatch(void **state) {
   kd_tensor_release(t);
 }
 
+/* Operators made after a fallback was registered get its slot: defined
+ * first, implemented first, and defined again after they disappeared. */
+static void test_fallback_then_new_operators(void **state) {
+  (void)state;
+  kd_library *tr = open_lib(KD_LIBRARY_IMPL, "later", KD_KEY_TRACER);
+  kd_kernel fb = kd_kernel_boxed(fb_tracer);
+  KD_ASSERT_OK(kd_library_fallback(tr, &fb, NULL));
+  kd_library *def = open_lib(KD_LIBRARY_DEF, "later", KD_KEY_UNDEFINED);
+  kd_library *cpu = open_lib(KD_LIBRARY_IMPL, "later", KD_KEY_CPU);
+  kd_kernel kc = kd_kernel_unboxed(k_cpu, SIG1);
+  KD_ASSERT_OK(kd_library_def(def, "d(Tensor self) -> Tensor", NULL, 0, NULL));
+  KD_ASSERT_OK(kd_dispatcher_check());
+  KD_ASSERT_OK(kd_library_impl(cpu, "d", &kc, NULL));
+  KD_ASSERT_OK(kd_library_impl(cpu, "i", &kc, NULL)); /* implemented before defined */
+  KD_ASSERT_OK(kd_dispatcher_check());
+  KD_ASSERT_OK(kd_library_def(def, "i(Tensor self) -> Tensor", NULL, 0, NULL));
+  KD_ASSERT_OK(kd_dispatcher_check());
+  kd_tensor *t = tensor_on(KD_DEVICE_CPU);
+  kd_tls_keys g = kd_tls_include(kd_keyset_of(KD_KEY_TRACER));
+  const char *names[] = {"later::d", "later::i"};
+  for (int i = 0; i < 2; i++) {
+    kd_op *op;
+    KD_ASSERT_OK(kd_op_find(names[i], "", &op));
+    ran[0] = 0;
+    KD_ASSERT_OK(call1(op, t));
+    char want[128];
+    snprintf(want, sizeof want, "fb_tracer(%s),cpu", names[i]);
+    KD_ASSERT_STR_EQ(ran, want);
+  }
+  kd_tls_restore(g);
+  /* The fallback gone, the slots are empty again. */
+  kd_library_close(tr);
+  KD_ASSERT_OK(kd_dispatcher_check());
+  char table[4096];
+  kd_op *op;
+  KD_ASSERT_OK(kd_op_find("later::d", "", &op));
+  kd_op_dump_table(op, table, sizeof table);
+  assert_null(strstr(table, "Tracer "));
+  kd_library_close(cpu);
+  kd_library_close(def);
+  KD_ASSERT_OK(kd_dispatcher_check());
+  kd_tensor_release(t);
+}
+
 /* (Tensor a, Tensor[] b, Tensor? c) -> Tensor: the key set is the union. */
 static kd_status k_union(const kd_call *c, const kd_arg *a, kd_value *r) {
   char m[64];
@@ -1124,6 +1168,7 @@ int main(void) {
       cmocka_unit_test(test_alias_precedence),
       cmocka_unit_test(test_no_tensor_arguments),
       cmocka_unit_test(test_fallback_fallthrough_redispatch),
+      cmocka_unit_test(test_fallback_then_new_operators),
       cmocka_unit_test(test_key_union),
       cmocka_unit_test(test_kernel_forms),
       cmocka_unit_test(test_registration_errors),

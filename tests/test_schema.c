@@ -405,6 +405,23 @@ static void test_default_scalars(void **state) {
   assert_int_equal(v.u.i, -100);
   KD_ASSERT_OK(kd_argument_default_value(arg_of("f(SymInt x=7) -> ()"), &v));
   assert_int_equal(v.u.i, 7);
+  /* Up to 18 digits are read directly, longer ones by strtoll. */
+  KD_ASSERT_OK(kd_argument_default_value(arg_of("f(int x=999999999999999999) -> ()"), &v));
+  assert_true(v.u.i == INT64_C(999999999999999999));
+  KD_ASSERT_OK(kd_argument_default_value(arg_of("f(int x=-999999999999999999) -> ()"), &v));
+  assert_true(v.u.i == -INT64_C(999999999999999999));
+  KD_ASSERT_OK(kd_argument_default_value(arg_of("f(int x=9223372036854775807) -> ()"), &v));
+  assert_true(v.u.i == INT64_MAX);
+  KD_ASSERT_OK(kd_argument_default_value(arg_of("f(int x=-9223372036854775808) -> ()"), &v));
+  assert_true(v.u.i == INT64_MIN);
+  KD_ASSERT_OK(kd_argument_default_value(arg_of("f(int x=000000000000000000042) -> ()"), &v));
+  assert_int_equal(v.u.i, 42);
+  KD_ASSERT_OK(kd_argument_default_value(arg_of("f(int x=-0) -> ()"), &v));
+  assert_int_equal(v.u.i, 0);
+  KD_ASSERT_OK(kd_argument_default_value(arg_of("f(float x=-0) -> ()"), &v));
+  assert_true(v.u.d == 0.0 && !signbit(v.u.d));
+  KD_ASSERT_ERR(kd_argument_default_value(arg_of("f(Scalar x=12345678901234567890) -> ()"), &v),
+                KD_ETYPE, "default '12345678901234567890' does not fit the type");
   KD_ASSERT_OK(kd_argument_default_value(arg_of("f(int reduction=Mean) -> ()"), &v));
   assert_int_equal(v.u.i, 1);
   KD_ASSERT_OK(kd_argument_default_value(arg_of("f(int reduction=Sum) -> ()"), &v));
@@ -660,6 +677,121 @@ static void test_nesting_limit(void **state) {
   KD_ASSERT_ERR(kd_schema_parse(buf, n, &s), KD_ESYNTAX, "expected at most 64 nested lists, found '['");
 }
 
+/* ---- Repeated rests: schemas made from a remembered one ------------------------- */
+
+static void assert_same_args(const kd_argument *a, const kd_argument *b) {
+  char ta[512], tb[512];
+  const char *na = kd_argument_name(a), *nb = kd_argument_name(b);
+  assert_int_equal(na == NULL, nb == NULL);
+  if (na) KD_ASSERT_STR_EQ(na, nb);
+  const char *da = kd_argument_default(a), *db = kd_argument_default(b);
+  assert_int_equal(da == NULL, db == NULL);
+  if (da) KD_ASSERT_STR_EQ(da, db);
+  assert_int_equal(kd_argument_kwarg_only(a), kd_argument_kwarg_only(b));
+  assert_int_equal(kd_argument_is_write(a), kd_argument_is_write(b));
+  kd_type_format(kd_argument_type(a), ta, sizeof ta);
+  kd_type_format(kd_argument_type(b), tb, sizeof tb);
+  KD_ASSERT_STR_EQ(ta, tb);
+  if (da) {
+    kd_value va, vb;
+    kd_status sa = kd_argument_default_value(a, &va), sb = kd_argument_default_value(b, &vb);
+    assert_int_equal(sa, sb);
+    if (sa == KD_OK) {
+      assert_int_equal(va.tag, vb.tag);
+      kd_value_destroy(&va);
+      kd_value_destroy(&vb);
+    }
+  }
+}
+
+/* Everything observable of two schemas is equal. */
+static void assert_same_schema(const kd_schema *a, const kd_schema *b) {
+  char fa[2048], fb[2048];
+  kd_schema_format(a, fa, sizeof fa);
+  kd_schema_format(b, fb, sizeof fb);
+  KD_ASSERT_STR_EQ(fa, fb);
+  kd_schema_signature(a, fa, sizeof fa);
+  kd_schema_signature(b, fb, sizeof fb);
+  KD_ASSERT_STR_EQ(fa, fb);
+  KD_ASSERT_STR_EQ(kd_schema_namespace(a), kd_schema_namespace(b));
+  KD_ASSERT_STR_EQ(kd_schema_name(a), kd_schema_name(b));
+  KD_ASSERT_STR_EQ(kd_schema_overload(a), kd_schema_overload(b));
+  assert_int_equal(kd_schema_kind_of(a), kd_schema_kind_of(b));
+  assert_int_equal(kd_schema_is_vararg(a), kd_schema_is_vararg(b));
+  assert_int_equal(kd_schema_is_varret(a), kd_schema_is_varret(b));
+  assert_int_equal(kd_schema_num_arguments(a), kd_schema_num_arguments(b));
+  assert_int_equal(kd_schema_num_returns(a), kd_schema_num_returns(b));
+  for (size_t i = 0; i < kd_schema_num_arguments(a); i++)
+    assert_same_args(kd_schema_argument(a, i), kd_schema_argument(b, i));
+  for (size_t i = 0; i < kd_schema_num_returns(a); i++)
+    assert_same_args(kd_schema_return(a, i), kd_schema_return(b, i));
+}
+
+static void test_repeated_rests(void **state) {
+  (void)state;
+  static const char *rests[] = {
+      "(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",
+      "(Tensor(a!) self, Tensor other) -> Tensor(a!)",
+      "(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)",
+      "(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
+      ("(Tensor(a -> *) self, str equation=\"ab,c\", float eps=1e-05, int[2] k=[1, -2]) -> "
+       "(Tensor a, Tensor(b|c) b)"),
+      "(Dict(str, Tensor) d, Future(Tensor) f, (int, float) t, t x, Union(int, str) u) -> ()",
+      "(...) -> ...",
+      "() -> Tensor[]",
+      "(Tensor self, __torch__.torch.classes.ns.Foo obj, Device? device='cpu') -> Tensor",
+  };
+  /* Name parts of different lengths (the nodes move by other than multiples
+   * of 8), with and without namespace and overload. */
+  static const char *heads[] = {"a", "ns::x.y", "opname", "a.b", "ns::longer_operator_name.Tensor_out",
+                                "q", "ns::q", "ns::q.r", "abcdefg", "abcdefgh", "abcdefghi"};
+  for (size_t r = 0; r < sizeof rests / sizeof *rests; r++) {
+    for (size_t h = 0; h < sizeof heads / sizeof *heads; h++) {
+      char plain[512], spaced[512];
+      snprintf(plain, sizeof plain, "%s%s", heads[h], rests[r]);
+      /* A space in front: not a plain name part, so always parsed. */
+      snprintf(spaced, sizeof spaced, " %s%s", heads[h], rests[r]);
+      kd_schema *a = parse_ok(plain), *b = parse_ok(spaced);
+      assert_same_schema(a, b);
+      kd_schema_free(b);
+      /* The same text again, after the rest was remembered. */
+      kd_schema *c = parse_ok(plain);
+      assert_same_schema(a, c);
+      kd_schema_free(a);
+      kd_schema_free(c);
+    }
+  }
+}
+
+/* A rest that does not parse is never remembered: every error comes from the
+ * parser, with its own line and column; name parts that are not plain go to
+ * the parser too. */
+static void test_repeated_rests_errors(void **state) {
+  (void)state;
+  for (int i = 0; i < 3; i++) {
+    parse_err("f(Tensor self) ->", "line 1, column 18: expected type, found end of input");
+    parse_err("ff(Tensor self) ->", "line 1, column 19: expected type, found end of input");
+    parse_err("ns::f.o(Tensor self) ->", "line 1, column 24: expected type, found end of input");
+  }
+  kd_schema *s = parse_ok("g(Tensor self) -> Tensor");
+  kd_schema_free(s);
+  s = parse_ok("h(Tensor self) -> Tensor");
+  kd_schema_free(s);
+  /* The rest is remembered now; these name parts are errors still. */
+  parse_err("1g(Tensor self) -> Tensor", "line 1, column 1: expected operator name, found '1'");
+  parse_err("a::b::c(Tensor self) -> Tensor", "line 1, column 5: expected '.', '::' or '(', found '::'");
+  parse_err("a.(Tensor self) -> Tensor", "line 1, column 3: expected overload name, found '('");
+  parse_err("a.b.c(Tensor self) -> Tensor", "line 1, column 4: expected '(', found '.'");
+  parse_err("::a(Tensor self) -> Tensor", "line 1, column 1: expected operator name, found '::'");
+  /* And these are fine, through the parser. */
+  s = parse_ok("a ( Tensor self) -> Tensor");
+  assert_format(s, "a(Tensor self) -> Tensor");
+  kd_schema_free(s);
+  s = parse_ok("ns :: a . b(Tensor self) -> Tensor");
+  assert_format(s, "ns::a.b(Tensor self) -> Tensor");
+  kd_schema_free(s);
+}
+
 static void test_long_schema(void **state) {
   (void)state;
   /* Long enough to need the heap scratch buffer. */
@@ -700,6 +832,8 @@ int main(void) {
       cmocka_unit_test(test_syntax_errors),
       cmocka_unit_test(test_nesting_limit),
       cmocka_unit_test(test_long_schema),
+      cmocka_unit_test(test_repeated_rests),
+      cmocka_unit_test(test_repeated_rests_errors),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -180,6 +180,7 @@ struct kd_op {
   _Atomic uint32_t live;    /* defs + impls held: 0 when the operator has disappeared
                              * (read by lookups without the lock) */
   /* ---- registry side, under the lock ---- */
+  uint32_t nselect;      /* entries in `table` with a kernel-key selector */
   const char *name;      /* "ns::name.overload" or "ns::name" (name_buf) */
   size_t name_len;
   size_t base_len;       /* length of "ns::name" */
@@ -231,11 +232,13 @@ extern kd_registration *kd__fallbacks[KD_NUM_RUNTIME_KEYS];
 
 /* Finds or creates the operator (under the lock). */
 kd_status kd__op_get(const char *qualified, size_t len, kd_op **out);
-/* Recomputes and publishes the op's table (under the lock): every slot, or
- * only the slots of `keys` (those a registration for a key can change:
- * kd_dispatch_key_expand of it). */
-void kd__op_rebuild(kd_op *op);
+/* Recomputes and publishes the op's table (under the lock): the slots of
+ * `keys` (those a registration for a key can change: kd_dispatch_key_expand
+ * of it). */
 void kd__op_rebuild_keys(kd_op *op, kd_keyset keys);
+/* The same for the slots a change of the op's schema can change: those with
+ * kernel-key selectors (their plans are made for the schema). */
+void kd__op_rebuild_schema(kd_op *op);
 void kd__rebuild_all_keys(kd_keyset keys);
 /* True when something defines or implements the op. */
 bool kd__op_alive(const kd_op *op);

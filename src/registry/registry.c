@@ -3,7 +3,11 @@
  * table computation, listeners and introspection. Registration itself is in
  * library.c; both run under kd__registry_lock.
  */
+#define _DEFAULT_SOURCE /* MADV_POPULATE_WRITE */
+
 #include <stdio.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "dispatch/dispatcher_impl.h"
 
@@ -59,11 +63,12 @@ static bool name_equal(const kd_op *op, const char *base, size_t base_len, const
          memcmp(op->name + base_len + 1, ov, ov_len) == 0;
 }
 
-/* Probes the current table; call inside a read section or under the lock. */
-static kd_op *lookup(const char *base, size_t base_len, const char *ov, size_t ov_len) {
+/* Probes the current table for a name of hash h; call inside a read section
+ * or under the lock. */
+static kd_op *lookup_hashed(uint64_t h, const char *base, size_t base_len, const char *ov,
+                            size_t ov_len) {
   op_table *t = atomic_load_explicit(&ops_by_name, memory_order_acquire);
   if (!t) return NULL;
-  uint64_t h = hash_name(base, base_len, ov, ov_len);
   for (size_t i = h & t->mask;; i = (i + 1) & t->mask) {
     kd_op *op = atomic_load_explicit(&t->slots[i], memory_order_acquire);
     if (!op) return NULL;
@@ -71,11 +76,15 @@ static kd_op *lookup(const char *base, size_t base_len, const char *ov, size_t o
   }
 }
 
+static kd_op *lookup(const char *base, size_t base_len, const char *ov, size_t ov_len) {
+  return lookup_hashed(hash_name(base, base_len, ov, ov_len), base, base_len, ov, ov_len);
+}
+
 /* Splits "ns::name.overload" into base and overload. */
 static void split_qualified(const char *q, size_t len, size_t *base_len) {
-  const char *colons = NULL;
-  for (size_t i = 0; i + 1 < len; i++)
-    if (q[i] == ':' && q[i + 1] == ':') colons = q + i + 2;
+  const char *colons = NULL; /* after the last "::" */
+  for (const char *c = q; len > 1 && (c = memchr(c, ':', len - 1 - (size_t)(c - q))); c++)
+    if (c[1] == ':') colons = c + 2;
   const char *start = colons ? colons : q;
   const char *dot = memchr(start, '.', len - (size_t)(start - q));
   *base_len = dot ? (size_t)(dot - q) : len;
@@ -94,12 +103,52 @@ static void table_insert(op_table *t, kd_op *op) {
 
 static void free_table(void *p) { free(p); }
 
+/* Operators are never freed, so they are carved from large zeroed blocks,
+ * newest first in a list that keeps them reachable: one allocation per few
+ * hundred operators rather than one each. Under the lock. */
+#define KD__OP_BLOCK_SIZE ((size_t)256 * 1024)
+#define KD__OP_ALIGN ((size_t)16)
+
+typedef struct op_block {
+  struct op_block *next;
+} op_block;
+
+static op_block *op_blocks;
+static size_t op_block_used; /* bytes of the newest block in use */
+
+static kd_op *op_alloc(size_t size) {
+  size_t hdr = (sizeof(op_block) + KD__OP_ALIGN - 1) & ~(KD__OP_ALIGN - 1);
+  size = (size + KD__OP_ALIGN - 1) & ~(KD__OP_ALIGN - 1);
+  if (size > KD__OP_BLOCK_SIZE - hdr) return calloc(1, size);
+  if (!op_blocks || size > KD__OP_BLOCK_SIZE - op_block_used) {
+    op_block *b = calloc(1, KD__OP_BLOCK_SIZE);
+    if (!b) return NULL;
+#if defined(MADV_POPULATE_WRITE)
+    /* The block will be filled: fault its pages in at once rather than one
+     * by one (a hint; older kernels refuse it and nothing changes). */
+    long page = sysconf(_SC_PAGESIZE);
+    if (page > 0) {
+      uintptr_t lo = ((uintptr_t)b + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
+      uintptr_t hi = ((uintptr_t)b + KD__OP_BLOCK_SIZE) & ~((uintptr_t)page - 1);
+      if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
+    }
+#endif
+    b->next = op_blocks;
+    op_blocks = b;
+    op_block_used = hdr;
+  }
+  kd_op *op = (kd_op *)(void *)((char *)op_blocks + op_block_used);
+  op_block_used += size;
+  return op;
+}
+
 kd_status kd__op_get(const char *qualified, size_t len, kd_op **out) {
   size_t base_len;
   split_qualified(qualified, len, &base_len);
   const char *ov = base_len < len ? qualified + base_len + 1 : "";
   size_t ov_len = base_len < len ? len - base_len - 1 : 0;
-  kd_op *op = lookup(qualified, base_len, ov, ov_len);
+  uint64_t hash = hash_name(qualified, base_len, ov, ov_len);
+  kd_op *op = lookup_hashed(hash, qualified, base_len, ov, ov_len);
   if (op) {
     *out = op;
     return KD_OK;
@@ -113,7 +162,7 @@ kd_status kd__op_get(const char *qualified, size_t len, kd_op **out) {
     if (!grown) return kd__oom("operator table");
     grown->mask = ncap - 1;
   }
-  op = calloc(1, sizeof *op + len + 1);
+  op = op_alloc(sizeof *op + len + 1);
   if (!op) {
     free(grown);
     return kd__oom("operator");
@@ -123,7 +172,7 @@ kd_status kd__op_get(const char *qualified, size_t len, kd_op **out) {
   op->name = op->name_buf;
   op->name_len = len;
   op->base_len = base_len;
-  op->hash = hash_name(qualified, base_len, ov, ov_len);
+  op->hash = hash;
   atomic_init(&op->keep, ~(kd_keyset)0);
   atomic_init(&op->fast_arg, -1);
   if (grown) {
@@ -140,6 +189,12 @@ kd_status kd__op_get(const char *qualified, size_t len, kd_op **out) {
   op->next_in_list = all_ops;
   all_ops = op;
   op_count++;
+  /* A new table is empty; the slots of keys with a fallback are not. */
+  kd_keyset fallback_keys = 0;
+  unsigned key;
+  KD__FOR_EACH_KEY(key, KD__RUNTIME_KEYS)
+    if (kd__fallbacks[key]) fallback_keys |= (kd_keyset)1 << key;
+  if (fallback_keys) kd__op_rebuild_keys(op, fallback_keys);
   *out = op;
   return KD_OK;
 }
@@ -315,12 +370,28 @@ void kd__op_rebuild_keys(kd_op *op, kd_keyset keys) {
       atomic_fetch_add_explicit(&((kd__kernel *)kernel)->refs, 1, memory_order_relaxed);
     }
     atomic_store_explicit(&op->table[key], e, memory_order_release);
+    op->nselect += (uint32_t)(e && e->select) - (uint32_t)(old && old->select);
     if (old) kd__retire(free_entry, (void *)old);
   }
   atomic_store_explicit(&op->keep, ~fallthrough, memory_order_release);
 }
 
-void kd__op_rebuild(kd_op *op) { kd__op_rebuild_keys(op, KD__RUNTIME_KEYS); }
+/* Only a selector depends on the schema: the kernel and reason of a slot do
+ * not, so the other slots would be found unchanged. The slots that hold a
+ * selector now, and those that will (a keyed registration for the key). */
+void kd__op_rebuild_schema(kd_op *op) {
+  kd_keyset keys = 0;
+  for (const kd_registration *r = op->impls; r; r = r->op_next)
+    if (r->keyed) keys |= kd_dispatch_key_expand(r->key);
+  unsigned key;
+  if (op->nselect) {
+    KD__FOR_EACH_KEY(key, KD__RUNTIME_KEYS & ~keys) {
+      const kd__entry *e = atomic_load_explicit(&op->table[key], memory_order_relaxed);
+      if (e && e->select) keys |= (kd_keyset)1 << key;
+    }
+  }
+  if (keys) kd__op_rebuild_keys(op, keys);
+}
 
 void kd__rebuild_all_keys(kd_keyset keys) {
   for (kd_op *op = all_ops; op; op = op->next_in_list) kd__op_rebuild_keys(op, keys);
@@ -590,6 +661,7 @@ kd_status kd_dispatcher_check(void) {
   pthread_mutex_lock(&kd__registry_lock);
   for (kd_op *op = all_ops; op && st == KD_OK; op = op->next_in_list) {
     kd_keyset ft = 0;
+    uint32_t nselect = 0;
     for (unsigned k = 0; k < KD_NUM_RUNTIME_KEYS && st == KD_OK; k++) {
       if (!kd_dispatch_key_is_runtime((kd_dispatch_key)k)) continue;
       const kd__kernel *kernel;
@@ -597,6 +669,7 @@ kd_status kd_dispatcher_check(void) {
       kd__compute_slot(op, (kd_dispatch_key)k, &kernel, &reason);
       if (kernel && kernel->k.kind == KD_KERNEL_FALLTHROUGH) ft |= (kd_keyset)1 << k;
       const kd__entry *e = atomic_load_explicit(&op->table[k], memory_order_relaxed);
+      nselect += e && e->select;
       bool same = e ? (e->kernel == kernel && e->reason == reason) : !kernel;
       bool keyed = reason == KD__REASON_KERNEL && kd__slot_is_keyed(op, (kd_dispatch_key)k);
       if (same && (keyed || (e && e->select))) {
@@ -618,6 +691,9 @@ kd_status kd_dispatcher_check(void) {
     }
     if (st == KD_OK && ft != ~atomic_load_explicit(&op->keep, memory_order_relaxed))
       st = kd_set_error(KD_EINTERNAL, "fallthrough mask of '%s' is stale", op->name);
+    if (st == KD_OK && nselect != op->nselect)
+      st = kd_set_error(KD_EINTERNAL, "selector count of '%s' is stale: %u, counted %u", op->name,
+                        (unsigned)op->nselect, (unsigned)nselect);
   }
   pthread_mutex_unlock(&kd__registry_lock);
   return st;

@@ -63,7 +63,20 @@ static bool read_number(decoder *d, double *dv, int64_t *iv, bool *is_int, bool 
     dnext(d);
     return true;
   }
-  if (d->cur.kind != KD__TK_NUMBER || !tok_text(d, neg, buf, sizeof buf)) return false;
+  if (d->cur.kind != KD__TK_NUMBER) return false;
+  /* Up to 18 decimal digits (what strtoll would read, and cannot overflow). */
+  const char *digits = d->text + d->cur.start;
+  size_t nd = d->cur.end - d->cur.start, k = 0;
+  int64_t acc = 0;
+  while (k < nd && k < 18 && (unsigned)(digits[k] - '0') < 10u) acc = acc * 10 + (digits[k++] - '0');
+  if (k == nd) {
+    *is_int = true;
+    *iv = neg ? -acc : acc;
+    *dv = (double)*iv;
+    dnext(d);
+    return true;
+  }
+  if (!tok_text(d, neg, buf, sizeof buf)) return false;
   size_t n = strlen(buf);
   if (buf[n - 1] == 'j') {
     *is_imag = true;

@@ -15,6 +15,7 @@
  * string by a NUL written over the byte after it (always a separator) once
  * parsing is done.
  */
+#include <pthread.h>
 #include <stdio.h>
 
 #include "schema/lexer.h"
@@ -614,6 +615,187 @@ static kd_status parse_schema(parser *p, kd_schema *s) {
   return KD_OK;
 }
 
+/* ---- Repeated signatures ------------------------------------------------ *
+ *
+ * Registering many operators with one signature (overloads, generated code,
+ * custom operators made in bulk) parses the same text after the name over and
+ * over. A schema whose name part is plain, IDENT ('::' IDENT)? ('.' IDENT)?
+ * directly followed by '(', parses its rest exactly as any other schema with
+ * the same rest does: the lexer and parser look at nothing before the '('
+ * once they reach it. So when the rest is byte for byte that of a schema
+ * parsed successfully before, the block is made from that schema's block: its
+ * text from the '(' on and its nodes are copied as they are (every link among
+ * them is relative, and they keep their offset from each other), and the name
+ * part goes in front of them. Only successful parses are remembered, so every
+ * error comes from the parser. A rest is remembered the second time it is
+ * seen in a row in its slot, so that schemas that are all different pay only
+ * for a hash. */
+
+#define KD__REST_SLOTS 16u
+#define KD__REST_MAX_LEN 4096u /* longer schemas are always parsed (bounds what is kept) */
+
+typedef struct rest_template {
+  size_t rest_len;  /* the text from the '(' to the end, kept after the block */
+  size_t used;      /* the block's size */
+  size_t rest_off;  /* offset of the '(' in the block */
+  kd_schema *block; /* a schema parsed from some plain name part + this rest */
+} rest_template;
+
+typedef struct rest_slot {
+  uint64_t seen;    /* hash of the last rest that missed here */
+  rest_template *t;
+} rest_slot;
+
+static rest_slot rest_slots[KD__REST_SLOTS];
+static pthread_mutex_t rest_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The name part of a schema, when plain. Offsets in the text; len is the
+ * offset of the '('. */
+typedef struct plain_head {
+  uint32_t len;
+  uint32_t ns_len;  /* 0: no namespace */
+  uint32_t name_start, name_len;
+  uint32_t ov_start, ov_len; /* ov_len 0: no overload */
+} plain_head;
+
+/* Length of the identifier at text[i] (0 when none), bounded by len. */
+static uint32_t ident_at(const char *text, size_t len, size_t i) {
+  if (i >= len || !(kd__lex_class[(unsigned char)text[i]] & KD__LC_START)) return 0;
+  size_t j = i + 1;
+  while (j < len && (kd__lex_class[(unsigned char)text[j]] & KD__LC_CONT)) j++;
+  return j - i > UINT16_MAX ? 0 : (uint32_t)(j - i);
+}
+
+static bool head_is_plain(const char *text, size_t len, plain_head *h) {
+  memset(h, 0, sizeof *h);
+  uint32_t n = ident_at(text, len, 0);
+  if (!n) return false;
+  if (n + 1 < len && text[n] == ':' && text[n + 1] == ':') {
+    h->ns_len = n;
+    h->name_start = n + 2;
+    if (!(n = ident_at(text, len, h->name_start))) return false;
+  }
+  h->name_len = n;
+  uint32_t i = h->name_start + n;
+  if (i < len && text[i] == '.') {
+    if (!(n = ident_at(text, len, i + 1))) return false;
+    h->ov_start = i + 1;
+    h->ov_len = n;
+    i += 1 + n;
+  }
+  if (i >= len || text[i] != '(') return false;
+  h->len = i;
+  return true;
+}
+
+static uint64_t rest_hash(const char *s, size_t n) {
+  uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
+  while (n >= 8) {
+    uint64_t w;
+    memcpy(&w, s, 8);
+    h = (h ^ w) * 0xff51afd7ed558ccdull;
+    h ^= h >> 32;
+    s += 8;
+    n -= 8;
+  }
+  uint64_t w = 0;
+  memcpy(&w, s, n);
+  h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
+  return h ^ (h >> 29);
+}
+
+/* A new block: the name part of `text` (plain, as h says), then the
+ * template's text from its '(' on and its nodes. NULL when out of memory. */
+static kd_schema *from_template(const rest_template *t, const char *text, const plain_head *h) {
+  size_t hdr_sz = (sizeof(kd_schema) + 7) & ~(size_t)7;
+  size_t start = hdr_sz + h->len;
+  /* The '(' lands at the same offset modulo 8, so the nodes stay aligned. */
+  size_t rest_off = start + ((t->rest_off - start) & 7u);
+  size_t tail = t->used - t->rest_off;
+  char *b = malloc(rest_off + tail);
+  if (!b) return NULL;
+  char *name_part = b + rest_off - h->len;
+  memset(b, 0, (size_t)(name_part - b));
+  memcpy(name_part, text, h->len);
+  memcpy(b + rest_off, (const char *)t->block + t->rest_off, tail);
+  const kd_schema *o = t->block;
+  kd_schema *s = (kd_schema *)(void *)b;
+  kd__rel shift = (kd__rel)((ptrdiff_t)rest_off - (ptrdiff_t)t->rest_off);
+  s->nargs = o->nargs;
+  s->nrets = o->nrets;
+  s->args = o->args ? o->args + shift : 0;
+  s->rets = o->rets ? o->rets + shift : 0;
+  s->vararg = o->vararg;
+  s->varret = o->varret;
+  if (h->ns_len) {
+    kd__rel_set(&s->ns, name_part);
+    s->ns_len = (uint16_t)h->ns_len;
+    name_part[h->ns_len] = '\0';
+  }
+  kd__rel_set(&s->name, name_part + h->name_start);
+  s->name_len = (uint16_t)h->name_len;
+  name_part[h->name_start + h->name_len] = '\0';
+  if (h->ov_len) {
+    kd__rel_set(&s->overload, name_part + h->ov_start);
+    s->overload_len = (uint16_t)h->ov_len;
+    /* the byte after it is the '(', a NUL in the template's block */
+  }
+  return s;
+}
+
+/* Remembers a parsed block as the template of its rest (in its slot). */
+static void remember_rest(rest_slot *slot, const char *text, size_t len, const plain_head *h,
+                          const kd_schema *block, size_t used) {
+  size_t rest_len = len - h->len;
+  size_t used8 = (used + 7) & ~(size_t)7;
+  size_t t_sz = (sizeof(rest_template) + 7) & ~(size_t)7;
+  rest_template *t = malloc(t_sz + used8 + rest_len);
+  if (!t) return; /* only slower next time */
+  t->rest_len = rest_len;
+  t->used = used;
+  t->rest_off = ((sizeof(kd_schema) + 7) & ~(size_t)7) + h->len;
+  t->block = (kd_schema *)(void *)((char *)t + t_sz);
+  memcpy(t->block, block, used);
+  memcpy((char *)t->block + used8, text + h->len, rest_len);
+  pthread_mutex_lock(&rest_lock);
+  rest_template *old = slot->t;
+  slot->t = t;
+  pthread_mutex_unlock(&rest_lock);
+  free(old);
+}
+
+static const char *template_rest(const rest_template *t) {
+  return (const char *)t->block + ((t->used + 7) & ~(size_t)7);
+}
+
+/* The schema made from a remembered template, when the rest of `text` has
+ * one (KD_OK, *out set); else *slot_out, *remember say what to do after a
+ * successful parse. */
+static bool parse_from_template(const char *text, size_t len, kd_schema **out, kd_status *st,
+                                rest_slot **slot_out, plain_head *h, bool *remember) {
+  *slot_out = NULL;
+  *remember = false;
+  if (len > KD__REST_MAX_LEN || !head_is_plain(text, len, h)) return false;
+  const char *rest = text + h->len;
+  size_t rest_len = len - h->len;
+  uint64_t hash = rest_hash(rest, rest_len);
+  rest_slot *slot = &rest_slots[hash % KD__REST_SLOTS];
+  pthread_mutex_lock(&rest_lock);
+  const rest_template *t = slot->t;
+  if (t && t->rest_len == rest_len && memcmp(template_rest(t), rest, rest_len) == 0) {
+    kd_schema *s = from_template(t, text, h);
+    pthread_mutex_unlock(&rest_lock);
+    *st = s ? KD_OK : kd__oom("schema");
+    *out = s;
+    return true;
+  }
+  *remember = slot->seen == hash;
+  slot->seen = hash;
+  pthread_mutex_unlock(&rest_lock);
+  *slot_out = slot;
+  return false;
+}
+
 kd_status kd_schema_parse(const char *text, size_t len, kd_schema **out) {
   if (!out) return kd_set_error(KD_EINVAL, "kd_schema_parse: out is NULL");
   *out = NULL;
@@ -621,6 +803,11 @@ kd_status kd_schema_parse(const char *text, size_t len, kd_schema **out) {
   if (len > KD__SCHEMA_MAX_LEN)
     return kd_set_error(KD_ESYNTAX, "line 1, column 1: expected a schema of at most %u bytes, found %zu bytes",
                         KD__SCHEMA_MAX_LEN, len);
+  rest_slot *slot;
+  plain_head head;
+  bool remember;
+  kd_status cached_st;
+  if (parse_from_template(text, len, out, &cached_st, &slot, &head, &remember)) return cached_st;
 
   /* Scratch: [header | text copy + pad | nodes ... (arena_cap) | pending
    * pointers | cuts]. */
@@ -667,6 +854,7 @@ kd_status kd_schema_parse(const char *text, size_t len, kd_schema **out) {
     } else {
       memcpy(block, scratch, p.used);
       *out = block;
+      if (remember) remember_rest(slot, text, len, &head, block, p.used);
     }
   }
   if (scratch != stack_scratch.bytes) free(scratch);
