@@ -579,7 +579,7 @@ static inline bool short_scalar_arg(uint8_t kind, const kd_value *v, kd_arg *a) 
  * when args[i] is a tensor the stack owned. */
 static inline void release_owned(const kd_arg *args, uint32_t owned) {
   while (owned) {
-    kd_tensor_release(args[__builtin_ctz(owned)].t);
+    kd__tensor_release(args[__builtin_ctz(owned)].t);
     owned &= owned - 1;
   }
 }
