@@ -74,9 +74,12 @@ static inline void value_read(kd_value *dst, const kd_value *src) {
   kd_value_tag tag = vs->tag;
   uint32_t flags = vs->flags;
   kd__value_word w0 = sw[0], w1 = sw[1], w2 = sw[2];
-  kd__value_word *dw = (kd__value_word *)&dst->u;
-  dst->tag = tag;
-  dst->flags = flags;
+  /* Stored as read (volatile: not packed again into vector registers, which
+   * costs more instructions than the five stores). */
+  volatile kd_value *vd = dst;
+  volatile kd__value_word *dw = (volatile kd__value_word *)&vd->u;
+  vd->tag = tag;
+  vd->flags = flags;
   dw[0] = w0;
   dw[1] = w1;
   dw[2] = w2;
