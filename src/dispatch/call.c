@@ -19,6 +19,16 @@ __attribute__((constructor)) static void kd__trace_init(void) {
   if (v && *v && strcmp(v, "0") != 0) kd__set_slow(true);
 }
 
+/* The two call entries start on a cache line: their hot paths are a few
+ * dozen instructions, and where they fall relative to 64-byte lines
+ * otherwise moves with every change to unrelated code in this file (the
+ * same typed call measured 3.3 and 3.55 ns from placement alone). */
+#if defined(__GNUC__) || defined(__clang__)
+#define KD__HOT_ALIGN __attribute__((aligned(64)))
+#else
+#define KD__HOT_ALIGN
+#endif
+
 #define KD__LIKELY(x) __builtin_expect(!!(x), 1)
 #define KD__UNLIKELY(x) __builtin_expect(!!(x), 0)
 
@@ -511,7 +521,7 @@ call_unboxed_cold(kd_op *op, const kd_arg *args, kd_value *rets) {
  * across a call: one small frame; a first call on a thread and argument
  * lists go out of line (call_unboxed_in), everything after the key set is
  * dispatch_unboxed's (its own slow path out of line). */
-kd_status kd_call_unboxed(kd_op *op, const kd_arg *args, kd_value *rets) {
+KD__HOT_ALIGN kd_status kd_call_unboxed(kd_op *op, const kd_arg *args, kd_value *rets) {
   kd__reader *r = &kd__tls_reader;
   uint64_t rd = atomic_load_explicit(&r->epoch, memory_order_relaxed);
   if (rd == 0) {
@@ -715,7 +725,7 @@ call_boxed_in(kd_op *op, const kd__op_info *info, kd_stack *stack) {
   return st;
 }
 
-kd_status kd_call_boxed(kd_op *op, kd_stack *stack) {
+KD__HOT_ALIGN kd_status kd_call_boxed(kd_op *op, kd_stack *stack) {
   uint64_t rd = kd__read_enter();
   const kd__op_info *info = atomic_load_explicit(&op->info, memory_order_acquire);
   kd_status st;
