@@ -312,7 +312,10 @@ void kd_tensor_retain(kd_tensor *tensor) {
 }
 
 void kd_tensor_release(kd_tensor *tensor) {
-  if (!tensor || !kd__ref_dec_last(&tensor->refs)) return;
+  if (tensor) kd__tensor_release(tensor);
+}
+
+void kd__tensor_free_last(kd_tensor *tensor) {
   if (tensor->embedded) {
     /* the tensor's memory goes with its storage's block */
     kd_storage_release(tensor->storage);

@@ -107,6 +107,17 @@ static inline bool kd__ref_dec_last(kd__refcount *r) {
   return kd__ref_dec(r);
 }
 
+/* Frees a tensor whose last reference was just dropped (kd_tensor_release's
+ * second half). */
+void kd__tensor_free_last(kd_tensor *tensor);
+
+/* kd_tensor_release for the library's own hot paths (the boxed call, value
+ * destruction): the count inline, no call unless it was the last reference.
+ * `tensor` is not NULL. */
+static inline void kd__tensor_release(kd_tensor *tensor) {
+  if (kd__ref_dec_last(&tensor->refs)) kd__tensor_free_last(tensor);
+}
+
 /* A stamp of the layout libkdops reads inline (ops/src/tensor_access.h):
  * the struct sizes and the offsets of the fields it reads. kd_tensor_layout_stamp
  * returns the stamp libkdispatch was built with; kd_ops_open compares it

@@ -85,6 +85,8 @@ typedef struct kd__op_info {
                               * Tensor?, no list: typed calls OR their keys inline */
   bool simple;               /* <= 8 arguments of kinds Tensor, int, float, bool; <= 4 returns:
                               * boxed calls take the short path */
+  bool box_tensors;          /* simple, and every argument (at least one) is a Tensor:
+                              * the short path's own loop */
   uint8_t kinds[64];         /* kd__arg_kind of argument i (nargs <= 64) */
   uint8_t ret_kinds[16];     /* of return i (nrets <= 16) */
   uint8_t tensor_idx[64];    /* indices of the arguments that carry keys */
@@ -148,6 +150,10 @@ typedef struct kd__entry {
   void *call_data;
   kd_unboxed_fn fast;        /* the kernel's unboxed fn when it can be called as is */
   kd_boxed_fn boxed;         /* the kernel's boxed fn (FUNCTION kernels), or NULL */
+  /* What the boxed short path calls: `fast` when the kernel has no boxed fn
+   * and calls are not all sent down the slow path (kd__slow), else NULL.
+   * One load and test instead of three. */
+  kd_unboxed_fn boxed_fast;
   void *data;                /* call->data for FUNCTION kernels */
   const kd__kernel *kernel;  /* NULL when missing */
   kd__reason reason;

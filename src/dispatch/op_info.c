@@ -155,6 +155,9 @@ kd_status kd__op_info_new(kd_schema *schema, kd__op_info **out) {
     if (k != KD__ARG_TENSOR && k != KD__ARG_INT && k != KD__ARG_FLOAT && k != KD__ARG_BOOL)
       info->simple = false;
   }
+  info->box_tensors = info->simple && nargs > 0;
+  for (size_t i = 0; i < nargs; i++)
+    if (info->kinds[i] != KD__ARG_TENSOR) info->box_tensors = false;
   *out = info;
   return KD_OK;
 }

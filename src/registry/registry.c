@@ -366,6 +366,7 @@ void kd__op_rebuild_keys(kd_op *op, kd_keyset keys) {
       e->fast = kernel->k.kind == KD_KERNEL_FUNCTION && !sel ? kernel->k.unboxed : NULL;
       e->boxed = kernel->k.kind == KD_KERNEL_FUNCTION && !sel ? kernel->k.boxed : NULL;
       e->call_fn = e->fast && !kd__slow ? e->fast : kd__entry_slow;
+      e->boxed_fast = e->fast && !e->boxed && !kd__slow ? e->fast : NULL;
       e->call_data = e->call_fn == kd__entry_slow ? (void *)e : e->data;
       atomic_fetch_add_explicit(&((kd__kernel *)kernel)->refs, 1, memory_order_relaxed);
     }

@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "core/internal.h"
+#include "core/tensor_impl.h"
 #include "kd/value.h"
 #include "value/value_impl.h"
 
@@ -215,22 +216,32 @@ kd_status kd_value_tuple(const kd_value *items, size_t n, kd_value *out) {
 
 /* ---- Lifetime -------------------------------------------------------------- */
 
+/* Drops a string or list value's reference and sets it to None (out of
+ * line: kd_value_destroy's common case is a tensor). */
+static void __attribute__((noinline)) destroy_heap(kd_value *value) {
+  if (value->tag == KD_VALUE_STRING)
+    string_release(value->u.str);
+  else if (is_list_tag(value->tag))
+    list_release(value->u.list);
+  *value = kd_value_none();
+}
+
 void kd_value_destroy(kd_value *value) {
   if (!value) return;
-  if (value->flags & KD_VALUE_BORROWED) {
+  kd_value_tag tag = value->tag;
+  uint32_t flags = value->flags;
+  if (tag == KD_VALUE_TENSOR) {
+    /* None first: the release is the last thing done, with nothing to keep. */
+    kd_tensor *t = value->u.t;
     *value = kd_value_none();
+    if (!(flags & KD_VALUE_BORROWED) && t) kd__tensor_release(t);
     return;
   }
-  switch (value->tag) {
-    case KD_VALUE_TENSOR:
-      kd_tensor_release(value->u.t);
-      break;
-    case KD_VALUE_STRING:
-      string_release(value->u.str);
-      break;
-    default:
-      if (is_list_tag(value->tag)) list_release(value->u.list);
-      break;
+  if (tag > KD_VALUE_TENSOR || tag == KD_VALUE_STRING) {
+    if (!(flags & KD_VALUE_BORROWED)) {
+      destroy_heap(value);
+      return;
+    }
   }
   *value = kd_value_none();
 }
