@@ -749,28 +749,49 @@ one_failed(kd_stack *stack, kd_tensor *owned, kd_status st) {
   return st;
 }
 
+/* A one-tensor entry's borrowed result made owned, then the argument
+ * reference dropped if the stack owned it (out of line, as the next). */
+static kd_status __attribute__((noinline, cold)) one_own(kd_value *slot, kd_tensor *owned) {
+  kd_value_own(slot);
+  if (owned) kd__tensor_release(owned);
+  return KD_OK;
+}
+
+/* The last reference to a one-tensor entry's argument went. */
+static kd_status __attribute__((noinline)) one_free(kd_tensor *t) {
+  kd__tensor_free_last(t);
+  return KD_OK;
+}
+
 /* The kernel call of a one-tensor entry (below), for a stack that owned
- * the argument or lent it (`owned`: a constant in each copy). The slot is
- * above the stack (nrets 0) or the result, None until the kernel writes it
- * (nrets 1), and `size` is the stack's size with the argument. */
+ * the argument or lent it (`owned`: a constant in each copy), and the end
+ * of the call's read section (`rd`). The slot is above the stack (nrets 0)
+ * or the result, None until the kernel writes it (nrets 1), and `size` is
+ * the stack's size with the argument. Each way out ends the read section
+ * itself: the status of a call that succeeded is a constant, not a value
+ * kept across the calls that follow it. */
 static inline __attribute__((always_inline)) kd_status
 one_call(const kd_call *c, kd_unboxed_fn fn, kd_stack *stack, size_t size, kd_value *slot,
-         kd_tensor *t, uint32_t nrets, bool owned) {
+         kd_tensor *t, uint32_t nrets, bool owned, uint64_t rd) {
   kd_arg arg;
   arg.t = t;
   stack->size = size - 1 + nrets;
+  kd_status st;
   if (nrets == 0) {
     /* Success or failure, the argument goes and nothing else changes. */
-    kd_status st = fn(c, &arg, slot);
+    st = fn(c, &arg, slot);
     if (owned) kd__tensor_release(arg.t); /* read back: nothing else kept */
+    kd__read_exit(rd);
     return st;
   }
   *slot = kd_value_none();
-  kd_status st = fn(c, &arg, slot);
+  st = fn(c, &arg, slot);
+  /* What is left touches no table entry: the read section ends here. */
+  kd__read_exit(rd);
   if (KD__UNLIKELY(st)) return one_failed(stack, owned ? arg.t : NULL, st);
   /* Before the argument goes: a borrowed result may be it. */
-  if (KD__UNLIKELY(slot->flags & KD_VALUE_BORROWED)) kd_value_own(slot);
-  if (owned) kd__tensor_release(arg.t);
+  if (KD__UNLIKELY(slot->flags & KD_VALUE_BORROWED)) return one_own(slot, owned ? arg.t : NULL);
+  if (owned && KD__UNLIKELY(kd__ref_dec_last(&arg.t->refs))) return one_free(arg.t);
   return KD_OK;
 }
 
@@ -804,11 +825,9 @@ call_boxed_one(kd_op *op, kd_stack *stack, uint32_t nrets) {
   kd_unboxed_fn fn;
   if (KD__UNLIKELY(!e || !(fn = e->boxed_fast))) goto other;
   kd_call c = {op, ks, key, e->data};
-  kd_status st = slot->flags & KD_VALUE_BORROWED
-                     ? one_call(&c, fn, stack, size, slot, t, nrets, false)
-                     : one_call(&c, fn, stack, size, slot, t, nrets, true);
-  kd__read_exit(rd);
-  return st;
+  if (slot->flags & KD_VALUE_BORROWED)
+    return one_call(&c, fn, stack, size, slot, t, nrets, false, rd);
+  return one_call(&c, fn, stack, size, slot, t, nrets, true, rd);
 other:
   kd__read_exit(rd);
   return call_boxed_any(op, stack);
@@ -826,6 +845,10 @@ static kd_status __attribute__((noinline)) call_boxed_other(kd_op *op, kd_stack 
   return call_boxed_any(op, stack);
 }
 
+/* The one-tensor entry without a result inline (the benchmark's shape and
+ * a frame of two saved registers, as the typed call's), the others out of
+ * line. The shape is read relaxed, before the read section: operators are
+ * never freed, and the entries read nothing of the schema but that. */
 KD__HOT_ALIGN kd_status kd_call_boxed(kd_op *op, kd_stack *stack) {
   int32_t shape = atomic_load_explicit(&op->box1, memory_order_relaxed);
   if (KD__UNLIKELY(shape != 0)) return call_boxed_other(op, stack, shape);
