@@ -453,6 +453,34 @@ static void test_one_tensor(void **state) {
   }
   g_mode = 0;
 
+  /* The stack holds the last reference to the argument: the call frees it
+   * (ASan checks), after a result that is another tensor, after a failure,
+   * and with no result. */
+  for (int c = 0; c < 3; c++) {
+    kd_tensor *last = tensor_on(KD_DEVICE_CPU);
+    kd_stack s;
+    kd_stack_init(&s);
+    KD_ASSERT_OK(push(&s, last, 0));
+    kd_tensor_release(last);
+    g_mode = c == 0 ? 2 : c == 1 ? 4 : 0;
+    g_calls = 0;
+    if (c == 0) {
+      KD_ASSERT_OK(kd_call_boxed(o1, &s));
+      assert_ptr_equal(kd_stack_peek(&s, 0)->u.t, g_other);
+    } else if (c == 1) {
+      KD_ASSERT_ERR(kd_call_boxed(o1, &s), KD_EINVAL, "k_o1 failed as asked");
+      assert_int_equal(s.size, 0);
+    } else {
+      KD_ASSERT_OK(kd_call_boxed(nest, &s)); /* no result; o1 inside lent it */
+      assert_int_equal(s.size, 0);
+    }
+    assert_int_equal(g_calls, 1);
+    kd_stack_free(&s);
+  }
+  assert_int_equal(kd_tensor_refcount(t), 1);
+  assert_int_equal(kd_tensor_refcount(g_other), 1);
+  g_mode = 0;
+
   /* A nested boxed call (o1 from nest's kernel), owned and borrowed. */
   for (int borrowed = 0; borrowed < 2; borrowed++) {
     kd_stack s;
