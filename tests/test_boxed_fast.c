@@ -344,6 +344,257 @@ static void test_boxed_function_wins(void **state) {
   kd_library_close(def);
 }
 
+/* o1(Tensor self) -> Tensor, by g_mode: 0 a new reference to self, 1 self
+ * borrowed, 2 another tensor, 3 self then fail, 4 fail with no result, 5
+ * self borrowed then fail. */
+static int g_mode;
+static kd_tensor *g_other;
+static kd_status k_o1(const kd_call *c, const kd_arg *a, kd_value *r) {
+  g_calls++;
+  g_seen[0] = a[0].t;
+  g_keys = c->keys;
+  g_key = c->key;
+  switch (g_mode) {
+    case 0: r[0] = kd_value_tensor(a[0].t); return KD_OK;
+    case 1: r[0] = kd_value_tensor_borrowed(a[0].t); return KD_OK;
+    case 2: r[0] = kd_value_tensor(g_other); return KD_OK;
+    case 3: r[0] = kd_value_tensor(a[0].t); break;
+    case 5: r[0] = kd_value_tensor_borrowed(a[0].t); break;
+    default: break;
+  }
+  return kd_set_error(KD_EINVAL, "k_o1 failed as asked");
+}
+
+/* b0(Tensor self) -> (), with both forms: the boxed one takes its argument. */
+static kd_status k_b0_boxed(const kd_call *c, kd_stack *s) {
+  (void)c;
+  g_boxed_ran++;
+  return kd_stack_drop(s, 1);
+}
+
+/* nest(Tensor self) -> (): a boxed call of o1 from inside a boxed call (a
+ * read section already entered), self lent to it. */
+static kd_op *g_o1;
+static kd_status k_nest(const kd_call *c, const kd_arg *a, kd_value *r) {
+  (void)c;
+  (void)r;
+  kd_stack s;
+  kd_stack_init(&s);
+  kd_status st = kd_stack_push_tensor_borrowed(&s, a[0].t);
+  if (st == KD_OK) st = kd_call_boxed(g_o1, &s);
+  if (st == KD_OK && (s.size != 1 || s.items[0].u.t != a[0].t || s.items[0].flags != 0))
+    st = kd_set_error(KD_EINTERNAL, "nested call: unexpected stack");
+  kd_stack_free(&s);
+  return st;
+}
+
+/* Operators of one Tensor argument and no or one result (their own entry
+ * in kd_call_boxed): each result, failure and ownership against the general
+ * adapter; the cases the entry leaves to the general path. */
+static void test_one_tensor(void **state) {
+  (void)state;
+  kd_library *def = open_lib(KD_LIBRARY_DEF, "bf1", KD_KEY_UNDEFINED);
+  kd_library *cpu = open_lib(KD_LIBRARY_IMPL, "bf1", KD_KEY_CPU);
+  KD_ASSERT_OK(kd_library_def(def, "o1(Tensor self) -> Tensor", NULL, 0, NULL));
+  KD_ASSERT_OK(kd_library_def(def, "b0(Tensor self) -> ()", NULL, 0, NULL));
+  KD_ASSERT_OK(kd_library_def(def, "nest(Tensor self) -> ()", NULL, 0, NULL));
+  kd_kernel k1 = kd_kernel_unboxed(k_o1, "(Tensor) -> Tensor");
+  kd_kernel kb = kd_kernel_unboxed(k_t1, "(Tensor) -> ()");
+  kb.boxed = k_b0_boxed;
+  kd_kernel kn = kd_kernel_unboxed(k_nest, "(Tensor) -> ()");
+  KD_ASSERT_OK(kd_library_impl(cpu, "o1", &k1, NULL));
+  KD_ASSERT_OK(kd_library_impl(cpu, "b0", &kb, NULL));
+  KD_ASSERT_OK(kd_library_impl(cpu, "nest", &kn, NULL));
+  kd_op *o1, *b0, *nest;
+  KD_ASSERT_OK(kd_op_find("bf1::o1", "", &o1));
+  KD_ASSERT_OK(kd_op_find("bf1::b0", "", &b0));
+  KD_ASSERT_OK(kd_op_find("bf1::nest", "", &nest));
+  g_o1 = o1;
+  kd_tensor *t = tensor_on(KD_DEVICE_CPU);
+  g_other = tensor_on(KD_DEVICE_CPU);
+
+  for (int path = 0; path < 2; path++) {
+    for (int mode = 0; mode < 6; mode++) {
+      for (int borrowed = 0; borrowed < 2; borrowed++) {
+        kd_stack s;
+        kd_stack_init(&s);
+        KD_ASSERT_OK(kd_stack_push_int(&s, 7));
+        KD_ASSERT_OK(push(&s, t, borrowed));
+        g_mode = mode;
+        g_calls = 0;
+        kd_status st = calls[path](o1, &s);
+        assert_int_equal(g_calls, 1);
+        assert_ptr_equal(g_seen[0], t);
+        assert_int_equal(g_key, KD_KEY_CPU);
+        assert_int_equal(kd_stack_peek(&s, s.size - 1)->u.i, 7); /* below: untouched */
+        if (mode < 3) {
+          KD_ASSERT_OK(st);
+          assert_int_equal(s.size, 2);
+          const kd_value *res = kd_stack_peek(&s, 0);
+          assert_int_equal(res->tag, KD_VALUE_TENSOR);
+          assert_int_equal(res->flags, 0); /* owned, even when the kernel lent it */
+          assert_ptr_equal(res->u.t, mode == 2 ? g_other : t);
+          /* The argument's reference went; the result holds one. */
+          assert_int_equal(kd_tensor_refcount(t), mode == 2 ? 1 : 2);
+          assert_int_equal(kd_tensor_refcount(g_other), mode == 2 ? 2 : 1);
+        } else {
+          assert_int_equal(st, KD_EINVAL);
+          assert_non_null(strstr(kd_last_error(), "k_o1 failed as asked"));
+          /* The short path: the argument gone and no result; the general
+           * one leaves the argument (either is allowed). */
+          assert_int_equal(s.size, path == 0 ? 1 : 2);
+          if (path == 0) assert_int_equal(kd_tensor_refcount(t), 1);
+        }
+        kd_stack_free(&s);
+        assert_int_equal(kd_tensor_refcount(t), 1);
+        assert_int_equal(kd_tensor_refcount(g_other), 1);
+      }
+    }
+  }
+  g_mode = 0;
+
+  /* The stack holds the last reference to the argument: the call frees it
+   * (ASan checks), after a result that is another tensor, after a failure,
+   * and with no result. */
+  for (int c = 0; c < 3; c++) {
+    kd_tensor *last = tensor_on(KD_DEVICE_CPU);
+    kd_stack s;
+    kd_stack_init(&s);
+    KD_ASSERT_OK(push(&s, last, 0));
+    kd_tensor_release(last);
+    g_mode = c == 0 ? 2 : c == 1 ? 4 : 0;
+    g_calls = 0;
+    if (c == 0) {
+      KD_ASSERT_OK(kd_call_boxed(o1, &s));
+      assert_ptr_equal(kd_stack_peek(&s, 0)->u.t, g_other);
+    } else if (c == 1) {
+      KD_ASSERT_ERR(kd_call_boxed(o1, &s), KD_EINVAL, "k_o1 failed as asked");
+      assert_int_equal(s.size, 0);
+    } else {
+      KD_ASSERT_OK(kd_call_boxed(nest, &s)); /* no result; o1 inside lent it */
+      assert_int_equal(s.size, 0);
+    }
+    assert_int_equal(g_calls, 1);
+    kd_stack_free(&s);
+  }
+  assert_int_equal(kd_tensor_refcount(t), 1);
+  assert_int_equal(kd_tensor_refcount(g_other), 1);
+  g_mode = 0;
+
+  /* A nested boxed call (o1 from nest's kernel), owned and borrowed. */
+  for (int borrowed = 0; borrowed < 2; borrowed++) {
+    kd_stack s;
+    kd_stack_init(&s);
+    KD_ASSERT_OK(push(&s, t, borrowed));
+    g_calls = 0;
+    KD_ASSERT_OK(kd_call_boxed(nest, &s));
+    assert_int_equal(g_calls, 1);
+    assert_int_equal(s.size, 0);
+    assert_int_equal(kd_tensor_refcount(t), 1);
+    kd_stack_free(&s);
+  }
+
+  /* A kernel with a boxed form: the boxed one runs. */
+  {
+    kd_stack s;
+    kd_stack_init(&s);
+    KD_ASSERT_OK(push(&s, t, 0));
+    g_boxed_ran = 0;
+    g_calls = 0;
+    KD_ASSERT_OK(kd_call_boxed(b0, &s));
+    assert_int_equal(g_boxed_ran, 1);
+    assert_int_equal(g_calls, 0);
+    assert_int_equal(s.size, 0);
+    assert_int_equal(kd_tensor_refcount(t), 1);
+    kd_stack_free(&s);
+  }
+
+  /* What the entry leaves to the general path: the same messages, nothing
+   * consumed. */
+  {
+    kd_stack s;
+    kd_stack_init(&s);
+    g_calls = 0;
+    KD_ASSERT_ERR(kd_call_boxed(o1, &s), KD_ESTATE,
+                  "the stack holds 0 values but the operator takes 1 arguments");
+    /* An int carries no keys either: the Undefined slot, before any
+     * conversion (as the general path has it). */
+    KD_ASSERT_OK(kd_stack_push_int(&s, 5));
+    KD_ASSERT_ERR(kd_call_boxed(o1, &s), KD_ENOKERNEL,
+                  "Could not run 'bf1::o1' with arguments from the 'Undefined' backend");
+    assert_int_equal(s.size, 1);
+    kd_value none = kd_value_none();
+    KD_ASSERT_OK(kd_stack_push(&s, &none));
+    KD_ASSERT_ERR(kd_call_boxed(o1, &s), KD_ENOKERNEL,
+                  "Could not run 'bf1::o1' with arguments from the 'Undefined' backend");
+    assert_int_equal(s.size, 2);
+    kd_tensor *m = tensor_on(KD_DEVICE_META);
+    KD_ASSERT_OK(push(&s, m, 0));
+    KD_ASSERT_ERR(kd_call_boxed(o1, &s), KD_ENOKERNEL,
+                  "Could not run 'bf1::o1' with arguments from the 'Meta' backend");
+    assert_int_equal(s.size, 3);
+    assert_int_equal(kd_tensor_refcount(m), 2);
+    assert_int_equal(g_calls, 0);
+    kd_stack_free(&s);
+    assert_int_equal(kd_tensor_refcount(m), 1);
+    kd_tensor_release(m);
+  }
+
+  /* The thread's keys and the operator's fallthroughs count: a Mode1
+   * kernel when Mode1 is included, CPU again when it is also excluded; a
+   * fallthrough at Mode2 goes on to CPU. */
+  {
+    kd_library *mode1 = open_lib(KD_LIBRARY_IMPL, "bf1", KD_KEY_MODE1);
+    kd_library *mode2 = open_lib(KD_LIBRARY_IMPL, "bf1", KD_KEY_MODE2);
+    KD_ASSERT_OK(kd_library_impl(mode1, "o1", &k1, NULL));
+    kd_kernel ft = kd_kernel_fallthrough();
+    KD_ASSERT_OK(kd_library_impl(mode2, "o1", &ft, NULL));
+    for (int step = 0; step < 3; step++) {
+      kd_tls_keys prev = kd_tls_include(kd_keyset_of(KD_KEY_MODE1));
+      kd_tls_keys prev2 = prev;
+      if (step == 1) prev2 = kd_tls_exclude(kd_keyset_of(KD_KEY_MODE1));
+      if (step == 2) prev2 = kd_tls_include(kd_keyset_of(KD_KEY_MODE2));
+      kd_stack s;
+      kd_stack_init(&s);
+      KD_ASSERT_OK(push(&s, t, 1));
+      KD_ASSERT_OK(kd_call_boxed(o1, &s));
+      assert_int_equal(g_key, step == 1 ? KD_KEY_CPU : KD_KEY_MODE1);
+      assert_false(g_keys & kd_keyset_of(KD_KEY_MODE2)); /* fell through */
+      assert_true(g_keys & kd_keyset_of(KD_KEY_CPU));
+      assert_int_equal(s.size, 1);
+      assert_int_equal(kd_stack_peek(&s, 0)->flags, 0);
+      kd_stack_free(&s);
+      assert_int_equal(kd_tensor_refcount(t), 1);
+      if (step != 0) kd_tls_restore(prev2);
+      kd_tls_restore(prev);
+    }
+    kd_library_close(mode2);
+    kd_library_close(mode1);
+  }
+
+  /* Undefined, then defined again: the entry follows the schema. */
+  kd_library_close(def);
+  {
+    kd_stack s;
+    kd_stack_init(&s);
+    KD_ASSERT_OK(push(&s, t, 0));
+    KD_ASSERT_ERR(kd_call_boxed(o1, &s), KD_ESTATE, "operator 'bf1::o1' is not defined");
+    assert_int_equal(s.size, 1);
+    def = open_lib(KD_LIBRARY_DEF, "bf1", KD_KEY_UNDEFINED);
+    KD_ASSERT_OK(kd_library_def(def, "o1(Tensor self) -> Tensor", NULL, 0, NULL));
+    KD_ASSERT_OK(kd_call_boxed(o1, &s));
+    assert_int_equal(s.size, 1);
+    assert_ptr_equal(kd_stack_peek(&s, 0)->u.t, t);
+    kd_stack_free(&s);
+    assert_int_equal(kd_tensor_refcount(t), 1);
+  }
+  kd_tensor_release(g_other);
+  g_other = NULL;
+  kd_tensor_release(t);
+  kd_library_close(cpu);
+  kd_library_close(def);
+}
+
 static void test_pop_and_destroy(void **state) {
   (void)state;
   kd_tensor *t = tensor_on(KD_DEVICE_CPU);
@@ -416,6 +667,7 @@ int main(void) {
       cmocka_unit_test(test_tensor_only),
       cmocka_unit_test(test_mixed_arguments),
       cmocka_unit_test(test_boxed_function_wins),
+      cmocka_unit_test(test_one_tensor),
       cmocka_unit_test(test_pop_and_destroy),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -347,13 +347,22 @@ static inline kd_status kd_stack_push_tensor_borrowed(kd_stack *s, kd_tensor *t)
   d->u.t = t;
   return KD_OK;
 }
+/* Written owned from the start and retained after: the top is not looked
+ * up again after the retain (an out-of-line call, after which the compiler
+ * reloads the stack's fields). */
 static inline kd_status kd_stack_push_tensor(kd_stack *s, kd_tensor *t) {
-  kd_status st = kd_stack_push_tensor_borrowed(s, t);
-  if (st == KD_OK && t) {
-    kd_tensor_retain(t); /* the value on top now owns a reference */
-    s->items[s->size - 1].flags = 0;
+  kd_value *d = t ? kd__stack_claim(s, KD_VALUE_TENSOR, 0) : NULL;
+  if (!d) {
+    kd_status st = kd_stack_push_tensor_borrowed(s, t);
+    if (st == KD_OK && t) {
+      kd_tensor_retain(t); /* the value on top now owns a reference */
+      s->items[s->size - 1].flags = 0;
+    }
+    return st;
   }
-  return st;
+  d->u.t = t;
+  kd_tensor_retain(t);
+  return KD_OK;
 }
 static inline kd_status kd_stack_push_int(kd_stack *s, int64_t i) {
   kd_value *d = kd__stack_claim(s, KD_VALUE_INT, 0);

@@ -725,7 +725,11 @@ call_boxed_in(kd_op *op, const kd__op_info *info, kd_stack *stack) {
   return st;
 }
 
-KD__HOT_ALIGN kd_status kd_call_boxed(kd_op *op, kd_stack *stack) {
+/* Every boxed call but the one-tensor entries': the short path, else the
+ * general one. Its own read section (a one-tensor entry that declines
+ * leaves its section first). */
+static kd_status __attribute__((noinline)) KD__HOT_ALIGN
+call_boxed_any(kd_op *op, kd_stack *stack) {
   uint64_t rd = kd__read_enter();
   const kd__op_info *info = atomic_load_explicit(&op->info, memory_order_acquire);
   kd_status st;
@@ -733,6 +737,122 @@ KD__HOT_ALIGN kd_status kd_call_boxed(kd_op *op, kd_stack *stack) {
     st = call_boxed_in(op, info, stack);
   kd__read_exit(rd);
   return st;
+}
+
+/* A one-tensor entry's kernel with a result failed (out of line): the
+ * result it may have left on top goes, then the argument reference if the
+ * stack owned it. */
+static kd_status __attribute__((noinline, cold))
+one_failed(kd_stack *stack, kd_tensor *owned, kd_status st) {
+  kd_value_destroy(&stack->items[--stack->size]);
+  if (owned) kd__tensor_release(owned);
+  return st;
+}
+
+/* A one-tensor entry's borrowed result made owned, then the argument
+ * reference dropped if the stack owned it (out of line, as the next). */
+static kd_status __attribute__((noinline, cold)) one_own(kd_value *slot, kd_tensor *owned) {
+  kd_value_own(slot);
+  if (owned) kd__tensor_release(owned);
+  return KD_OK;
+}
+
+/* The last reference to a one-tensor entry's argument went. */
+static kd_status __attribute__((noinline)) one_free(kd_tensor *t) {
+  kd__tensor_free_last(t);
+  return KD_OK;
+}
+
+/* The kernel call of a one-tensor entry (below), for a stack that owned
+ * the argument or lent it (`owned`: a constant in each copy), and the end
+ * of the call's read section (`rd`). The slot is above the stack (nrets 0)
+ * or the result, None until the kernel writes it (nrets 1), and `size` is
+ * the stack's size with the argument. Each way out ends the read section
+ * itself: the status of a call that succeeded is a constant, not a value
+ * kept across the calls that follow it. */
+static inline __attribute__((always_inline)) kd_status
+one_call(const kd_call *c, kd_unboxed_fn fn, kd_stack *stack, size_t size, kd_value *slot,
+         kd_tensor *t, uint32_t nrets, bool owned, uint64_t rd) {
+  kd_arg arg;
+  arg.t = t;
+  stack->size = size - 1 + nrets;
+  kd_status st;
+  if (nrets == 0) {
+    /* Success or failure, the argument goes and nothing else changes. */
+    st = fn(c, &arg, slot);
+    if (owned) kd__tensor_release(arg.t); /* read back: nothing else kept */
+    kd__read_exit(rd);
+    return st;
+  }
+  *slot = kd_value_none();
+  st = fn(c, &arg, slot);
+  /* What is left touches no table entry: the read section ends here. */
+  kd__read_exit(rd);
+  if (KD__UNLIKELY(st)) return one_failed(stack, owned ? arg.t : NULL, st);
+  /* Before the argument goes: a borrowed result may be it. */
+  if (KD__UNLIKELY(slot->flags & KD_VALUE_BORROWED)) return one_own(slot, owned ? arg.t : NULL);
+  if (owned && KD__UNLIKELY(kd__ref_dec_last(&arg.t->refs))) return one_free(arg.t);
+  return KD_OK;
+}
+
+/* The boxed call of an operator of one Tensor argument and `nrets` (0 or 1)
+ * results (op->box1), with an entry that calls an unboxed FUNCTION kernel
+ * as is (boxed_fast): what kd_call_unboxed does, plus reading the one slot
+ * and writing the result over it. Anything else (an empty stack, a value
+ * that is not a tensor, no such entry, a thread's first call) leaves the
+ * read section and takes call_boxed_any, which does everything again the
+ * general way (nothing was changed). The same errors and ownership as
+ * call_boxed_short: on error the argument is gone and no result is on the
+ * stack. */
+static inline __attribute__((always_inline)) kd_status
+call_boxed_one(kd_op *op, kd_stack *stack, uint32_t nrets) {
+  kd__reader *r = &kd__tls_reader;
+  uint64_t rd = atomic_load_explicit(&r->epoch, memory_order_relaxed);
+  if (KD__LIKELY(rd == 0)) { /* an outermost call */
+    if (KD__UNLIKELY(r->mode != KD__READ_STORE)) return call_boxed_any(op, stack);
+    atomic_store_explicit(&r->epoch, atomic_load_explicit(&kd__global_epoch, memory_order_acquire),
+                          memory_order_relaxed);
+    atomic_signal_fence(memory_order_seq_cst); /* as kd__read_enter */
+  }
+  size_t size = stack->size;
+  if (KD__UNLIKELY(size == 0)) goto other;
+  kd_value *slot = &stack->items[size - 1];
+  if (KD__UNLIKELY(slot->tag != KD_VALUE_TENSOR)) goto other;
+  kd_tensor *t = slot->u.t;
+  kd_keyset ks = with_tls(t->keys) & atomic_load_explicit(&op->keep, memory_order_relaxed);
+  kd_dispatch_key key = kd_keyset_highest(ks);
+  const kd__entry *e = atomic_load_explicit(&op->table[key], memory_order_acquire);
+  kd_unboxed_fn fn;
+  if (KD__UNLIKELY(!e || !(fn = e->boxed_fast))) goto other;
+  kd_call c = {op, ks, key, e->data};
+  if (slot->flags & KD_VALUE_BORROWED)
+    return one_call(&c, fn, stack, size, slot, t, nrets, false, rd);
+  return one_call(&c, fn, stack, size, slot, t, nrets, true, rd);
+other:
+  kd__read_exit(rd);
+  return call_boxed_any(op, stack);
+}
+
+static kd_status __attribute__((noinline)) KD__HOT_ALIGN
+call_boxed_one1(kd_op *op, kd_stack *stack) {
+  return call_boxed_one(op, stack, 1);
+}
+
+/* A boxed call of any operator but one of a Tensor argument and no result. */
+static kd_status __attribute__((noinline)) call_boxed_other(kd_op *op, kd_stack *stack,
+                                                            int32_t shape) {
+  if (shape == 1) return call_boxed_one1(op, stack);
+  return call_boxed_any(op, stack);
+}
+
+/* The one-tensor entry without a result inline (the benchmark's shape and
+ * a frame of two saved registers, as the typed call's), the others out of
+ * line. The shape is read relaxed, before the read section: operators are
+ * never freed, and the entries read nothing of the schema but that. */
+KD__HOT_ALIGN kd_status kd_call_boxed(kd_op *op, kd_stack *stack) {
+  int32_t shape = atomic_load_explicit(&op->box1, memory_order_relaxed);
+  if (KD__UNLIKELY(shape != 0)) return call_boxed_other(op, stack, shape);
+  return call_boxed_one(op, stack, 0);
 }
 
 kd_status kd_call_unboxed_keys(kd_op *op, kd_keyset keys, const kd_arg *args, kd_value *rets) {

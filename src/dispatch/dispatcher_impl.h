@@ -87,6 +87,8 @@ typedef struct kd__op_info {
                               * boxed calls take the short path */
   bool box_tensors;          /* simple, and every argument (at least one) is a Tensor:
                               * the short path's own loop */
+  int32_t box1;              /* one argument, a Tensor, and nrets <= 1: nrets (the boxed
+                              * call's one-tensor entries); else -1 */
   uint8_t kinds[64];         /* kd__arg_kind of argument i (nargs <= 64) */
   uint8_t ret_kinds[16];     /* of return i (nrets <= 16) */
   uint8_t tensor_idx[64];    /* indices of the arguments that carry keys */
@@ -182,6 +184,9 @@ struct kd_op {
   _Atomic int32_t fast_arg; /* the schema's only Tensor argument, when it has
                              * exactly one and its info is published; else -1
                              * (written with info) */
+  _Atomic int32_t box1;     /* info->box1 while its info is published, else -1
+                             * (written with info): which boxed entry a boxed
+                             * call takes */
   _Atomic(const kd__op_info *) info; /* NULL while not defined */
   _Atomic uint32_t live;    /* defs + impls held: 0 when the operator has disappeared
                              * (read by lookups without the lock) */

@@ -158,6 +158,7 @@ kd_status kd__op_info_new(kd_schema *schema, kd__op_info **out) {
   info->box_tensors = info->simple && nargs > 0;
   for (size_t i = 0; i < nargs; i++)
     if (info->kinds[i] != KD__ARG_TENSOR) info->box_tensors = false;
+  info->box1 = nargs == 1 && info->kinds[0] == KD__ARG_TENSOR && nrets <= 1 ? (int32_t)nrets : -1;
   *out = info;
   return KD_OK;
 }

@@ -127,6 +127,7 @@ static void release_locked(kd_registration *r) {
       if (!op->defs) {
         const kd__op_info *info = atomic_load_explicit(&op->info, memory_order_relaxed);
         atomic_store_explicit(&op->fast_arg, -1, memory_order_release);
+        atomic_store_explicit(&op->box1, -1, memory_order_release);
         atomic_store_explicit(&op->info, NULL, memory_order_release);
         if (info) {
           kd__op_rebuild_schema(op); /* drops the kernel-key plans made for the schema */
@@ -330,6 +331,7 @@ kd_status kd_library_def(kd_library *lib, const char *schema_text, const char *c
         tag_copy = NULL;
         atomic_store_explicit(&op->info, info, memory_order_release);
         atomic_store_explicit(&op->fast_arg, info->single_tensor, memory_order_release);
+        atomic_store_explicit(&op->box1, info->box1, memory_order_release);
         kd__op_rebuild_schema(op); /* kernel-key plans depend on the schema */
         kd__notify(KD_EVENT_DEF, op, KD_KEY_UNDEFINED, r->debug);
       }

@@ -175,6 +175,7 @@ kd_status kd__op_get(const char *qualified, size_t len, kd_op **out) {
   op->hash = hash;
   atomic_init(&op->keep, ~(kd_keyset)0);
   atomic_init(&op->fast_arg, -1);
+  atomic_init(&op->box1, -1);
   if (grown) {
     for (size_t i = 0; t && i < cap; i++) {
       kd_op *old = atomic_load_explicit(&t->slots[i], memory_order_relaxed);
