@@ -46,6 +46,29 @@ char *kd__strdup(const char *s);
 /* "[float32, float64]": the dtypes of a set, in table order. */
 void kd__fmt_dtype_set(kd__fmt *f, uint32_t set);
 
+/* A hash of n bytes, eight at a time, from the seed h (for in-memory tables:
+ * the operator names, the schema parser's repeated rests); kd__hash_mix
+ * spreads the result's bits before it is cut to a table's size. */
+static inline uint64_t kd__hash_bytes(const char *s, size_t n, uint64_t h) {
+  while (n >= 8) {
+    uint64_t w;
+    memcpy(&w, s, 8);
+    h = (h ^ w) * 0x9e3779b97f4a7c15ull;
+    h ^= h >> 29;
+    s += 8;
+    n -= 8;
+  }
+  uint64_t w = 0;
+  for (size_t i = 0; i < n; i++) w |= (uint64_t)(unsigned char)s[i] << (8 * i);
+  return (h ^ w ^ ((uint64_t)n << 56)) * 0x9e3779b97f4a7c15ull;
+}
+static inline uint64_t kd__hash_mix(uint64_t h) {
+  h ^= h >> 32;
+  h *= 0xd6e8feb86659fd93ull;
+  h ^= h >> 32;
+  return h;
+}
+
 /* Reference counts. */
 typedef atomic_int_fast64_t kd__refcount;
 static inline void kd__ref_init(kd__refcount *r) { atomic_init(r, 1); }

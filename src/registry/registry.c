@@ -28,31 +28,9 @@ static _Atomic(op_table *) ops_by_name;
 static size_t op_count;
 static kd_op *all_ops; /* every operator ever made, newest first */
 
-static inline uint64_t mix(uint64_t h) {
-  h ^= h >> 32;
-  h *= 0xd6e8feb86659fd93ull;
-  h ^= h >> 32;
-  return h;
-}
-
-/* A hash of n bytes, eight at a time. */
-static uint64_t hash_bytes(const char *s, size_t n, uint64_t h) {
-  while (n >= 8) {
-    uint64_t w;
-    memcpy(&w, s, 8);
-    h = (h ^ w) * 0x9e3779b97f4a7c15ull;
-    h ^= h >> 29;
-    s += 8;
-    n -= 8;
-  }
-  uint64_t w = 0;
-  for (size_t i = 0; i < n; i++) w |= (uint64_t)(unsigned char)s[i] << (8 * i);
-  h = (h ^ w ^ ((uint64_t)n << 56)) * 0x9e3779b97f4a7c15ull;
-  return h;
-}
-
 static uint64_t hash_name(const char *base, size_t base_len, const char *overload, size_t ov_len) {
-  return mix(hash_bytes(overload, ov_len, hash_bytes(base, base_len, 0x243f6a8885a308d3ull)));
+  return kd__hash_mix(
+      kd__hash_bytes(overload, ov_len, kd__hash_bytes(base, base_len, 0x243f6a8885a308d3ull)));
 }
 
 static bool name_equal(const kd_op *op, const char *base, size_t base_len, const char *ov,

@@ -688,22 +688,6 @@ static bool head_is_plain(const char *text, size_t len, plain_head *h) {
   return true;
 }
 
-static uint64_t rest_hash(const char *s, size_t n) {
-  uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
-  while (n >= 8) {
-    uint64_t w;
-    memcpy(&w, s, 8);
-    h = (h ^ w) * 0xff51afd7ed558ccdull;
-    h ^= h >> 32;
-    s += 8;
-    n -= 8;
-  }
-  uint64_t w = 0;
-  memcpy(&w, s, n);
-  h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
-  return h ^ (h >> 29);
-}
-
 /* A new block: the name part of `text` (plain, as h says), then the
  * template's text from its '(' on and its nodes. NULL when out of memory. */
 static kd_schema *from_template(const rest_template *t, const char *text, const plain_head *h) {
@@ -778,7 +762,7 @@ static bool parse_from_template(const char *text, size_t len, kd_schema **out, k
   if (len > KD__REST_MAX_LEN || !head_is_plain(text, len, h)) return false;
   const char *rest = text + h->len;
   size_t rest_len = len - h->len;
-  uint64_t hash = rest_hash(rest, rest_len);
+  uint64_t hash = kd__hash_mix(kd__hash_bytes(rest, rest_len, 0x9e3779b97f4a7c15ull));
   rest_slot *slot = &rest_slots[hash % KD__REST_SLOTS];
   pthread_mutex_lock(&rest_lock);
   const rest_template *t = slot->t;
