@@ -220,33 +220,38 @@ KD_API void kd_value_destroy(kd_value *value);
  * is owned). dst must not hold a value (it is overwritten without being
  * destroyed). Cannot fail. */
 KD_API void kd_value_copy(kd_value *dst, const kd_value *src);
-/* Moves: *dst = *src, *src = None. dst must not hold a value.
- * Reads field by field (volatile, so that the compiler does not merge the
+/* Internal (kd_value_move, kd_stack_pop): *dst = *src, src left as it is,
+ * read field by field (volatile, so that the compiler does not merge the
  * loads again): a value a kernel has just written (tag, flags and pointer
  * as separate stores) read back as 16-byte blocks cannot be forwarded from
- * the store buffer, a stall of about 10 ns per value. */
+ * the store buffer, a stall of about 10 ns per value. Stored as read
+ * (volatile too: packing the fields again into vector registers costs more
+ * instructions than the five stores). dst and src must not overlap. */
 #if defined(__GNUC__) || defined(__clang__)
 typedef uint64_t __attribute__((__may_alias__)) kd__value_word;
-static inline void kd_value_move(kd_value *dst, kd_value *src) {
+static inline void kd__value_read(kd_value *dst, const kd_value *src) {
   const volatile kd_value *vs = src;
   const volatile kd__value_word *sw = (const volatile kd__value_word *)&vs->u;
   kd_value_tag tag = vs->tag;
   uint32_t flags = vs->flags;
   kd__value_word w0 = sw[0], w1 = sw[1], w2 = sw[2];
-  *src = kd_value_none();
-  kd__value_word *dw = (kd__value_word *)&dst->u;
-  dst->tag = tag;
-  dst->flags = flags;
+  volatile kd_value *vd = dst;
+  volatile kd__value_word *dw = (volatile kd__value_word *)&vd->u;
+  vd->tag = tag;
+  vd->flags = flags;
   dw[0] = w0;
   dw[1] = w1;
   dw[2] = w2;
 }
 #else
+static inline void kd__value_read(kd_value *dst, const kd_value *src) { *dst = *src; }
+#endif
+
+/* Moves: *dst = *src, *src = None. dst must not hold a value. Cannot fail. */
 static inline void kd_value_move(kd_value *dst, kd_value *src) {
-  *dst = *src;
+  kd__value_read(dst, src);
   *src = kd_value_none();
 }
-#endif
 
 /* ---- Accessors ---------------------------------------------------------- */
 

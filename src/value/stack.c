@@ -64,34 +64,10 @@ static kd_status __attribute__((noinline, cold)) pop_failed(const kd_stack *s, k
   return kd_set_error(KD_ESTATE, "kd_stack_pop: the stack is empty");
 }
 
-/* *dst = *src, read field by field as kd_value_move does (the top was often
- * just written by a kernel in narrow stores, which wider loads could not
- * be forwarded from); src is left as it is. */
-static inline void value_read(kd_value *dst, const kd_value *src) {
-#if defined(__GNUC__) || defined(__clang__)
-  const volatile kd_value *vs = src;
-  const volatile kd__value_word *sw = (const volatile kd__value_word *)&vs->u;
-  kd_value_tag tag = vs->tag;
-  uint32_t flags = vs->flags;
-  kd__value_word w0 = sw[0], w1 = sw[1], w2 = sw[2];
-  /* Stored as read (volatile: not packed again into vector registers, which
-   * costs more instructions than the five stores). */
-  volatile kd_value *vd = dst;
-  volatile kd__value_word *dw = (volatile kd__value_word *)&vd->u;
-  vd->tag = tag;
-  vd->flags = flags;
-  dw[0] = w0;
-  dw[1] = w1;
-  dw[2] = w2;
-#else
-  *dst = *src;
-#endif
-}
-
 kd_status kd_stack_pop(kd_stack *s, kd_value *out) {
   if (!out || !s || s->size == 0) return pop_failed(s, out);
   /* Once popped the slot is above the stack: no None written over it. */
-  value_read(out, &s->items[--s->size]);
+  kd__value_read(out, &s->items[--s->size]);
   return KD_OK;
 }
 
