@@ -11,6 +11,7 @@
 #include <torch/library.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -127,6 +128,50 @@ double ns_per_op(size_t n, Body &&body) {
   return median(samples);
 }
 
+// The call figures at eight call-site placements, as kd-bench does (see
+// report_calls in kd_bench_dispatch.c): Pad bytes of no-ops (1, 3, ..., 15)
+// ahead of the body in the timed loop, 7 batches each after a warm-up.
+constexpr int kPlaceReps = 7;
+
+template <int Pad, class Body>
+__attribute__((noinline, aligned(64))) double ns_per_op_at(size_t n, Body &body) {
+  std::vector<double> samples;
+  for (int rep = -1; rep < kPlaceReps; rep++) {
+    double t0 = now_ns();
+    for (size_t i = 0; i < n; i++) {
+      if (Pad == 1) __asm__ volatile(".nops 1");
+      if (Pad == 3) __asm__ volatile(".nops 3");
+      if (Pad == 5) __asm__ volatile(".nops 5");
+      if (Pad == 7) __asm__ volatile(".nops 7");
+      if (Pad == 9) __asm__ volatile(".nops 9");
+      if (Pad == 11) __asm__ volatile(".nops 11");
+      if (Pad == 13) __asm__ volatile(".nops 13");
+      if (Pad == 15) __asm__ volatile(".nops 15");
+      body(i);
+    }
+    if (rep >= 0) samples.push_back((now_ns() - t0) / n);
+  }
+  return median(samples);
+}
+
+struct Placed {
+  double median, min, max;
+};
+
+template <class Body>
+Placed ns_per_call(size_t n, Body &&body) {
+  std::vector<double> p = {ns_per_op_at<1>(n, body),  ns_per_op_at<3>(n, body),
+                           ns_per_op_at<5>(n, body),  ns_per_op_at<7>(n, body),
+                           ns_per_op_at<9>(n, body),  ns_per_op_at<11>(n, body),
+                           ns_per_op_at<13>(n, body), ns_per_op_at<15>(n, body)};
+  std::sort(p.begin(), p.end());
+  return {median(p), p.front(), p.back()};
+}
+
+void print_placed(const char *name, const Placed &p) {
+  std::printf("%s %.2f\n%s_min %.2f\n%s_max %.2f\n", name, p.median, name, p.min, name, p.max);
+}
+
 // Folds a returned tensor into the sink, so no call can be discarded. Reads
 // only the TensorImpl address: no atomics, nearly free next to a call.
 inline void fold(uintptr_t &sink, const at::Tensor &r) {
@@ -180,9 +225,21 @@ int bench_dispatch(int argc, char ** /*argv*/) {
   // Baseline: the kernel through a function pointer the compiler cannot see
   // through (volatile), so the call is neither inlined nor hoisted.
   void (*volatile direct)(const at::Tensor &) = noop;
-  double direct_ns = ns_per_op(kCalls, [&](size_t) { direct(t); });
+  Placed direct_ns = ns_per_call(kCalls, [&](size_t) { direct(t); });
   at::Tensor (*volatile direct_ret)(const at::Tensor &) = noop_ret;
-  double direct_ret_ns = ns_per_op(kCalls, [&](size_t) { fold(sink, direct_ret(t)); });
+  Placed direct_ret_ns = ns_per_call(kCalls, [&](size_t) { fold(sink, direct_ret(t)); });
+  // The least a boxed call with an owned push can cost: a reference taken
+  // (the push's copy), the kernel called, the reference dropped (the pop).
+  Placed direct_owned_ns = ns_per_call(kCalls, [&](size_t) {
+    at::Tensor c = t;
+    direct(c);
+  });
+  // That reference pair alone, in the same code as kd-bench's figure.
+  static std::atomic<int64_t> pair_refs{1};
+  double pair_ns = ns_per_op(kCalls, [&](size_t) {
+    pair_refs.fetch_add(1, std::memory_order_relaxed);
+    if (pair_refs.fetch_sub(1, std::memory_order_acq_rel) == 1) sink++;
+  });
 
   // The typed handles are looked up once, as generated code and extensions do.
   auto op = c10::Dispatcher::singleton()
@@ -191,25 +248,25 @@ int bench_dispatch(int argc, char ** /*argv*/) {
   auto op_ret = c10::Dispatcher::singleton()
                     .findSchemaOrThrow("kdbench::noop_ret", "")
                     .typed<at::Tensor(const at::Tensor &)>();
-  double unboxed_ns = ns_per_op(kCalls, [&](size_t) { op.call(t); });
-  double unboxed_ret_ns = ns_per_op(kCalls, [&](size_t) { fold(sink, op_ret.call(t)); });
+  Placed unboxed_ns = ns_per_call(kCalls, [&](size_t) { op.call(t); });
+  Placed unboxed_ret_ns = ns_per_call(kCalls, [&](size_t) { fold(sink, op_ret.call(t)); });
 
   // Same call under InferenceMode: the autograd keys go into the thread's
   // excluded set (the tensor itself still carries them).
-  double unboxed_inference_ns;
+  Placed unboxed_inference_ns;
   {
     c10::InferenceMode guard;
-    unboxed_inference_ns = ns_per_op(kCalls, [&](size_t) { op.call(t); });
+    unboxed_inference_ns = ns_per_call(kCalls, [&](size_t) { op.call(t); });
   }
 
   // Boxed, as an interpreter calls: push the argument, call, pop the result.
   torch::jit::Stack stack;
   stack.reserve(4);
-  double boxed_ns = ns_per_op(kCalls, [&](size_t) {
+  Placed boxed_ns = ns_per_call(kCalls, [&](size_t) {
     torch::jit::push(stack, t);
     op.callBoxed(stack);
   });
-  double boxed_ret_ns = ns_per_op(kCalls, [&](size_t) {
+  Placed boxed_ret_ns = ns_per_call(kCalls, [&](size_t) {
     torch::jit::push(stack, t);
     op_ret.callBoxed(stack);
     fold(sink, torch::jit::pop(stack).toTensor());
@@ -227,13 +284,15 @@ int bench_dispatch(int argc, char ** /*argv*/) {
   std::vector<double> def_impl_us, release_us;
   for (int rep = 0; rep < kDispatchReps; rep++) def_impl_release_1000(rep, def_impl_us, release_us);
 
-  std::printf("direct_call_ns %.1f\n", direct_ns);
-  std::printf("dispatch_unboxed_ns %.1f\n", unboxed_ns);
-  std::printf("dispatch_boxed_ns %.1f\n", boxed_ns);
-  std::printf("direct_call_ret_ns %.1f\n", direct_ret_ns);
-  std::printf("dispatch_unboxed_ret_ns %.1f\n", unboxed_ret_ns);
-  std::printf("dispatch_boxed_ret_ns %.1f\n", boxed_ret_ns);
-  std::printf("dispatch_unboxed_inference_mode_ns %.1f\n", unboxed_inference_ns);
+  print_placed("direct_call_ns", direct_ns);
+  print_placed("dispatch_unboxed_ns", unboxed_ns);
+  print_placed("dispatch_boxed_ns", boxed_ns);
+  print_placed("direct_call_ret_ns", direct_ret_ns);
+  print_placed("dispatch_unboxed_ret_ns", unboxed_ret_ns);
+  print_placed("dispatch_boxed_ret_ns", boxed_ret_ns);
+  print_placed("dispatch_unboxed_inference_mode_ns", unboxed_inference_ns);
+  print_placed("direct_call_owned_ns", direct_owned_ns);
+  std::printf("refcount_pair_ns %.2f\n", pair_ns);
   std::printf("op_lookup_ns %.1f\n", lookup_ns);
   std::printf("def_impl_1000_us %.1f\n", median(def_impl_us));
   std::printf("release_1000_us %.1f\n", median(release_us));
