@@ -59,12 +59,12 @@ static int setup(void **state) {
 static void test_mode(void **state) {
   (void)state;
   assert_int_equal(kd__read_enter(), 0); /* registers this thread, fixes the mode */
-  assert_true(atomic_load(&kd__tls_reader.epoch) != 0);
+  assert_true(__atomic_load_n(&kd__tls_reader.epoch, __ATOMIC_SEQ_CST) != 0);
   kd__read_exit(0);
-  assert_true(atomic_load(&kd__tls_reader.epoch) == 0);
+  assert_true(__atomic_load_n(&kd__tls_reader.epoch, __ATOMIC_SEQ_CST) == 0);
   print_message("reclaim mode: %s\n", kd__reader_fence ? "fence" : "membarrier");
   assert_int_equal(kd__tls_reader.mode, kd__reader_fence ? KD__READ_FENCE : KD__READ_STORE);
-  assert_true(atomic_load(&kd__global_epoch) != 0);
+  assert_true(__atomic_load_n(&kd__global_epoch, __ATOMIC_SEQ_CST) != 0);
 #if KD__TSAN
   assert_true(kd__reader_fence);
 #endif
@@ -85,13 +85,13 @@ static void test_not_freed_inside_call(void **state) {
   (void)state;
   int n = 0;
   (void)kd__read_enter(); /* outermost: kd__read_exit(0) */
-  assert_int_not_equal(atomic_load(&kd__tls_reader.epoch), 0);
+  assert_int_not_equal(__atomic_load_n(&kd__tls_reader.epoch, __ATOMIC_SEQ_CST), 0);
   kd__retire(count_cb, &n);
   assert_int_equal(kd__reclaim(false), 1);
   assert_int_equal(kd__reclaim(false), 1);
   assert_int_equal(n, 0);
   kd__read_exit(0);
-  assert_int_equal(atomic_load(&kd__tls_reader.epoch), 0);
+  assert_int_equal(__atomic_load_n(&kd__tls_reader.epoch, __ATOMIC_SEQ_CST), 0);
   assert_int_equal(kd__reclaim(false), 0);
   assert_int_equal(n, 1);
 }
@@ -100,20 +100,20 @@ static void test_nesting(void **state) {
   (void)state;
   int n = 0;
   uint64_t r1 = kd__read_enter();
-  uint64_t e = atomic_load(&kd__tls_reader.epoch);
+  uint64_t e = __atomic_load_n(&kd__tls_reader.epoch, __ATOMIC_SEQ_CST);
   uint64_t r2 = kd__read_enter();
   uint64_t r3 = kd__read_enter();
   assert_int_equal(r1, 0); /* only the outermost exit clears the epoch */
   assert_true(r2 == e && r3 == e);
-  assert_true(atomic_load(&kd__tls_reader.epoch) == e); /* inner enters keep it */
+  assert_true(__atomic_load_n(&kd__tls_reader.epoch, __ATOMIC_SEQ_CST) == e); /* inner enters keep it */
   kd__retire(count_cb, &n);
   kd__read_exit(r3);
   kd__read_exit(r2);
-  assert_true(atomic_load(&kd__tls_reader.epoch) == e);
+  assert_true(__atomic_load_n(&kd__tls_reader.epoch, __ATOMIC_SEQ_CST) == e);
   assert_int_equal(kd__reclaim(false), 1);
   assert_int_equal(n, 0);
   kd__read_exit(r1);
-  assert_true(atomic_load(&kd__tls_reader.epoch) == 0);
+  assert_true(__atomic_load_n(&kd__tls_reader.epoch, __ATOMIC_SEQ_CST) == 0);
   assert_int_equal(kd__reclaim(false), 0);
   assert_int_equal(n, 1);
 }

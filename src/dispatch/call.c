@@ -521,13 +521,13 @@ call_unboxed_cold(kd_op *op, const kd_arg *args, kd_value *rets) {
  * across a call: one small frame; a first call on a thread and argument
  * lists go out of line (call_unboxed_in), everything after the key set is
  * dispatch_unboxed's (its own slow path out of line). */
-KD__HOT_ALIGN kd_status kd_call_unboxed(kd_op *op, const kd_arg *args, kd_value *rets) {
+KD__HOT_ALIGN kd_status(kd_call_unboxed)(kd_op *op, const kd_arg *args, kd_value *rets) {
   kd__reader *r = &kd__tls_reader;
-  uint64_t rd = atomic_load_explicit(&r->epoch, memory_order_relaxed);
+  uint64_t rd = __atomic_load_n(&r->epoch, __ATOMIC_RELAXED);
   if (rd == 0) {
     if (KD__UNLIKELY(r->mode != KD__READ_STORE)) return call_unboxed_cold(op, args, rets);
-    atomic_store_explicit(&r->epoch, atomic_load_explicit(&kd__global_epoch, memory_order_acquire),
-                          memory_order_relaxed);
+    __atomic_store_n(&r->epoch, __atomic_load_n(&kd__global_epoch, __ATOMIC_ACQUIRE),
+                          __ATOMIC_RELAXED);
     atomic_signal_fence(memory_order_seq_cst); /* as kd__read_enter */
   }
   kd_status st;
@@ -552,6 +552,37 @@ other:
   st = call_unboxed_in(op, args, rets);
   kd__read_exit(rd);
   return st;
+}
+
+/* The inline typed call's part (kd__call_unboxed_inline in kd/dispatch.h):
+ * what kd_call_unboxed does between entering and leaving its read section,
+ * which here is the caller's. The context goes to the caller's storage, so
+ * that the kernel call is the last thing done (a tail call). */
+KD__HOT_ALIGN kd_status kd__call_unboxed_in_section(kd_op *op, const kd_arg *args, kd_value *rets,
+                                                    kd_call *call) {
+  kd_keyset ks;
+  int32_t ti = atomic_load_explicit(&op->fast_arg, memory_order_acquire);
+  if (KD__LIKELY(ti >= 0)) {
+    const kd_tensor *t0 = args[ti].t; /* NULL: no keys, not a crash */
+    ks = KD__LIKELY(t0 != NULL) ? t0->keys : 0;
+  } else {
+    const kd__op_info *info = atomic_load_explicit(&op->info, memory_order_acquire);
+    if (KD__UNLIKELY(!info) || !info->plain_tensors) return call_unboxed_in(op, args, rets);
+    ks = 0;
+    for (uint32_t k = 0; k < info->ntensor; k++) {
+      const kd_tensor *t = args[info->tensor_idx[k]].t; /* Tensor? may be NULL */
+      if (t) ks |= t->keys;
+    }
+  }
+  ks = with_tls(ks) & atomic_load_explicit(&op->keep, memory_order_relaxed);
+  kd_dispatch_key key = kd_keyset_highest(ks);
+  const kd__entry *e = atomic_load_explicit(&op->table[key], memory_order_acquire);
+  if (KD__UNLIKELY(e == NULL)) return dispatch_unboxed_missing(op, ks, args, rets);
+  call->op = op;
+  call->keys = ks;
+  call->key = key;
+  call->data = e->call_data;
+  return e->call_fn(call, args, rets);
 }
 
 static kd_status check_stack(const kd_op *op, const kd__op_info *info, const kd_stack *stack) {
@@ -807,11 +838,11 @@ one_call(const kd_call *c, kd_unboxed_fn fn, kd_stack *stack, size_t size, kd_va
 static inline __attribute__((always_inline)) kd_status
 call_boxed_one(kd_op *op, kd_stack *stack, uint32_t nrets) {
   kd__reader *r = &kd__tls_reader;
-  uint64_t rd = atomic_load_explicit(&r->epoch, memory_order_relaxed);
+  uint64_t rd = __atomic_load_n(&r->epoch, __ATOMIC_RELAXED);
   if (KD__LIKELY(rd == 0)) { /* an outermost call */
     if (KD__UNLIKELY(r->mode != KD__READ_STORE)) return call_boxed_any(op, stack);
-    atomic_store_explicit(&r->epoch, atomic_load_explicit(&kd__global_epoch, memory_order_acquire),
-                          memory_order_relaxed);
+    __atomic_store_n(&r->epoch, __atomic_load_n(&kd__global_epoch, __ATOMIC_ACQUIRE),
+                          __ATOMIC_RELAXED);
     atomic_signal_fence(memory_order_seq_cst); /* as kd__read_enter */
   }
   size_t size = stack->size;

@@ -95,8 +95,8 @@
 #include <sys/syscall.h>
 #endif
 
-_Thread_local kd__reader kd__tls_reader __attribute__((tls_model("initial-exec")));
-_Atomic uint64_t kd__global_epoch = 1;
+KD_API _Thread_local kd__reader kd__tls_reader __attribute__((tls_model("initial-exec")));
+KD_API uint64_t kd__global_epoch = 1;
 bool kd__reader_fence = false;
 
 /* Retired items form a FIFO list; epochs are taken under the lock, and every
@@ -177,7 +177,7 @@ static void unlink_reader_locked(kd__reader *r) {
   }
   r->next = NULL;
   r->mode = KD__READ_UNREGISTERED;
-  atomic_store_explicit(&r->epoch, 0, memory_order_release);
+  __atomic_store_n(&r->epoch, 0, __ATOMIC_RELEASE);
 }
 
 /* Key destructor: the thread is exiting (possibly from inside a call, in
@@ -237,7 +237,7 @@ static void reader_register(kd__reader *r) {
       fputs("kdispatch: reclaim: pthread_setspecific failed\n", stderr);
       abort();
     }
-    atomic_store_explicit(&r->epoch, 0, memory_order_relaxed);
+    __atomic_store_n(&r->epoch, 0, __ATOMIC_RELAXED);
     r->next = g_readers;
     g_readers = r;
     r->mode = kd__reader_fence ? KD__READ_FENCE : KD__READ_STORE;
@@ -247,17 +247,17 @@ static void reader_register(kd__reader *r) {
 
 void kd__read_enter_slow(kd__reader *r) {
   if (r->mode == KD__READ_UNREGISTERED) reader_register(r);
-  uint64_t e = atomic_load_explicit(&kd__global_epoch, memory_order_acquire);
+  uint64_t e = __atomic_load_n(&kd__global_epoch, __ATOMIC_ACQUIRE);
   if (r->mode == KD__READ_FENCE) {
 #if KD__TSAN || defined(__x86_64__) || defined(__i386__)
     /* A locked instruction: a full barrier on x86 (cheaper than mfence). */
-    atomic_exchange_explicit(&r->epoch, e, memory_order_seq_cst);
+    __atomic_exchange_n(&r->epoch, e, __ATOMIC_SEQ_CST);
 #else
-    atomic_store_explicit(&r->epoch, e, memory_order_relaxed);
+    __atomic_store_n(&r->epoch, e, __ATOMIC_RELAXED);
     atomic_thread_fence(memory_order_seq_cst);
 #endif
   } else {
-    atomic_store_explicit(&r->epoch, e, memory_order_relaxed);
+    __atomic_store_n(&r->epoch, e, __ATOMIC_RELAXED);
     atomic_signal_fence(memory_order_seq_cst);
   }
 }
@@ -273,7 +273,7 @@ void kd__retire(void (*fn)(void *ptr), void *ptr) {
   if (t_in_callbacks) t_retired_in_callbacks++;
   lock();
   /* Relaxed is enough: every bump happens under this lock. */
-  it->epoch = atomic_load_explicit(&kd__global_epoch, memory_order_relaxed);
+  it->epoch = __atomic_load_n(&kd__global_epoch, __ATOMIC_RELAXED);
   *g_tail = it;
   g_tail = &it->next;
   bool run = ++g_count > g_threshold && !t_in_callbacks;
@@ -311,7 +311,7 @@ static kd__retired *detach_below_locked(uint64_t limit) {
 static size_t reclaim_pass(uint64_t *g_out) {
   lock();
   init_locked();
-  uint64_t g = atomic_fetch_add_explicit(&kd__global_epoch, 1, memory_order_seq_cst) + 1;
+  uint64_t g = __atomic_fetch_add(&kd__global_epoch, 1, __ATOMIC_SEQ_CST) + 1;
   unlock();
   bool ok = writer_barrier();
   lock();
@@ -319,8 +319,8 @@ static size_t reclaim_pass(uint64_t *g_out) {
   if (ok) {
     limit = g; /* items retired after the bump wait for a later barrier */
     for (kd__reader *r = g_readers; r; r = r->next) {
-      uint64_t e = atomic_load_explicit(&r->epoch, KD__TSAN ? memory_order_seq_cst
-                                                              : memory_order_acquire);
+      uint64_t e = __atomic_load_n(&r->epoch, KD__TSAN ? __ATOMIC_SEQ_CST
+                                                              : __ATOMIC_ACQUIRE);
       if (e != 0 && e <= limit) limit = e; /* free r iff r < e for all e != 0 */
     }
   }
@@ -343,10 +343,10 @@ size_t kd__reclaim(bool wait) {
   uint64_t target = g;
   for (;;) {
     if (t_retired_in_callbacks != before)
-      target = atomic_load_explicit(&kd__global_epoch, memory_order_relaxed) + 1;
+      target = __atomic_load_n(&kd__global_epoch, __ATOMIC_RELAXED) + 1;
     /* Items this thread's own call may see never clear while we wait. */
     kd__reader *self = &kd__tls_reader;
-    uint64_t mine = atomic_load_explicit(&self->epoch, memory_order_relaxed); /* 0: not in a call */
+    uint64_t mine = __atomic_load_n(&self->epoch, __ATOMIC_RELAXED); /* 0: not in a call */
     uint64_t limit = mine != 0 && mine < target ? mine : target;
     lock();
     bool pending = g_head != NULL && g_head->epoch < limit;

@@ -44,14 +44,13 @@
 #define KD__TSAN 0
 #endif
 
-/* One per thread that has called an operator; linked into a global list on
- * first use and unlinked when the thread exits. */
-typedef struct kd__reader {
-  _Atomic uint64_t epoch; /* 0 when not inside a call, else the epoch seen at
-                           * the outermost entry (written by the owning thread) */
-  uint8_t mode;           /* KD__READ_*: how this thread enters */
-  struct kd__reader *next; /* global list, under the reclaim lock */
-} kd__reader;
+/* kd__reader (one per thread that has called an operator, linked into a
+ * global list on first use and unlinked when the thread exits),
+ * kd__tls_reader and kd__global_epoch are declared in include/kd/dispatch.h:
+ * the inline typed call (kd__call_unboxed_inline) enters and leaves its read
+ * section in the caller's code. Their fields are read and written with the
+ * __atomic builtins only. */
+#include "kd/dispatch.h"
 
 enum {
   KD__READ_UNREGISTERED = 0, /* first call on this thread: register first */
@@ -59,8 +58,8 @@ enum {
   KD__READ_FENCE = 2         /* fence mode: the store and a full barrier */
 };
 
-extern _Thread_local kd__reader kd__tls_reader __attribute__((tls_model("initial-exec")));
-extern _Atomic uint64_t kd__global_epoch;
+_Static_assert(KD__READ_STORE == KD__READER_PLAIN,
+               "the inline typed call's test of the plain-store mode (kd/dispatch.h)");
 /* true: readers fence (no membarrier). Set once, under the reclaim lock,
  * before the first reader registers (and in a fork child before it runs). */
 extern bool kd__reader_fence;
@@ -88,20 +87,20 @@ void kd__read_enter_slow(kd__reader *r);
  * exit stores 0. */
 KD__NO_SANITIZE_NULL static inline uint64_t kd__read_enter(void) {
   kd__reader *r = &kd__tls_reader;
-  uint64_t old = atomic_load_explicit(&r->epoch, memory_order_relaxed); /* own store */
+  uint64_t old = __atomic_load_n(&r->epoch, __ATOMIC_RELAXED); /* own store */
   if (old != 0) return old;
   if (__builtin_expect(r->mode != KD__READ_STORE, 0)) {
     kd__read_enter_slow(r);
     return 0;
   }
-  uint64_t e = atomic_load_explicit(&kd__global_epoch, memory_order_acquire);
-  atomic_store_explicit(&r->epoch, e, memory_order_relaxed);
+  uint64_t e = __atomic_load_n(&kd__global_epoch, __ATOMIC_ACQUIRE);
+  __atomic_store_n(&r->epoch, e, __ATOMIC_RELAXED);
   atomic_signal_fence(memory_order_seq_cst); /* compiler barrier only */
   return 0;
 }
 
 KD__NO_SANITIZE_NULL static inline void kd__read_exit(uint64_t saved) {
-  atomic_store_explicit(&kd__tls_reader.epoch, saved, memory_order_release);
+  __atomic_store_n(&kd__tls_reader.epoch, saved, __ATOMIC_RELEASE);
 }
 
 /* Hands `ptr` to `fn` once no call that started before now is still running.
