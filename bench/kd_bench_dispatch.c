@@ -7,7 +7,8 @@
  * median over 7, followed by NAME_min and NAME_max over the placements:
  * see report_calls):
  *   direct_call_ns       the no-op kernel through a plain function pointer
- *   dispatch_unboxed_ns  typed call of a one-tensor no-op operator
+ *   dispatch_unboxed_ns  typed call of a one-tensor no-op operator (kd_call_unboxed,
+ *                        inline: the macro of kd/dispatch.h)
  *   dispatch_boxed_ns    boxed call: push the tensor, call
  *   dispatch_boxed_borrowed_ns  the same with the tensor pushed borrowed
  *                        (kd_value_tensor_borrowed: no reference taken), as
