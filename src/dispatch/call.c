@@ -517,6 +517,29 @@ call_unboxed_cold(kd_op *op, const kd_arg *args, kd_value *rets) {
   return st;
 }
 
+/* The key set of a typed call's tensor arguments, for the two plain typed
+ * calls: one tensor at a precomputed index, or a list of Tensor and Tensor?
+ * arguments. false: anything else (argument lists, no schema), which
+ * call_unboxed_in handles. */
+static inline __attribute__((always_inline)) bool typed_keys(kd_op *op, const kd_arg *args,
+                                                             kd_keyset *out) {
+  int32_t ti = atomic_load_explicit(&op->fast_arg, memory_order_acquire);
+  if (KD__LIKELY(ti >= 0)) {
+    const kd_tensor *t0 = args[ti].t; /* NULL: no keys, not a crash */
+    *out = KD__LIKELY(t0 != NULL) ? t0->keys : 0;
+    return true;
+  }
+  const kd__op_info *info = atomic_load_explicit(&op->info, memory_order_acquire);
+  if (KD__UNLIKELY(!info) || !info->plain_tensors) return false;
+  kd_keyset ks = 0;
+  for (uint32_t k = 0; k < info->ntensor; k++) {
+    const kd_tensor *t = args[info->tensor_idx[k]].t; /* Tensor? may be NULL */
+    if (t) ks |= t->keys;
+  }
+  *out = ks;
+  return true;
+}
+
 /* The plain typed call is written so that nothing but the saved epoch lives
  * across a call: one small frame; a first call on a thread and argument
  * lists go out of line (call_unboxed_in), everything after the key set is
@@ -527,29 +550,12 @@ KD__HOT_ALIGN kd_status(kd_call_unboxed)(kd_op *op, const kd_arg *args, kd_value
   if (rd == 0) {
     if (KD__UNLIKELY(r->mode != KD__READ_STORE)) return call_unboxed_cold(op, args, rets);
     __atomic_store_n(&r->epoch, __atomic_load_n(&kd__global_epoch, __ATOMIC_ACQUIRE),
-                          __ATOMIC_RELAXED);
+                     __ATOMIC_RELAXED);
     atomic_signal_fence(memory_order_seq_cst); /* as kd__read_enter */
   }
-  kd_status st;
   kd_keyset ks;
-  int32_t ti = atomic_load_explicit(&op->fast_arg, memory_order_acquire);
-  if (KD__LIKELY(ti >= 0)) {
-    const kd_tensor *t0 = args[ti].t; /* NULL: no keys, not a crash */
-    ks = KD__LIKELY(t0 != NULL) ? t0->keys : 0;
-  } else {
-    const kd__op_info *info = atomic_load_explicit(&op->info, memory_order_acquire);
-    if (KD__UNLIKELY(!info) || !info->plain_tensors) goto other;
-    ks = 0;
-    for (uint32_t k = 0; k < info->ntensor; k++) {
-      const kd_tensor *t = args[info->tensor_idx[k]].t; /* Tensor? may be NULL */
-      if (t) ks |= t->keys;
-    }
-  }
-  st = dispatch_unboxed(op, with_tls(ks), args, rets);
-  kd__read_exit(rd);
-  return st;
-other:
-  st = call_unboxed_in(op, args, rets);
+  kd_status st = KD__LIKELY(typed_keys(op, args, &ks)) ? dispatch_unboxed(op, with_tls(ks), args, rets)
+                                                      : call_unboxed_in(op, args, rets);
   kd__read_exit(rd);
   return st;
 }
@@ -561,19 +567,7 @@ other:
 KD__HOT_ALIGN kd_status kd__call_unboxed_in_section(kd_op *op, const kd_arg *args, kd_value *rets,
                                                     kd_call *call) {
   kd_keyset ks;
-  int32_t ti = atomic_load_explicit(&op->fast_arg, memory_order_acquire);
-  if (KD__LIKELY(ti >= 0)) {
-    const kd_tensor *t0 = args[ti].t; /* NULL: no keys, not a crash */
-    ks = KD__LIKELY(t0 != NULL) ? t0->keys : 0;
-  } else {
-    const kd__op_info *info = atomic_load_explicit(&op->info, memory_order_acquire);
-    if (KD__UNLIKELY(!info) || !info->plain_tensors) return call_unboxed_in(op, args, rets);
-    ks = 0;
-    for (uint32_t k = 0; k < info->ntensor; k++) {
-      const kd_tensor *t = args[info->tensor_idx[k]].t; /* Tensor? may be NULL */
-      if (t) ks |= t->keys;
-    }
-  }
+  if (KD__UNLIKELY(!typed_keys(op, args, &ks))) return call_unboxed_in(op, args, rets);
   ks = with_tls(ks) & atomic_load_explicit(&op->keep, memory_order_relaxed);
   kd_dispatch_key key = kd_keyset_highest(ks);
   const kd__entry *e = atomic_load_explicit(&op->table[key], memory_order_acquire);
@@ -842,7 +836,7 @@ call_boxed_one(kd_op *op, kd_stack *stack, uint32_t nrets) {
   if (KD__LIKELY(rd == 0)) { /* an outermost call */
     if (KD__UNLIKELY(r->mode != KD__READ_STORE)) return call_boxed_any(op, stack);
     __atomic_store_n(&r->epoch, __atomic_load_n(&kd__global_epoch, __ATOMIC_ACQUIRE),
-                          __ATOMIC_RELAXED);
+                     __ATOMIC_RELAXED);
     atomic_signal_fence(memory_order_seq_cst); /* as kd__read_enter */
   }
   size_t size = stack->size;

@@ -319,8 +319,7 @@ static size_t reclaim_pass(uint64_t *g_out) {
   if (ok) {
     limit = g; /* items retired after the bump wait for a later barrier */
     for (kd__reader *r = g_readers; r; r = r->next) {
-      uint64_t e = __atomic_load_n(&r->epoch, KD__TSAN ? __ATOMIC_SEQ_CST
-                                                              : __ATOMIC_ACQUIRE);
+      uint64_t e = __atomic_load_n(&r->epoch, KD__TSAN ? __ATOMIC_SEQ_CST : __ATOMIC_ACQUIRE);
       if (e != 0 && e <= limit) limit = e; /* free r iff r < e for all e != 0 */
     }
   }
