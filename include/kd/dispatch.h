@@ -367,8 +367,8 @@ KD_API kd_status kd_call_boxed_keys(kd_op *op, kd_keyset keys, kd_stack *stack);
  * kd__call_unboxed_inline below (gcc and clang), which does the same as the
  * exported function: the kernel returns straight to the caller instead of
  * into the library, which the library's own call cannot do, since its read
- * section must outlast the kernel (see docs/ARCHITECTURE.md, "Calls and
- * reclamation"). The exported kd_call_unboxed stays for function pointers
+ * section must outlast the kernel (see docs/ARCHITECTURE.md, "Inline typed
+ * call"). The exported kd_call_unboxed stays for function pointers
  * (&kd_call_unboxed, or `(kd_call_unboxed)(...)`), bindings and other
  * compilers; KD_NO_INLINE_CALL before the first include turns the macro off.
  *
