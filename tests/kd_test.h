@@ -48,6 +48,22 @@
       fail_msg("%s != %s:\n  \"%s\"\n  \"%s\"", #a, #b, kd_t_a_, kd_t_b_); \
   } while (0)
 
+/* Opens a library (its debug string names this header's line, not the
+ * test's); fails the test on error. */
+static inline kd_library *kd_test_open_lib(kd_library_kind kind, const char *ns,
+                                           kd_dispatch_key key) {
+  kd_library *lib;
+  KD_ASSERT_OK(kd_library_open(kind, ns, key, __FILE__, __LINE__, &lib));
+  return lib;
+}
+
+/* A 2-element float32 tensor on a device with an allocator (cpu, meta). */
+static inline kd_tensor *kd_test_tensor_on(kd_device_type type) {
+  kd_tensor *t;
+  KD_ASSERT_OK(kd_tensor_empty(1, (int64_t[]){2}, KD_FLOAT32, (kd_device){type, 0}, &t));
+  return t;
+}
+
 /* Runs a shell command; returns its standard output (malloc'd, NUL-terminated;
  * the caller frees it) and sets *status to its exit status (-1 when it did not
  * exit normally). */

@@ -6,18 +6,6 @@
  * adapter), which must agree on results, reference counts and errors. */
 #include "kd_test.h"
 
-static kd_library *open_lib(kd_library_kind kind, const char *ns, kd_dispatch_key key) {
-  kd_library *lib;
-  KD_ASSERT_OK(kd_library_open(kind, ns, key, __FILE__, __LINE__, &lib));
-  return lib;
-}
-
-static kd_tensor *tensor_on(kd_device_type type) {
-  kd_tensor *t;
-  KD_ASSERT_OK(kd_tensor_empty(1, (int64_t[]){2}, KD_FLOAT32, (kd_device){type, 0}, &t));
-  return t;
-}
-
 /* What the last kernel saw. */
 static kd_tensor *g_seen[3];
 static kd_keyset g_keys;
@@ -89,8 +77,8 @@ static kd_status push(kd_stack *s, kd_tensor *t, int borrowed) {
 
 static void test_tensor_only(void **state) {
   (void)state;
-  kd_library *def = open_lib(KD_LIBRARY_DEF, "bf", KD_KEY_UNDEFINED);
-  kd_library *cpu = open_lib(KD_LIBRARY_IMPL, "bf", KD_KEY_CPU);
+  kd_library *def = kd_test_open_lib(KD_LIBRARY_DEF, "bf", KD_KEY_UNDEFINED);
+  kd_library *cpu = kd_test_open_lib(KD_LIBRARY_IMPL, "bf", KD_KEY_CPU);
   KD_ASSERT_OK(kd_library_def(def, "t3(Tensor a, Tensor b, Tensor c) -> (Tensor, Tensor)", NULL,
                               0, NULL));
   KD_ASSERT_OK(kd_library_def(def, "t1(Tensor self) -> ()", NULL, 0, NULL));
@@ -101,7 +89,7 @@ static void test_tensor_only(void **state) {
   kd_op *op3, *op1;
   KD_ASSERT_OK(kd_op_find("bf::t3", "", &op3));
   KD_ASSERT_OK(kd_op_find("bf::t1", "", &op1));
-  kd_tensor *t[3] = {tensor_on(KD_DEVICE_CPU), tensor_on(KD_DEVICE_CPU), tensor_on(KD_DEVICE_CPU)};
+  kd_tensor *t[3] = {kd_test_tensor_on(KD_DEVICE_CPU), kd_test_tensor_on(KD_DEVICE_CPU), kd_test_tensor_on(KD_DEVICE_CPU)};
 
   for (int path = 0; path < 2; path++) {
     /* Every mix of owned and borrowed arguments. */
@@ -170,7 +158,7 @@ static void test_tensor_only(void **state) {
   /* The key set comes from every argument, not the first one only: a Meta
    * tensor last sends the call to the Meta slot, which has no kernel. Both
    * paths fail alike and consume nothing. */
-  kd_tensor *m = tensor_on(KD_DEVICE_META);
+  kd_tensor *m = kd_test_tensor_on(KD_DEVICE_META);
   for (int path = 0; path < 2; path++) {
     kd_stack s;
     kd_stack_init(&s);
@@ -234,8 +222,8 @@ static void test_tensor_only(void **state) {
 
 static void test_mixed_arguments(void **state) {
   (void)state;
-  kd_library *def = open_lib(KD_LIBRARY_DEF, "bfm", KD_KEY_UNDEFINED);
-  kd_library *cpu = open_lib(KD_LIBRARY_IMPL, "bfm", KD_KEY_CPU);
+  kd_library *def = kd_test_open_lib(KD_LIBRARY_DEF, "bfm", KD_KEY_UNDEFINED);
+  kd_library *cpu = kd_test_open_lib(KD_LIBRARY_IMPL, "bfm", KD_KEY_CPU);
   KD_ASSERT_OK(kd_library_def(
       def, "mix(Tensor self, float x, int n, bool b, Tensor other) -> (float, Tensor)", NULL, 0,
       NULL));
@@ -243,7 +231,7 @@ static void test_mixed_arguments(void **state) {
   KD_ASSERT_OK(kd_library_impl(cpu, "mix", &k, NULL));
   kd_op *op;
   KD_ASSERT_OK(kd_op_find("bfm::mix", "", &op));
-  kd_tensor *a = tensor_on(KD_DEVICE_CPU), *b = tensor_on(KD_DEVICE_CPU);
+  kd_tensor *a = kd_test_tensor_on(KD_DEVICE_CPU), *b = kd_test_tensor_on(KD_DEVICE_CPU);
   for (int path = 0; path < 2; path++) {
     /* x given as an int: the short path leaves it to the general one, which
      * converts; the results are the same. */
@@ -316,15 +304,15 @@ static void test_mixed_arguments(void **state) {
 
 static void test_boxed_function_wins(void **state) {
   (void)state;
-  kd_library *def = open_lib(KD_LIBRARY_DEF, "bfb", KD_KEY_UNDEFINED);
-  kd_library *cpu = open_lib(KD_LIBRARY_IMPL, "bfb", KD_KEY_CPU);
+  kd_library *def = kd_test_open_lib(KD_LIBRARY_DEF, "bfb", KD_KEY_UNDEFINED);
+  kd_library *cpu = kd_test_open_lib(KD_LIBRARY_IMPL, "bfb", KD_KEY_CPU);
   KD_ASSERT_OK(kd_library_def(def, "f(Tensor self) -> Tensor", NULL, 0, NULL));
   kd_kernel k = kd_kernel_unboxed(k_both_unboxed, "(Tensor) -> Tensor");
   k.boxed = k_both_boxed;
   KD_ASSERT_OK(kd_library_impl(cpu, "f", &k, NULL));
   kd_op *op;
   KD_ASSERT_OK(kd_op_find("bfb::f", "", &op));
-  kd_tensor *t = tensor_on(KD_DEVICE_CPU);
+  kd_tensor *t = kd_test_tensor_on(KD_DEVICE_CPU);
   kd_stack s;
   kd_stack_init(&s);
   KD_ASSERT_OK(kd_stack_push_tensor(&s, t));
@@ -393,8 +381,8 @@ static kd_status k_nest(const kd_call *c, const kd_arg *a, kd_value *r) {
  * adapter; the cases the entry leaves to the general path. */
 static void test_one_tensor(void **state) {
   (void)state;
-  kd_library *def = open_lib(KD_LIBRARY_DEF, "bf1", KD_KEY_UNDEFINED);
-  kd_library *cpu = open_lib(KD_LIBRARY_IMPL, "bf1", KD_KEY_CPU);
+  kd_library *def = kd_test_open_lib(KD_LIBRARY_DEF, "bf1", KD_KEY_UNDEFINED);
+  kd_library *cpu = kd_test_open_lib(KD_LIBRARY_IMPL, "bf1", KD_KEY_CPU);
   KD_ASSERT_OK(kd_library_def(def, "o1(Tensor self) -> Tensor", NULL, 0, NULL));
   KD_ASSERT_OK(kd_library_def(def, "b0(Tensor self) -> ()", NULL, 0, NULL));
   KD_ASSERT_OK(kd_library_def(def, "nest(Tensor self) -> ()", NULL, 0, NULL));
@@ -410,8 +398,8 @@ static void test_one_tensor(void **state) {
   KD_ASSERT_OK(kd_op_find("bf1::b0", "", &b0));
   KD_ASSERT_OK(kd_op_find("bf1::nest", "", &nest));
   g_o1 = o1;
-  kd_tensor *t = tensor_on(KD_DEVICE_CPU);
-  g_other = tensor_on(KD_DEVICE_CPU);
+  kd_tensor *t = kd_test_tensor_on(KD_DEVICE_CPU);
+  g_other = kd_test_tensor_on(KD_DEVICE_CPU);
 
   for (int path = 0; path < 2; path++) {
     for (int mode = 0; mode < 6; mode++) {
@@ -457,7 +445,7 @@ static void test_one_tensor(void **state) {
    * (ASan checks), after a result that is another tensor, after a failure,
    * and with no result. */
   for (int c = 0; c < 3; c++) {
-    kd_tensor *last = tensor_on(KD_DEVICE_CPU);
+    kd_tensor *last = kd_test_tensor_on(KD_DEVICE_CPU);
     kd_stack s;
     kd_stack_init(&s);
     KD_ASSERT_OK(push(&s, last, 0));
@@ -528,7 +516,7 @@ static void test_one_tensor(void **state) {
     KD_ASSERT_ERR(kd_call_boxed(o1, &s), KD_ENOKERNEL,
                   "Could not run 'bf1::o1' with arguments from the 'Undefined' backend");
     assert_int_equal(s.size, 2);
-    kd_tensor *m = tensor_on(KD_DEVICE_META);
+    kd_tensor *m = kd_test_tensor_on(KD_DEVICE_META);
     KD_ASSERT_OK(push(&s, m, 0));
     KD_ASSERT_ERR(kd_call_boxed(o1, &s), KD_ENOKERNEL,
                   "Could not run 'bf1::o1' with arguments from the 'Meta' backend");
@@ -544,8 +532,8 @@ static void test_one_tensor(void **state) {
    * kernel when Mode1 is included, CPU again when it is also excluded; a
    * fallthrough at Mode2 goes on to CPU. */
   {
-    kd_library *mode1 = open_lib(KD_LIBRARY_IMPL, "bf1", KD_KEY_MODE1);
-    kd_library *mode2 = open_lib(KD_LIBRARY_IMPL, "bf1", KD_KEY_MODE2);
+    kd_library *mode1 = kd_test_open_lib(KD_LIBRARY_IMPL, "bf1", KD_KEY_MODE1);
+    kd_library *mode2 = kd_test_open_lib(KD_LIBRARY_IMPL, "bf1", KD_KEY_MODE2);
     KD_ASSERT_OK(kd_library_impl(mode1, "o1", &k1, NULL));
     kd_kernel ft = kd_kernel_fallthrough();
     KD_ASSERT_OK(kd_library_impl(mode2, "o1", &ft, NULL));
@@ -580,7 +568,7 @@ static void test_one_tensor(void **state) {
     KD_ASSERT_OK(push(&s, t, 0));
     KD_ASSERT_ERR(kd_call_boxed(o1, &s), KD_ESTATE, "operator 'bf1::o1' is not defined");
     assert_int_equal(s.size, 1);
-    def = open_lib(KD_LIBRARY_DEF, "bf1", KD_KEY_UNDEFINED);
+    def = kd_test_open_lib(KD_LIBRARY_DEF, "bf1", KD_KEY_UNDEFINED);
     KD_ASSERT_OK(kd_library_def(def, "o1(Tensor self) -> Tensor", NULL, 0, NULL));
     KD_ASSERT_OK(kd_call_boxed(o1, &s));
     assert_int_equal(s.size, 1);
@@ -597,7 +585,7 @@ static void test_one_tensor(void **state) {
 
 static void test_pop_and_destroy(void **state) {
   (void)state;
-  kd_tensor *t = tensor_on(KD_DEVICE_CPU);
+  kd_tensor *t = kd_test_tensor_on(KD_DEVICE_CPU);
   kd_stack s;
   kd_stack_init(&s);
   kd_value out = kd_value_int(9);

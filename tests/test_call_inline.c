@@ -7,18 +7,6 @@
 
 #include "kd_test.h"
 
-static kd_library *open_lib(kd_library_kind kind, const char *ns, kd_dispatch_key key) {
-  kd_library *lib;
-  KD_ASSERT_OK(kd_library_open(kind, ns, key, __FILE__, __LINE__, &lib));
-  return lib;
-}
-
-static kd_tensor *tensor_on(kd_device_type type) {
-  kd_tensor *t;
-  KD_ASSERT_OK(kd_tensor_empty(1, (int64_t[]){2}, KD_FLOAT32, (kd_device){type, 0}, &t));
-  return t;
-}
-
 /* What the last kernel saw. */
 static kd_keyset g_keys;
 static kd_dispatch_key g_key;
@@ -67,10 +55,10 @@ typedef struct {
 
 static fixture setup(void) {
   fixture f;
-  f.def = open_lib(KD_LIBRARY_DEF, "inl", KD_KEY_UNDEFINED);
-  f.cpu = open_lib(KD_LIBRARY_IMPL, "inl", KD_KEY_CPU);
-  f.meta = open_lib(KD_LIBRARY_IMPL, "inl", KD_KEY_META);
-  f.any = open_lib(KD_LIBRARY_IMPL, "inl", KD_KEY_CATCH_ALL);
+  f.def = kd_test_open_lib(KD_LIBRARY_DEF, "inl", KD_KEY_UNDEFINED);
+  f.cpu = kd_test_open_lib(KD_LIBRARY_IMPL, "inl", KD_KEY_CPU);
+  f.meta = kd_test_open_lib(KD_LIBRARY_IMPL, "inl", KD_KEY_META);
+  f.any = kd_test_open_lib(KD_LIBRARY_IMPL, "inl", KD_KEY_CATCH_ALL);
   KD_ASSERT_OK(kd_library_def(f.def, "pick(Tensor a, Tensor b, int n) -> Tensor", NULL, 0, NULL));
   KD_ASSERT_OK(kd_library_def(f.def, "outer(int x) -> int", NULL, 0, NULL));
   KD_ASSERT_OK(kd_library_def(f.def, "inner(int x) -> int", NULL, 0, NULL));
@@ -140,7 +128,7 @@ static void pick_both(kd_op *op, kd_tensor *a, kd_tensor *b, int64_t n, kd_statu
 static void test_same_as_exported(void **state) {
   (void)state;
   fixture f = setup();
-  kd_tensor *c = tensor_on(KD_DEVICE_CPU), *p = tensor_on(KD_DEVICE_META);
+  kd_tensor *c = kd_test_tensor_on(KD_DEVICE_CPU), *p = kd_test_tensor_on(KD_DEVICE_META);
   pick_both(f.pick, c, c, 1, KD_OK, KD_KEY_CPU);
   /* The union of both tensors' keys: Meta is above CPU. */
   pick_both(f.pick, c, p, 1, KD_OK, KD_KEY_META);
@@ -162,7 +150,7 @@ static void test_same_as_exported(void **state) {
 static void test_errors(void **state) {
   (void)state;
   fixture f = setup();
-  kd_tensor *c = tensor_on(KD_DEVICE_CPU), *m = tensor_on(KD_DEVICE_META);
+  kd_tensor *c = kd_test_tensor_on(KD_DEVICE_CPU), *m = kd_test_tensor_on(KD_DEVICE_META);
   /* No kernel for the tensor's key, or no tensor at all. */
   pick_both(f.cpu_only, m, m, 1, KD_ENOKERNEL, KD_KEY_META);
   KD_ASSERT_ERR(kd_call_unboxed(f.cpu_only, ((kd_arg[]){{.t = m}, {.t = c}, {.i = 1}}),

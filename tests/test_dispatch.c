@@ -92,12 +92,6 @@ static kd_status call1_boxed(kd_op *op, kd_tensor *t) {
   return st;
 }
 
-static kd_library *open_lib(kd_library_kind kind, const char *ns, kd_dispatch_key key) {
-  kd_library *lib;
-  KD_ASSERT_OK(kd_library_open(kind, ns, key, __FILE__, __LINE__, &lib));
-  return lib;
-}
-
 /* ---- Tests ---------------------------------------------------------------------- */
 
 static void test_keys(void **state) {
@@ -164,8 +158,8 @@ static void test_tls_guards(void **state) {
 
 static void test_basic_call_and_missing(void **state) {
   (void)state;
-  kd_library *def = open_lib(KD_LIBRARY_DEF, "basic", KD_KEY_UNDEFINED);
-  kd_library *cpu = open_lib(KD_LIBRARY_IMPL, "basic", KD_KEY_CPU);
+  kd_library *def = kd_test_open_lib(KD_LIBRARY_DEF, "basic", KD_KEY_UNDEFINED);
+  kd_library *cpu = kd_test_open_lib(KD_LIBRARY_IMPL, "basic", KD_KEY_CPU);
   KD_ASSERT_OK(kd_library_def(def, "ident(Tensor self) -> Tensor", NULL, 0, NULL));
   kd_kernel k = kd_kernel_unboxed(k_cpu, SIG1);
   KD_ASSERT_OK(kd_library_impl(cpu, "ident", &k, NULL));
@@ -250,8 +244,8 @@ static kd_status push_short_args(kd_stack *s, kd_tensor *t, int borrowed) {
 
 static void test_boxed_short_path(void **state) {
   (void)state;
-  kd_library *def = open_lib(KD_LIBRARY_DEF, "shortp", KD_KEY_UNDEFINED);
-  kd_library *cpu = open_lib(KD_LIBRARY_IMPL, "shortp", KD_KEY_CPU);
+  kd_library *def = kd_test_open_lib(KD_LIBRARY_DEF, "shortp", KD_KEY_UNDEFINED);
+  kd_library *cpu = kd_test_open_lib(KD_LIBRARY_IMPL, "shortp", KD_KEY_CPU);
   KD_ASSERT_OK(kd_library_def(def, "f(Tensor self, int n, bool b) -> (Tensor, int, float, Tensor)",
                               NULL, 0, NULL));
   kd_kernel k = kd_kernel_unboxed(k_short, "(Tensor, int, bool) -> (Tensor, int, float, Tensor)");
@@ -342,8 +336,8 @@ static void test_boxed_short_path(void **state) {
 
 static void test_stacking_and_release(void **state) {
   (void)state;
-  kd_library *def = open_lib(KD_LIBRARY_DEF, "stack", KD_KEY_UNDEFINED);
-  kd_library *cpu = open_lib(KD_LIBRARY_IMPL, "stack", KD_KEY_CPU);
+  kd_library *def = kd_test_open_lib(KD_LIBRARY_DEF, "stack", KD_KEY_UNDEFINED);
+  kd_library *cpu = kd_test_open_lib(KD_LIBRARY_IMPL, "stack", KD_KEY_CPU);
   KD_ASSERT_OK(kd_library_def(def, "f(Tensor self) -> Tensor", NULL, 0, NULL));
   kd_kernel k1 = kd_kernel_unboxed(k_cpu, SIG1), k2 = kd_kernel_unboxed(k_cpu2, SIG1);
   k1.debug = "first.c:1";
@@ -385,10 +379,10 @@ static void test_stacking_and_release(void **state) {
 
 static void test_alias_precedence(void **state) {
   (void)state;
-  kd_library *def = open_lib(KD_LIBRARY_DEF, "alias", KD_KEY_UNDEFINED);
-  kd_library *imp = open_lib(KD_LIBRARY_IMPL, "alias", KD_KEY_COMPOSITE_IMPLICIT_AUTOGRAD);
-  kd_library *exp = open_lib(KD_LIBRARY_IMPL, "alias", KD_KEY_COMPOSITE_EXPLICIT_AUTOGRAD);
-  kd_library *cpu = open_lib(KD_LIBRARY_IMPL, "alias", KD_KEY_CPU);
+  kd_library *def = kd_test_open_lib(KD_LIBRARY_DEF, "alias", KD_KEY_UNDEFINED);
+  kd_library *imp = kd_test_open_lib(KD_LIBRARY_IMPL, "alias", KD_KEY_COMPOSITE_IMPLICIT_AUTOGRAD);
+  kd_library *exp = kd_test_open_lib(KD_LIBRARY_IMPL, "alias", KD_KEY_COMPOSITE_EXPLICIT_AUTOGRAD);
+  kd_library *cpu = kd_test_open_lib(KD_LIBRARY_IMPL, "alias", KD_KEY_CPU);
   KD_ASSERT_OK(kd_library_def(def, "g(Tensor self) -> Tensor", NULL, 0, NULL));
   KD_ASSERT_OK(kd_library_def(def, "make() -> int", NULL, 0, NULL));
   kd_kernel ki = kd_kernel_unboxed(k_implicit, SIG1), ke = kd_kernel_unboxed(k_explicit, SIG1),
@@ -447,8 +441,8 @@ static kd_status k_make(const kd_call *c, const kd_arg *a, kd_value *r) {
 
 static void test_no_tensor_arguments(void **state) {
   (void)state;
-  kd_library *def = open_lib(KD_LIBRARY_DEF, "notensor", KD_KEY_UNDEFINED);
-  kd_library *imp = open_lib(KD_LIBRARY_IMPL, "notensor", KD_KEY_COMPOSITE_IMPLICIT_AUTOGRAD);
+  kd_library *def = kd_test_open_lib(KD_LIBRARY_DEF, "notensor", KD_KEY_UNDEFINED);
+  kd_library *imp = kd_test_open_lib(KD_LIBRARY_IMPL, "notensor", KD_KEY_COMPOSITE_IMPLICIT_AUTOGRAD);
   KD_ASSERT_OK(kd_library_def(def, "make() -> int", NULL, 0, NULL));
   kd_op *op;
   KD_ASSERT_OK(kd_op_find("notensor::make", "", &op));
@@ -464,10 +458,10 @@ static void test_no_tensor_arguments(void **state) {
 
 static void test_fallback_fallthrough_redispatch(void **state) {
   (void)state;
-  kd_library *def = open_lib(KD_LIBRARY_DEF, "modes", KD_KEY_UNDEFINED);
-  kd_library *cpu = open_lib(KD_LIBRARY_IMPL, "modes", KD_KEY_CPU);
-  kd_library *tr = open_lib(KD_LIBRARY_IMPL, "modes", KD_KEY_TRACER);
-  kd_library *pr = open_lib(KD_LIBRARY_IMPL, "modes", KD_KEY_PROFILER);
+  kd_library *def = kd_test_open_lib(KD_LIBRARY_DEF, "modes", KD_KEY_UNDEFINED);
+  kd_library *cpu = kd_test_open_lib(KD_LIBRARY_IMPL, "modes", KD_KEY_CPU);
+  kd_library *tr = kd_test_open_lib(KD_LIBRARY_IMPL, "modes", KD_KEY_TRACER);
+  kd_library *pr = kd_test_open_lib(KD_LIBRARY_IMPL, "modes", KD_KEY_PROFILER);
   KD_ASSERT_OK(kd_library_def(def, "h(Tensor self) -> Tensor", NULL, 0, NULL));
   kd_kernel kc = kd_kernel_unboxed(k_cpu, SIG1);
   KD_ASSERT_OK(kd_library_impl(cpu, "h", &kc, NULL));
@@ -545,11 +539,11 @@ static void test_fallback_fallthrough_redispatch(void **state) {
  * first, implemented first, and defined again after they disappeared. */
 static void test_fallback_then_new_operators(void **state) {
   (void)state;
-  kd_library *tr = open_lib(KD_LIBRARY_IMPL, "later", KD_KEY_TRACER);
+  kd_library *tr = kd_test_open_lib(KD_LIBRARY_IMPL, "later", KD_KEY_TRACER);
   kd_kernel fb = kd_kernel_boxed(fb_tracer);
   KD_ASSERT_OK(kd_library_fallback(tr, &fb, NULL));
-  kd_library *def = open_lib(KD_LIBRARY_DEF, "later", KD_KEY_UNDEFINED);
-  kd_library *cpu = open_lib(KD_LIBRARY_IMPL, "later", KD_KEY_CPU);
+  kd_library *def = kd_test_open_lib(KD_LIBRARY_DEF, "later", KD_KEY_UNDEFINED);
+  kd_library *cpu = kd_test_open_lib(KD_LIBRARY_IMPL, "later", KD_KEY_CPU);
   kd_kernel kc = kd_kernel_unboxed(k_cpu, SIG1);
   KD_ASSERT_OK(kd_library_def(def, "d(Tensor self) -> Tensor", NULL, 0, NULL));
   KD_ASSERT_OK(kd_dispatcher_check());
@@ -596,8 +590,8 @@ static kd_status k_union(const kd_call *c, const kd_arg *a, kd_value *r) {
 
 static void test_key_union(void **state) {
   (void)state;
-  kd_library *def = open_lib(KD_LIBRARY_DEF, "keys", KD_KEY_UNDEFINED);
-  kd_library *all = open_lib(KD_LIBRARY_IMPL, "keys", KD_KEY_CATCH_ALL);
+  kd_library *def = kd_test_open_lib(KD_LIBRARY_DEF, "keys", KD_KEY_UNDEFINED);
+  kd_library *all = kd_test_open_lib(KD_LIBRARY_IMPL, "keys", KD_KEY_CATCH_ALL);
   KD_ASSERT_OK(kd_library_def(def, "u(Tensor a, Tensor[] b, Tensor? c) -> Tensor", NULL, 0, NULL));
   kd_kernel k = kd_kernel_unboxed(k_union, "(Tensor, Tensor[], Tensor?) -> Tensor");
   KD_ASSERT_OK(kd_library_impl(all, "u", &k, NULL));
@@ -756,9 +750,9 @@ static void pair_boxed(kd_op *op, kd_tensor *t, int64_t n, int64_t expect) {
 
 static void test_kernel_forms(void **state) {
   (void)state;
-  kd_library *def = open_lib(KD_LIBRARY_DEF, "forms", KD_KEY_UNDEFINED);
-  kd_library *cpu = open_lib(KD_LIBRARY_IMPL, "forms", KD_KEY_CPU);
-  kd_library *meta = open_lib(KD_LIBRARY_IMPL, "forms", KD_KEY_META);
+  kd_library *def = kd_test_open_lib(KD_LIBRARY_DEF, "forms", KD_KEY_UNDEFINED);
+  kd_library *cpu = kd_test_open_lib(KD_LIBRARY_IMPL, "forms", KD_KEY_CPU);
+  kd_library *meta = kd_test_open_lib(KD_LIBRARY_IMPL, "forms", KD_KEY_META);
   KD_ASSERT_OK(kd_library_def(def, "pair(Tensor self, int n) -> (Tensor, int)", NULL, 0, NULL));
   KD_ASSERT_OK(kd_library_def(def, "touch(Tensor(a!) self) -> ()", NULL, 0, NULL));
   kd_op *pair, *touch;
@@ -837,7 +831,7 @@ static void test_kernel_forms(void **state) {
   k.destroy = counter_destroy;
   k.ctor_args = &ctor;
   k.nctor_args = 1;
-  kd_library *expl = open_lib(KD_LIBRARY_IMPL, "forms", KD_KEY_COMPOSITE_EXPLICIT_AUTOGRAD);
+  kd_library *expl = kd_test_open_lib(KD_LIBRARY_IMPL, "forms", KD_KEY_COMPOSITE_EXPLICIT_AUTOGRAD);
   KD_ASSERT_OK(kd_library_impl(expl, "pair", &k, &r));
   assert_int_equal(states_made, 0);
   pair_typed(pair, t, 0, 101);
@@ -878,7 +872,7 @@ static void test_kernel_forms(void **state) {
   kd_stack_free(&s);
   KD_ASSERT_STR_EQ(ran, "none,none");
   /* No returns from a boxed kernel, typed (adapter) and boxed. */
-  kd_library *meta_touch = open_lib(KD_LIBRARY_IMPL, "forms", KD_KEY_META);
+  kd_library *meta_touch = kd_test_open_lib(KD_LIBRARY_IMPL, "forms", KD_KEY_META);
   k = kd_kernel_boxed(kb_none);
   KD_ASSERT_OK(kd_library_impl(meta_touch, "touch", &k, NULL));
   ran[0] = 0;
@@ -911,7 +905,7 @@ static void test_kernel_forms(void **state) {
 
 static void test_registration_errors(void **state) {
   (void)state;
-  kd_library *def = open_lib(KD_LIBRARY_DEF, "errs", KD_KEY_UNDEFINED);
+  kd_library *def = kd_test_open_lib(KD_LIBRARY_DEF, "errs", KD_KEY_UNDEFINED);
   kd_library *other = NULL;
   KD_ASSERT_ERR(kd_library_open(KD_LIBRARY_DEF, "errs", KD_KEY_UNDEFINED, "x.c", 9, &other),
                 KD_EEXIST, "only one DEF library is allowed per namespace: 'errs'");
@@ -943,7 +937,7 @@ static void test_registration_errors(void **state) {
   KD_ASSERT_OK(kd_library_def(def, "errs::a.x(Tensor self) -> Tensor", NULL, 0, &again));
   kd_registration_release(again);
   KD_ASSERT_OK(kd_op_find("errs::a", "x", &op));
-  kd_library *cpu = open_lib(KD_LIBRARY_IMPL, "errs", KD_KEY_CPU);
+  kd_library *cpu = kd_test_open_lib(KD_LIBRARY_IMPL, "errs", KD_KEY_CPU);
   KD_ASSERT_ERR(kd_library_def(cpu, "b(Tensor self) -> Tensor", NULL, 0, NULL), KD_ESTATE,
                 "is an IMPL library");
   kd_kernel k = kd_kernel_unboxed(k_cpu, "(Tensor, float) -> Tensor");
@@ -980,7 +974,7 @@ static void test_registration_errors(void **state) {
 /* def by name, with the schema inferred from the kernel's signature. */
 static void test_def_kernel(void **state) {
   (void)state;
-  kd_library *def = open_lib(KD_LIBRARY_DEF, "infer", KD_KEY_UNDEFINED);
+  kd_library *def = kd_test_open_lib(KD_LIBRARY_DEF, "infer", KD_KEY_UNDEFINED);
   kd_kernel k = kd_kernel_unboxed(k_pair, "(Tensor, int) -> (Tensor, int)");
   kd_registration *r;
   KD_ASSERT_OK(kd_library_def_kernel(def, "pair", &k, &r));
@@ -1018,8 +1012,8 @@ static void on_event(const kd_registry_event *ev, void *ud) {
 
 static void test_listeners(void **state) {
   (void)state;
-  kd_library *def = open_lib(KD_LIBRARY_DEF, "listen", KD_KEY_UNDEFINED);
-  kd_library *cpu = open_lib(KD_LIBRARY_IMPL, "listen", KD_KEY_CPU);
+  kd_library *def = kd_test_open_lib(KD_LIBRARY_DEF, "listen", KD_KEY_UNDEFINED);
+  kd_library *cpu = kd_test_open_lib(KD_LIBRARY_IMPL, "listen", KD_KEY_CPU);
   KD_ASSERT_OK(kd_library_def(def, "x(Tensor self) -> Tensor", NULL, 0, NULL));
   kd_kernel k = kd_kernel_unboxed(k_cpu, SIG1);
   KD_ASSERT_OK(kd_library_impl(cpu, "x", &k, NULL));
@@ -1077,12 +1071,12 @@ static void permute_check(kd_library **libs, const char **names, const kd_kernel
 
 static void test_every_order(void **state) {
   (void)state;
-  kd_library *def = open_lib(KD_LIBRARY_DEF, "order", KD_KEY_UNDEFINED);
+  kd_library *def = kd_test_open_lib(KD_LIBRARY_DEF, "order", KD_KEY_UNDEFINED);
   KD_ASSERT_OK(kd_library_def(def, "f(Tensor self) -> Tensor", NULL, 0, NULL));
-  kd_library *libs[4] = {open_lib(KD_LIBRARY_IMPL, "order", KD_KEY_CPU),
-                         open_lib(KD_LIBRARY_IMPL, "order", KD_KEY_COMPOSITE_EXPLICIT_AUTOGRAD),
-                         open_lib(KD_LIBRARY_IMPL, "order", KD_KEY_COMPOSITE_IMPLICIT_AUTOGRAD),
-                         open_lib(KD_LIBRARY_IMPL, "order", KD_KEY_TRACER)};
+  kd_library *libs[4] = {kd_test_open_lib(KD_LIBRARY_IMPL, "order", KD_KEY_CPU),
+                         kd_test_open_lib(KD_LIBRARY_IMPL, "order", KD_KEY_COMPOSITE_EXPLICIT_AUTOGRAD),
+                         kd_test_open_lib(KD_LIBRARY_IMPL, "order", KD_KEY_COMPOSITE_IMPLICIT_AUTOGRAD),
+                         kd_test_open_lib(KD_LIBRARY_IMPL, "order", KD_KEY_TRACER)};
   const char *names[4] = {"f", "f", "f", "f"};
   kd_kernel ks[4] = {kd_kernel_unboxed(k_cpu, SIG1), kd_kernel_unboxed(k_explicit, SIG1),
                      kd_kernel_unboxed(k_implicit, SIG1), kd_kernel_unboxed(k_tracer, SIG1)};
