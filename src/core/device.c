@@ -119,7 +119,7 @@ kd_status kd_device_parse(const char *text, kd_device *out) {
   char type_name[KD__DEVICE_NAME_CAP];
   memcpy(type_name, text, n);
   type_name[n] = '\0';
-  kd_device_type type;
+  kd_device_type type = KD_DEVICE_CPU; /* set on success; gcc -O3 cannot see that */
   kd_status st = kd_device_type_from_name(type_name, &type);
   if (st) return st;
   int32_t index = 0;

@@ -236,7 +236,7 @@ kd_status kd_tensor_empty(int ndim, const int64_t *sizes, kd_dtype dtype, kd_dev
   kd_status st = check_dims("kd_tensor_empty", ndim, sizes, dtype);
   if (st) return st;
   int64_t strides[KD_MAX_DIMS];
-  if (ndim == 1) { /* the common case: nothing can overflow but the bytes */
+  if (ndim <= 1) { /* the common case: nothing can overflow but the bytes (0-dim reads none) */
     strides[0] = 1;
   } else if ((st = contiguous_strides(ndim, sizes, strides))) {
     return st;
