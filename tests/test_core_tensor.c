@@ -438,7 +438,7 @@ static void test_resize_refused(void **state) {
   kd_tensor_release(t);
 }
 
-/* The geometry rule (docs/ARCHITECTURE.md, "Geometry"): every byte offset a
+/* The geometry rule (docs/ARCHITECTURE.md, "Foreign geometry"): every byte offset a
  * tensor can reach and its storage extent fit in int64, even with zero
  * elements; the element count is 0 whenever a size is 0. */
 static void test_geometry_rule(void **state) {

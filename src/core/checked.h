@@ -4,7 +4,7 @@
  * libkdispatch and libkdops (static inline, so nothing is exported). Not
  * installed.
  *
- * The rule every tensor obeys (docs/ARCHITECTURE.md, "Geometry"): sizes,
+ * The rule every tensor obeys (docs/ARCHITECTURE.md, "Foreign geometry"): sizes,
  * strides and the storage offset are >= 0, and with itemsize the element
  * size in bytes,
  *   - every stride * itemsize fits in int64 (byte strides are computable);
