@@ -72,8 +72,8 @@ static i128 described_bytes(const DLTensor *dl, size_t item) {
     int64_t s = dl->strides ? dl->strides[i] : 0;
     if (n < 0 || s < 0) return -1;
     if (n == 0) return -1;
+    if (numel > ((i128)1 << 80) / n) return -2;
     numel *= n;
-    if (numel > ((i128)1 << 80)) return -2;
   }
   for (int i = ndim - 1; i >= 0; i--) {
     int64_t n = dl->shape[i];

@@ -56,8 +56,8 @@ for h in $HARNESSES; do
   "$BUILD/fuzz/fuzz_$h" -max_total_time="$SECONDS_EACH" -timeout=30 -rss_limit_mb=2048 \
     -malloc_limit_mb=2048 -max_len="$(max_len "$h")" -close_fd_mask=3 -print_final_stats=1 \
     -artifact_prefix="$work/$h/artifacts/" $dict "$work/$h/corpus" >"$work/$h/log" 2>&1 || rc=$?
-  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/$h/log" | tail -n 1)
-  last=$(grep -E '^#[0-9]+ .*cov: ' "$work/$h/log" | tail -n 1 || true)
+  execs=$(sed -n 's/^stat::number_of_executed_units:[[:space:]]*//p' "$work/$h/log" | tail -n 1)
+  last=$(grep -aE '^#[0-9]+[[:space:]].*cov: ' "$work/$h/log" | tail -n 1 || true)
   cov=$(echo "$last" | sed -n 's/.* cov: \([0-9]*\).*/\1/p')
   ft=$(echo "$last" | sed -n 's/.* ft: \([0-9]*\).*/\1/p')
   corp=$(echo "$last" | sed -n 's/.* corp: \([0-9]*\).*/\1/p')
@@ -73,7 +73,8 @@ for h in $HARNESSES; do
   fi
   printf '%-11s %10s %8s %8s %7s  %s\n' "$h" "${execs:-?}" "${cov:-?}" "${ft:-?}" "${corp:-?}" "$result"
   if [ "$rc" -ne 0 ]; then
-    grep -E 'ERROR|runtime error|invariant failed|SUMMARY|==[0-9]+==' "$work/$h/log" | head -n 20 || true
+    grep -aE 'ERROR|runtime error|invariant failed|SUMMARY|==[0-9]+==' "$work/$h/log" |
+      grep -v 'failed to allocate' | head -n 20 || true
   fi
 done
 exit $failed
