@@ -58,9 +58,9 @@ for h in $HARNESSES; do
     -artifact_prefix="$work/$h/artifacts/" $dict "$work/$h/corpus" >"$work/$h/log" 2>&1 || rc=$?
   execs=$(sed -n 's/^stat::number_of_executed_units:[[:space:]]*//p' "$work/$h/log" | tail -n 1)
   last=$(grep -aE '^#[0-9]+[[:space:]].*cov: ' "$work/$h/log" | tail -n 1 || true)
-  cov=$(echo "$last" | sed -n 's/.* cov: \([0-9]*\).*/\1/p')
-  ft=$(echo "$last" | sed -n 's/.* ft: \([0-9]*\).*/\1/p')
-  corp=$(echo "$last" | sed -n 's/.* corp: \([0-9]*\).*/\1/p')
+  cov=$(printf '%s\n' "$last" | sed -n 's/.* cov: \([0-9]*\).*/\1/p')
+  ft=$(printf '%s\n' "$last" | sed -n 's/.* ft: \([0-9]*\).*/\1/p')
+  corp=$(printf '%s\n' "$last" | sed -n 's/.* corp: \([0-9]*\).*/\1/p')
   if [ "$rc" -eq 0 ]; then
     result=ok
   else

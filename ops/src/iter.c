@@ -830,8 +830,15 @@ kd_status kd__iter_build_general(kd_iter *it) {
     }
   }
   it->full_ndim = nd;
+  /* Zero-size and expanded operands can have sizes whose product does not
+   * fit: a zero anywhere makes it 0, otherwise an overflow is an error. */
   int64_t numel = 1;
-  for (int d = 0; d < nd; d++) numel *= shape[d];
+  for (int d = 0; d < nd; d++)
+    if (shape[d] == 0) numel = 0;
+  for (int d = 0; d < nd && numel; d++)
+    if (__builtin_mul_overflow(numel, shape[d], &numel))
+      return kd_set_error(KD_EOVERFLOW, "%s: the broadcast shape %s has more than 2^63 elements",
+                          it->op, fmt_shape((char[256]){0}, 256, nd, shape));
   it->numel = numel;
 
   /* output shapes: resize marks, reduction shape */
