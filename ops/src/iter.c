@@ -415,7 +415,10 @@ static bool layout_strides(const kd_iter *it, const build_state *b, int64_t *str
     int d = b->perm[i];
     if (d != nd - 1 - i) rowmajor = false;
     strides[d] = next;
-    next *= it->full_shape[d] > 1 ? it->full_shape[d] : 1;
+    /* Strides that do not fit (a zero-size shape can have them): row-major,
+     * whose allocation reports the overflow. */
+    if (__builtin_mul_overflow(next, it->full_shape[d] > 1 ? it->full_shape[d] : 1, &next))
+      return false;
   }
   return !rowmajor;
 }
