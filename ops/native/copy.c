@@ -138,7 +138,7 @@ static kd_status result_strides(const kd_tensor *self, const kd_memory_format *m
                                 int64_t *strides) {
   int n = kd_tensor_ndim(self);
   const int64_t *sz = kd_tensor_sizes(self);
-  int perm[KD_MAX_DIMS];
+  int perm[KD_MAX_DIMS] = {0};
   kd_memory_format f = mf ? *mf : KD_MEMORY_FORMAT_PRESERVE;
   switch (f) {
   case KD_MEMORY_FORMAT_PRESERVE:
