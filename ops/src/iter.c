@@ -415,7 +415,10 @@ static bool layout_strides(const kd_iter *it, const build_state *b, int64_t *str
     int d = b->perm[i];
     if (d != nd - 1 - i) rowmajor = false;
     strides[d] = next;
-    next *= it->full_shape[d] > 1 ? it->full_shape[d] : 1;
+    /* Strides that do not fit (a zero-size shape can have them): row-major,
+     * whose allocation reports the overflow. */
+    if (__builtin_mul_overflow(next, it->full_shape[d] > 1 ? it->full_shape[d] : 1, &next))
+      return false;
   }
   return !rowmajor;
 }
@@ -830,8 +833,15 @@ kd_status kd__iter_build_general(kd_iter *it) {
     }
   }
   it->full_ndim = nd;
+  /* Zero-size and expanded operands can have sizes whose product does not
+   * fit: a zero anywhere makes it 0, otherwise an overflow is an error. */
   int64_t numel = 1;
-  for (int d = 0; d < nd; d++) numel *= shape[d];
+  for (int d = 0; d < nd; d++)
+    if (shape[d] == 0) numel = 0;
+  for (int d = 0; d < nd && numel; d++)
+    if (__builtin_mul_overflow(numel, shape[d], &numel))
+      return kd_set_error(KD_EOVERFLOW, "%s: the broadcast shape %s has more than 2^63 elements",
+                          it->op, fmt_shape((char[256]){0}, 256, nd, shape));
   it->numel = numel;
 
   /* output shapes: resize marks, reduction shape */

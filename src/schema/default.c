@@ -209,8 +209,10 @@ static void elems_free(elems *e) {
   free(e->v);
 }
 
-static kd_status decode_list(decoder *d, const kd_type *list, int64_t n, int depth, kd_value *out) {
-  const kd_type *et = kd__rel_get(&list->a);
+/* A list of element type `et` (a node of the schema, or a static one for
+ * Any's lists: never a node on the stack, whose 32-bit self-relative links
+ * could not reach a static node); n >= 0 for a fixed size T[N]. */
+static kd_status decode_list(decoder *d, const kd_type *et, int64_t n, int depth, kd_value *out) {
   kd_type_kind ek = (kd_type_kind)et->kind;
   elems e = {NULL, 0, 0};
   kd_status st = KD_OK;
@@ -301,10 +303,9 @@ static kd_status decode_any(decoder *d, int depth, kd_value *out) {
   }
   if (d->cur.kind == KD__TK_STRING) return read_string(d, out);
   if (d->cur.kind == '[') {
+    /* A generic list whose elements are decoded as Any again. */
     static const struct kd_type any_t = {KD_TYPE_ANY, {0, 0, 0}, 0, 0, 0, -1};
-    struct kd_type list_t = {KD_TYPE_LIST, {0, 0, 0}, 0, 0, 0, -1};
-    kd__rel_set(&list_t.a, &any_t);
-    return decode_list(d, &list_t, -1, depth, out);
+    return decode_list(d, &any_t, -1, depth, out);
   }
   double dv;
   int64_t iv;
@@ -391,7 +392,7 @@ static kd_status decode(decoder *d, const kd_type *t, int64_t n, int depth, kd_v
       return KD_OK;
     }
     case KD_TYPE_LIST:
-      return decode_list(d, t, t->n, depth, out);
+      return decode_list(d, kd__rel_get(&t->a), t->n, depth, out);
     case KD_TYPE_ANY:
     case KD_TYPE_VAR:
       return decode_any(d, depth, out);

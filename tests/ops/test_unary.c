@@ -1054,6 +1054,22 @@ static void test_copy(void **state) {
   kd_tensor_release(dst);
 }
 
+/* A zero-size tensor whose row-major strides do not fit in int64 (an
+ * expanded [4, 2^62, 4, 0]): to() refuses it instead of overflowing
+ * (found by fuzz_boxed; UBSan saw the overflow before the fix). */
+static void test_to_huge_empty(void **state) {
+  (void)state;
+  kd_tensor *base = NULL, *t = NULL, *r = NULL;
+  KD_ASSERT_OK(kd_tensor_empty(1, (int64_t[]){0}, KD_FLOAT32, kd_device_cpu(), &base));
+  KD_ASSERT_OK(kd_tensor_as_strided(base, 4, (int64_t[]){4, (int64_t)1 << 62, 4, 0},
+                                    (int64_t[]){0, 0, 0, 0}, 0, &t));
+  KD_ASSERT_ERR(kd_to_dtype(t, KD_FLOAT64, false, false, NULL, &r), KD_EOVERFLOW,
+                "with a size of 4611686018427387904 do not fit in int64");
+  assert_null(r);
+  kd_tensor_release(t);
+  kd_tensor_release(base);
+}
+
 static void test_to(void **state) {
   (void)state;
   kd_tensor *x = mk(KD_FLOAT32, 2, (int64_t[]){2, 2}, (double[]){1.5, -2.5, 3, 4}), *y = NULL;
@@ -1134,7 +1150,7 @@ int main(void) {
       cmocka_unit_test(test_large),
       cmocka_unit_test(test_fill_zero),
       cmocka_unit_test(test_copy),
-      cmocka_unit_test(test_to),
+      cmocka_unit_test(test_to), cmocka_unit_test(test_to_huge_empty),
   };
   return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -531,7 +531,10 @@ static bool bind(kd_op *op, const kd__larg *args, size_t nargs, size_t npos, int
       src[i] = SRC_NONE;
     } else if (fits(t, v, nat, &bad)) {
       src[i] = (int)idx;
-    } else if (varargs_ok && i == 0 && !is_kw) {
+    } else if (varargs_ok && i == 0 && !is_kw && !is_seq(v)) {
+      /* Varargs only when the first argument is not itself a list (as
+       * PyTorch: zeros(2, 3)); a list that does not fit reports its own
+       * element, whose index `bad` is not an index into args. */
       for (size_t j = 0; j < npos && bad < 0; j++)
         if (!fits_int(args[j].v)) bad = (long)j;
       if (bad >= 0) {
