@@ -280,14 +280,19 @@ KD__CMP_SCALAR(gt, gt_stub)
 KD__CMP_SCALAR(ge, ge_stub)
 
 /* A unary iterator over self converted to `dtype` (PyTorch's
- * build_unary_op(out, self.to(dtype))): the iterator converts the input. */
+ * build_unary_op(out, self.to(dtype))): the iterator converts the input; a
+ * given output (out=, or self in place) must have `dtype` already, as
+ * build_unary_op's check_all_same_dtype demands: nothing is cast to it. */
 static kd_status build_unary_as(kd_iter *iter, kd_tensor *self, kd_dtype dtype) {
+  kd_structured *s = iter->s;
+  if (s && (s->mode == KD_STRUCTURED_OUT || s->mode == KD_STRUCTURED_INPLACE) && s->given[0] &&
+      kd_tensor_dtype(s->given[0]) != dtype)
+    return kd_set_error(KD_ETYPE, "%s: Found dtype %s but expected %s", op_of(s, "unary operator"),
+                        kd_dtype_name(kd_tensor_dtype(s->given[0])), kd_dtype_name(dtype));
   kd_iter_add_output(iter, NULL);
   kd_iter_add_input(iter, self);
   kd_iter_set_common_dtype(iter, dtype);
   kd_iter_promote_inputs_to_common_dtype(iter, true);
-  kd_iter_cast_common_dtype_to_outputs(iter, true);
-  kd_iter_enforce_safe_casting_to_output(iter, true);
   return kd_iter_build(iter);
 }
 

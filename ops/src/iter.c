@@ -997,17 +997,24 @@ kd_status kd_iter_build_comparison_op(kd_iter *it, kd_tensor *out, const kd_tens
   return kd_iter_build(it);
 }
 
+/* PyTorch's build_borrowing_unary_op: check_all_same_dtype, no casts. */
 kd_status kd_iter_build_unary_op(kd_iter *it, kd_tensor *out, const kd_tensor *a) {
   kd_iter_add_output(it, out);
   kd_iter_add_input(it, a);
-  it->flags = (it->flags | KD__ITER_CAST_OUTPUTS | KD__ITER_SAFE_CAST) &
-              ~(unsigned)KD__ITER_CHECK_SAME_DTYPE;
+  it->flags = (it->flags | KD__ITER_CHECK_SAME_DTYPE) &
+              ~(unsigned)(KD__ITER_PROMOTE_INPUTS | KD__ITER_CAST_OUTPUTS | KD__ITER_SAFE_CAST);
   return kd_iter_build(it);
 }
 
+/* PyTorch's build_borrowing_unary_float_op: promote (integers to float),
+ * cast to a given output after the safe-casting check. */
 kd_status kd_iter_build_unary_float_op(kd_iter *it, kd_tensor *out, const kd_tensor *a) {
-  it->flags |= KD__ITER_PROMOTE_INPUTS | KD__ITER_INT_TO_FLOAT;
-  return kd_iter_build_unary_op(it, out, a);
+  kd_iter_add_output(it, out);
+  kd_iter_add_input(it, a);
+  it->flags = (it->flags | KD__ITER_PROMOTE_INPUTS | KD__ITER_INT_TO_FLOAT |
+               KD__ITER_CAST_OUTPUTS | KD__ITER_SAFE_CAST) &
+              ~(unsigned)KD__ITER_CHECK_SAME_DTYPE;
+  return kd_iter_build(it);
 }
 
 kd_status kd_iter_build_nullary_op(kd_iter *it, kd_tensor *out) {

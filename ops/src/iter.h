@@ -366,10 +366,14 @@ kd_status kd_iter_build_binary_float_op(kd_iter *it, kd_tensor *out, const kd_te
  * case the loop writes bool directly: loops must handle a bool output). */
 kd_status kd_iter_build_comparison_op(kd_iter *it, kd_tensor *out, const kd_tensor *a,
                                       const kd_tensor *b);
-/* Elementwise f(a): output of a's dtype; a given output of another dtype gets
- * a temporary (cast_common_dtype_to_outputs) after the safe-casting check. */
+/* Elementwise f(a), PyTorch's build_borrowing_unary_op: output of a's dtype;
+ * a given output must have a's dtype too (check_all_same_dtype: "Found dtype
+ * float64 but expected uint8"), nothing is cast. neg, floor, sign, gelu... */
 kd_status kd_iter_build_unary_op(kd_iter *it, kd_tensor *out, const kd_tensor *a);
-/* As unary_op, integral inputs converted to the default float dtype (sin, exp). */
+/* PyTorch's build_borrowing_unary_float_op (sin, exp): integral inputs
+ * converted to the default float dtype; a given output of another dtype gets
+ * a temporary (cast_common_dtype_to_outputs) after the safe-casting check
+ * ("result type float32 can't be cast to the desired output type int64"). */
 kd_status kd_iter_build_unary_float_op(kd_iter *it, kd_tensor *out, const kd_tensor *a);
 /* No inputs (fill, random): `out` must be given, or declare a static dtype /
  * shape before (s == NULL), or use a structured out/inplace output. */
