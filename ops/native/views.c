@@ -168,6 +168,7 @@ kd__vw_overlap kd__vw_overlap_of(const kd_tensor *a, const kd_tensor *b) {
 }
 
 kd_status kd__vw_check_internal_overlap(const kd_tensor *out) {
+  if (kd_tensor_numel(out) == 0) return KD_OK; /* empty: contiguous, as in PyTorch */
   for (int i = 0; i < kd_tensor_ndim(out); i++)
     if (kd_tensor_sizes(out)[i] > 1 && kd_tensor_strides(out)[i] == 0)
       return kd_set_error(KD_EINVAL,

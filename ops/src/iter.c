@@ -163,14 +163,16 @@ static kd_status check_overlap(const kd_iter *it, const kd_tensor *out, const kd
                                int nin) {
   int nd = kd__t_ndim(out);
   const int64_t *sz = kd__t_sizes(out), *st = kd__t_strides(out);
-  for (int d = 0; d < nd; d++)
+  int64_t on = kd__t_numel(out);
+  /* as PyTorch's has_internal_overlap: a tensor without elements is
+   * contiguous, so an expanded [3, 0] never overlaps */
+  for (int d = 0; d < nd && on > 0; d++)
     if (sz[d] > 1 && st[d] == 0)
       return kd_set_error(KD_EINVAL,
                           "%s: unsupported operation: more than one element of the written-to "
                           "tensor refers to a single memory location. Please clone() the tensor "
                           "before performing the operation.",
                           it->op);
-  int64_t on = kd__t_numel(out);
   if (on == 0) return KD_OK;
   for (int j = 0; j < nin; j++) {
     const kd_tensor *in = ins[j];
