@@ -54,7 +54,11 @@
  * kd_iter_set_common_dtype forces it instead.
  * Inputs: with promote_inputs_to_common_dtype, an input of another dtype is
  * replaced by a converted copy, so the loops see common_dtype in every input
- * (on meta nothing is converted).
+ * (on meta nothing is converted). The copy is laid out as PyTorch's
+ * Tensor.to(dtype) lays it out (a dense input keeps its strides, another
+ * gets the dense strides of its permutation), so it leads the layout of new
+ * outputs as the original would: a transposed int64 input of a float32 op
+ * gives a transposed result, as in libtorch.
  * Outputs: a new output gets its own declared dtype (kd_iter_add_output_dtype),
  * else the static dtype (kd_iter_declare_static_dtype), else common_dtype. A
  * given output keeps its dtype; enforce_safe_casting_to_output checks that
