@@ -100,8 +100,8 @@ bool kd__vw_is_contiguous_as(const kd_tensor *t, kd_memory_format format) {
     order = ndhwc;
   else if (format == KD_MEMORY_FORMAT_CHANNELS_LAST || format == KD_MEMORY_FORMAT_CHANNELS_LAST_3D)
     return false;
-  else
-    return kd_tensor_is_contiguous(t);
+  else /* as PyTorch's compute_contiguous, a tensor without elements is contiguous */
+    return kd_tensor_is_contiguous(t) || kd_tensor_numel(t) == 0;
   int64_t expected = 1;
   for (int k = 0; k < ndim; k++) {
     int d = order[k];
