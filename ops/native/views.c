@@ -108,8 +108,8 @@ bool kd__vw_is_contiguous_as(const kd_tensor *t, kd_memory_format format) {
     order = ndhwc;
   else if (format == KD_MEMORY_FORMAT_CHANNELS_LAST || format == KD_MEMORY_FORMAT_CHANNELS_LAST_3D)
     return false;
-  else
-    return kd_tensor_is_contiguous(t);
+  else /* as PyTorch's compute_contiguous, a tensor without elements is contiguous */
+    return kd_tensor_is_contiguous(t) || kd_tensor_numel(t) == 0;
   int64_t expected = 1;
   for (int k = 0; k < ndim; k++) {
     int d = order[k];
@@ -176,6 +176,7 @@ kd__vw_overlap kd__vw_overlap_of(const kd_tensor *a, const kd_tensor *b) {
 }
 
 kd_status kd__vw_check_internal_overlap(const kd_tensor *out) {
+  if (kd_tensor_numel(out) == 0) return KD_OK; /* empty: contiguous, as in PyTorch */
   for (int i = 0; i < kd_tensor_ndim(out); i++)
     if (kd_tensor_sizes(out)[i] > 1 && kd_tensor_strides(out)[i] == 0)
       return kd_set_error(KD_EINVAL,
