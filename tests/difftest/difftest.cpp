@@ -38,6 +38,8 @@ struct Options {
   std::vector<std::string> op_globs;
   bool verbose = false;   // print known differences and agreeing cases too
   bool list = false;      // print the cases, run nothing
+  bool dump = false;      // print the tensors of every case that differs
+  bool self_check = false;  // perturb kd's results: every perturbation must be caught
   int max_print = 10;     // unexplained differences printed per operator
 };
 
@@ -1072,6 +1074,85 @@ std::vector<std::string> compare(const OpInfo &oi, const Outcome &k, const Outco
   return diffs;
 }
 
+std::string values_str(const std::vector<uint8_t> &data, int dtype) {
+  std::string r = "[";
+  size_t isz = dtype_size(dtype);
+  for (size_t j = 0; j * isz < data.size(); j++)
+    r += (j ? ", " : "") + elem_str(get_elem(&data[j * isz], dtype), dtype);
+  return r + "]";
+}
+
+void dump_tensor(const char *label, const TSnap &t) {
+  std::printf("       %s %s%s strides %s offset %lld: %s\n", label, t.dtype >= 0 ? dtype_short(t.dtype) : "?",
+              shape_str(t.sizes).c_str(), shape_str(t.strides).c_str(), (long long)t.offset,
+              t.dtype >= 0 ? values_str(t.data, t.dtype).c_str() : "");
+}
+
+void dump_case(const Case &c, const Outcome &k, const Outcome &t) {
+  int n = 0;
+  auto in = [&](const Val &v) {
+    TSnap s;
+    s.dtype = v.dtype;
+    s.sizes = v.sizes;
+    s.strides = v.strides;
+    s.offset = v.offset;
+    const Buffer &b = c.bufs[(size_t)v.buf];
+    gather_elems(b.bytes.empty() ? nullptr : b.bytes.data() + v.offset * (int64_t)dtype_size(v.dtype),
+                 dtype_size(v.dtype), v.sizes, v.strides, s.data);
+    std::string l = "input #" + std::to_string(n++);
+    dump_tensor(l.c_str(), s);
+  };
+  for (const Val &v : c.args) {
+    if (v.kind == VK::Tensor) in(v);
+    for (const Val &e : v.elems) in(e);
+  }
+  for (size_t i = 0; i < k.rets.size(); i++)
+    if (k.rets[i].kind == VK::Tensor) dump_tensor(("kd result " + std::to_string(i)).c_str(), k.rets[i].t);
+  for (size_t i = 0; i < t.rets.size(); i++)
+    if (t.rets[i].kind == VK::Tensor) dump_tensor(("torch result " + std::to_string(i)).c_str(), t.rets[i].t);
+  if (!k.ok) std::printf("       kd error: %s\n", k.err.c_str());
+  if (!t.ok) std::printf("       torch error: %s\n", first_line(t.err).c_str());
+}
+
+// The self-check: copies of kd's outcome, each changed in one respect the
+// comparison must notice (a value, the shape, the dtype, the status, the
+// aliasing of a view). Returns how many of them compare equal (misses).
+int self_check_case(const OpInfo &oi, const Outcome &k, const Outcome &t,
+                    const std::vector<std::vector<int64_t>> &pre, int *tried) {
+  if (!k.ok || !t.ok || k.rets.empty() || k.rets[0].kind != VK::Tensor || oi.nondet) return 0;
+  const TSnap &r = k.rets[0].t;
+  std::vector<Outcome> muts;
+  if (!r.data.empty()) {
+    Outcome m = k;
+    size_t isz = dtype_size(r.dtype);
+    uint8_t &byte = m.rets[0].t.data[r.dtype == B ? 0 : isz - 1 - (is_complex(r.dtype) ? isz / 2 : 0)];
+    byte ^= r.dtype == B ? 0x01 : 0x40;
+    muts.push_back(m);
+  }
+  Outcome shape = k;
+  shape.rets[0].t.sizes.push_back(1);
+  shape.rets[0].t.strides.push_back(1);
+  muts.push_back(shape);
+  Outcome dt = k;
+  dt.rets[0].t.dtype = r.dtype == F32 ? F64 : F32;
+  muts.push_back(dt);
+  Outcome st = k;
+  st.ok = false;
+  st.err = "perturbed";
+  muts.push_back(st);
+  if (r.alias_buf >= 0) {
+    Outcome al = k;
+    al.rets[0].t.alias_buf = -1;
+    muts.push_back(al);
+  }
+  int misses = 0;
+  for (const Outcome &m : muts) {
+    (*tried)++;
+    if (compare(oi, m, t, pre).empty()) misses++;
+  }
+  return misses;
+}
+
 // ---- Known differences ---------------------------------------------------------------
 
 struct Known {
@@ -1145,6 +1226,8 @@ int main(int argc, char **argv) {
     else if (a == "--op" && i + 1 < argc) opt.op_globs.push_back(argv[++i]);
     else if (a == "--verbose") opt.verbose = true;
     else if (a == "--list") opt.list = true;
+    else if (a == "--dump") opt.dump = true;
+    else if (a == "--self-check") opt.self_check = true;
     else if (a == "--max-print" && i + 1 < argc) opt.max_print = std::atoi(argv[++i]);
     else return usage();
   }
@@ -1161,7 +1244,7 @@ int main(int argc, char **argv) {
   std::vector<kd_op *> ops;
   kd_ops_foreach(collect, &ops);
   long total_cases = 0, total_agree = 0, total_known = 0, total_unexpl = 0;
-  int ops_run = 0, ops_failed = 0;
+  int ops_run = 0, ops_failed = 0, sc_tried = 0, sc_missed = 0;
   for (kd_op *op : ops) {
     OpInfo oi = make_opinfo(op);
     if (!opt.op_globs.empty()) {
@@ -1224,15 +1307,29 @@ int main(int argc, char **argv) {
         for (const Val &e : v.elems) pre.push_back(e.sizes);
       }
       std::vector<std::string> diffs = compare(oi, ko, to, pre);
+      if (opt.self_check) {
+        if (diffs.empty()) {
+          int m = self_check_case(oi, ko, to, pre, &sc_tried);
+          if (m) std::printf("MISSED %s: %s :: %d perturbations of kd's result compared equal\n",
+                             oi.full.c_str(), c.desc.c_str(), m);
+          sc_missed += m;
+        }
+        continue;
+      }
       if (opt.verbose && diffs.empty())
         std::printf("SAME   %s: %s :: %s\n", oi.full.c_str(), c.desc.c_str(),
                     ko.ok ? "both succeeded" : ("both failed: torch " + first_line(to.err)).c_str());
       report(c.desc, diffs);
+      if (opt.dump && !diffs.empty()) dump_case(c, ko, to);
     }
     std::printf("OP     %-40s cases %5ld  agreed %5ld  known %4ld  unexplained %4ld\n", oi.full.c_str(),
                 cases, agree, nknown, unexpl);
     total_cases += cases, total_agree += agree, total_known += nknown, total_unexpl += unexpl;
     if (unexpl) ops_failed++;
+  }
+  if (opt.self_check) {
+    std::printf("SELF-CHECK %d perturbations of kd's results, %d not caught\n", sc_tried, sc_missed);
+    return sc_missed || sc_tried == 0 ? 1 : 0;
   }
   int stale = 0;
   if (opt.op_globs.empty() && !opt.list)
