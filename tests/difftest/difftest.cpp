@@ -1332,6 +1332,10 @@ int main(int argc, char **argv) {
     return sc_missed || sc_tried == 0 ? 1 : 0;
   }
   int stale = 0;
+  for (const Known &k : known)
+    if (k.hits > 0)
+      std::printf("ENTRY  %s:%d: %d differences: %s | %s\n", opt.known_path.c_str(), k.line, k.hits,
+                  k.op.c_str(), k.pattern.c_str());
   if (opt.op_globs.empty() && !opt.list)
     for (const Known &k : known)
       if (k.hits == 0) {
