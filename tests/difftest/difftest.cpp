@@ -1202,6 +1202,23 @@ Known *find_known(std::vector<Known> &known, const std::string &op, const std::s
   return nullptr;
 }
 
+// Cases not given to libtorch because 1.13 corrupts memory on them (found
+// under AddressSanitizer): they count as skipped, with the reason printed.
+struct Unsafe {
+  const char *op, *pattern, *reason;
+};
+const Unsafe kTorchUnsafe[] = {
+    {"_*softmax.out", "*out=*:x*",
+     "libtorch bug: 1.13's _softmax.out/_log_softmax.out write row-major into an expanded out= "
+     "(zero stride), past the end of its storage (heap-buffer-overflow under ASan)"},
+};
+
+const char *torch_unsafe(const std::string &op, const std::string &desc) {
+  for (const Unsafe &u : kTorchUnsafe)
+    if (fnmatch(u.op, op.c_str(), 0) == 0 && fnmatch(u.pattern, desc.c_str(), 0) == 0) return u.reason;
+  return nullptr;
+}
+
 int collect(kd_op *op, void *user) {
   auto *ops = static_cast<std::vector<kd_op *> *>(user);
   if (kd_op_schema(op) && std::strncmp(kd_op_name(op), "aten::", 6) == 0) ops->push_back(op);
@@ -1237,13 +1254,14 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "kd-difftest: kd_ops_open: %s\n", kd_last_error());
     return 2;
   }
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // whole lines, also when a crash follows
   kd_set_num_threads(1);
   kd_set_warning_handler(quiet_kd, nullptr);
   torch_init();
 
   std::vector<kd_op *> ops;
   kd_ops_foreach(collect, &ops);
-  long total_cases = 0, total_agree = 0, total_known = 0, total_unexpl = 0;
+  long total_cases = 0, total_agree = 0, total_known = 0, total_unexpl = 0, total_skipped = 0;
   int ops_run = 0, ops_failed = 0, sc_tried = 0, sc_missed = 0;
   for (kd_op *op : ops) {
     OpInfo oi = make_opinfo(op);
@@ -1253,7 +1271,7 @@ int main(int argc, char **argv) {
       if (!m) continue;
     }
     ops_run++;
-    long cases = 0, agree = 0, nknown = 0, unexpl = 0;
+    long cases = 0, agree = 0, nknown = 0, unexpl = 0, skipped = 0;
     int printed = 0;
     auto report = [&](const std::string &cdesc, const std::vector<std::string> &diffs) {
       bool all_known = true;
@@ -1299,6 +1317,11 @@ int main(int argc, char **argv) {
         agree++;
         continue;
       }
+      if (const char *why = torch_unsafe(oi.full, c.desc)) {
+        std::printf("SKIP   %s: %s :: %s\n", oi.full.c_str(), c.desc.c_str(), why);
+        skipped++;
+        continue;
+      }
       Outcome ko = kd_run(oi, c);
       Outcome to = torch_run(oi.name, oi.overload, c);
       std::vector<std::vector<int64_t>> pre;
@@ -1308,6 +1331,7 @@ int main(int argc, char **argv) {
       }
       std::vector<std::string> diffs = compare(oi, ko, to, pre);
       if (opt.self_check) {
+        report(c.desc, diffs);
         if (diffs.empty()) {
           int m = self_check_case(oi, ko, to, pre, &sc_tried);
           if (m) std::printf("MISSED %s: %s :: %d perturbations of kd's result compared equal\n",
@@ -1322,9 +1346,12 @@ int main(int argc, char **argv) {
       report(c.desc, diffs);
       if (opt.dump && !diffs.empty()) dump_case(c, ko, to);
     }
-    std::printf("OP     %-40s cases %5ld  agreed %5ld  known %4ld  unexplained %4ld\n", oi.full.c_str(),
-                cases, agree, nknown, unexpl);
+    cases -= skipped;
+    std::printf("OP     %-40s cases %5ld  agreed %5ld  known %4ld  unexplained %4ld%s\n", oi.full.c_str(),
+                cases, agree, nknown, unexpl,
+                skipped ? ("  (skipped " + std::to_string(skipped) + ")").c_str() : "");
     total_cases += cases, total_agree += agree, total_known += nknown, total_unexpl += unexpl;
+    total_skipped += skipped;
     if (unexpl) ops_failed++;
   }
   if (opt.self_check) {
@@ -1344,8 +1371,10 @@ int main(int argc, char **argv) {
                     k.op.c_str(), k.pattern.c_str());
       }
   std::printf("TOTAL  %d operators, %ld cases: %ld agreed, %ld known differences, %ld unexplained; "
-              "%d operators with unexplained differences; %d stale known entries\n",
-              ops_run, total_cases, total_agree, total_known, total_unexpl, ops_failed, stale);
+              "%d operators with unexplained differences; %d stale known entries; %ld cases "
+              "skipped (unsafe in libtorch)\n",
+              ops_run, total_cases, total_agree, total_known, total_unexpl, ops_failed, stale,
+              total_skipped);
   std::printf("%ld passed, %ld failed\n", total_agree + total_known, total_unexpl);
   return (total_unexpl || stale) ? 1 : 0;
 }
