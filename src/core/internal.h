@@ -40,7 +40,15 @@ void kd__fmt_putn(kd__fmt *f, const char *s, size_t n);
 void kd__fmt_puts(kd__fmt *f, const char *s);
 void kd__fmt_printf(kd__fmt *f, const char *fmt, ...) KD_PRINTF_LIKE(2, 3);
 
-/* A malloc'd copy of s (NULL for NULL, or when out of memory). */
+/* Every host allocation of the library goes through these (src/core/memory.c):
+ * the host allocator of kd/memory.h, with its rules (0 bytes: 1 byte; calloc
+ * overflow: NULL; realloc(NULL): malloc; free(NULL): nothing). Never the C
+ * library's functions directly. */
+void *kd__malloc(size_t n);
+void *kd__calloc(size_t count, size_t size);
+void *kd__realloc(void *p, size_t n);
+void kd__free(void *p);
+/* A kd__malloc'd copy of s (NULL for NULL, or when out of memory). */
 char *kd__strdup(const char *s);
 
 /* "[float32, float64]": the dtypes of a set, in table order. */
