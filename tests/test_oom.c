@@ -60,7 +60,8 @@ static kd_status copy_kernel(const kd_call *call, const kd_arg *args, kd_value *
                                  kd_device_cpu(), &out);
   if (st) return st;
   memcpy(kd_tensor_data(out), kd_tensor_data(t), (size_t)kd_tensor_numel(t) * kd_tensor_itemsize(t));
-  rets[0] = kd_value_tensor(out);
+  rets[0] = kd_value_tensor(out); /* takes its own reference */
+  kd_tensor_release(out);
   return KD_OK;
 }
 
@@ -161,6 +162,13 @@ static void test_registration(void **state) {
         assert_int_equal(st, KD_ENOMEM);
         assert_true(kd_oom_fired());
         assert_non_null(strstr(kd_last_error(), "out of memory"));
+        /* The message names the operator (and key) of the registration. */
+        static const char *const names[] = {NULL,  NULL,  "neg", "add", "add",   "neg",
+                                             "neg", "add", "neg", "mul", NULL,    "Mode1",
+                                             NULL,  "add", "add", "add"};
+        if (names[i] && !strstr(kd_last_error(), names[i]))
+          fail_msg("N=%ld, step %d: the message does not name '%s': %s", n, i, names[i],
+                   kd_last_error());
         char *after = kd_oom_snapshot();
         if (strcmp(before, after) != 0)
           fail_msg("N=%ld, step %d (%s): the registry changed:\n--- before\n%s--- after\n%s", n,

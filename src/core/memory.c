@@ -32,14 +32,14 @@ static const kd_host_allocator sys_allocator = {KD_HOST_ALLOCATOR_API_VERSION, s
 
 /* Written only by kd_host_allocator_set, which no other thread may overlap
  * (kd/memory.h). */
-static kd_host_allocator host = {KD_HOST_ALLOCATOR_API_VERSION, sys_malloc, sys_calloc,
-                                 sys_realloc, sys_free, NULL};
-static bool host_custom;
+kd_host_allocator kd__host = {KD_HOST_ALLOCATOR_API_VERSION, sys_malloc, sys_calloc,
+                              sys_realloc, sys_free, NULL};
+bool kd__host_custom;
 
 kd_status kd_host_allocator_set(const kd_host_allocator *a) {
   if (!a) {
-    host = sys_allocator;
-    host_custom = false;
+    kd__host = sys_allocator;
+    kd__host_custom = false;
     return KD_OK;
   }
   if (a->api_version != KD_HOST_ALLOCATOR_API_VERSION)
@@ -49,40 +49,27 @@ kd_status kd_host_allocator_set(const kd_host_allocator *a) {
     return kd_set_error(KD_EINVAL,
                         "kd_host_allocator_set: malloc, calloc, realloc and free must all be "
                         "set");
-  host = *a;
-  host_custom = true;
+  kd__host = *a;
+  kd__host_custom = true;
   return KD_OK;
 }
 
 kd_status kd_host_allocator_get(kd_host_allocator *out) {
   if (!out) return kd_set_error(KD_EINVAL, "kd_host_allocator_get: NULL out");
-  *out = host;
+  *out = kd__host;
   return KD_OK;
-}
-
-void *kd__malloc(size_t n) {
-  if (n == 0) n = 1;
-  return host_custom ? host.malloc(host.ctx, n) : malloc(n);
 }
 
 void *kd__calloc(size_t count, size_t size) {
   if (size && count > (size_t)-1 / size) return NULL;
   if (count == 0 || size == 0) count = size = 1;
-  return host_custom ? host.calloc(host.ctx, count, size) : calloc(count, size);
+  return kd__host_custom ? kd__host.calloc(kd__host.ctx, count, size) : calloc(count, size);
 }
 
 void *kd__realloc(void *p, size_t n) {
   if (!p) return kd__malloc(n);
   if (n == 0) n = 1;
-  return host_custom ? host.realloc(host.ctx, p, n) : realloc(p, n);
-}
-
-void kd__free(void *p) {
-  if (!p) return;
-  if (host_custom)
-    host.free(host.ctx, p);
-  else
-    free(p);
+  return kd__host_custom ? kd__host.realloc(kd__host.ctx, p, n) : realloc(p, n);
 }
 
 char *kd__strdup(const char *s) {

@@ -435,7 +435,11 @@ kd_status kd__merge_staged_locked(size_t *merged) {
   if (n == 0) return KD_OK;
   /* The registrations, oldest first, then the one each overrides. */
   kd_registration **list = kd__malloc(2 * n * sizeof *list);
-  if (!list) return kd__oom("custom kernel merge");
+  if (!list)
+    return kd_set_error(KD_ENOMEM,
+                        "out of memory merging %zu custom kernels (the newest for '%s'); nothing "
+                        "was merged",
+                        n, kd__staged->op->name);
   const kd_registration **prev = (const kd_registration **)(list + n);
   size_t i = n;
   for (kd_registration *r = kd__staged; r; r = r->op_next) list[--i] = r;
@@ -650,8 +654,8 @@ kd_status kd_library_impl_key(kd_library *lib, const char *name, kd_dispatch_key
   return impl_common(lib, name, key, kernel, NULL, out);
 }
 
-kd_status kd_library_def_kernel(kd_library *lib, const char *name, const kd_kernel *kernel,
-                                kd_registration **out) {
+static kd_status def_kernel_common(kd_library *lib, const char *name, const kd_kernel *kernel,
+                                   kd_registration **out) {
   if (out) *out = NULL;
   if (!lib || !name || !kernel) return kd_set_error(KD_EINVAL, "kd_library_def_kernel: NULL argument");
   if (!kernel->signature)
@@ -735,6 +739,15 @@ static kd_status fallback_common(kd_library *lib, const kd_kernel *kernel,
   pthread_mutex_unlock(&kd__registry_lock);
   if (out) *out = r;
   return KD_OK;
+}
+
+kd_status kd_library_def_kernel(kd_library *lib, const char *name, const kd_kernel *kernel,
+                                kd_registration **out) {
+  kd_status st = def_kernel_common(lib, name, kernel, out);
+  /* (the def and impl it makes set their own prefixes) */
+  snprintf(noted_what, sizeof noted_what, "defining '%.200s' from its kernel",
+           name ? name : "?");
+  return noted(lib, st);
 }
 
 kd_status kd_library_fallback(kd_library *lib, const kd_kernel *kernel, kd_registration **out) {
