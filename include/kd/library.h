@@ -243,7 +243,10 @@ KD_API void kd_listener_remove(kd_listener *listener);
 /* ---- Introspection ------------------------------------------------------- */
 
 /* Calls fn for every operator that is defined or implemented, in name order.
- * Stops early (returning what fn returned) when fn returns non-zero. */
+ * Stops early (returning what fn returned) when fn returns non-zero. Returns
+ * -1 without calling fn, with KD_ENOMEM in kd_last_error, when it cannot
+ * allocate its list of operators (so that -1 stays unambiguous, fn should
+ * not return it). */
 KD_API int kd_ops_foreach(int (*fn)(kd_op *op, void *user_data), void *user_data);
 
 /* Every registration of the operator, per key, with its debug string; the
@@ -306,10 +309,21 @@ typedef struct kd_library_desc {
 
 /* Opens a described library and runs its body once per process; later calls
  * for the same descriptor do nothing. The library stays open for the life of
- * the process. The body's registrations return their statuses as anywhere
- * else; a failure to open the library itself is returned and also reported
- * with kd_warn (a constructor has no caller to tell). */
+ * the process (or until kd_library_close_desc). The body's registrations
+ * return their statuses as anywhere else; a failure to open the library
+ * itself is returned and also reported with kd_warn (a constructor has no
+ * caller to tell). When a registration of the body fails with KD_ENOMEM the
+ * library is all or nothing: everything the body registered is released,
+ * the descriptor stays unopened (a later call runs the body again), and
+ * KD_ENOMEM is returned and warned with the failed registration's message. */
 KD_API kd_status kd_library_open_desc(const kd_library_desc *desc);
+
+/* Closes the library a descriptor opened (kd_library_close: every
+ * registration it holds is released) and forgets that it was opened, so
+ * that kd_library_open_desc opens it again. Nothing for a descriptor that is
+ * not open, or NULL. For a runtime that undoes a failed start (kd_ops_open)
+ * and for tests. */
+KD_API void kd_library_close_desc(const kd_library_desc *desc);
 
 /* The macros: a library whose body runs when the program or shared library
  * loads (a constructor), and whose descriptor is a global symbol, so that a

@@ -26,6 +26,7 @@
 
 #include "native/factories.h"
 #include "native/linalg.h"
+#include "kd/memory.h"
 
 /* ---- Checks ------------------------------------------------------------------------ */
 
@@ -164,7 +165,7 @@ static inline uint16_t st_bf16(float x) { return kd_float_to_bfloat16(x); }
 static kd_status gemm_loop(kd_dtype dt, int64_t nb, int64_t n, int64_t m, int64_t p, mat3 A,
                            mat3 Bm, mat3 C, const kd_scalar *alpha, const kd_scalar *beta,
                            bool use_beta) {
-  void *buf = malloc((size_t)p * 16 + 16);
+  void *buf = kd_host_malloc((size_t)p * 16 + 16);
   if (!buf) return kd_set_error(KD_ENOMEM, "matrix product: out of memory");
   uint64_t ia = (uint64_t)kd_scalar_to_int64(alpha), ib = (uint64_t)kd_scalar_to_int64(beta);
   float fa = (float)kd_scalar_to_double(alpha), fb = (float)kd_scalar_to_double(beta);
@@ -188,11 +189,11 @@ static kd_status gemm_loop(kd_dtype dt, int64_t nb, int64_t n, int64_t m, int64_
     KD_GEMM_LOOP_(double complex, double complex, KD_LD_ID_, KD_LD_ID_, za, zb);
     break;
   default:
-    free(buf);
+    kd_host_free(buf);
     return kd_set_error(KD_ENOKERNEL, "matrix product: not implemented for '%s'",
                         kd_dtype_name(dt));
   }
-  free(buf);
+  kd_host_free(buf);
   return KD_OK;
 }
 

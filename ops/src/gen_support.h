@@ -135,8 +135,15 @@ kd_status kd__ops_register_tables(const kd__gen_def *defs, size_t ndefs, const k
 kd_status kd__ops_backend_select(const kd_call *call, const kd_arg *args, kd_value *rets,
                                  int device_arg);
 
-/* gen_register.c: registers every generated operator and kernel. */
+/* gen_register.c: registers every generated operator and kernel (all or
+ * nothing, as kd__ops_register_tables). */
 kd_status kd__ops_register(void);
+/* Closes the aten library kd__ops_register opened (undoes it). */
+void kd__ops_unregister(void);
+/* Undoes a successful kd_ops_open (ops.c), so that the next one registers
+ * everything again. For the tests (which link libkdops statically); no
+ * thread may be calling operators meanwhile. */
+void kd__ops_close(void);
 
 /* The device of a structured call's outputs: that of the first tensor
  * argument given (NULL ones skipped), else cpu. */

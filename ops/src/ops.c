@@ -9,9 +9,13 @@
 #include "kd/ops.h"
 #include "native/bitwise.h"
 
-static pthread_once_t open_once = PTHREAD_ONCE_INIT;
-static kd_status open_status = KD_OK;
-static char open_message[512];
+/* kd_ops_open is all or nothing: it either registers everything or, on a
+ * failure (an allocation that failed, a registration refused), releases
+ * everything it registered and returns the error; the next call tries
+ * again. Serialised by open_lock; `opened` is read with acquire by the
+ * fast path of every later call. */
+static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool opened;
 
 /* The kernels registered by hand, after the generated tables (which define
  * the operators). Their files are compiled with KD_NO_AUTO_REGISTER, so
@@ -28,24 +32,48 @@ static kd_status open_hand_registered(void) {
   return kd__bitwise_check();
 }
 
-static void open_libraries(void) {
+static void close_hand_registered(void) {
+  for (size_t i = kd__bitwise_nlibraries; i-- > 0;) kd_library_close_desc(kd__bitwise_libraries[i]);
+}
+
+static kd_status open_libraries(void) {
   /* libkdops reads tensor fields inline (src/tensor_access.h): the
    * libkdispatch it runs with must lay tensors out as the one it was built
    * with. */
-  if (kd_tensor_layout_stamp() != kd__tensor_layout_here()) {
-    open_status = KD_ESTATE;
-    snprintf(open_message, sizeof open_message,
-             "kd_ops_open: this libkdops was built against another libkdispatch (the tensor "
-             "layout differs): use the libkdispatch of the same build");
-    return;
+  if (kd_tensor_layout_stamp() != kd__tensor_layout_here())
+    return kd_set_error(KD_ESTATE,
+                        "kd_ops_open: this libkdops was built against another libkdispatch (the "
+                        "tensor layout differs): use the libkdispatch of the same build");
+  kd_status st = kd__ops_register();
+  if (st) return st; /* kd__ops_register leaves nothing registered on failure */
+  if ((st = open_hand_registered())) {
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", kd_last_error());
+    close_hand_registered();
+    kd__ops_unregister();
+    return kd_set_error(st, "kd_ops_open: %s; nothing is registered", msg);
   }
-  open_status = kd__ops_register();
-  if (!open_status) open_status = open_hand_registered();
-  if (open_status) snprintf(open_message, sizeof open_message, "%s", kd_last_error());
+  return KD_OK;
 }
 
 kd_status kd_ops_open(void) {
-  pthread_once(&open_once, open_libraries);
-  if (open_status) return kd_set_error(open_status, "%s", open_message);
-  return KD_OK;
+  if (__atomic_load_n(&opened, __ATOMIC_ACQUIRE)) return KD_OK;
+  pthread_mutex_lock(&open_lock);
+  kd_status st = KD_OK;
+  if (!opened) {
+    st = open_libraries();
+    if (!st) __atomic_store_n(&opened, true, __ATOMIC_RELEASE);
+  }
+  pthread_mutex_unlock(&open_lock);
+  return st;
+}
+
+void kd__ops_close(void) {
+  pthread_mutex_lock(&open_lock);
+  if (opened) {
+    close_hand_registered();
+    kd__ops_unregister();
+    __atomic_store_n(&opened, false, __ATOMIC_RELEASE);
+  }
+  pthread_mutex_unlock(&open_lock);
 }

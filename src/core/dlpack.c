@@ -146,17 +146,17 @@ typedef struct kd__dl_export {
 static void dl_export_deleter(DLManagedTensor *self) {
   kd__dl_export *e = self->manager_ctx;
   kd_tensor_release(e->tensor);
-  free(e);
+  kd__free(e);
 }
 
 kd_status kd_tensor_to_dlpack(kd_tensor *tensor, DLManagedTensor **out) {
   if (!tensor || !out) return kd_set_error(KD_EINVAL, "kd_tensor_to_dlpack: NULL argument");
   *out = NULL;
-  kd__dl_export *e = calloc(1, sizeof *e);
+  kd__dl_export *e = kd__calloc(1, sizeof *e);
   if (!e) return kd__oom("DLPack managed tensor");
   kd_status st = fill_dl_tensor(tensor, &e->managed.dl_tensor, e->shape, e->strides);
   if (st) {
-    free(e);
+    kd__free(e);
     return st;
   }
   kd_tensor_retain(tensor);
@@ -271,18 +271,18 @@ typedef struct kd__dl_export_v {
 static void dl_export_v_deleter(DLManagedTensorVersioned *self) {
   kd__dl_export_v *e = self->manager_ctx;
   kd_tensor_release(e->tensor);
-  free(e);
+  kd__free(e);
 }
 
 kd_status kd_tensor_to_dlpack_versioned(kd_tensor *tensor, DLManagedTensorVersioned **out) {
   if (!tensor || !out)
     return kd_set_error(KD_EINVAL, "kd_tensor_to_dlpack_versioned: NULL argument");
   *out = NULL;
-  kd__dl_export_v *e = calloc(1, sizeof *e);
+  kd__dl_export_v *e = kd__calloc(1, sizeof *e);
   if (!e) return kd__oom("DLPack managed tensor");
   kd_status st = fill_dl_tensor(tensor, &e->managed.dl_tensor, e->shape, e->strides);
   if (st) {
-    free(e);
+    kd__free(e);
     return st;
   }
   kd_tensor_retain(tensor);

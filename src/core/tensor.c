@@ -183,7 +183,7 @@ static void tensor_init(kd_tensor *t, kd_storage *storage, int64_t offset, int n
 
 kd_status kd__tensor_make(kd_storage *storage, int64_t offset, int ndim, const int64_t *sizes,
                           const int64_t *strides, kd_dtype dtype, kd_tensor **out) {
-  kd_tensor *t = malloc(sizeof *t);
+  kd_tensor *t = kd__malloc(sizeof *t);
   if (!t) return kd__oom("tensor");
   kd_storage_retain(storage);
   tensor_init(t, storage, offset, ndim, sizes, strides, dtype, (int)kd__dtype_size(dtype), false);
@@ -198,14 +198,14 @@ kd_status kd__tensor_new(kd_device device, size_t nbytes, int ndim, const int64_
                         (int)device.type, (int)device.index);
   /* One block: the tensor, its storage, and small bytes. */
   bool inl = kd__inline_bytes(device, nbytes);
-  char *block = malloc(KD__TENSOR_HEAD + KD__STORAGE_HEAD + (inl ? nbytes : 0));
+  char *block = kd__malloc(KD__TENSOR_HEAD + KD__STORAGE_HEAD + (inl ? nbytes : 0));
   if (!block) return kd__oom("tensor");
   kd_tensor *t = (kd_tensor *)(void *)block;
   kd_storage *s = (kd_storage *)(void *)(block + KD__TENSOR_HEAD);
   kd_status st = kd__storage_setup(s, block, device, nbytes,
                                    inl ? block + KD__TENSOR_HEAD + KD__STORAGE_HEAD : NULL);
   if (st) {
-    free(block);
+    kd__free(block);
     return st;
   }
   tensor_init(t, s, 0, ndim, sizes, strides, dtype, (int)kd__dtype_size(dtype), true);
@@ -350,7 +350,7 @@ void kd__tensor_free_last(kd_tensor *tensor) {
     return;
   }
   kd_storage_release(tensor->storage);
-  free(tensor);
+  kd__free(tensor);
 }
 
 int64_t kd_tensor_refcount(const kd_tensor *tensor) { return kd__ref_get(&tensor->refs); }
