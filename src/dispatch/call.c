@@ -44,6 +44,12 @@ static void trace(const char *what, const kd_op *op, kd_dispatch_key key, kd_key
 }
 
 kd_status kd__no_op_info(const kd_op *op) {
+  if (!kd__op_alive(op))
+    return kd_set_error(KD_ESTATE,
+                        "operator '%s' is not defined: nothing defines or implements it (its "
+                        "last registration was released, or it never had one); the handle works "
+                        "again once a library defines it",
+                        op->name);
   return kd_set_error(KD_ESTATE,
                       "operator '%s' is not defined: it has no schema (a DEF or FRAGMENT library "
                       "must def it before it can be called)",

@@ -189,7 +189,8 @@ struct kd_op {
                              * call takes */
   _Atomic(const kd__op_info *) info; /* NULL while not defined */
   _Atomic uint32_t live;    /* defs + impls held: 0 when the operator has disappeared
-                             * (read by lookups without the lock) */
+                             * (read by lookups without the lock); while 0 the
+                             * table is empty and info NULL (kd__op_live_add) */
   /* ---- registry side, under the lock ---- */
   uint32_t nselect;      /* entries in `table` with a kernel-key selector */
   const char *name;      /* "ns::name.overload" or "ns::name" (name_buf) */
@@ -253,6 +254,11 @@ void kd__op_rebuild_schema(kd_op *op);
 void kd__rebuild_all_keys(kd_keyset keys);
 /* True when something defines or implements the op. */
 bool kd__op_alive(const kd_op *op);
+/* Counts a definition or kernel in (+1) or out (-1) of op->live (under the
+ * lock). The operator that comes alive gets the slots of keys with a
+ * fallback; the one nothing holds any more loses every table entry (retired,
+ * so calls in flight stay safe), keeping only its handle and name. */
+void kd__op_live_add(kd_op *op, int delta);
 void kd__notify(kd_registry_event_kind kind, kd_op *op, kd_dispatch_key key, const char *debug);
 /* Computes the entry a slot should hold: kernel and reason. */
 void kd__compute_slot(const kd_op *op, kd_dispatch_key key, const kd__kernel **kernel,

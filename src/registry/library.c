@@ -123,7 +123,7 @@ static void release_locked(kd_registration *r) {
   switch (r->kind) {
     case KD__REG_DEF:
       unlink_from_list(&op->defs, r);
-      atomic_fetch_sub_explicit(&op->live, 1, memory_order_release);
+      kd__op_live_add(op, -1);
       if (!op->defs) {
         const kd__op_info *info = atomic_load_explicit(&op->info, memory_order_relaxed);
         atomic_store_explicit(&op->fast_arg, -1, memory_order_release);
@@ -147,7 +147,7 @@ static void release_locked(kd_registration *r) {
         break;
       }
       unlink_from_list(&op->impls, r);
-      atomic_fetch_sub_explicit(&op->live, 1, memory_order_release);
+      kd__op_live_add(op, -1);
       kd__op_rebuild_keys(op, kd_dispatch_key_expand(r->key));
       kd__notify(KD_EVENT_IMPL_RELEASE, op, r->key, r->debug);
       kd__kernel_free(r->kernel);
@@ -323,7 +323,7 @@ kd_status kd_library_def(kd_library *lib, const char *schema_text, const char *c
       r->op = op;
       r->op_next = op->defs;
       op->defs = r;
-      atomic_fetch_add_explicit(&op->live, 1, memory_order_release);
+      kd__op_live_add(op, 1);
       link_to_library(lib, r);
       if (info) {
         op->tags = tag_copy;
@@ -373,7 +373,7 @@ static void link_impl(kd_op *op, kd_registration *r) {
   if (prev) warn_override(op, prev, r);
   r->op_next = op->impls;
   op->impls = r;
-  atomic_fetch_add_explicit(&op->live, 1, memory_order_release);
+  kd__op_live_add(op, 1);
   kd__op_rebuild_keys(op, kd_dispatch_key_expand(r->key));
   kd__notify(KD_EVENT_IMPL, op, r->key, r->debug);
 }

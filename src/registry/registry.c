@@ -168,18 +168,35 @@ kd_status kd__op_get(const char *qualified, size_t len, kd_op **out) {
   op->next_in_list = all_ops;
   all_ops = op;
   op_count++;
-  /* A new table is empty; the slots of keys with a fallback are not. */
-  kd_keyset fallback_keys = 0;
-  unsigned key;
-  KD__FOR_EACH_KEY(key, KD__RUNTIME_KEYS)
-    if (kd__fallbacks[key]) fallback_keys |= (kd_keyset)1 << key;
-  if (fallback_keys) kd__op_rebuild_keys(op, fallback_keys);
+  /* Nothing defines or implements it yet: its table stays empty, even in
+   * the slots of keys with a fallback, until kd__op_live_add fills them. */
   *out = op;
   return KD_OK;
 }
 
 bool kd__op_alive(const kd_op *op) {
   return atomic_load_explicit(&((kd_op *)op)->live, memory_order_acquire) != 0;
+}
+
+void kd__op_live_add(kd_op *op, int delta) {
+  uint32_t before = atomic_fetch_add_explicit(&op->live, (uint32_t)delta, memory_order_release);
+  uint32_t after = before + (uint32_t)delta;
+  if (before == 0 && after != 0) {
+    /* Back to life: the slots of keys with a fallback. */
+    kd_keyset fallback_keys = 0;
+    unsigned key;
+    KD__FOR_EACH_KEY(key, KD__RUNTIME_KEYS)
+      if (kd__fallbacks[key]) fallback_keys |= (kd_keyset)1 << key;
+    if (fallback_keys) kd__op_rebuild_keys(op, fallback_keys);
+  } else if (before != 0 && after == 0) {
+    /* Gone: every entry is retired (with the kernel references and functor
+     * state it holds); only the handle and its name stay. */
+    kd_keyset held = 0;
+    unsigned key;
+    KD__FOR_EACH_KEY(key, KD__RUNTIME_KEYS)
+      if (atomic_load_explicit(&op->table[key], memory_order_relaxed)) held |= (kd_keyset)1 << key;
+    if (held) kd__op_rebuild_keys(op, held);
+  }
 }
 
 kd_status kd_op_find(const char *name, const char *overload, kd_op **out) {
@@ -251,6 +268,9 @@ void kd__compute_slot(const kd_op *op, kd_dispatch_key key, const kd__kernel **k
   const kd__kernel *k;
   *kernel = NULL;
   *reason = KD__REASON_MISSING;
+  /* An operator nothing defines or implements has no entries, not even the
+   * fallbacks': what stays of it must not grow with the fallbacks. */
+  if (!kd__op_alive(op)) return;
   if ((k = top(op, key))) {
     *kernel = k;
     *reason = KD__REASON_KERNEL;
@@ -374,7 +394,9 @@ void kd__op_rebuild_schema(kd_op *op) {
 }
 
 void kd__rebuild_all_keys(kd_keyset keys) {
-  for (kd_op *op = all_ops; op; op = op->next_in_list) kd__op_rebuild_keys(op, keys);
+  /* An operator that is not alive has an empty table and keeps it empty. */
+  for (kd_op *op = all_ops; op; op = op->next_in_list)
+    if (kd__op_alive(op)) kd__op_rebuild_keys(op, keys);
 }
 
 void kd__set_slow(bool trace) {
