@@ -89,7 +89,7 @@ static void st_destroy(void *s) {
   free(s);
 }
 static kd_status k_functor(const kd_call *call, const kd_arg *a, kd_value *r) {
-  if (*(int64_t *)call->data != 5) return kd_set_error(KD_EINTERNAL, "k_functor: bad state");
+  if (!call->data || *(int64_t *)call->data != 5) return kd_set_error(KD_EINTERNAL, "k_functor: bad state");
   r[0] = kd_value_tensor(a[0].t);
   return a[1].i == 7 ? KD_OK : KD_EINVAL;
 }
@@ -347,6 +347,43 @@ static void test_fallback_while_gone(void **state) {
   KD_ASSERT_OK(kd_dispatcher_check());
 }
 
+/* A functor registered plainly for a key that also has kernel-key kernels
+ * serves the dtypes no keyed kernel serves: it gets its per-slot state (made
+ * on first call, destroyed with the slot), not the factory's data. */
+static void test_functor_beside_kernel_keys(void **state) {
+  (void)state;
+  kd_library *def = kd_test_open_lib(KD_LIBRARY_DEF, "fk", KD_KEY_UNDEFINED);
+  kd_library *meta = kd_test_open_lib(KD_LIBRARY_IMPL, "fk", KD_KEY_META);
+  KD_ASSERT_OK(kd_library_def(def, "g(Tensor self, int n) -> Tensor", NULL, 0, NULL));
+  kd_kernel kg = kd_kernel_unboxed(k_functor, "(Tensor, int) -> Tensor");
+  kg.kind = KD_KERNEL_FUNCTOR;
+  kg.create = st_create;
+  kg.destroy = st_destroy;
+  kd_value five = kd_value_int(5);
+  kg.ctor_args = &five;
+  kg.nctor_args = 1;
+  KD_ASSERT_OK(kd_library_impl(meta, "g", &kg, NULL));
+  kd_kernel kn = kd_kernel_unboxed(k_ident_n, "(Tensor, int) -> Tensor");
+  KD_ASSERT_OK(kd_library_impl_keyed(meta, "g", KD_ALL_LAYOUT, KD_DTYPE_BIT(KD_FLOAT64), &kn, NULL));
+  kd_op *g = find("fk::g");
+  /* meta_t is float32: the functor's cell. */
+  KD_ASSERT_OK(call_n(g, meta_t, 7));
+  assert_int_equal(states_alive, 1);
+  kd_stack s;
+  kd_stack_init(&s);
+  kd_value v = kd_value_tensor(meta_t), n = kd_value_int(7);
+  KD_ASSERT_OK(kd_stack_push(&s, &v));
+  KD_ASSERT_OK(kd_stack_push(&s, &n));
+  KD_ASSERT_OK(kd_call_boxed(g, &s));
+  kd_stack_free(&s);
+  assert_int_equal(states_alive, 1);
+  KD_ASSERT_OK(kd_dispatcher_check());
+  kd_library_close(meta);
+  kd_library_close(def);
+  kd__reclaim(true);
+  assert_int_equal(states_alive, 0);
+}
+
 /* Opening and closing the same libraries keeps memory flat: the figure after
  * the warm-up (cycle 100) and after the last cycle differ by no more than
  * allocator noise. */
@@ -427,6 +464,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_release_frees_and_redefine_reuses),
       cmocka_unit_test(test_fallback_while_gone),
+      cmocka_unit_test(test_functor_beside_kernel_keys),
       cmocka_unit_test(test_cycles_keep_memory_flat),
       cmocka_unit_test(test_distinct_names_cost_only_handles),
   };

@@ -310,7 +310,13 @@ static void kernel_unref(const kd__kernel *k);
 static void free_entry(void *p) {
   kd__entry *e = p;
   void *state = atomic_load_explicit(&e->state, memory_order_acquire);
-  if (state && e->kernel->k.destroy) e->kernel->k.destroy(state);
+  /* The functor that made the state: the slot's kernel, or in a kernel-key
+   * slot the plain functor kernel of the cells no keyed kernel serves. */
+  const kd__kernel *maker = e->kernel;
+  for (int i = 0; state && e->select && maker->k.kind != KD_KERNEL_FUNCTOR && i < KD__SELECT_CELLS; i++)
+    if (e->select[i].kernel && e->select[i].kernel->k.kind == KD_KERNEL_FUNCTOR)
+      maker = e->select[i].kernel;
+  if (state && maker->k.destroy) maker->k.destroy(state);
   kd__select_free(e->select);
   free(e->select_text);
   kernel_unref(e->kernel);
