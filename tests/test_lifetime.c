@@ -25,7 +25,9 @@
 #endif
 
 #if KD_TEST_SANITIZED
-#include <sanitizer/allocator_interface.h>
+/* The sanitizer runtime's count of live heap bytes (declared here: gcc does
+ * not install the sanitizer headers). */
+size_t __sanitizer_get_current_allocated_bytes(void);
 #endif
 
 /* Heap bytes in use now, after every retired object has been freed. */

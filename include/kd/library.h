@@ -42,8 +42,8 @@ typedef struct kd_registration kd_registration;
 KD_API kd_status kd_library_open(kd_library_kind kind, const char *ns, kd_dispatch_key key,
                                  const char *file, int line, kd_library **out);
 
-/* Releases every registration of the library still held, then frees it.
- * NULL is ignored. */
+/* Releases every registration of the library still held (newest first, as
+ * kd_registration_release), then frees it. NULL is ignored. */
 KD_API void kd_library_close(kd_library *lib);
 
 /* Defines an operator from a schema ("name.overload(args) -> returns"; a
@@ -207,7 +207,12 @@ KD_API kd_status kd_op_select_kernel(const kd_op *op, kd_dispatch_key key, kd_la
 KD_API kd_status kd_library_fallback(kd_library *lib, const kd_kernel *kernel,
                                      kd_registration **out);
 
-/* Undoes one registration now. The handle is invalid after. NULL is ignored. */
+/* Undoes one registration now; the registration handle is invalid after
+ * (the kd_op handles stay valid). What it referenced is freed once no call in
+ * flight can use it: a kernel's record (its destroy_data called), the table
+ * entries and functor states that used it. When it was the last definition
+ * or kernel of its operator, the operator keeps only its handle and name
+ * (see kd_op_find). NULL is ignored. */
 KD_API void kd_registration_release(kd_registration *reg);
 
 /* ---- Listeners ------------------------------------------------------------ */
