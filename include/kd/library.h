@@ -309,12 +309,20 @@ typedef struct kd_library_desc {
   int line;
 } kd_library_desc;
 
-/* Opens a described library and runs its body once per process; later calls
- * for the same descriptor do nothing. The library stays open for the life of
- * the process. The body's registrations return their statuses as anywhere
+/* Opens a described library and runs its body once; later calls for the
+ * same descriptor do nothing. The library stays open until
+ * kd_library_close_desc (for the life of the process, for those a
+ * constructor opens). The body's registrations return their statuses as anywhere
  * else; a failure to open the library itself is returned and also reported
  * with kd_warn (a constructor has no caller to tell). */
 KD_API kd_status kd_library_open_desc(const kd_library_desc *desc);
+
+/* Closes the library kd_library_open_desc opened for `desc` (releasing its
+ * registrations, as kd_library_close), so that a later kd_library_open_desc
+ * opens it and runs its body again. Does nothing when `desc` is NULL or not
+ * open. For a library that must be unloaded, such as libkdops in
+ * kd_ops_close. */
+KD_API void kd_library_close_desc(const kd_library_desc *desc);
 
 /* The macros: a library whose body runs when the program or shared library
  * loads (a constructor), and whose descriptor is a global symbol, so that a

@@ -39,9 +39,19 @@ typedef struct kd_tensors {
 } kd_tensors;
 
 /* Registers the aten operators and their CPU, Meta and composite kernels.
- * Idempotent and thread-safe: later calls return the first call's status.
- * The registrations stay for the life of the process. */
+ * Idempotent and thread-safe: later calls return the first call's status
+ * until kd_ops_close. The registrations stay until kd_ops_close. */
 KD_API kd_status kd_ops_open(void);
+
+/* Releases every registration kd_ops_open made (after a failed open too, so
+ * that the next kd_ops_open tries again); does nothing when closed.
+ * Thread-safe, and safe while other threads call operators: a call already
+ * running finishes, later ones fail. The operator handles stay valid (entry
+ * points keep theirs): while closed, a call through one fails with
+ * KD_ESTATE ("operator 'aten::...' is not defined"), and after the next
+ * kd_ops_open the same handles work again. Memory stays flat over any
+ * number of open/close cycles. */
+KD_API void kd_ops_close(void);
 
 /* Threads used by operators above their grain size: the KD_NUM_THREADS
  * environment variable, else the number of processors. Setting n <= 0 is

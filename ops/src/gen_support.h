@@ -128,6 +128,9 @@ typedef struct kd__gen_impl {
  * all or nothing (a failure closes what was opened). */
 kd_status kd__ops_register_tables(const kd__gen_def *defs, size_t ndefs, const kd__gen_impl *impls,
                                   size_t nimpls);
+/* Closes the aten library kd__ops_register_tables opened (nothing when none
+ * is open): every operator it defined keeps only its handle. */
+void kd__ops_unregister_tables(void);
 
 /* The kernel of factories (no tensor arguments) for the slot such calls
  * reach: calls again with the backend key of argument `device_arg` (a

@@ -9,7 +9,10 @@
 #include "kd/ops.h"
 #include "native/bitwise.h"
 
-static pthread_once_t open_once = PTHREAD_ONCE_INIT;
+/* 0: closed, 1: open, -1: the last open failed (open_status says why).
+ * Changed under open_lock; read without it by kd_ops_open's fast path. */
+static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
+static int open_state;
 static kd_status open_status = KD_OK;
 static char open_message[512];
 
@@ -44,8 +47,32 @@ static void open_libraries(void) {
   if (open_status) snprintf(open_message, sizeof open_message, "%s", kd_last_error());
 }
 
+/* Closes what open_libraries opened, newest first (under open_lock). */
+static void close_libraries(void) {
+  for (size_t i = kd__bitwise_nlibraries; i-- > 0;) kd_library_close_desc(kd__bitwise_libraries[i]);
+  kd__ops_unregister_tables();
+}
+
 kd_status kd_ops_open(void) {
-  pthread_once(&open_once, open_libraries);
-  if (open_status) return kd_set_error(open_status, "%s", open_message);
+  if (__atomic_load_n(&open_state, __ATOMIC_ACQUIRE) == 1) return KD_OK;
+  pthread_mutex_lock(&open_lock);
+  if (open_state == 0) {
+    open_status = KD_OK;
+    open_libraries();
+    __atomic_store_n(&open_state, open_status ? -1 : 1, __ATOMIC_RELEASE);
+  }
+  kd_status st = open_status;
+  pthread_mutex_unlock(&open_lock);
+  if (st) return kd_set_error(st, "%s", open_message);
   return KD_OK;
+}
+
+void kd_ops_close(void) {
+  pthread_mutex_lock(&open_lock);
+  if (open_state != 0) {
+    close_libraries();
+    open_status = KD_OK;
+    __atomic_store_n(&open_state, 0, __ATOMIC_RELEASE);
+  }
+  pthread_mutex_unlock(&open_lock);
 }

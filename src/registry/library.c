@@ -646,3 +646,19 @@ kd_status kd_library_open_desc(const kd_library_desc *desc) {
   desc->body(o->lib);
   return KD_OK;
 }
+
+void kd_library_close_desc(const kd_library_desc *desc) {
+  if (!desc) return;
+  pthread_mutex_lock(&desc_lock);
+  opened_desc *found = NULL;
+  for (opened_desc **p = &opened; *p; p = &(*p)->next)
+    if ((*p)->desc == desc) {
+      found = *p;
+      *p = found->next;
+      break;
+    }
+  pthread_mutex_unlock(&desc_lock);
+  if (!found) return;
+  kd_library_close(found->lib);
+  free(found);
+}
