@@ -5,9 +5,11 @@ BUILD ?= build
 BUILD_TYPE ?= RelWithDebInfo
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
-CTEST_ARGS ?=
+# The differential test against libtorch (label difftest, about a minute of
+# CPU) is left out of `make test`; `make difftest` runs it.
+CTEST_ARGS ?= -LE difftest
 
-.PHONY: all deps configure build run test bench clean
+.PHONY: all deps configure build run test difftest bench clean
 
 all: build
 
@@ -25,6 +27,11 @@ run: build
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
+
+# Every operator against libtorch 1.13 (built when libtorch-dev is installed):
+# docs/DIFFTEST.md.
+difftest: build
+	cd $(BUILD) && ctest --output-on-failure -L difftest
 
 # Side by side in one run: kdispatch, then libtorch when it was built.
 bench: build

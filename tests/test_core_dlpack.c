@@ -168,6 +168,97 @@ static void test_import_errors(void **state) {
   assert_int_equal(deleted, 1);
 }
 
+/* Imports f with the given shape/strides (ndim entries; strides may be NULL)
+ * and byte_offset, expecting `status` with `needle` in the message; the
+ * caller keeps f. */
+static void import_refused(foreign *f, int ndim, int64_t *shape, int64_t *strides,
+                           uint64_t byte_offset, kd_status status, const char *needle) {
+  DLTensor *dl = &f->managed.dl_tensor;
+  DLTensor saved = *dl;
+  dl->ndim = ndim;
+  dl->shape = shape;
+  dl->strides = strides;
+  dl->byte_offset = byte_offset;
+  kd_tensor *t = (kd_tensor *)0x1;
+  KD_ASSERT_ERR(kd_tensor_from_dlpack(&f->managed, &t), status, needle);
+  assert_null(t);
+  *dl = saved;
+}
+
+/* Foreign sizes, strides and byte offsets: every address the tensor can
+ * reach and its storage extent must be computable (regressions: all of
+ * these used to import, with wrapped strides, pointers or storage sizes). */
+static void test_import_geometry_overflow(void **state) {
+  (void)state;
+  int deleted = 0;
+  foreign *f = make_foreign(&deleted);
+  /* Row-major strides computed for NULL strides overflow before the size 0
+   * is seen: the stride of dimension 0 would be 2^64. */
+  import_refused(f, 4, (int64_t[]){1, INT64_C(1) << 62, 4, 0}, NULL, 0, KD_EOVERFLOW,
+                 "DLPack import: the row-major strides of the shape overflow int64");
+  /* A byte_offset that wraps the pointer to 4 bytes before the buffer. */
+  import_refused(f, 2, (int64_t[]){2, 3}, NULL, UINT64_MAX - 3, KD_EOVERFLOW,
+                 "DLPack import: byte_offset 18446744073709551612 overflows the address");
+  /* A byte_offset that is not a whole number of elements. */
+  import_refused(f, 1, (int64_t[]){1}, NULL, 3, KD_EINVAL,
+                 "DLPack import: byte_offset 3 is not a multiple of the element size 4 "
+                 "(float32)");
+  /* The storage size (last + 1) * itemsize: 2^64 + 4 bytes, once 4. */
+  import_refused(f, 1, (int64_t[]){2}, (int64_t[]){INT64_C(1) << 62}, 0, KD_EOVERFLOW,
+                 "DLPack import: storage size calculation overflows with sizes=[2], "
+                 "strides=[4611686018427387904], storage offset 0 and float32 elements");
+  /* A stride whose byte stride does not fit, even on a dimension of size 1. */
+  import_refused(f, 2, (int64_t[]){1, 1}, (int64_t[]){INT64_C(1) << 62, 1}, 0, KD_EOVERFLOW,
+                 "storage size calculation overflows");
+  /* With no elements the spans must still be computable. */
+  import_refused(f, 2, (int64_t[]){0, INT64_C(1) << 62}, (int64_t[]){1, 4}, 0, KD_EOVERFLOW,
+                 "storage size calculation overflows");
+  /* An element read through a misaligned pointer. */
+  float *saved = f->managed.dl_tensor.data;
+  f->managed.dl_tensor.data = (char *)saved + 1;
+  import_refused(f, 1, (int64_t[]){1}, NULL, 0, KD_EINVAL, "is not aligned to 4 bytes");
+  f->managed.dl_tensor.data = saved;
+  assert_int_equal(deleted, 0);
+
+  /* Zero elements with large sizes and zero strides: the element count is 0
+   * (a running product would have overflowed before the 0). */
+  kd_tensor *t;
+  int64_t shape[3] = {INT64_C(1) << 62, INT64_C(1) << 62, 0}, strides[3] = {0, 0, 1};
+  f->managed.dl_tensor.ndim = 3;
+  f->managed.dl_tensor.shape = shape;
+  f->managed.dl_tensor.strides = strides;
+  KD_ASSERT_OK(kd_tensor_from_dlpack(&f->managed, &t));
+  assert_int_equal(kd_tensor_numel(t), 0);
+  assert_int_equal(kd_tensor_size(t, 1), INT64_C(1) << 62);
+  kd_tensor_release(t);
+  assert_int_equal(deleted, 1);
+}
+
+/* A zero-element tensor past the end of its storage exports a NULL data
+ * pointer (as PyTorch's data_ptr of an empty tensor), never a pointer past
+ * the producer's buffer. */
+static void test_export_empty_past_end(void **state) {
+  (void)state;
+  kd_tensor *t, *v;
+  KD_ASSERT_OK(kd_tensor_empty(1, (int64_t[]){4}, KD_FLOAT32, kd_device_cpu(), &t));
+  KD_ASSERT_OK(kd_tensor_as_strided(t, 1, (int64_t[]){0}, (int64_t[]){1}, 1000, &v));
+  DLManagedTensor *m;
+  KD_ASSERT_OK(kd_tensor_to_dlpack(v, &m));
+  assert_null(m->dl_tensor.data);
+  assert_int_equal(m->dl_tensor.byte_offset, 0);
+  assert_int_equal(m->dl_tensor.shape[0], 0);
+  m->deleter(m);
+  kd_tensor_release(v);
+  /* An offset whose byte address overflows int64 is refused. */
+  v = (kd_tensor *)0x1;
+  KD_ASSERT_ERR(kd_tensor_as_strided(t, 1, (int64_t[]){0}, (int64_t[]){1}, INT64_C(1) << 62, &v),
+                KD_EOVERFLOW,
+                "kd_tensor_as_strided: storage size calculation overflows with sizes=[0], "
+                "strides=[1], storage offset 4611686018427387904 and float32 elements");
+  assert_null(v);
+  kd_tensor_release(t);
+}
+
 static void test_private_device(void **state) {
   (void)state;
   /* A private device with a DLPack type exchanges through it. */
@@ -207,6 +298,8 @@ int main(void) {
       cmocka_unit_test(test_export_roundtrip), cmocka_unit_test(test_export_dtypes),
       cmocka_unit_test(test_import_foreign),   cmocka_unit_test(test_import_errors),
       cmocka_unit_test(test_private_device),   cmocka_unit_test(test_zero_size),
+      cmocka_unit_test(test_import_geometry_overflow),
+      cmocka_unit_test(test_export_empty_past_end),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

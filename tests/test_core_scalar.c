@@ -57,8 +57,55 @@ static void test_convert(void **state) {
   int16_t i16;
   KD_ASSERT_OK(kd_scalar_to_element(&s, KD_INT16, &i16));
   assert_int_equal(i16, 300);
+  /* PyTorch's checked_convert (values from libtorch 1.13's fill_): uint8
+   * takes -255..-1 as two's complement, refuses -256 */
   s = kd_scalar_int(-1);
+  KD_ASSERT_OK(kd_scalar_to_element(&s, KD_UINT8, &u8));
+  assert_int_equal(u8, 255);
+  s = kd_scalar_int(-6);
+  KD_ASSERT_OK(kd_scalar_to_element(&s, KD_UINT8, &u8));
+  assert_int_equal(u8, 250);
+  s = kd_scalar_int(-255);
+  KD_ASSERT_OK(kd_scalar_to_element(&s, KD_UINT8, &u8));
+  assert_int_equal(u8, 1);
+  s = kd_scalar_int(-256);
+  KD_ASSERT_ERR(kd_scalar_to_element(&s, KD_UINT8, &u8), KD_EOVERFLOW,
+                "value -256 cannot be converted to type uint8 without overflow");
+  /* ... but no negative floating value, nor one above the maximum */
+  s = kd_scalar_double(-0.27);
+  KD_ASSERT_ERR(kd_scalar_to_element(&s, KD_UINT8, &u8), KD_EOVERFLOW,
+                "value -0.27 cannot be converted to type uint8 without overflow");
+  s = kd_scalar_double(255.5);
   KD_ASSERT_ERR(kd_scalar_to_element(&s, KD_UINT8, &u8), KD_EOVERFLOW, "uint8");
+  s = kd_scalar_complex(-1, 0);
+  KD_ASSERT_ERR(kd_scalar_to_element(&s, KD_UINT8, &u8), KD_EOVERFLOW, "uint8");
+  assert_int_equal(u8, 1);
+  s = kd_scalar_double(3.7);
+  KD_ASSERT_OK(kd_scalar_to_element(&s, KD_UINT8, &u8));
+  assert_int_equal(u8, 3);
+  /* signed targets: the exact range, floating values truncated inside it */
+  int8_t i8 = 0;
+  s = kd_scalar_int(-255);
+  KD_ASSERT_ERR(kd_scalar_to_element(&s, KD_INT8, &i8), KD_EOVERFLOW, "int8");
+  s = kd_scalar_double(127.5);
+  KD_ASSERT_ERR(kd_scalar_to_element(&s, KD_INT8, &i8), KD_EOVERFLOW, "int8");
+  s = kd_scalar_double(-0.27);
+  KD_ASSERT_OK(kd_scalar_to_element(&s, KD_INT8, &i8));
+  assert_int_equal(i8, 0);
+  s = kd_scalar_double(INFINITY);
+  KD_ASSERT_ERR(kd_scalar_to_element(&s, KD_INT64, &(int64_t){0}), KD_EOVERFLOW, "int64");
+  s = kd_scalar_int((int64_t)1 << 40);
+  KD_ASSERT_ERR(kd_scalar_to_element(&s, KD_FLOAT16, &(uint16_t){0}), KD_EOVERFLOW, "float16");
+  s = kd_scalar_double(1e300);
+  KD_ASSERT_ERR(kd_scalar_to_element(&s, KD_COMPLEX64, (float[2]){0}), KD_EOVERFLOW, "complex64");
+  /* bool: anything non-zero (NaN too) is true, nothing overflows */
+  uint8_t bv = 0;
+  s = kd_scalar_double(NAN);
+  KD_ASSERT_OK(kd_scalar_to_element(&s, KD_BOOL, &bv));
+  assert_int_equal(bv, 1);
+  s = kd_scalar_int(-300);
+  KD_ASSERT_OK(kd_scalar_to_element(&s, KD_BOOL, &bv));
+  assert_int_equal(bv, 1);
   s = kd_scalar_double(2.75);
   int32_t i32;
   KD_ASSERT_OK(kd_scalar_to_element(&s, KD_INT32, &i32));

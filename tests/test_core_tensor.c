@@ -190,7 +190,9 @@ static void test_create_errors(void **state) {
    * and can overflow even with zero elements. */
   KD_ASSERT_ERR(kd_tensor_empty(3, (int64_t[]){0, 1LL << 40, 1LL << 40}, KD_FLOAT32,
                                 kd_device_cpu(), &t),
-                KD_EOVERFLOW, "too many elements");
+                KD_EOVERFLOW,
+                "kd_tensor_empty: the row-major strides of sizes [0, 1099511627776, "
+                "1099511627776] overflow int64");
   KD_ASSERT_ERR(kd_tensor_empty(1, (int64_t[]){2}, KD_FLOAT32, (kd_device){(kd_device_type)9, 0},
                                 &t),
                 KD_EINVAL, "invalid device");
@@ -427,11 +429,72 @@ static void test_resize_refused(void **state) {
                 "resize_: stride -1 of dimension 0 is negative");
   KD_ASSERT_ERR(kd_tensor_resize_(t, 2, (int64_t[]){INT64_MAX / 2, 4}, NULL), KD_EOVERFLOW, "");
   KD_ASSERT_ERR(kd_tensor_resize_(t, 1, (int64_t[]){INT64_MAX / 2 + 2}, NULL), KD_EOVERFLOW,
-                "resize_: byte size overflows");
+                "resize_: storage size calculation overflows with sizes=[4611686018427387905], "
+                "strides=[1], storage offset 0 and int16 elements of 2 bytes");
   KD_ASSERT_ERR(kd_tensor_resize_(t, 2, (int64_t[]){3, 3}, (int64_t[]){INT64_MAX / 2, 1}),
-                KD_EOVERFLOW, "resize_: element offsets overflow");
+                KD_EOVERFLOW, "resize_: storage size calculation overflows");
   assert_geometry(t, 1, (int64_t[]){3}, (int64_t[]){1});
   assert_int_equal(kd_storage_nbytes(kd_tensor_storage(t)), 6);
+  kd_tensor_release(t);
+}
+
+/* The geometry rule (docs/ARCHITECTURE.md, "Foreign geometry"): every byte offset a
+ * tensor can reach and its storage extent fit in int64, even with zero
+ * elements; the element count is 0 whenever a size is 0. */
+static void test_geometry_rule(void **state) {
+  (void)state;
+  const int64_t big = INT64_C(1) << 62;
+  kd_tensor *t = (kd_tensor *)0x1, *v;
+  /* A byte stride that overflows, on a dimension of size 1. */
+  KD_ASSERT_ERR(kd_tensor_empty_strided(1, (int64_t[]){1}, (int64_t[]){big}, KD_FLOAT32,
+                                        kd_device_cpu(), &t),
+                KD_EOVERFLOW, "storage size calculation overflows");
+  /* Large sizes with zero strides and a size 0: no elements, no overflow
+   * (the element count is not a running product that overflows first). */
+  KD_ASSERT_OK(kd_tensor_empty_strided(3, (int64_t[]){big, big, 0}, (int64_t[]){0, 0, 1},
+                                       KD_FLOAT32, kd_device_cpu(), &t));
+  assert_int_equal(kd_tensor_numel(t), 0);
+  assert_int_equal(kd_storage_nbytes(kd_tensor_storage(t)), 0);
+  kd_tensor_release(t);
+  /* Zero elements: the spans of the other dimensions still count. */
+  KD_ASSERT_ERR(kd_tensor_empty_strided(2, (int64_t[]){0, big}, (int64_t[]){1, 4}, KD_FLOAT32,
+                                        kd_device_cpu(), &t),
+                KD_EOVERFLOW,
+                "kd_tensor_empty_strided: storage size calculation overflows with sizes=[0, "
+                "4611686018427387904], strides=[1, 4]");
+  assert_null(t);
+  /* Contiguous: strides fit, but the span of dimension 0 does not. */
+  KD_ASSERT_ERR(kd_tensor_empty(3, (int64_t[]){big, 0, 4}, KD_FLOAT32, kd_device_cpu(), &t),
+                KD_EOVERFLOW, "kd_tensor_empty: storage size calculation overflows");
+  KD_ASSERT_OK(kd_tensor_empty(3, (int64_t[]){1LL << 20, 0, 4}, KD_FLOAT32, kd_device_cpu(), &t));
+  assert_int_equal(kd_tensor_numel(t), 0);
+  kd_tensor_release(t);
+
+  /* Storage offsets: offset * itemsize must fit, elements or not. */
+  KD_ASSERT_OK(kd_tensor_empty(1, (int64_t[]){4}, KD_FLOAT32, kd_device_cpu(), &t));
+  v = (kd_tensor *)0x1;
+  /* (offset + 1) * 4 is the extent: 2^63 does not fit, 2^63 - 4 does. */
+  KD_ASSERT_ERR(
+      kd_tensor_as_strided(t, 1, (int64_t[]){0}, (int64_t[]){1}, (INT64_C(1) << 61) - 1, &v),
+      KD_EOVERFLOW, "storage offset 2305843009213693951 and float32 elements of 4 bytes");
+  assert_null(v);
+  KD_ASSERT_ERR(kd_tensor_from_storage(kd_tensor_storage(t), big, 1, (int64_t[]){0},
+                                       (int64_t[]){1}, KD_FLOAT32, &v),
+                KD_EOVERFLOW, "kd_tensor_from_storage: storage size calculation overflows");
+  KD_ASSERT_OK(
+      kd_tensor_as_strided(t, 1, (int64_t[]){0}, (int64_t[]){1}, (INT64_C(1) << 61) - 2, &v));
+  /* Past the end of the storage: no address (as PyTorch's data_ptr). */
+  assert_null(kd_tensor_data(v));
+  kd_tensor_release(v);
+  KD_ASSERT_OK(kd_tensor_as_strided(t, 1, (int64_t[]){0}, (int64_t[]){1}, 4, &v));
+  assert_ptr_equal(kd_tensor_data(v), (char *)kd_tensor_data(t) + 16);
+  kd_tensor_release(v);
+  /* resize_ keeps the offset: the new geometry counts it. */
+  KD_ASSERT_OK(kd_tensor_as_strided(t, 1, (int64_t[]){0}, (int64_t[]){1}, INT64_C(1) << 40, &v));
+  KD_ASSERT_ERR(kd_tensor_resize_(v, 2, (int64_t[]){0, INT64_C(1) << 61}, NULL), KD_EOVERFLOW,
+                "resize_: storage size calculation overflows");
+  assert_int_equal(kd_tensor_ndim(v), 1);
+  kd_tensor_release(v);
   kd_tensor_release(t);
 }
 
@@ -469,6 +532,7 @@ int main(void) {
       cmocka_unit_test(test_create_errors),   cmocka_unit_test(test_data_scalar_meta),
       cmocka_unit_test(test_storage_wrap),    cmocka_unit_test(test_resize),
       cmocka_unit_test(test_resize_refused),  cmocka_unit_test(test_wrapped_number),
+      cmocka_unit_test(test_geometry_rule),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

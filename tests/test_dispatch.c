@@ -156,6 +156,18 @@ static void test_tls_guards(void **state) {
   assert_true(kd_tls_keys_get().include == 0);
 }
 
+/* kd_library_def decodes every default: a list default on Any or a type
+ * variable used to crash it (a wild pointer in the default decoder). */
+static void test_def_generic_list_defaults(void **state) {
+  (void)state;
+  kd_library *def = kd_test_open_lib(KD_LIBRARY_DEF, "gdefaults", KD_KEY_UNDEFINED);
+  KD_ASSERT_OK(kd_library_def(def, "f(Any x=[], t y=[1], Any z=[[2.5], 'a']) -> ()", NULL, 0,
+                              NULL));
+  KD_ASSERT_ERR(kd_library_def(def, "g(Any x=[1, nope]) -> ()", NULL, 0, NULL), KD_ETYPE,
+                "default '[1, nope]' does not fit the type");
+  kd_library_close(def);
+}
+
 static void test_basic_call_and_missing(void **state) {
   (void)state;
   kd_library *def = kd_test_open_lib(KD_LIBRARY_DEF, "basic", KD_KEY_UNDEFINED);
@@ -1156,6 +1168,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_keys),
       cmocka_unit_test(test_tls_guards),
+      cmocka_unit_test(test_def_generic_list_defaults),
       cmocka_unit_test(test_basic_call_and_missing),
       cmocka_unit_test(test_stacking_and_release),
       cmocka_unit_test(test_boxed_short_path),

@@ -22,6 +22,26 @@
 
 /* ---- helpers --------------------------------------------------------------- */
 
+/* kd__retire takes the node from the retired object; these tests retire
+ * plain pointers, so each gets a node of its own, freed after the callback. */
+typedef struct retired_ptr {
+  kd__retire_node node;
+  void (*fn)(void *);
+  void *ptr;
+} retired_ptr;
+static void run_retired_ptr(void *p) {
+  retired_ptr *r = p;
+  r->fn(r->ptr);
+  free(r);
+}
+static void retire(void (*fn)(void *), void *ptr) {
+  retired_ptr *r = malloc(sizeof *r);
+  assert_non_null(r);
+  r->fn = fn;
+  r->ptr = ptr;
+  kd__retire(&r->node, run_retired_ptr, r);
+}
+
 static _Atomic size_t g_freed;
 
 static void count_cb(void *p) {
@@ -73,7 +93,7 @@ static void test_mode(void **state) {
 static void test_retire_then_reclaim(void **state) {
   (void)state;
   int n = 0;
-  kd__retire(count_cb, &n);
+  retire(count_cb, &n);
   assert_int_equal(n, 0); /* never synchronously */
   assert_int_equal(kd__reclaim(false), 0);
   assert_int_equal(n, 1);
@@ -86,7 +106,7 @@ static void test_not_freed_inside_call(void **state) {
   int n = 0;
   (void)kd__read_enter(); /* outermost: kd__read_exit(0) */
   assert_int_not_equal(__atomic_load_n(&kd__tls_reader.epoch, __ATOMIC_SEQ_CST), 0);
-  kd__retire(count_cb, &n);
+  retire(count_cb, &n);
   assert_int_equal(kd__reclaim(false), 1);
   assert_int_equal(kd__reclaim(false), 1);
   assert_int_equal(n, 0);
@@ -106,7 +126,7 @@ static void test_nesting(void **state) {
   assert_int_equal(r1, 0); /* only the outermost exit clears the epoch */
   assert_true(r2 == e && r3 == e);
   assert_true(__atomic_load_n(&kd__tls_reader.epoch, __ATOMIC_SEQ_CST) == e); /* inner enters keep it */
-  kd__retire(count_cb, &n);
+  retire(count_cb, &n);
   kd__read_exit(r3);
   kd__read_exit(r2);
   assert_true(__atomic_load_n(&kd__tls_reader.epoch, __ATOMIC_SEQ_CST) == e);
@@ -125,7 +145,7 @@ static void test_callbacks_once(void **state) {
   static int counts[MANY];
   memset(counts, 0, sizeof counts);
   for (int i = 0; i < MANY; i++) {
-    kd__retire(count_cb, &counts[i]);
+    retire(count_cb, &counts[i]);
     if (i % 7 == 0) kd__reclaim(false);
   }
   assert_int_equal(kd__reclaim(true), 0);
@@ -141,7 +161,7 @@ static void test_threshold_reclaims(void **state) {
   (void)state;
   static int counts[MANY];
   memset(counts, 0, sizeof counts);
-  for (int i = 0; i < MANY; i++) kd__retire(count_cb, &counts[i]);
+  for (int i = 0; i < MANY; i++) retire(count_cb, &counts[i]);
   assert_true(atomic_load(&g_freed) >= MANY - 130);
   kd__reclaim(true);
 }
@@ -155,7 +175,7 @@ typedef struct chain_link {
 static void chain_cb(void *p) {
   chain_link *l = p;
   l->freed++;
-  if (l->next) kd__retire(chain_cb, l->next);
+  if (l->next) retire(chain_cb, l->next);
   if (l->next) kd__reclaim(false); /* allowed from a callback too */
 }
 
@@ -164,7 +184,7 @@ static void test_retire_from_callback(void **state) {
   enum { N = 100 };
   static chain_link links[N];
   for (int i = 0; i < N; i++) links[i] = (chain_link){0, i + 1 < N ? &links[i + 1] : NULL};
-  kd__retire(chain_cb, &links[0]);
+  retire(chain_cb, &links[0]);
   assert_int_equal(kd__reclaim(true), 0);
   for (int i = 0; i < N; i++) assert_int_equal(links[i].freed, 1);
 }
@@ -173,8 +193,8 @@ static void test_wait_inside_call_returns(void **state) {
   (void)state;
   int a = 0, b = 0;
   (void)kd__read_enter(); /* outermost: kd__read_exit(0) */
-  kd__retire(count_cb, &a);
-  kd__retire(count_cb, &b);
+  retire(count_cb, &a);
+  retire(count_cb, &b);
   /* Documented misuse: must not hang; what this call holds stays. */
   assert_int_equal(kd__reclaim(true), 2);
   assert_int_equal(a + b, 0);
@@ -187,7 +207,7 @@ static void test_shutdown_frees_all(void **state) {
   (void)state;
   int n = 0;
   (void)kd__read_enter(); /* outermost: kd__read_exit(0) */
-  kd__retire(count_cb, &n);
+  retire(count_cb, &n);
   kd__reclaim_shutdown();
   assert_int_equal(n, 1);
   kd__read_exit(0);
@@ -237,7 +257,7 @@ static void test_other_thread_blocks(void **state) {
   (void)state;
   int n = 0;
   start_holder();
-  kd__retire(count_cb, &n);
+  retire(count_cb, &n);
   assert_int_equal(kd__reclaim(false), 1);
   assert_int_equal(n, 0);
   set_phase(2);
@@ -253,10 +273,10 @@ static void test_wait_inside_call_frees_older(void **state) {
   (void)state;
   int older = 0, mine = 0;
   start_holder();
-  kd__retire(count_cb, &older);
+  retire(count_cb, &older);
   assert_int_equal(kd__reclaim(false), 1); /* bumps the epoch */
   (void)kd__read_enter(); /* later than `older` */
-  kd__retire(count_cb, &mine);
+  retire(count_cb, &mine);
   set_phase(2);
   assert_int_equal(kd__reclaim(true), 1);
   assert_int_equal(older, 1);
@@ -290,7 +310,7 @@ static void test_thread_exit_unregisters(void **state) {
     assert_int_equal(pthread_join(t, NULL), 0);
   }
   int n = 0;
-  kd__retire(count_cb, &n);
+  retire(count_cb, &n);
   assert_int_equal(kd__reclaim(false), 0);
   assert_int_equal(n, 1);
 }
@@ -307,14 +327,14 @@ static void test_fork_child_drops_other_readers(void **state) {
     alarm(10); /* a child that waits forever fails instead */
     (void)kd__read_enter(); /* outermost: kd__read_exit(0) */
     kd__read_exit(0);
-    kd__retire(count_cb, &n);
+    retire(count_cb, &n);
     _exit(kd__reclaim(true) == 0 && n == 1 ? 0 : 1);
   }
   int status = 0;
   assert_int_equal(waitpid(pid, &status, 0), pid);
   assert_true(WIFEXITED(status));
   assert_int_equal(WEXITSTATUS(status), 0);
-  kd__retire(count_cb, &n); /* the parent still sees the other call */
+  retire(count_cb, &n); /* the parent still sees the other call */
   assert_int_equal(kd__reclaim(false), 1);
   set_phase(2);
   assert_int_equal(kd__reclaim(true), 0);
@@ -428,7 +448,7 @@ static void test_stress(void **state) {
   size_t swaps = 0;
   while (swaps < SWAPS) {
     block *old = atomic_exchange_explicit(&g_shared, new_block(swaps + 1), memory_order_acq_rel);
-    kd__retire(free_block, old);
+    retire(free_block, old);
     swaps++;
     if (swaps % 32 == 0) {
       kd__reclaim(false);
@@ -440,7 +460,7 @@ static void test_stress(void **state) {
   for (int i = 0; i < READERS; i++) assert_int_equal(pthread_join(readers[i], NULL), 0);
   assert_int_equal(pthread_join(churn, NULL), 0);
 
-  kd__retire(free_block, atomic_exchange(&g_shared, NULL));
+  retire(free_block, atomic_exchange(&g_shared, NULL));
   assert_int_equal(kd__reclaim(true), 0);
   print_message("stress (%s): %zu swaps in %.2f s, %zu reads, %zu frees\n",
                 kd__reader_fence ? "fence" : "membarrier", swaps, t1 - t0,

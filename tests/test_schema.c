@@ -548,6 +548,44 @@ static void test_default_lists(void **state) {
   kd_value_destroy(&v);
 }
 
+/* A list default on Any or a type variable is a generic list whose elements
+ * are decoded as Any (it used to be decoded through a list node on the stack
+ * whose 32-bit self-relative link could not reach its element type: SIGSEGV). */
+static void test_default_generic_lists(void **state) {
+  (void)state;
+  kd_value v;
+  KD_ASSERT_OK(kd_argument_default_value(arg_of("f(Any x=[]) -> ()"), &v));
+  assert_int_equal(v.tag, KD_VALUE_LIST);
+  assert_int_equal(kd_value_list_size(&v), 0);
+  kd_value_destroy(&v);
+  KD_ASSERT_OK(kd_argument_default_value(arg_of("f(t x=[1]) -> ()"), &v));
+  assert_int_equal(v.tag, KD_VALUE_LIST);
+  assert_int_equal(kd_value_list_size(&v), 1);
+  assert_int_equal(kd_value_list_at(&v, 0)->tag, KD_VALUE_INT);
+  assert_int_equal(kd_value_list_at(&v, 0)->u.i, 1);
+  kd_value_destroy(&v);
+  KD_ASSERT_OK(kd_argument_default_value(
+      arg_of("f(Any x=[[-2, 'a'], None, 2.5, True, []]) -> ()"), &v));
+  assert_int_equal(v.tag, KD_VALUE_LIST);
+  assert_int_equal(kd_value_list_size(&v), 5);
+  const kd_value *inner = kd_value_list_at(&v, 0);
+  assert_int_equal(inner->tag, KD_VALUE_LIST);
+  assert_int_equal(kd_value_list_size(inner), 2);
+  assert_int_equal(kd_value_list_at(inner, 0)->u.i, -2);
+  assert_int_equal(kd_value_list_at(inner, 1)->tag, KD_VALUE_STRING);
+  assert_true(kd_value_is_none(kd_value_list_at(&v, 1)));
+  assert_true(kd_value_list_at(&v, 2)->u.d == 2.5);
+  assert_int_equal(kd_value_list_at(&v, 3)->tag, KD_VALUE_BOOL);
+  assert_int_equal(kd_value_list_size(kd_value_list_at(&v, 4)), 0);
+  kd_value_destroy(&v);
+  KD_ASSERT_OK(kd_argument_default_value(arg_of("f(t? x=[[1]]) -> ()"), &v));
+  assert_int_equal(kd_value_list_at(&v, 0)->tag, KD_VALUE_LIST);
+  kd_value_destroy(&v);
+  KD_ASSERT_ERR(kd_argument_default_value(arg_of("f(Any x=[1, foo]) -> ()"), &v), KD_ETYPE,
+                "argument 'x' of type Any: default '[1, foo]' does not fit the type");
+  assert_true(kd_value_is_none(&v));
+}
+
 static void test_default_errors(void **state) {
   (void)state;
   kd_value v;
@@ -828,6 +866,7 @@ int main(void) {
       cmocka_unit_test_teardown(test_default_scalars, teardown_schema),
       cmocka_unit_test_teardown(test_default_strings, teardown_schema),
       cmocka_unit_test_teardown(test_default_lists, teardown_schema),
+      cmocka_unit_test_teardown(test_default_generic_lists, teardown_schema),
       cmocka_unit_test_teardown(test_default_errors, teardown_schema),
       cmocka_unit_test(test_syntax_errors),
       cmocka_unit_test(test_nesting_limit),

@@ -25,7 +25,9 @@ KD_EXTERN_C_BEGIN
 /* Exports `tensor` (borrowed) as a DLManagedTensor that holds its own
  * reference to the tensor: the tensor's storage lives until the consumer calls
  * (*out)->deleter(*out). Strides are always filled in. KD_EUNSUPPORTED for a
- * dtype or device DLPack cannot express (naming it); KD_ENOMEM. */
+ * dtype or device DLPack cannot express (naming it); KD_ENOMEM. A tensor
+ * without elements whose storage offset lies past its storage's end exports
+ * a NULL data pointer (kd_tensor_data). */
 KD_API kd_status kd_tensor_to_dlpack(kd_tensor *tensor, DLManagedTensor **out);
 
 /* Imports a DLManagedTensor. On success the new tensor owns `src`: its deleter
@@ -33,8 +35,12 @@ KD_API kd_status kd_tensor_to_dlpack(kd_tensor *tensor, DLManagedTensor **out);
  * before kd_tensor_from_dlpack returns). On error the caller still owns `src`
  * and must call its deleter. A NULL `strides` means row-major contiguous.
  * KD_EUNSUPPORTED for lanes != 1, an unknown dtype code/bits, or a device type
- * with no kdispatch device; KD_EINVAL for a negative size or stride, ndim out
- * of range, or a NULL data pointer with elements. */
+ * with no kdispatch device or a negative stride; KD_EINVAL for a negative
+ * size, ndim out of range, a NULL data pointer with elements, a byte_offset
+ * that is not a multiple of the element size, or (cpu) a data address not
+ * aligned for the dtype; KD_EOVERFLOW when the geometry breaks the rule of
+ * docs/ARCHITECTURE.md "Foreign geometry" (row-major strides, a stride, the
+ * storage extent or data + byte_offset overflow), even with no elements. */
 KD_API kd_status kd_tensor_from_dlpack(DLManagedTensor *src, kd_tensor **out);
 
 #if defined(DLPACK_MAJOR_VERSION) && DLPACK_MAJOR_VERSION >= 1

@@ -6,6 +6,7 @@
 
 #include "kd/common.h"
 #include "kd/status.h"
+#include "kd/memory.h"
 #include "kd/dtype.h"
 #include "kd/scalar.h"
 #include "kd/device.h"

@@ -248,7 +248,10 @@ KD_API void kd_listener_remove(kd_listener *listener);
 /* ---- Introspection ------------------------------------------------------- */
 
 /* Calls fn for every operator that is defined or implemented, in name order.
- * Stops early (returning what fn returned) when fn returns non-zero. */
+ * Stops early (returning what fn returned) when fn returns non-zero. Returns
+ * -1 without calling fn, with KD_ENOMEM in kd_last_error, when it cannot
+ * allocate its list of operators (so that -1 stays unambiguous, fn should
+ * not return it). */
 KD_API int kd_ops_foreach(int (*fn)(kd_op *op, void *user_data), void *user_data);
 
 /* Every registration of the operator, per key, with its debug string; the
@@ -310,18 +313,24 @@ typedef struct kd_library_desc {
 } kd_library_desc;
 
 /* Opens a described library and runs its body once; later calls for the
- * same descriptor do nothing. The library stays open until
- * kd_library_close_desc (for the life of the process, for those a
- * constructor opens). The body's registrations return their statuses as anywhere
- * else; a failure to open the library itself is returned and also reported
- * with kd_warn (a constructor has no caller to tell). */
+ * same descriptor do nothing until kd_library_close_desc. The library stays
+ * open until kd_library_close_desc (for the life of the process, for those a
+ * constructor opens). The body's registrations return their statuses as
+ * anywhere else; a failure to open the library itself is returned and also
+ * reported with kd_warn (a constructor has no caller to tell). When a
+ * registration of the body fails with KD_ENOMEM the library is all or
+ * nothing: everything the body registered is released, the descriptor stays
+ * unopened (a later call runs the body again), and KD_ENOMEM is returned and
+ * warned with the failed registration's message. */
 KD_API kd_status kd_library_open_desc(const kd_library_desc *desc);
 
-/* Closes the library kd_library_open_desc opened for `desc` (releasing its
- * registrations, as kd_library_close), so that a later kd_library_open_desc
- * opens it and runs its body again. Does nothing when `desc` is NULL or not
- * open. For a library that must be unloaded, such as libkdops in
- * kd_ops_close. */
+/* Closes the library kd_library_open_desc opened for `desc` (kd_library_close:
+ * every registration it holds is released, newest first) and forgets that it
+ * was opened, so that a later kd_library_open_desc opens it and runs its body
+ * again. Does nothing when `desc` is NULL or not open. Thread-safe; the
+ * descriptor stays the caller's. For a library that must be unloaded or
+ * reopened, such as libkdops' in kd_ops_close, for a runtime that undoes a
+ * failed start, and for tests. */
 KD_API void kd_library_close_desc(const kd_library_desc *desc);
 
 /* The macros: a library whose body runs when the program or shared library

@@ -39,12 +39,16 @@ typedef struct kd_tensors {
 } kd_tensors;
 
 /* Registers the aten operators and their CPU, Meta and composite kernels.
- * Idempotent and thread-safe: later calls return the first call's status
- * until kd_ops_close. The registrations stay until kd_ops_close. */
+ * Thread-safe; once it succeeded, later calls return KD_OK at once until
+ * kd_ops_close. All or nothing: on any failure (KD_ENOMEM when an allocation
+ * failed, KD_ESTATE for a libkdispatch of another build) nothing stays
+ * registered, the error is returned with its message, and the next call tries
+ * again. The registrations (owned by libkdops) stay until kd_ops_close. */
 KD_API kd_status kd_ops_open(void);
 
-/* Releases every registration kd_ops_open made (after a failed open too, so
- * that the next kd_ops_open tries again); does nothing when closed.
+/* Releases every registration a successful kd_ops_open made, so that the
+ * next kd_ops_open registers everything again; does nothing when not open
+ * (a failed kd_ops_open leaves nothing to close).
  * Thread-safe, and safe while other threads call operators: a call already
  * running finishes, later ones fail. The operator handles stay valid (entry
  * points keep theirs): while closed, a call through one fails with

@@ -69,12 +69,17 @@ KD_API double kd_scalar_to_double(const kd_scalar *s);
 KD_API int64_t kd_scalar_to_int64(const kd_scalar *s);
 
 /* Writes the value as one element of `dtype` at `dst` (which must hold
- * kd_dtype_size(dtype) bytes), as PyTorch's checked conversion does:
- * KD_EOVERFLOW when an integral or floating value does not fit the type
- * ("value 300 cannot be converted to type int8 without overflow"); KD_ETYPE for
- * a complex value with a non-zero imaginary part into a real type; KD_EINVAL for
- * an invalid dtype. Any value converts to bool (non-zero is true). On error
- * `dst` is untouched. */
+ * kd_dtype_size(dtype) bytes), as PyTorch 1.13's checked conversion
+ * (Scalar::to<T>, c10's checked_convert) does: an integer must lie within
+ * the type's range, except that uint8 also takes -255..-1, which wrap (-6 is
+ * 250); a floating value must lie within [lowest, max] of the type (-0.27 or
+ * 255.5 do not fit uint8; 3.7 fits and is truncated toward zero), NaN and
+ * infinities fit only floating and complex types; a float64 beyond float32's
+ * range does not fit float32 (nor float16 / bfloat16 beyond theirs).
+ * KD_EOVERFLOW when the value does not fit ("value 300 cannot be converted to
+ * type int8 without overflow"); KD_ETYPE for a complex value with a non-zero
+ * imaginary part into a real type; KD_EINVAL for an invalid dtype. Any value
+ * converts to bool (non-zero is true, NaN too). On error `dst` is untouched. */
 KD_API kd_status kd_scalar_to_element(const kd_scalar *s, kd_dtype dtype, void *dst);
 
 /* Reads one element of `dtype` at `src` into a scalar of the matching kind. */

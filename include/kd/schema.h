@@ -111,7 +111,8 @@ KD_API bool kd_argument_is_write(const kd_argument *arg);
  * `True`, numbers (`1`, `-1`, `1e-05`, `inf`), strings with escapes, lists
  * (`[0, 1]`, `[]`), `int[2] stride=1` meaning [1, 1], ScalarType names
  * (`long`), `contiguous_format`, `strided`, `Mean`/`Sum`/`None` reductions for
- * int. The caller owns *out. KD_ENOTFOUND (with the argument's name) when
+ * int. On `Any` and type variables a list default is a generic list whose
+ * elements are decoded the same way (`Any x=[1, 'a']`). The caller owns *out. KD_ENOTFOUND (with the argument's name) when
  * there is no default; KD_ETYPE when the text does not fit the type; *out is
  * None on error. */
 KD_API kd_status kd_argument_default_value(const kd_argument *arg, kd_value *out);

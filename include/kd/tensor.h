@@ -92,12 +92,16 @@ typedef struct kd_tensor kd_tensor;
 /* A new contiguous tensor with fresh storage; elements not initialised.
  * `sizes` has `ndim` entries (it may be NULL when ndim == 0), each >= 0.
  * KD_EINVAL: ndim < 0 or > KD_MAX_DIMS, a negative size, an invalid dtype;
- * KD_EOVERFLOW: the byte size overflows; KD_ENOMEM. */
+ * KD_EOVERFLOW: the row-major strides, the element count or the byte size
+ * overflow, even with no elements (docs/ARCHITECTURE.md, "Foreign
+ * geometry"); KD_ENOMEM. */
 KD_API kd_status kd_tensor_empty(int ndim, const int64_t *sizes, kd_dtype dtype,
                                  kd_device device, kd_tensor **out);
 
 /* As kd_tensor_empty with explicit strides (in elements, >= 0); the storage is
- * just large enough for the largest element offset. */
+ * just large enough for the largest element offset. KD_EINVAL also for a
+ * negative stride; KD_EOVERFLOW when a byte stride or the extent overflows,
+ * even with no elements (docs/ARCHITECTURE.md, "Foreign geometry"). */
 KD_API kd_status kd_tensor_empty_strided(int ndim, const int64_t *sizes, const int64_t *strides,
                                          kd_dtype dtype, kd_device device, kd_tensor **out);
 
@@ -114,7 +118,10 @@ KD_API kd_status kd_tensor_from_scalar(const kd_scalar *value, kd_dtype dtype, k
 /* A tensor over existing storage (which it retains): element `offset`, sizes
  * and strides. KD_ERANGE when an element would lie outside the storage
  * (naming the dimension and the bytes needed); KD_EINVAL for negative sizes,
- * strides or offset. */
+ * strides or offset; KD_EOVERFLOW when a byte offset the tensor can reach,
+ * offset * element size included, overflows int64 (even with no elements:
+ * docs/ARCHITECTURE.md, "Foreign geometry"). Without elements the tensor
+ * may start past the storage's end. */
 KD_API kd_status kd_tensor_from_storage(kd_storage *storage, int64_t offset, int ndim,
                                         const int64_t *sizes, const int64_t *strides,
                                         kd_dtype dtype, kd_tensor **out);
@@ -132,7 +139,8 @@ KD_API kd_status kd_tensor_as_strided(const kd_tensor *base, int ndim, const int
  * (values beyond the old end are not initialised), and every view of the
  * storage sees the new bytes. Growing needs storage that came from an
  * allocator (or has no bytes yet) on cpu or meta. t is borrowed.
- * KD_EINVAL: NULL t, bad ndim, negative sizes or strides. KD_EOVERFLOW.
+ * KD_EINVAL: NULL t, bad ndim, negative sizes or strides. KD_EOVERFLOW
+ * (the geometry rule, with t's offset).
  * KD_EUNSUPPORTED: the storage must grow but wraps foreign memory or lives on
  * another device. KD_ENOMEM. On error t is unchanged. */
 KD_API kd_status kd_tensor_resize_(kd_tensor *t, int ndim, const int64_t *sizes,
@@ -166,7 +174,9 @@ KD_API int64_t kd_tensor_storage_offset(const kd_tensor *tensor);
 /* Borrowed: the tensor holds the reference. */
 KD_API kd_storage *kd_tensor_storage(const kd_tensor *tensor);
 /* The address of element 0 (storage data + offset * element size); NULL for
- * meta tensors and empty storage. */
+ * meta tensors, empty storage, and a tensor without elements that starts past
+ * its storage's end (as PyTorch's data_ptr, which is NULL for every tensor
+ * without elements). */
 KD_API void *kd_tensor_data(const kd_tensor *tensor);
 KD_API int64_t kd_tensor_numel(const kd_tensor *tensor);
 KD_API size_t kd_tensor_itemsize(const kd_tensor *tensor);

@@ -713,9 +713,9 @@ static kd_status not_implemented(const char *name, kd_dtype dt) {
  * KD_EOVERFLOW), then kept wide (float16 and bfloat16 compute in float). */
 static kd_status set_param(bin_ctx *c, int k, const kd_scalar *s, kd_dtype dt, const char *what) {
   unsigned char buf[16];
-  /* As c10's checked conversion, negative values wrap into uint8 (sub's -alpha). */
-  bool wraps = dt == KD_UINT8 && s->kind == KD_SCALAR_INT && s->v.i < 0 && s->v.i >= -128;
-  kd_status st = wraps ? KD_OK : kd_scalar_to_element(s, dt, buf);
+  /* c10's checked conversion: negative ints down to -255 wrap into uint8
+   * (sub's -alpha), the rest must fit. */
+  kd_status st = kd_scalar_to_element(s, dt, buf);
   if (st) {
     char msg[1024];
     snprintf(msg, sizeof msg, "%s", kd_last_error());
@@ -835,12 +835,25 @@ static kd_status pow_ts_kernel(kd_iter *iter, const kd_scalar *exponent, const k
   if (!loop) return not_implemented("pow", dt);
   bin_ctx c;
   ctx_init(&c);
-  /* The exponent is read as PyTorch reads it: as the base's type for
-   * integers, as a double for floating bases (float32 rounds it). */
-  c.i0 = kd_scalar_to_int64(exponent);
-  c.f0 = kd_scalar_to_double(exponent);
+  /* The exponent is read as PyTorch reads it: converted to the base's type
+   * (checked: pow_(int8, 1000) is an overflow error, not x^-24) for integers,
+   * float16 and bfloat16 (which round it), as a double for float32, float64
+   * and complex bases. */
+  kd_scalar e = *exponent;
+  if (kd_dtype_is_integral(dt, false) || dt == KD_FLOAT16 || dt == KD_BFLOAT16) {
+    unsigned char buf[16];
+    kd_status st = kd_scalar_to_element(exponent, dt, buf);
+    if (!st) st = kd_scalar_from_element(buf, dt, &e);
+    if (st) {
+      char msg[1024];
+      snprintf(msg, sizeof msg, "%s", kd_last_error());
+      return kd_set_error(st, "%s: exponent: %s", iter->op, msg);
+    }
+  }
+  c.i0 = kd_scalar_to_int64(&e);
+  c.f0 = kd_scalar_to_double(&e);
   c.c0re = c.f0;
-  c.c0im = exponent->kind == KD_SCALAR_COMPLEX ? exponent->v.c.im : 0.0;
+  c.c0im = e.kind == KD_SCALAR_COMPLEX ? e.v.c.im : 0.0;
   return run(iter, loop, &c);
 }
 

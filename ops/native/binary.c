@@ -280,14 +280,19 @@ KD__CMP_SCALAR(gt, gt_stub)
 KD__CMP_SCALAR(ge, ge_stub)
 
 /* A unary iterator over self converted to `dtype` (PyTorch's
- * build_unary_op(out, self.to(dtype))): the iterator converts the input. */
+ * build_unary_op(out, self.to(dtype))): the iterator converts the input; a
+ * given output (out=, or self in place) must have `dtype` already, as
+ * build_unary_op's check_all_same_dtype demands: nothing is cast to it. */
 static kd_status build_unary_as(kd_iter *iter, kd_tensor *self, kd_dtype dtype) {
+  kd_structured *s = iter->s;
+  if (s && (s->mode == KD_STRUCTURED_OUT || s->mode == KD_STRUCTURED_INPLACE) && s->given[0] &&
+      kd_tensor_dtype(s->given[0]) != dtype)
+    return kd_set_error(KD_ETYPE, "%s: Found dtype %s but expected %s", op_of(s, "unary operator"),
+                        kd_dtype_name(kd_tensor_dtype(s->given[0])), kd_dtype_name(dtype));
   kd_iter_add_output(iter, NULL);
   kd_iter_add_input(iter, self);
   kd_iter_set_common_dtype(iter, dtype);
   kd_iter_promote_inputs_to_common_dtype(iter, true);
-  kd_iter_cast_common_dtype_to_outputs(iter, true);
-  kd_iter_enforce_safe_casting_to_output(iter, true);
   return kd_iter_build(iter);
 }
 
@@ -641,10 +646,22 @@ kd_status kd__native_where_Scalar(kd_tensor *condition, const kd_scalar *self,
 
 static kd_status masked_fill_impl(kd_tensor *self, kd_tensor *mask, const kd_scalar *value) {
   const char *op = "aten::masked_fill_";
-  if (kd_tensor_dtype(mask) != KD_BOOL)
+  kd_dtype mdt = kd_tensor_dtype(mask);
+  kd_tensor *bmask = NULL;
+  if (mdt == KD_UINT8) {
+    /* PyTorch 1.13 still takes a uint8 mask (non-zero is true), with this
+     * deprecation warning; the loops read a bool mask, so convert it. */
+    kd_warn("%s: masked_fill_ received a mask with dtype uint8, this behavior is now deprecated, "
+            "please use a mask with dtype bool instead.",
+            op);
+    kd_status cs = kd_tensor_to_dtype(mask, KD_BOOL, &bmask);
+    if (cs) return cs;
+    mask = bmask;
+  } else if (mdt != KD_BOOL) {
     return kd_set_error(KD_ETYPE,
                         "%s: masked_fill_ only supports boolean masks, but got mask with dtype %s",
-                        op, kd_dtype_name(kd_tensor_dtype(mask)));
+                        op, kd_dtype_name(mdt));
+  }
   kd_iter it;
   kd_iter_init(&it, NULL);
   kd_iter_set_op_name(&it, op);
@@ -657,6 +674,7 @@ static kd_status masked_fill_impl(kd_tensor *self, kd_tensor *mask, const kd_sca
   if (!st && !kd_iter_is_meta(&it)) st = KD_STUB(masked_fill_stub)(&it, value, NULL);
   if (!st) st = kd_iter_finish(&it);
   kd_iter_release(&it);
+  kd_tensor_release(bmask);
   return st;
 }
 

@@ -92,14 +92,20 @@ kd_status kd__native_copy_(kd_tensor *self, kd_tensor *src, bool non_blocking) {
 /* ---- _to_copy, to.dtype ---------------------------------------------------------- */
 
 /* Strides of a dense, non-overlapping layout of `sizes`, with dimension
- * perm[0] innermost, perm[1] next, ... */
-static void strides_for_order(int ndim, const int64_t *sizes, const int *perm, int64_t *strides) {
+ * perm[0] innermost, perm[1] next, ... KD_EOVERFLOW when they do not fit in
+ * int64 (a zero-size tensor with huge other sizes: found by fuzz_boxed). */
+static kd_status strides_for_order(int ndim, const int64_t *sizes, const int *perm,
+                                   int64_t *strides) {
   int64_t step = 1;
   for (int k = 0; k < ndim; k++) {
     int d = perm[k];
     strides[d] = step;
-    step *= sizes[d] > 1 ? sizes[d] : 1;
+    if (k + 1 < ndim && __builtin_mul_overflow(step, sizes[d] > 1 ? sizes[d] : 1, &step))
+      return kd_set_error(KD_EOVERFLOW,
+                          "_to_copy: the strides of a tensor of %d dimensions with a size of "
+                          "%lld do not fit in int64", ndim, (long long)sizes[d]);
   }
+  return KD_OK;
 }
 
 /* PyTorch's is_non_overlapping_and_dense: the dimensions, innermost first by
@@ -132,28 +138,27 @@ static kd_status result_strides(const kd_tensor *self, const kd_memory_format *m
                                 int64_t *strides) {
   int n = kd_tensor_ndim(self);
   const int64_t *sz = kd_tensor_sizes(self);
-  int perm[KD_MAX_DIMS];
+  int perm[KD_MAX_DIMS] = {0};
   kd_memory_format f = mf ? *mf : KD_MEMORY_FORMAT_PRESERVE;
   switch (f) {
   case KD_MEMORY_FORMAT_PRESERVE:
     if (dense_order(self, perm)) {
       memcpy(strides, kd_tensor_strides(self), (size_t)n * sizeof(int64_t));
       /* size-1 dimensions may carry any stride: give them row-major ones */
-      int rm[KD_MAX_DIMS];
+      int rm[KD_MAX_DIMS] = {0};
       int64_t rs[KD_MAX_DIMS];
       for (int i = 0; i < n; i++) rm[i] = n - 1 - i;
-      strides_for_order(n, sz, rm, rs);
+      kd_status st = strides_for_order(n, sz, rm, rs);
+      if (st) return st;
       for (int i = 0; i < n; i++)
         if (sz[i] == 1) strides[i] = rs[i];
       return KD_OK;
     }
     for (int i = 0; i < n; i++) perm[i] = n - 1 - i; /* not dense: contiguous */
-    strides_for_order(n, sz, perm, strides);
-    return KD_OK;
+    return strides_for_order(n, sz, perm, strides);
   case KD_MEMORY_FORMAT_CONTIGUOUS:
     for (int i = 0; i < n; i++) perm[i] = n - 1 - i;
-    strides_for_order(n, sz, perm, strides);
-    return KD_OK;
+    return strides_for_order(n, sz, perm, strides);
   case KD_MEMORY_FORMAT_CHANNELS_LAST:
   case KD_MEMORY_FORMAT_CHANNELS_LAST_3D: {
     int rank = f == KD_MEMORY_FORMAT_CHANNELS_LAST ? 4 : 5;
@@ -164,8 +169,7 @@ static kd_status result_strides(const kd_tensor *self, const kd_memory_format *m
     perm[0] = 1;
     for (int k = 1; k < n - 1; k++) perm[k] = n - k;
     perm[n - 1] = 0;
-    strides_for_order(n, sz, perm, strides);
-    return KD_OK;
+    return strides_for_order(n, sz, perm, strides);
   }
   default:
     return kd_set_error(KD_EINVAL, "_to_copy: invalid memory format %d", (int)f);

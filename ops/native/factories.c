@@ -513,7 +513,8 @@ static kd_status arange_plan_make(const char *op, const kd_scalar *start, const 
     p->fstart = (float)ds;
     p->fstep = (float)dst;
   }
-  if (!(size_d >= 0 && size_d <= 9223372036854775807.0))
+  /* 2^63 itself does not fit in int64 (INT64_MAX as a double rounds up to it). */
+  if (!(size_d >= 0 && size_d < 9223372036854775808.0))
     return kd_set_error(KD_EINVAL, "%s: invalid size, possible overflow?", op);
   if (p->size < 0) p->size = (int64_t)size_d;
   return KD_OK;

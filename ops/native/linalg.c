@@ -16,6 +16,7 @@
  */
 #include <complex.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +26,7 @@
 
 #include "native/factories.h"
 #include "native/linalg.h"
+#include "kd/memory.h"
 
 /* ---- Checks ------------------------------------------------------------------------ */
 
@@ -163,7 +165,7 @@ static inline uint16_t st_bf16(float x) { return kd_float_to_bfloat16(x); }
 static kd_status gemm_loop(kd_dtype dt, int64_t nb, int64_t n, int64_t m, int64_t p, mat3 A,
                            mat3 Bm, mat3 C, const kd_scalar *alpha, const kd_scalar *beta,
                            bool use_beta) {
-  void *buf = malloc((size_t)p * 16 + 16);
+  void *buf = kd_host_malloc((size_t)p * 16 + 16);
   if (!buf) return kd_set_error(KD_ENOMEM, "matrix product: out of memory");
   uint64_t ia = (uint64_t)kd_scalar_to_int64(alpha), ib = (uint64_t)kd_scalar_to_int64(beta);
   float fa = (float)kd_scalar_to_double(alpha), fb = (float)kd_scalar_to_double(beta);
@@ -187,11 +189,11 @@ static kd_status gemm_loop(kd_dtype dt, int64_t nb, int64_t n, int64_t m, int64_
     KD_GEMM_LOOP_(double complex, double complex, KD_LD_ID_, KD_LD_ID_, za, zb);
     break;
   default:
-    free(buf);
+    kd_host_free(buf);
     return kd_set_error(KD_ENOKERNEL, "matrix product: not implemented for '%s'",
                         kd_dtype_name(dt));
   }
-  free(buf);
+  kd_host_free(buf);
   return KD_OK;
 }
 
@@ -514,6 +516,37 @@ static kd_status expand_check(const char *op, const kd_tensor *self, const int64
 
 typedef enum addmm_mode { ADDMM_FUNCTIONAL, ADDMM_OUT, ADDMM_INPLACE } addmm_mode;
 
+/* PyTorch's assert_no_internal_overlap: no dimension of more than one
+ * element with stride 0 (a tensor without elements never overlaps). */
+static kd_status internal_overlap_check(const char *op, const kd_tensor *t) {
+  if (kd_tensor_numel(t) == 0) return KD_OK;
+  for (int d = 0; d < kd_tensor_ndim(t); d++)
+    if (kd_tensor_size(t, d) > 1 && kd_tensor_stride(t, d) == 0)
+      return kd_set_error(KD_EINVAL,
+                          "%s: unsupported operation: more than one element of the written-to "
+                          "tensor refers to a single memory location. Please clone() the tensor "
+                          "before performing the operation.",
+                          op);
+  return KD_OK;
+}
+
+/* Scalar::to<opmath_t>() of a gemm parameter (kd_scalar_to_element's rule). */
+static kd_status scalar_param_check(const char *op, const char *name, const kd_scalar *v,
+                                    kd_dtype dt) {
+  unsigned char buf[16];
+  if (dt == KD_FLOAT16 || dt == KD_BFLOAT16) dt = KD_FLOAT32;
+  kd_status st = kd_scalar_to_element(v, dt, buf);
+  if (!st) return KD_OK;
+  char msg[512];
+  snprintf(msg, sizeof msg, "%s", kd_last_error());
+  return kd_set_error(st, "%s: %s: %s", op, name, msg);
+}
+
+static kd_status addmm_fail(addmm_mode mode, kd_tensor *res, kd_status st) {
+  if (mode == ADDMM_FUNCTIONAL) kd_tensor_release(res);
+  return st;
+}
+
 static kd_status addmm_impl(kd_tensor *self, kd_tensor *mat1, kd_tensor *mat2,
                             const kd_scalar *beta, const kd_scalar *alpha, addmm_mode mode,
                             kd_tensor *given, kd_device_type want, kd_tensor **ret) {
@@ -559,7 +592,17 @@ static kd_status addmm_impl(kd_tensor *self, kd_tensor *mat1, kd_tensor *mat2,
       return st;
     }
   }
+  /* As addmm.out and addmm_ in PyTorch: the written tensor must not have
+   * elements that share memory (an expanded self); empty tensors never do. */
+  if (mode != ADDMM_FUNCTIONAL && (st = internal_overlap_check(op, res))) return st;
   if (dev.type == KD_DEVICE_CPU && kd_tensor_numel(res) > 0) {
+    /* beta and alpha as the kernel reads them: checked-converted to the
+     * result's dtype (float32 for float16 / bfloat16, PyTorch's opmath type),
+     * so a float beta of -0.5 on uint8 or a complex beta with an imaginary
+     * part on int64 is an error, not a silently truncated value */
+    if ((st = scalar_param_check(op, "beta", beta, dt)) ||
+        (st = scalar_param_check(op, "alpha", alpha, dt)))
+      return addmm_fail(mode, res, st);
     bool use_beta = !scalar_is_zero(beta);
     /* res = expand(self) (copy_ broadcasts and allows overlap); not needed
      * when res is self, or when beta == 0 and self is not read. */

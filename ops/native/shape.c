@@ -11,6 +11,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include "kd/memory.h"
 
 static bool on_meta(const kd_tensor *t) { return kd_tensor_device(t).type == KD_DEVICE_META; }
 
@@ -220,7 +221,7 @@ static kd_status stack_impl(kd_tensors tensors, int64_t dim, kd_tensor *given, k
       }
     }
   }
-  kd_tensor **parts = calloc((size_t)tensors.size, sizeof *parts);
+  kd_tensor **parts = kd_host_calloc((size_t)tensors.size, sizeof *parts);
   if (!parts) return kd_set_error(KD_ENOMEM, "stack: out of memory");
   for (int64_t i = 0; i < tensors.size && st == KD_OK; i++)
     st = kd__native_unsqueeze(tensors.data[i], wd, &parts[i]);
@@ -229,7 +230,7 @@ static kd_status stack_impl(kd_tensors tensors, int64_t dim, kd_tensor *given, k
     st = given ? cat_impl(list, wd, given, NULL) : cat_impl(list, wd, NULL, result);
   }
   for (int64_t i = 0; i < tensors.size; i++) kd_tensor_release(parts[i]);
-  free(parts);
+  kd_host_free(parts);
   return st;
 }
 

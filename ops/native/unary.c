@@ -279,19 +279,45 @@ static kd_status build_any(kd_iter *it, kd_tensor *self) {
   return kd_iter_build(it);
 }
 
+/* |self| of a complex self in its real dtype, then resized into `out` (of
+ * another floating dtype) and converted, as PyTorch's
+ * resize_output(result) + result.copy_(real(complex_result)). */
+static kd_status abs_to_real_cast(const char *op, kd_tensor *self, kd_tensor *out) {
+  kd_tensor *r = NULL;
+  kd_status st = kd_tensor_empty(1, (int64_t[]){0}, kd_dtype_to_real(kd_tensor_dtype(self)),
+                                 kd_tensor_device(self), &r);
+  if (st) return st;
+  st = run_call(op, KD_STRUCTURED_OUT, r, self, build_to_real, KD__UNARY_ABS_TO_REAL, NULL);
+  if (!st) {
+    kd_structured s;
+    kd_structured_init(&s, op, KD_STRUCTURED_OUT, 1, (kd_tensor *[]){out}, kd_tensor_device(out));
+    st = kd_structured_set_output(&s, 0, kd_tensor_ndim(r), kd_tensor_sizes(r), NULL,
+                                  kd_tensor_dtype(out));
+    if (!st) st = kd_tensor_copy_(kd_structured_output(&s, 0), r);
+    if (!st) st = kd_structured_finish(&s);
+    kd_structured_release(&s, NULL);
+  }
+  kd_tensor_release(r);
+  return st;
+}
+
 kd_status kd__native_abs_out(kd_tensor *self, kd_tensor *out) {
   static const char op[] = "aten::abs.out";
   if (!self || !out)
     return kd_set_error(KD_EINVAL, "%s: %s is NULL: expected a tensor", op, self ? "out" : "self");
   kd_dtype dt = kd_tensor_dtype(self), odt = kd_tensor_dtype(out);
   if (kd_dtype_is_complex(dt) && !kd_dtype_is_complex(odt)) {
+    /* PyTorch's unary_op_impl_with_complex_to_float_out: the real dtype,
+     * cast to any out it can be cast to (complex64 into float64 or float16
+     * too); an integral or bool out is refused. */
     kd_dtype real = kd_dtype_to_real(dt);
-    if (odt != real)
-      return kd_set_error(KD_ETYPE,
-                          "%s: Expected out tensor to have dtype %s (the real dtype of %s), but "
-                          "got %s instead",
-                          op, kd_dtype_name(real), kd_dtype_name(dt), kd_dtype_name(odt));
-    return run_call(op, KD_STRUCTURED_OUT, out, self, build_to_real, KD__UNARY_ABS_TO_REAL, NULL);
+    if (odt == real)
+      return run_call(op, KD_STRUCTURED_OUT, out, self, build_to_real, KD__UNARY_ABS_TO_REAL,
+                      NULL);
+    if (!kd__can_cast(real, odt))
+      return kd_set_error(KD_ETYPE, "%s: result type %s can't be cast to the desired output type %s",
+                          op, kd_dtype_name(real), kd_dtype_name(odt));
+    return abs_to_real_cast(op, self, out);
   }
   return run_call(op, KD_STRUCTURED_OUT, out, self, build_unary, KD__UNARY_ABS, NULL);
 }
@@ -327,6 +353,8 @@ kd_status kd__native_abs(kd_tensor *self, kd_tensor **out) {
 
 kd_status kd__native_abs_(kd_tensor *self) {
   if (!self) return kd_set_error(KD_EINVAL, "aten::abs_: self is NULL: expected a tensor");
+  if (kd_dtype_is_complex(kd_tensor_dtype(self)))
+    return kd_set_error(KD_ETYPE, "aten::abs_: In-place abs is not supported for complex tensors.");
   return KD__ABS_OUT(self, self);
 }
 

@@ -9,6 +9,8 @@
  */
 #include "native/views.h"
 
+#include "core/checked.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -59,14 +61,12 @@ kd_status kd__vw_format_strides(int ndim, const int64_t *sizes, kd_memory_format
   const int *order = NULL;
   switch (format) {
   case KD_MEMORY_FORMAT_CONTIGUOUS:
-  case KD_MEMORY_FORMAT_PRESERVE: {
-    int64_t s = 1;
-    for (int i = ndim - 1; i >= 0; i--) {
-      strides[i] = s;
-      s *= sizes[i] > 1 ? sizes[i] : 1;
+  case KD_MEMORY_FORMAT_PRESERVE:
+    if (kd__contiguous_strides_overflow(ndim, sizes, strides)) {
+      format = KD_MEMORY_FORMAT_CONTIGUOUS; /* what preserve_format computes here */
+      goto overflow;
     }
     return KD_OK;
-  }
   case KD_MEMORY_FORMAT_CHANNELS_LAST:
     if (ndim != 4)
       return kd_set_error(KD_EINVAL, "required rank 4 tensor to use channels_last format");
@@ -83,9 +83,17 @@ kd_status kd__vw_format_strides(int ndim, const int64_t *sizes, kd_memory_format
   int64_t s = 1;
   for (int k = 0; k < ndim; k++) {
     strides[order[k]] = s;
-    s *= sizes[order[k]] > 1 ? sizes[order[k]] : 1;
+    if (k + 1 < ndim && __builtin_mul_overflow(s, sizes[order[k]] > 1 ? sizes[order[k]] : 1, &s))
+      goto overflow;
   }
   return KD_OK;
+overflow: {
+  /* Sizes of a tensor whose spans fit can still have row-major strides
+   * that do not (an expanded tensor: stride 0). */
+  char buf[512];
+  return kd_set_error(KD_EOVERFLOW, "the %s strides of sizes %s overflow int64",
+                      kd_memory_format_name(format), kd__vw_fmt_ints(buf, sizeof buf, sizes, ndim));
+}
 }
 
 bool kd__vw_is_contiguous_as(const kd_tensor *t, kd_memory_format format) {
@@ -100,8 +108,8 @@ bool kd__vw_is_contiguous_as(const kd_tensor *t, kd_memory_format format) {
     order = ndhwc;
   else if (format == KD_MEMORY_FORMAT_CHANNELS_LAST || format == KD_MEMORY_FORMAT_CHANNELS_LAST_3D)
     return false;
-  else
-    return kd_tensor_is_contiguous(t);
+  else /* as PyTorch's compute_contiguous, a tensor without elements is contiguous */
+    return kd_tensor_is_contiguous(t) || kd_tensor_numel(t) == 0;
   int64_t expected = 1;
   for (int k = 0; k < ndim; k++) {
     int d = order[k];
@@ -168,6 +176,7 @@ kd__vw_overlap kd__vw_overlap_of(const kd_tensor *a, const kd_tensor *b) {
 }
 
 kd_status kd__vw_check_internal_overlap(const kd_tensor *out) {
+  if (kd_tensor_numel(out) == 0) return KD_OK; /* empty: contiguous, as in PyTorch */
   for (int i = 0; i < kd_tensor_ndim(out); i++)
     if (kd_tensor_sizes(out)[i] > 1 && kd_tensor_strides(out)[i] == 0)
       return kd_set_error(KD_EINVAL,
@@ -339,28 +348,24 @@ static kd_status infer_size(kd_ints shape, int64_t numel, int64_t *res) {
 }
 
 /* TensorUtils.cpp computeStride: strides for viewing (oldshape, oldstride) as
- * newshape without copying, or false when no such strides exist. */
-static bool compute_stride(int on, const int64_t *oldshape, const int64_t *oldstride, int nn,
-                           const int64_t *newshape, int64_t *newstride) {
+ * newshape without copying (STRIDE_OK), or STRIDE_NONE when no such strides
+ * exist, or STRIDE_OVERFLOW when the row-major strides a zero-element view
+ * gets do not fit in int64 (PyTorch lets them wrap). */
+enum { STRIDE_NONE = 0, STRIDE_OK = 1, STRIDE_OVERFLOW = -1 };
+static int compute_stride(int on, const int64_t *oldshape, const int64_t *oldstride, int nn,
+                          const int64_t *newshape, int64_t *newstride) {
   if (on == 0) {
     for (int i = 0; i < nn; i++) newstride[i] = 1;
-    return true;
+    return STRIDE_OK;
   }
   int64_t numel = 1;
   for (int i = 0; i < on; i++) numel *= oldshape[i];
   if (numel == 0 && same_sizes(on, oldshape, nn, newshape)) {
     for (int i = 0; i < nn; i++) newstride[i] = oldstride[i];
-    return true;
+    return STRIDE_OK;
   }
-  if (numel == 0) {
-    for (int d = nn - 1; d >= 0; d--) {
-      if (d == nn - 1)
-        newstride[d] = 1;
-      else
-        newstride[d] = (newshape[d + 1] > 1 ? newshape[d + 1] : 1) * newstride[d + 1];
-    }
-    return true;
-  }
+  if (numel == 0)
+    return kd__contiguous_strides_overflow(nn, newshape, newstride) ? STRIDE_OVERFLOW : STRIDE_OK;
   int view_d = nn - 1;
   int64_t chunk_base_stride = oldstride[on - 1];
   int64_t tensor_numel = 1, view_numel = 1;
@@ -373,7 +378,7 @@ static bool compute_stride(int on, const int64_t *oldshape, const int64_t *oldst
         view_numel *= newshape[view_d];
         view_d--;
       }
-      if (view_numel != tensor_numel) return false;
+      if (view_numel != tensor_numel) return STRIDE_NONE;
       if (tensor_d > 0) {
         chunk_base_stride = oldstride[tensor_d - 1];
         tensor_numel = 1;
@@ -381,7 +386,15 @@ static bool compute_stride(int on, const int64_t *oldshape, const int64_t *oldst
       }
     }
   }
-  return view_d == -1;
+  return view_d == -1 ? STRIDE_OK : STRIDE_NONE;
+}
+
+/* The error for STRIDE_OVERFLOW. */
+static kd_status stride_overflow(const char *op, const geom *g) {
+  char buf[512];
+  return kd_set_error(KD_EOVERFLOW,
+                      "%s: the strides of a zero-element view with shape %s overflow int64", op,
+                      kd__vw_fmt_ints(buf, sizeof buf, g->sizes, g->ndim));
 }
 
 /* ---- view, reshape ----------------------------------------------------------- */
@@ -393,8 +406,10 @@ kd_status kd__native_view(kd_tensor *self, kd_ints size, kd_tensor **out) {
   geom g;
   g.ndim = (int)size.size;
   if ((st = infer_size(size, kd_tensor_numel(self), g.sizes))) return st;
-  if (!compute_stride(kd_tensor_ndim(self), kd_tensor_sizes(self), kd_tensor_strides(self), g.ndim,
-                      g.sizes, g.strides))
+  int cs = compute_stride(kd_tensor_ndim(self), kd_tensor_sizes(self), kd_tensor_strides(self),
+                          g.ndim, g.sizes, g.strides);
+  if (cs == STRIDE_OVERFLOW) return stride_overflow("view", &g);
+  if (cs == STRIDE_NONE)
     return kd_set_error(KD_EINVAL,
                         "view size is not compatible with input tensor's size and stride (at "
                         "least one dimension spans across two contiguous subspaces). Use "
@@ -492,8 +507,10 @@ kd_status kd__native_reshape(kd_tensor *self, kd_ints shape, kd_tensor **out) {
   geom g;
   g.ndim = (int)shape.size;
   if ((st = infer_size(shape, kd_tensor_numel(self), g.sizes))) return st;
-  if (compute_stride(kd_tensor_ndim(self), kd_tensor_sizes(self), kd_tensor_strides(self), g.ndim,
-                     g.sizes, g.strides)) {
+  int how = compute_stride(kd_tensor_ndim(self), kd_tensor_sizes(self), kd_tensor_strides(self),
+                           g.ndim, g.sizes, g.strides);
+  if (how == STRIDE_OVERFLOW) return stride_overflow("reshape", &g);
+  if (how == STRIDE_OK) {
     g.offset = kd_tensor_storage_offset(self);
     return view_of(self, &g, out);
   }
@@ -615,7 +632,12 @@ kd_status kd__native_expand(kd_tensor *self, kd_ints size, bool implicit, kd_ten
   for (int i = ndim - 1; i >= 0; i--) {
     int dim = tdim - (ndim - i);
     int64_t s = dim >= 0 ? tsz[dim] : 1;
-    int64_t stride = dim >= 0 ? tst[dim] : (i + 1 < ndim ? g.sizes[i + 1] * g.strides[i + 1] : 1);
+    int64_t stride = 1;
+    bool wrapped = false; /* a zero-element tensor's size * stride need not fit */
+    if (dim >= 0)
+      stride = tst[dim];
+    else if (i + 1 < ndim)
+      wrapped = kd__mul_overflow_i64(g.sizes[i + 1], g.strides[i + 1], &stride);
     int64_t target = size.data[i];
     if (target == -1) {
       if (dim < 0)
@@ -641,7 +663,11 @@ kd_status kd__native_expand(kd_tensor *self, kd_ints size, bool implicit, kd_ten
                             kd__vw_fmt_ints(b1, sizeof b1, tsz, tdim));
       s = target;
       stride = 0;
+      wrapped = false;
     }
+    if (wrapped)
+      return kd_set_error(KD_EOVERFLOW, "expand: the stride of new dimension %d overflows int64",
+                          i);
     g.sizes[i] = s;
     g.strides[i] = stride;
   }
@@ -714,7 +740,12 @@ static kd_status unsqueeze_geom(const kd_tensor *self, int64_t dim, geom *g) {
   if (st) return st;
   if (g->ndim >= KD_MAX_DIMS)
     return kd_set_error(KD_EINVAL, "unsqueeze: a tensor has at most %d dimensions", KD_MAX_DIMS);
-  int64_t stride = d >= g->ndim ? 1 : g->sizes[d] * g->strides[d];
+  int64_t stride = 1;
+  if (d < g->ndim && kd__mul_overflow_i64(g->sizes[d], g->strides[d], &stride))
+    return kd_set_error(KD_EOVERFLOW,
+                        "unsqueeze: the stride of new dimension %lld (size %lld * stride %lld) "
+                        "overflows int64",
+                        (long long)d, (long long)g->sizes[d], (long long)g->strides[d]);
   for (int i = g->ndim; i > d; i--) {
     g->sizes[i] = g->sizes[i - 1];
     g->strides[i] = g->strides[i - 1];
@@ -766,7 +797,10 @@ kd_status kd__native_flatten_using_ints(kd_tensor *self, int64_t start_dim, int6
   int k = 0;
   for (int64_t i = 0; i < s; i++) shape[k++] = sz[i];
   int64_t numel = 1;
-  for (int64_t i = s; i <= e; i++) numel *= sz[i];
+  if (kd__numel_overflow((int)(e - s + 1), sz + s, &numel))
+    return kd_set_error(KD_EOVERFLOW,
+                        "flatten: the size of dimensions %lld to %lld flattened overflows int64",
+                        (long long)s, (long long)e);
   shape[k++] = numel;
   for (int64_t i = e + 1; i < n; i++) shape[k++] = sz[i];
   return kd__native_reshape(self, (kd_ints){shape, k}, out);
@@ -799,9 +833,14 @@ kd_status kd__native_slice(kd_tensor *self, int64_t dim, const int64_t *start,
     hi = size;
   g.offset += lo * g.strides[d];
   g.sizes[d] = hi == lo ? 0 : (hi - lo - 1) / step + 1; /* rounded up, without overflow */
-  int64_t stride;
-  if (__builtin_mul_overflow(g.strides[d], step, &stride)) stride = g.strides[d];
-  g.strides[d] = stride; /* (an overflow only happens when at most one element remains) */
+  int64_t stride, bytes;
+  /* An overflow, of the stride or of the byte stride every tensor's must fit
+   * in (docs/ARCHITECTURE.md, "Foreign geometry"), only happens when at most
+   * one element remains, whose stride reaches nothing: it keeps self's. */
+  if (__builtin_mul_overflow(g.strides[d], step, &stride) ||
+      __builtin_mul_overflow(stride, (int64_t)kd_tensor_itemsize(self), &bytes))
+    stride = g.strides[d];
+  g.strides[d] = stride;
   return view_of(self, &g, out);
 }
 

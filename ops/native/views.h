@@ -90,7 +90,8 @@ kd_status kd__vw_check_list(const char *op, const char *what, kd_ints list);
 
 /* Strides of `sizes` for a memory format: row-major (CONTIGUOUS), NHWC
  * (CHANNELS_LAST, ndim 4) or NDHWC (CHANNELS_LAST_3D, ndim 5); KD_EINVAL
- * "required rank 4 tensor to use channels_last format" otherwise. */
+ * "required rank 4 tensor to use channels_last format" otherwise; KD_EOVERFLOW
+ * when a stride does not fit in int64. */
 kd_status kd__vw_format_strides(int ndim, const int64_t *sizes, kd_memory_format format,
                                 int64_t *strides);
 

@@ -128,9 +128,6 @@ typedef struct kd__gen_impl {
  * all or nothing (a failure closes what was opened). */
 kd_status kd__ops_register_tables(const kd__gen_def *defs, size_t ndefs, const kd__gen_impl *impls,
                                   size_t nimpls);
-/* Closes the aten library kd__ops_register_tables opened (nothing when none
- * is open): every operator it defined keeps only its handle. */
-void kd__ops_unregister_tables(void);
 
 /* The kernel of factories (no tensor arguments) for the slot such calls
  * reach: calls again with the backend key of argument `device_arg` (a
@@ -138,8 +135,13 @@ void kd__ops_unregister_tables(void);
 kd_status kd__ops_backend_select(const kd_call *call, const kd_arg *args, kd_value *rets,
                                  int device_arg);
 
-/* gen_register.c: registers every generated operator and kernel. */
+/* gen_register.c: registers every generated operator and kernel (all or
+ * nothing, as kd__ops_register_tables). */
 kd_status kd__ops_register(void);
+/* Closes the aten library kd__ops_register opened (undoes it; nothing when
+ * none is open): every operator it defined keeps only its handle and name.
+ * kd_ops_close (ops.c) is the public way. */
+void kd__ops_unregister(void);
 
 /* The device of a structured call's outputs: that of the first tensor
  * argument given (NULL ones skipped), else cpu. */

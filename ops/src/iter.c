@@ -163,14 +163,16 @@ static kd_status check_overlap(const kd_iter *it, const kd_tensor *out, const kd
                                int nin) {
   int nd = kd__t_ndim(out);
   const int64_t *sz = kd__t_sizes(out), *st = kd__t_strides(out);
-  for (int d = 0; d < nd; d++)
+  int64_t on = kd__t_numel(out);
+  /* as PyTorch's has_internal_overlap: a tensor without elements is
+   * contiguous, so an expanded [3, 0] never overlaps */
+  for (int d = 0; d < nd && on > 0; d++)
     if (sz[d] > 1 && st[d] == 0)
       return kd_set_error(KD_EINVAL,
                           "%s: unsupported operation: more than one element of the written-to "
                           "tensor refers to a single memory location. Please clone() the tensor "
                           "before performing the operation.",
                           it->op);
-  int64_t on = kd__t_numel(out);
   if (on == 0) return KD_OK;
   for (int j = 0; j < nin; j++) {
     const kd_tensor *in = ins[j];
@@ -277,6 +279,53 @@ static kd_status resolve_reduce_dims(kd_iter *it, build_state *b) {
   return KD_OK;
 }
 
+/* t converted to `dtype` as PyTorch's Tensor.to(dtype) lays it out
+ * (_to_copy with preserve_format): a non-overlapping and dense tensor keeps
+ * its strides; another one gets the dense strides of its permutation
+ * (infer_dense_strides: dims ordered by stride, stride-0 dims left in place,
+ * ties kept in order). The converted input then leads the output's layout as
+ * the original would have: a permuted int64 input of a float32 add gives a
+ * permuted result. Contiguous (and empty) inputs take kd_tensor_to_dtype. */
+static kd_status convert_input(const kd_tensor *t, kd_dtype dtype, kd_tensor **out) {
+  int nd = kd__t_ndim(t);
+  const int64_t *sz = kd__t_sizes(t), *st = kd__t_strides(t);
+  int64_t strides[KD_MAX_DIMS];
+  if (nd < 2 || kd__t_is_contiguous(t) || kd__t_numel(t) == 0)
+    return kd_tensor_to_dtype(t, dtype, out);
+  if (non_overlapping_dense(t)) {
+    for (int d = 0; d < nd; d++) strides[d] = st[d];
+  } else {
+    int perm[KD_MAX_DIMS]; /* perm[0]: the innermost dim */
+    for (int i = 0; i < nd; i++) perm[i] = nd - 1 - i;
+    for (int i = 1; i < nd; i++) {
+      int dim1 = i;
+      for (int dim0 = i - 1; dim0 >= 0; dim0--) {
+        int64_t s0 = st[perm[dim0]], s1 = st[perm[dim1]];
+        if (s0 == 0 || s1 == 0 || s0 == s1) continue;
+        if (s0 < s1) break;
+        int tmp = perm[dim0];
+        perm[dim0] = perm[dim1];
+        perm[dim1] = tmp;
+        dim1 = dim0;
+      }
+    }
+    int64_t next = 1;
+    for (int i = 0; i < nd; i++) {
+      strides[perm[i]] = next;
+      if (sz[perm[i]] > 1) next *= sz[perm[i]];
+    }
+  }
+  kd_tensor *c = NULL;
+  kd_status r = kd_tensor_empty_strided(nd, sz, strides, dtype, kd__t_device(t), &c);
+  if (!r) r = kd_tensor_copy_(c, t);
+  if (r) {
+    kd_tensor_release(c);
+    return r;
+  }
+  *out = c;
+  return KD_OK;
+}
+
 /* Common dtype and output dtypes (compute_types). */
 static kd_status compute_types(kd_iter *it, build_state *b, bool all_scalars) {
   int nout = it->noutputs, nt = it->ntensors;
@@ -353,7 +402,7 @@ static kd_status compute_types(kd_iter *it, build_state *b, bool all_scalars) {
     kd_dtype d = kd__t_dtype(t);
     if ((f & KD__ITER_PROMOTE_INPUTS) && d != common && !it->is_meta) {
       kd_tensor *c = NULL;
-      kd_status st = kd_tensor_to_dtype(t, common, &c);
+      kd_status st = convert_input(t, common, &c);
       if (st) return with_op(it, st);
       if (it->owned & (1u << k)) kd_tensor_release(t);
       it->tensors[k] = c;
@@ -415,7 +464,10 @@ static bool layout_strides(const kd_iter *it, const build_state *b, int64_t *str
     int d = b->perm[i];
     if (d != nd - 1 - i) rowmajor = false;
     strides[d] = next;
-    next *= it->full_shape[d] > 1 ? it->full_shape[d] : 1;
+    /* Strides that do not fit (a zero-size shape can have them): row-major,
+     * whose allocation reports the overflow. */
+    if (__builtin_mul_overflow(next, it->full_shape[d] > 1 ? it->full_shape[d] : 1, &next))
+      return false;
   }
   return !rowmajor;
 }
@@ -830,8 +882,15 @@ kd_status kd__iter_build_general(kd_iter *it) {
     }
   }
   it->full_ndim = nd;
+  /* Zero-size and expanded operands can have sizes whose product does not
+   * fit: a zero anywhere makes it 0, otherwise an overflow is an error. */
   int64_t numel = 1;
-  for (int d = 0; d < nd; d++) numel *= shape[d];
+  for (int d = 0; d < nd; d++)
+    if (shape[d] == 0) numel = 0;
+  for (int d = 0; d < nd && numel; d++)
+    if (__builtin_mul_overflow(numel, shape[d], &numel))
+      return kd_set_error(KD_EOVERFLOW, "%s: the broadcast shape %s has more than 2^63 elements",
+                          it->op, fmt_shape((char[256]){0}, 256, nd, shape));
   it->numel = numel;
 
   /* output shapes: resize marks, reduction shape */
@@ -997,17 +1056,24 @@ kd_status kd_iter_build_comparison_op(kd_iter *it, kd_tensor *out, const kd_tens
   return kd_iter_build(it);
 }
 
+/* PyTorch's build_borrowing_unary_op: check_all_same_dtype, no casts. */
 kd_status kd_iter_build_unary_op(kd_iter *it, kd_tensor *out, const kd_tensor *a) {
   kd_iter_add_output(it, out);
   kd_iter_add_input(it, a);
-  it->flags = (it->flags | KD__ITER_CAST_OUTPUTS | KD__ITER_SAFE_CAST) &
-              ~(unsigned)KD__ITER_CHECK_SAME_DTYPE;
+  it->flags = (it->flags | KD__ITER_CHECK_SAME_DTYPE) &
+              ~(unsigned)(KD__ITER_PROMOTE_INPUTS | KD__ITER_CAST_OUTPUTS | KD__ITER_SAFE_CAST);
   return kd_iter_build(it);
 }
 
+/* PyTorch's build_borrowing_unary_float_op: promote (integers to float),
+ * cast to a given output after the safe-casting check. */
 kd_status kd_iter_build_unary_float_op(kd_iter *it, kd_tensor *out, const kd_tensor *a) {
-  it->flags |= KD__ITER_PROMOTE_INPUTS | KD__ITER_INT_TO_FLOAT;
-  return kd_iter_build_unary_op(it, out, a);
+  kd_iter_add_output(it, out);
+  kd_iter_add_input(it, a);
+  it->flags = (it->flags | KD__ITER_PROMOTE_INPUTS | KD__ITER_INT_TO_FLOAT |
+               KD__ITER_CAST_OUTPUTS | KD__ITER_SAFE_CAST) &
+              ~(unsigned)KD__ITER_CHECK_SAME_DTYPE;
+  return kd_iter_build(it);
 }
 
 kd_status kd_iter_build_nullary_op(kd_iter *it, kd_tensor *out) {

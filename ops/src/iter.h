@@ -54,7 +54,11 @@
  * kd_iter_set_common_dtype forces it instead.
  * Inputs: with promote_inputs_to_common_dtype, an input of another dtype is
  * replaced by a converted copy, so the loops see common_dtype in every input
- * (on meta nothing is converted).
+ * (on meta nothing is converted). The copy is laid out as PyTorch's
+ * Tensor.to(dtype) lays it out (a dense input keeps its strides, another
+ * gets the dense strides of its permutation), so it leads the layout of new
+ * outputs as the original would: a transposed int64 input of a float32 op
+ * gives a transposed result, as in libtorch.
  * Outputs: a new output gets its own declared dtype (kd_iter_add_output_dtype),
  * else the static dtype (kd_iter_declare_static_dtype), else common_dtype. A
  * given output keeps its dtype; enforce_safe_casting_to_output checks that
@@ -366,10 +370,14 @@ kd_status kd_iter_build_binary_float_op(kd_iter *it, kd_tensor *out, const kd_te
  * case the loop writes bool directly: loops must handle a bool output). */
 kd_status kd_iter_build_comparison_op(kd_iter *it, kd_tensor *out, const kd_tensor *a,
                                       const kd_tensor *b);
-/* Elementwise f(a): output of a's dtype; a given output of another dtype gets
- * a temporary (cast_common_dtype_to_outputs) after the safe-casting check. */
+/* Elementwise f(a), PyTorch's build_borrowing_unary_op: output of a's dtype;
+ * a given output must have a's dtype too (check_all_same_dtype: "Found dtype
+ * float64 but expected uint8"), nothing is cast. neg, floor, sign, gelu... */
 kd_status kd_iter_build_unary_op(kd_iter *it, kd_tensor *out, const kd_tensor *a);
-/* As unary_op, integral inputs converted to the default float dtype (sin, exp). */
+/* PyTorch's build_borrowing_unary_float_op (sin, exp): integral inputs
+ * converted to the default float dtype; a given output of another dtype gets
+ * a temporary (cast_common_dtype_to_outputs) after the safe-casting check
+ * ("result type float32 can't be cast to the desired output type int64"). */
 kd_status kd_iter_build_unary_float_op(kd_iter *it, kd_tensor *out, const kd_tensor *a);
 /* No inputs (fill, random): `out` must be given, or declare a static dtype /
  * shape before (s == NULL), or use a structured out/inplace output. */

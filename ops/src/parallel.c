@@ -15,6 +15,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <unistd.h>
+#include "kd/memory.h"
 
 /* Upper bound on threads (caller included). */
 #define KD_MAX_THREADS 256
@@ -103,7 +104,7 @@ typedef struct worker_arg {
 
 static void *worker_main(void *p) {
   worker_arg a = *(worker_arg *)p;
-  free(p);
+  kd_host_free(p);
   in_region = true; /* workers never start nested regions */
   pool *pl = &the_pool;
   uint64_t seen = a.generation;
@@ -127,7 +128,7 @@ static void *worker_main(void *p) {
  * there are (fewer when pthread_create fails). */
 static int ensure_workers(pool *pl, int want) {
   while (pl->nworkers < want) {
-    worker_arg *a = malloc(sizeof *a);
+    worker_arg *a = kd_host_malloc(sizeof *a);
     if (!a) break;
     a->index = pl->nworkers;
     a->generation = pl->generation;
@@ -138,7 +139,7 @@ static int ensure_workers(pool *pl, int want) {
     int rc = pthread_create(&th, &attr, worker_main, a);
     pthread_attr_destroy(&attr);
     if (rc != 0) {
-      free(a);
+      kd_host_free(a);
       break;
     }
     pl->nworkers++;

@@ -119,7 +119,7 @@ kd_status kd_device_parse(const char *text, kd_device *out) {
   char type_name[KD__DEVICE_NAME_CAP];
   memcpy(type_name, text, n);
   type_name[n] = '\0';
-  kd_device_type type;
+  kd_device_type type = KD_DEVICE_CPU; /* set on success; gcc -O3 cannot see that */
   kd_status st = kd_device_type_from_name(type_name, &type);
   if (st) return st;
   int32_t index = 0;
@@ -158,22 +158,33 @@ size_t kd_device_format(kd_device device, char *buf, size_t cap) {
 
 /* ---- Allocators ----------------------------------------------------------- */
 
+/* Blocks come from the host allocator (kd/memory.h), so that they follow a
+ * program's allocator and its failures. Small blocks as they are (16-byte
+ * aligned, which every element type needs; a block under 64 bytes gains
+ * nothing from more); larger ones over-allocated by 64 bytes and aligned to
+ * 64, with the distance back to the start of the block in the byte before
+ * the aligned address (1 to 64). */
 static void *cpu_alloc(void *ctx, kd_device device, size_t nbytes) {
   (void)ctx;
   (void)device;
-  /* Small blocks from malloc (16-byte aligned, and several times cheaper than
-   * aligned_alloc); a block under 64 bytes gains nothing from more. */
-  if (nbytes < 64) return malloc(nbytes);
-  size_t rounded = (nbytes + 63) & ~(size_t)63;
-  if (rounded < nbytes) return NULL;
-  return aligned_alloc(64, rounded);
+  if (nbytes < 64) return kd__malloc(nbytes);
+  if (nbytes > (size_t)-1 - 64) return NULL;
+  unsigned char *raw = kd__malloc(nbytes + 64);
+  if (!raw) return NULL;
+  unsigned char *p = (unsigned char *)(((uintptr_t)raw + 64) & ~(uintptr_t)63);
+  p[-1] = (unsigned char)(p - raw);
+  return p;
 }
 
 static void cpu_free(void *ctx, kd_device device, void *ptr, size_t nbytes) {
   (void)ctx;
   (void)device;
-  (void)nbytes;
-  free(ptr);
+  if (nbytes < 64 || !ptr) {
+    kd__free(ptr);
+    return;
+  }
+  unsigned char *p = ptr;
+  kd__free(p - p[-1]);
 }
 
 static kd_status cpu_copy(void *ctx, kd_device device, void *dst, const void *src, size_t nbytes) {

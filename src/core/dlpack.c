@@ -2,6 +2,7 @@
  * dlpack.c: DLPack export and import (0.6 unversioned; 1.x versioned when
  * the installed header has it).
  */
+#include "core/checked.h"
 #include "core/tensor_impl.h"
 #include "kd/dlpack.h"
 
@@ -145,17 +146,17 @@ typedef struct kd__dl_export {
 static void dl_export_deleter(DLManagedTensor *self) {
   kd__dl_export *e = self->manager_ctx;
   kd_tensor_release(e->tensor);
-  free(e);
+  kd__free(e);
 }
 
 kd_status kd_tensor_to_dlpack(kd_tensor *tensor, DLManagedTensor **out) {
   if (!tensor || !out) return kd_set_error(KD_EINVAL, "kd_tensor_to_dlpack: NULL argument");
   *out = NULL;
-  kd__dl_export *e = calloc(1, sizeof *e);
+  kd__dl_export *e = kd__calloc(1, sizeof *e);
   if (!e) return kd__oom("DLPack managed tensor");
   kd_status st = fill_dl_tensor(tensor, &e->managed.dl_tensor, e->shape, e->strides);
   if (st) {
-    free(e);
+    kd__free(e);
     return st;
   }
   kd_tensor_retain(tensor);
@@ -182,35 +183,64 @@ static kd_status import_dl_tensor(const DLTensor *dl, void (*deleter)(void *), v
   if ((st = device_from_dl(dl->device, &dev))) return st;
   int ndim = dl->ndim;
   int64_t strides[KD_MAX_DIMS];
-  int64_t numel = 1, last = 0;
-  for (int i = ndim - 1; i >= 0; i--) {
+  for (int i = 0; i < ndim; i++)
     if (dl->shape[i] < 0)
       return kd_set_error(KD_EINVAL, "DLPack import: size %lld of dimension %d is negative",
                           (long long)dl->shape[i], i);
-    strides[i] = dl->strides ? dl->strides[i] : (i == ndim - 1 ? 1 : strides[i + 1] *
-                                                 (dl->shape[i + 1] > 1 ? dl->shape[i + 1] : 1));
-    if (strides[i] < 0)
-      return kd_set_error(KD_EUNSUPPORTED,
-                          "DLPack import: negative stride %lld in dimension %d is not supported",
-                          (long long)strides[i], i);
-    if (__builtin_mul_overflow(numel, dl->shape[i], &numel))
-      return kd_set_error(KD_EOVERFLOW, "DLPack import: too many elements");
+  if (dl->strides) {
+    for (int i = 0; i < ndim; i++) {
+      strides[i] = dl->strides[i];
+      if (strides[i] < 0)
+        return kd_set_error(KD_EUNSUPPORTED,
+                            "DLPack import: negative stride %lld in dimension %d is not supported",
+                            (long long)strides[i], i);
+    }
+  } else if (kd__contiguous_strides_overflow(ndim, dl->shape, strides)) {
+    /* NULL strides mean row-major; even with a size-0 dimension they must
+     * fit in int64. */
+    return kd_set_error(KD_EOVERFLOW,
+                        "DLPack import: the row-major strides of the shape overflow int64 (%d "
+                        "dimensions)",
+                        ndim);
   }
   size_t itemsize = kd_dtype_size(dtype);
-  size_t nbytes = 0;
-  if (numel > 0) {
-    for (int i = 0; i < ndim; i++) {
-      int64_t span;
-      if (__builtin_mul_overflow(dl->shape[i] - 1, strides[i], &span) ||
-          __builtin_add_overflow(last, span, &last))
-        return kd_set_error(KD_EOVERFLOW, "DLPack import: element offsets overflow");
-    }
-    nbytes = (size_t)(last + 1) * itemsize;
-    if (!dl->data)
-      return kd_set_error(KD_EINVAL, "DLPack import: NULL data pointer for %lld elements",
-                          (long long)numel);
-  }
+  /* byte_offset: a whole number of elements (no misaligned element), and
+   * the producer's pointer plus it must not wrap. */
+  if (dl->byte_offset % itemsize != 0)
+    return kd_set_error(KD_EINVAL,
+                        "DLPack import: byte_offset %llu is not a multiple of the element size "
+                        "%zu (%s)",
+                        (unsigned long long)dl->byte_offset, itemsize, kd_dtype_name(dtype));
+  if (dl->byte_offset > (uint64_t)INT64_MAX ||
+      (dl->data && (uint64_t)dl->byte_offset > UINTPTR_MAX - (uintptr_t)dl->data))
+    return kd_set_error(KD_EOVERFLOW,
+                        "DLPack import: byte_offset %llu overflows the address of the data",
+                        (unsigned long long)dl->byte_offset);
+  int64_t numel = 0, need = 0;
+  if ((st = kd__geometry_extent("DLPack import", ndim, dl->shape, strides, 0, dtype, &numel,
+                                &need)))
+    return st;
+  /* The storage starts at data + byte_offset; every byte of the tensor
+   * lies within byte_offset + need of the producer's pointer. */
+  if (need > 0 && ((uint64_t)need > (uint64_t)INT64_MAX - dl->byte_offset ||
+                   (uint64_t)need > UINTPTR_MAX - (uintptr_t)dl->data - dl->byte_offset))
+    return kd_set_error(KD_EOVERFLOW,
+                        "DLPack import: byte_offset %llu plus the tensor's %lld bytes overflow "
+                        "the address space",
+                        (unsigned long long)dl->byte_offset, (long long)need);
+  size_t nbytes = (size_t)need;
+  if (numel > 0 && !dl->data)
+    return kd_set_error(KD_EINVAL, "DLPack import: NULL data pointer for %lld elements",
+                        (long long)numel);
   char *data = dl->data ? (char *)dl->data + dl->byte_offset : NULL;
+  /* A cpu element read through a misaligned pointer is undefined behaviour. */
+  size_t align = kd_dtype_is_complex(dtype) ? itemsize / 2 : itemsize;
+  if (data && numel > 0 && dev.type == KD_DEVICE_CPU && (uintptr_t)data % align != 0)
+    return kd_set_error(KD_EINVAL,
+                        "DLPack import: data pointer %p + byte_offset %llu is not aligned to "
+                        "%zu bytes, as %s elements need",
+                        dl->data, (unsigned long long)dl->byte_offset, align,
+                        kd_dtype_name(dtype));
   kd_storage *storage;
   if ((st = kd_storage_wrap(dev, data, nbytes, deleter, ctx, &storage))) return st;
   st = kd__tensor_make(storage, 0, ndim, dl->shape, strides, dtype, out);
@@ -241,18 +271,18 @@ typedef struct kd__dl_export_v {
 static void dl_export_v_deleter(DLManagedTensorVersioned *self) {
   kd__dl_export_v *e = self->manager_ctx;
   kd_tensor_release(e->tensor);
-  free(e);
+  kd__free(e);
 }
 
 kd_status kd_tensor_to_dlpack_versioned(kd_tensor *tensor, DLManagedTensorVersioned **out) {
   if (!tensor || !out)
     return kd_set_error(KD_EINVAL, "kd_tensor_to_dlpack_versioned: NULL argument");
   *out = NULL;
-  kd__dl_export_v *e = calloc(1, sizeof *e);
+  kd__dl_export_v *e = kd__calloc(1, sizeof *e);
   if (!e) return kd__oom("DLPack managed tensor");
   kd_status st = fill_dl_tensor(tensor, &e->managed.dl_tensor, e->shape, e->strides);
   if (st) {
-    free(e);
+    kd__free(e);
     return st;
   }
   kd_tensor_retain(tensor);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "kd/common.h"
+#include "kd/memory.h"
 #include "kd/status.h"
 
 /* Internal invariants only: never for bad input, which gets a kd_status. */
@@ -40,7 +41,29 @@ void kd__fmt_putn(kd__fmt *f, const char *s, size_t n);
 void kd__fmt_puts(kd__fmt *f, const char *s);
 void kd__fmt_printf(kd__fmt *f, const char *fmt, ...) KD_PRINTF_LIKE(2, 3);
 
-/* A malloc'd copy of s (NULL for NULL, or when out of memory). */
+/* Every host allocation of the library goes through these (src/core/memory.c):
+ * the host allocator of kd/memory.h, with its rules (0 bytes: 1 byte; calloc
+ * overflow: NULL; realloc(NULL): malloc; free(NULL): nothing). Never the C
+ * library's functions directly. */
+/* The installed allocator (memory.c); kd__host_custom is false while it is
+ * the default, when the C library is called directly (inline: the call
+ * path's tensors are allocated here, so no call more than malloc's). */
+extern bool kd__host_custom;
+extern kd_host_allocator kd__host;
+static inline void *kd__malloc(size_t n) {
+  if (n == 0) n = 1;
+  return kd__host_custom ? kd__host.malloc(kd__host.ctx, n) : malloc(n);
+}
+static inline void kd__free(void *p) {
+  if (!p) return;
+  if (kd__host_custom)
+    kd__host.free(kd__host.ctx, p);
+  else
+    free(p);
+}
+void *kd__calloc(size_t count, size_t size);
+void *kd__realloc(void *p, size_t n);
+/* A kd__malloc'd copy of s (NULL for NULL, or when out of memory). */
 char *kd__strdup(const char *s);
 
 /* "[float32, float64]": the dtypes of a set, in table order. */

@@ -63,89 +63,94 @@ static kd_status overflow(const kd_scalar *s, kd_dtype dtype) {
                       text, kd_dtype_name(dtype));
 }
 
-/* Integer targets: the exact range for integer sources; for floating
- * sources, PyTorch checks that the value lies within the type's range. */
-static kd_status to_integer(const kd_scalar *s, kd_dtype dtype, int64_t lo, int64_t hi,
-                            int64_t *out) {
-  if (s->kind == KD_SCALAR_INT || s->kind == KD_SCALAR_BOOL) {
-    int64_t v = kd_scalar_to_int64(s);
-    if (v < lo || v > hi) return overflow(s, dtype);
-    *out = v;
-    return KD_OK;
+/* c10's overflows<To, From> (c10/util/TypeCast.h), which Scalar::to<T>()
+ * (checked_convert) applies:
+ * - an integral source fits a signed target in [lowest, max]; an unsigned
+ *   target (uint8) also takes negative values down to -max, which wrap
+ *   modulo 2^8 as two's complement (-6 is 250), so that `a - b` can be
+ *   computed as `a + 255 * b`;
+ * - a floating source: infinities fit a target with infinities, NaN fits a
+ *   target with NaN, anything else must lie within [lowest, max] (so -0.27
+ *   does not fit uint8, 255.5 does not, 3.7 fits any integer type and is
+ *   truncated toward zero);
+ * - a complex source does not fit a real target when its imaginary part is
+ *   non-zero; otherwise both parts are checked as floating values.
+ * bool is not checked at all (Scalar::to<bool> is `!= 0`). */
+static bool int_overflows(int64_t v, kd_dtype dt) {
+  switch (dt) {
+    case KD_UINT8:
+      return v > UINT8_MAX || (v < 0 && 0u - (uint64_t)v > UINT8_MAX);
+    case KD_INT8: return v < INT8_MIN || v > INT8_MAX;
+    case KD_INT16: return v < INT16_MIN || v > INT16_MAX;
+    case KD_INT32: return v < INT32_MIN || v > INT32_MAX;
+    case KD_FLOAT16: return v < -65504 || v > 65504;
+    default: return false; /* int64, bfloat16, float32, float64, complex: any int64 */
   }
-  double d = kd_scalar_to_double(s);
-  if (isnan(d) || d < (double)lo - 1.0 || d >= (double)hi + 1.0) {
-    /* int64's bounds are not exact doubles; use the power of two. */
-    if (!(dtype == KD_INT64 && !isnan(d) && d >= -9223372036854775808.0 &&
-          d < 9223372036854775808.0))
-      return overflow(s, dtype);
+}
+
+static bool double_overflows(double d, kd_dtype dt) {
+  bool fl = kd_dtype_is_floating(dt) || kd_dtype_is_complex(dt);
+  if (fl && (isinf(d) || isnan(d))) return false;
+  if (isnan(d)) return true;
+  switch (dt) {
+    case KD_UINT8: return d < 0 || d > UINT8_MAX;
+    case KD_INT8: return d < INT8_MIN || d > INT8_MAX;
+    case KD_INT16: return d < INT16_MIN || d > INT16_MAX;
+    case KD_INT32: return d < INT32_MIN || d > INT32_MAX;
+    /* 2^63 itself is refused: c10 lets it through into an undefined cast */
+    case KD_INT64: return d < -9223372036854775808.0 || d >= 9223372036854775808.0;
+    case KD_FLOAT16: return fabs(d) > 65504.0;
+    case KD_BFLOAT16: return fabs(d) > 3.3895313892515355e38;
+    case KD_FLOAT32:
+    case KD_COMPLEX64: return fabs(d) > 3.4028234663852886e38;
+    default: return false; /* float64, complex128 */
   }
-  *out = (int64_t)d;
-  return KD_OK;
+}
+
+/* The value as an integer of a (checked) integral target: int sources wrap
+ * modulo 2^64 (then the store truncates to the width), floating ones are
+ * truncated toward zero. */
+static int64_t integral_value(const kd_scalar *s) {
+  if (s->kind == KD_SCALAR_INT || s->kind == KD_SCALAR_BOOL) return kd_scalar_to_int64(s);
+  return (int64_t)kd_scalar_to_double(s);
 }
 
 kd_status kd_scalar_to_element(const kd_scalar *s, kd_dtype dtype, void *dst) {
   if (!s || !dst) return kd_set_error(KD_EINVAL, "kd_scalar_to_element: NULL argument");
   if (!kd_dtype_valid(dtype))
     return kd_set_error(KD_EINVAL, "kd_scalar_to_element: invalid dtype %d", (int)dtype);
-  if (s->kind == KD_SCALAR_COMPLEX && s->v.c.im != 0 && !kd_dtype_is_complex(dtype) &&
-      dtype != KD_BOOL) {
+  if (dtype == KD_BOOL) {
+    bool b = s->kind == KD_SCALAR_COMPLEX ? (s->v.c.re != 0 || s->v.c.im != 0)
+             : s->kind == KD_SCALAR_INT   ? s->v.i != 0
+             : s->kind == KD_SCALAR_BOOL  ? s->v.b
+                                          : s->v.d != 0;
+    *(uint8_t *)dst = b;
+    return KD_OK;
+  }
+  if (s->kind == KD_SCALAR_COMPLEX && s->v.c.im != 0 && !kd_dtype_is_complex(dtype)) {
     char text[64];
     kd_scalar_format(s, text, sizeof text);
     return kd_set_error(KD_ETYPE,
                         "value %s cannot be converted to type %s: it has an imaginary part",
                         text, kd_dtype_name(dtype));
   }
-  int64_t iv = 0;
-  kd_status st = KD_OK;
   double d = kd_scalar_to_double(s);
+  double im = s->kind == KD_SCALAR_COMPLEX ? s->v.c.im : 0;
+  bool bad = s->kind == KD_SCALAR_INT    ? int_overflows(s->v.i, dtype)
+             : s->kind == KD_SCALAR_BOOL ? false
+                                         : double_overflows(d, dtype) || double_overflows(im, dtype);
+  if (bad) return overflow(s, dtype);
   switch (dtype) {
-    case KD_BOOL: {
-      bool b = s->kind == KD_SCALAR_COMPLEX ? (s->v.c.re != 0 || s->v.c.im != 0) : d != 0;
-      if (s->kind == KD_SCALAR_INT) b = s->v.i != 0;
-      *(uint8_t *)dst = b;
-      return KD_OK;
-    }
-    case KD_UINT8:
-      if ((st = to_integer(s, dtype, 0, UINT8_MAX, &iv))) return st;
-      *(uint8_t *)dst = (uint8_t)iv;
-      return KD_OK;
-    case KD_INT8:
-      if ((st = to_integer(s, dtype, INT8_MIN, INT8_MAX, &iv))) return st;
-      *(int8_t *)dst = (int8_t)iv;
-      return KD_OK;
-    case KD_INT16:
-      if ((st = to_integer(s, dtype, INT16_MIN, INT16_MAX, &iv))) return st;
-      *(int16_t *)dst = (int16_t)iv;
-      return KD_OK;
-    case KD_INT32:
-      if ((st = to_integer(s, dtype, INT32_MIN, INT32_MAX, &iv))) return st;
-      *(int32_t *)dst = (int32_t)iv;
-      return KD_OK;
-    case KD_INT64:
-      if ((st = to_integer(s, dtype, INT64_MIN, INT64_MAX, &iv))) return st;
-      *(int64_t *)dst = iv;
-      return KD_OK;
-    case KD_FLOAT16:
-      if (isfinite(d) && fabs(d) > 65504.0) return overflow(s, dtype);
-      *(uint16_t *)dst = kd_float_to_half((float)d);
-      return KD_OK;
-    case KD_BFLOAT16:
-      if (isfinite(d) && fabs(d) > 3.3895313892515355e38) return overflow(s, dtype);
-      *(uint16_t *)dst = kd_float_to_bfloat16((float)d);
-      return KD_OK;
-    case KD_FLOAT32:
-      if (isfinite(d) && fabs(d) > 3.4028234663852886e38) return overflow(s, dtype);
-      *(float *)dst = (float)d;
-      return KD_OK;
-    case KD_FLOAT64:
-      *(double *)dst = d;
-      return KD_OK;
+    case KD_UINT8: *(uint8_t *)dst = (uint8_t)(uint64_t)integral_value(s); return KD_OK;
+    case KD_INT8: *(int8_t *)dst = (int8_t)integral_value(s); return KD_OK;
+    case KD_INT16: *(int16_t *)dst = (int16_t)integral_value(s); return KD_OK;
+    case KD_INT32: *(int32_t *)dst = (int32_t)integral_value(s); return KD_OK;
+    case KD_INT64: *(int64_t *)dst = integral_value(s); return KD_OK;
+    case KD_FLOAT16: *(uint16_t *)dst = kd_float_to_half((float)d); return KD_OK;
+    case KD_BFLOAT16: *(uint16_t *)dst = kd_float_to_bfloat16((float)d); return KD_OK;
+    case KD_FLOAT32: *(float *)dst = (float)d; return KD_OK;
+    case KD_FLOAT64: *(double *)dst = d; return KD_OK;
     case KD_COMPLEX64: {
-      double im = s->kind == KD_SCALAR_COMPLEX ? s->v.c.im : 0;
-      if ((isfinite(d) && fabs(d) > 3.4028234663852886e38) ||
-          (isfinite(im) && fabs(im) > 3.4028234663852886e38))
-        return overflow(s, dtype);
       float *f = dst;
       f[0] = (float)d;
       f[1] = (float)im;
@@ -154,11 +159,10 @@ kd_status kd_scalar_to_element(const kd_scalar *s, kd_dtype dtype, void *dst) {
     case KD_COMPLEX128: {
       double *p = dst;
       p[0] = d;
-      p[1] = s->kind == KD_SCALAR_COMPLEX ? s->v.c.im : 0;
+      p[1] = im;
       return KD_OK;
     }
-    default:
-      break;
+    default: break;
   }
   return kd_set_error(KD_EINVAL, "kd_scalar_to_element: invalid dtype %d", (int)dtype);
 }

@@ -126,19 +126,12 @@ void kd__fmt_printf(kd__fmt *f, const char *fmt, ...) {
     kd__fmt_putn(f, tmp, (size_t)n);
     return;
   }
-  char *big = malloc((size_t)n + 1);
+  char *big = kd__malloc((size_t)n + 1);
   if (!big) return;
   va_start(ap, fmt);
   vsnprintf(big, (size_t)n + 1, fmt, ap);
   va_end(ap);
   kd__fmt_putn(f, big, (size_t)n);
-  free(big);
+  kd__free(big);
 }
 
-char *kd__strdup(const char *s) {
-  if (!s) return NULL;
-  size_t n = strlen(s) + 1;
-  char *d = malloc(n);
-  if (d) memcpy(d, s, n);
-  return d;
-}

@@ -57,12 +57,12 @@ kd_status kd_storage_new(kd_device device, size_t nbytes, kd_storage **out) {
   /* Small cpu storage with the default allocator: the bytes follow the
    * struct in one block. */
   bool inl = kd__inline_bytes(device, nbytes);
-  kd_storage *s = malloc(KD__STORAGE_HEAD + (inl ? nbytes : 0));
+  kd_storage *s = kd__malloc(KD__STORAGE_HEAD + (inl ? nbytes : 0));
   if (!s) return kd__oom("storage");
   kd_status st = kd__storage_setup(s, NULL, device, nbytes,
                                    inl ? (char *)s + KD__STORAGE_HEAD : NULL);
   if (st) {
-    free(s);
+    kd__free(s);
     return st;
   }
   *out = s;
@@ -78,7 +78,7 @@ kd_status kd_storage_wrap(kd_device device, void *data, size_t nbytes, void (*de
                         (int)device.type, (int)device.index);
   if (!data && nbytes > 0 && device.type != KD_DEVICE_META)
     return kd_set_error(KD_EINVAL, "kd_storage_wrap: NULL data for %zu bytes", nbytes);
-  kd_storage *s = calloc(1, sizeof *s);
+  kd_storage *s = kd__calloc(1, sizeof *s);
   if (!s) return kd__oom("storage");
   kd__ref_init(&s->refs);
   s->block = NULL;
@@ -108,7 +108,7 @@ void kd_storage_release(kd_storage *storage) {
   }
   /* A one-block storage: the block also holds the tensor made with it,
    * which is gone (it held a reference). */
-  free(storage->block ? storage->block : storage);
+  kd__free(storage->block ? storage->block : storage);
 }
 
 void *kd_storage_data(const kd_storage *storage) { return storage->data; }

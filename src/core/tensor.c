@@ -3,6 +3,7 @@
  */
 #include <stdio.h>
 
+#include "core/checked.h"
 #include "core/tensor_impl.h"
 
 /* ---- Layout and memory format names --------------------------------------- */
@@ -83,39 +84,62 @@ static inline kd_status check_dims(const char *fn, int ndim, const int64_t *size
 }
 
 static kd_status numel_of(int ndim, const int64_t *sizes, int64_t *out) {
-  int64_t n = 1;
-  for (int i = 0; i < ndim; i++) {
-    if (__builtin_mul_overflow(n, sizes[i], &n))
-      return kd_set_error(KD_EOVERFLOW, "tensor with %d dimensions has too many elements", ndim);
-  }
-  *out = n;
+  if (kd__numel_overflow(ndim, sizes, out))
+    return kd_set_error(KD_EOVERFLOW, "tensor with %d dimensions has too many elements", ndim);
   return KD_OK;
 }
 
-kd_status kd__check_geometry(int ndim, const int64_t *sizes, const int64_t *strides,
-                             int64_t offset, kd_dtype dtype, size_t nbytes) {
+/* The geometry rule's error (src/core/checked.h), out of the common path. */
+__attribute__((noinline, cold)) static kd_status geometry_overflow(const char *fn, int ndim,
+                                                                   const int64_t *sizes,
+                                                                   const int64_t *strides,
+                                                                   int64_t offset,
+                                                                   kd_dtype dtype) {
+  char buf[2 * KD_MAX_DIMS * 24 + 32];
+  kd__fmt f = kd__fmt_init(buf, sizeof buf);
+  kd__fmt_puts(&f, "sizes=[");
+  for (int i = 0; i < ndim; i++) kd__fmt_printf(&f, "%s%lld", i ? ", " : "", (long long)sizes[i]);
+  kd__fmt_puts(&f, "], strides=[");
+  for (int i = 0; i < ndim; i++)
+    kd__fmt_printf(&f, "%s%lld", i ? ", " : "", (long long)strides[i]);
+  kd__fmt_puts(&f, "]");
+  return kd_set_error(KD_EOVERFLOW,
+                      "%s: storage size calculation overflows with %s, storage offset %lld and "
+                      "%s elements of %zu bytes: every byte offset must fit in int64",
+                      fn, buf, (long long)offset, kd_dtype_name(dtype), kd_dtype_size(dtype));
+}
+
+kd_status kd__geometry_extent(const char *fn, int ndim, const int64_t *sizes,
+                              const int64_t *strides, int64_t offset, kd_dtype dtype,
+                              int64_t *numel, int64_t *need) {
   if (offset < 0)
-    return kd_set_error(KD_EINVAL, "storage offset %lld is negative", (long long)offset);
-  int64_t last = offset; /* element offset of the last element */
-  for (int i = 0; i < ndim; i++) {
+    return kd_set_error(KD_EINVAL, "%s: storage offset %lld is negative", fn, (long long)offset);
+  for (int i = 0; i < ndim; i++)
     if (strides[i] < 0)
-      return kd_set_error(KD_EINVAL, "stride %lld of dimension %d is negative",
+      return kd_set_error(KD_EINVAL, "%s: stride %lld of dimension %d is negative", fn,
                           (long long)strides[i], i);
-    if (sizes[i] == 0) return KD_OK; /* no elements: any storage will do */
-    int64_t span;
-    if (__builtin_mul_overflow(sizes[i] - 1, strides[i], &span) ||
-        __builtin_add_overflow(last, span, &last))
-      return kd_set_error(KD_EOVERFLOW, "element offsets of dimension %d overflow", i);
-  }
-  int64_t need;
-  if (__builtin_add_overflow(last, 1, &need) ||
-      __builtin_mul_overflow(need, (int64_t)kd_dtype_size(dtype), &need))
-    return kd_set_error(KD_EOVERFLOW, "tensor byte size overflows");
+  int64_t n = 0, extent = 0;
+  if (kd__numel_overflow(ndim, sizes, &n))
+    return kd_set_error(KD_EOVERFLOW, "%s: tensor with %d dimensions has too many elements", fn,
+                        ndim);
+  if (kd__extent_overflow(ndim, sizes, strides, offset, (int64_t)kd__dtype_size(dtype), &extent))
+    return geometry_overflow(fn, ndim, sizes, strides, offset, dtype);
+  *numel = n;
+  *need = n > 0 ? extent : 0;
+  return KD_OK;
+}
+
+kd_status kd__check_geometry(const char *fn, int ndim, const int64_t *sizes,
+                             const int64_t *strides, int64_t offset, kd_dtype dtype,
+                             size_t nbytes) {
+  int64_t numel = 0, need = 0;
+  kd_status st = kd__geometry_extent(fn, ndim, sizes, strides, offset, dtype, &numel, &need);
+  if (st) return st;
   if ((uint64_t)need > (uint64_t)nbytes)
     return kd_set_error(KD_ERANGE,
-                        "view out of bounds: the last element needs %lld bytes of storage "
+                        "%s: view out of bounds: the last element needs %lld bytes of storage "
                         "(offset %lld, %s), but the storage has %zu bytes",
-                        (long long)need, (long long)offset, kd_dtype_name(dtype), nbytes);
+                        fn, (long long)need, (long long)offset, kd_dtype_name(dtype), nbytes);
   return KD_OK;
 }
 
@@ -144,20 +168,22 @@ static void tensor_init(kd_tensor *t, kd_storage *storage, int64_t offset, int n
   t->keys = kd__backend_keyset(storage->device.type);
   t->wrapped_number = false;
   t->embedded = embedded;
-  int64_t numel = 1;
+  /* Unsigned: the product may wrap before a later size 0 makes it 0; the
+   * callers checked that a product without a 0 fits in int64. */
+  uint64_t numel = 1;
   for (int i = 0; i < ndim; i++) {
     t->sizes[i] = sizes[i];
     t->strides[i] = strides[i];
-    numel *= sizes[i];
+    numel *= (uint64_t)sizes[i];
   }
-  t->numel = numel;
+  t->numel = (int64_t)numel;
   t->contiguous = ndim <= 1 ? (ndim == 0 || sizes[0] <= 1 || strides[0] == 1)
                             : compute_contiguous(t);
 }
 
 kd_status kd__tensor_make(kd_storage *storage, int64_t offset, int ndim, const int64_t *sizes,
                           const int64_t *strides, kd_dtype dtype, kd_tensor **out) {
-  kd_tensor *t = malloc(sizeof *t);
+  kd_tensor *t = kd__malloc(sizeof *t);
   if (!t) return kd__oom("tensor");
   kd_storage_retain(storage);
   tensor_init(t, storage, offset, ndim, sizes, strides, dtype, (int)kd__dtype_size(dtype), false);
@@ -172,14 +198,14 @@ kd_status kd__tensor_new(kd_device device, size_t nbytes, int ndim, const int64_
                         (int)device.type, (int)device.index);
   /* One block: the tensor, its storage, and small bytes. */
   bool inl = kd__inline_bytes(device, nbytes);
-  char *block = malloc(KD__TENSOR_HEAD + KD__STORAGE_HEAD + (inl ? nbytes : 0));
+  char *block = kd__malloc(KD__TENSOR_HEAD + KD__STORAGE_HEAD + (inl ? nbytes : 0));
   if (!block) return kd__oom("tensor");
   kd_tensor *t = (kd_tensor *)(void *)block;
   kd_storage *s = (kd_storage *)(void *)(block + KD__TENSOR_HEAD);
   kd_status st = kd__storage_setup(s, block, device, nbytes,
                                    inl ? block + KD__TENSOR_HEAD + KD__STORAGE_HEAD : NULL);
   if (st) {
-    free(block);
+    kd__free(block);
     return st;
   }
   tensor_init(t, s, 0, ndim, sizes, strides, dtype, (int)kd__dtype_size(dtype), true);
@@ -189,12 +215,15 @@ kd_status kd__tensor_new(kd_device device, size_t nbytes, int ndim, const int64_
 
 /* Row-major strides; KD_EOVERFLOW when they do not fit int64 (possible even
  * for zero elements, as size-0 dimensions count as 1 here). */
-static kd_status contiguous_strides(int ndim, const int64_t *sizes, int64_t *strides) {
-  int64_t s = 1;
-  for (int i = ndim - 1; i >= 0; i--) {
-    strides[i] = s;
-    if (i > 0 && __builtin_mul_overflow(s, sizes[i] > 1 ? sizes[i] : 1, &s))
-      return kd_set_error(KD_EOVERFLOW, "tensor with %d dimensions has too many elements", ndim);
+static kd_status contiguous_strides(const char *fn, int ndim, const int64_t *sizes,
+                                    int64_t *strides) {
+  if (kd__contiguous_strides_overflow(ndim, sizes, strides)) {
+    char buf[KD_MAX_DIMS * 24 + 8];
+    kd__fmt f = kd__fmt_init(buf, sizeof buf);
+    for (int i = 0; i < ndim; i++)
+      kd__fmt_printf(&f, "%s%lld", i ? ", " : "", (long long)sizes[i]);
+    return kd_set_error(KD_EOVERFLOW,
+                        "%s: the row-major strides of sizes [%s] overflow int64", fn, buf);
   }
   return KD_OK;
 }
@@ -209,23 +238,11 @@ kd_status kd_tensor_empty_strided(int ndim, const int64_t *sizes, const int64_t 
   if (st) return st;
   if (ndim > 0 && !strides)
     return kd_set_error(KD_EINVAL, "kd_tensor_empty_strided: NULL strides with ndim %d", ndim);
-  int64_t numel = 0;
-  if ((st = numel_of(ndim, sizes, &numel))) return st;
   /* Storage just large enough for the last element. */
-  int64_t last = 0;
-  for (int i = 0; i < ndim; i++) {
-    if (strides[i] < 0)
-      return kd_set_error(KD_EINVAL, "kd_tensor_empty_strided: stride %lld of dimension %d is negative",
-                          (long long)strides[i], i);
-    int64_t span;
-    if (sizes[i] > 0 && (__builtin_mul_overflow(sizes[i] - 1, strides[i], &span) ||
-                         __builtin_add_overflow(last, span, &last)))
-      return kd_set_error(KD_EOVERFLOW, "kd_tensor_empty_strided: element offsets overflow");
-  }
-  int64_t nbytes = 0;
-  if (numel > 0 && (__builtin_add_overflow(last, 1, &nbytes) ||
-                    __builtin_mul_overflow(nbytes, (int64_t)kd_dtype_size(dtype), &nbytes)))
-    return kd_set_error(KD_EOVERFLOW, "kd_tensor_empty_strided: byte size overflows");
+  int64_t numel = 0, nbytes = 0;
+  if ((st = kd__geometry_extent("kd_tensor_empty_strided", ndim, sizes, strides, 0, dtype, &numel,
+                                &nbytes)))
+    return st;
   return kd__tensor_new(device, (size_t)nbytes, ndim, sizes, strides, dtype, out);
 }
 
@@ -236,20 +253,25 @@ kd_status kd_tensor_empty(int ndim, const int64_t *sizes, kd_dtype dtype, kd_dev
   kd_status st = check_dims("kd_tensor_empty", ndim, sizes, dtype);
   if (st) return st;
   int64_t strides[KD_MAX_DIMS];
+  strides[0] = 1; /* 0-dim reads none, but gcc -O3 cannot see that */
+  int64_t numel = 0, nbytes = 0;
   if (ndim == 1) { /* the common case: nothing can overflow but the bytes */
-    strides[0] = 1;
-  } else if ((st = contiguous_strides(ndim, sizes, strides))) {
+    numel = sizes[0];
+  } else if ((st = contiguous_strides("kd_tensor_empty", ndim, sizes, strides)) ||
+             (st = numel_of(ndim, sizes, &numel))) {
+    return st;
+  } else if (numel == 0 && (st = kd__geometry_extent("kd_tensor_empty", ndim, sizes, strides, 0,
+                                                     dtype, &numel, &nbytes))) {
+    /* Without elements the spans of the other dimensions are not bounded
+     * by the byte size. */
     return st;
   }
-  /* As kd_tensor_empty_strided: row-major strides make the last element's
-   * offset numel - 1, so the storage holds numel elements. */
-  int64_t numel = 0, nbytes = 0;
-  if (ndim == 1)
-    numel = sizes[0];
-  else if ((st = numel_of(ndim, sizes, &numel)))
-    return st;
+  /* Row-major strides make the last element's offset numel - 1, so the
+   * storage holds numel elements. */
   if (__builtin_mul_overflow(numel, (int64_t)kd__dtype_size(dtype), &nbytes))
-    return kd_set_error(KD_EOVERFLOW, "kd_tensor_empty_strided: byte size overflows");
+    return kd_set_error(KD_EOVERFLOW,
+                        "kd_tensor_empty: %lld elements of %s overflow the byte size",
+                        (long long)numel, kd_dtype_name(dtype));
   return kd__tensor_new(device, (size_t)nbytes, ndim, sizes, strides, dtype, out);
 }
 
@@ -282,20 +304,25 @@ kd_status kd_tensor_from_scalar(const kd_scalar *value, kd_dtype dtype, kd_tenso
   return kd_tensor_from_data(0, NULL, dtype, elem, out);
 }
 
+static kd_status from_storage(const char *fn, kd_storage *storage, int64_t offset, int ndim,
+                              const int64_t *sizes, const int64_t *strides, kd_dtype dtype,
+                              kd_tensor **out) {
+  if (!out) return kd_set_error(KD_EINVAL, "%s: NULL out", fn);
+  *out = NULL;
+  if (!storage) return kd_set_error(KD_EINVAL, "%s: NULL storage", fn);
+  kd_status st = check_dims(fn, ndim, sizes, dtype);
+  if (st) return st;
+  if (ndim > 0 && !strides)
+    return kd_set_error(KD_EINVAL, "%s: NULL strides with ndim %d", fn, ndim);
+  if ((st = kd__check_geometry(fn, ndim, sizes, strides, offset, dtype, storage->nbytes)))
+    return st;
+  return kd__tensor_make(storage, offset, ndim, sizes, strides, dtype, out);
+}
+
 kd_status kd_tensor_from_storage(kd_storage *storage, int64_t offset, int ndim,
                                  const int64_t *sizes, const int64_t *strides, kd_dtype dtype,
                                  kd_tensor **out) {
-  if (!out) return kd_set_error(KD_EINVAL, "kd_tensor_from_storage: NULL out");
-  *out = NULL;
-  if (!storage) return kd_set_error(KD_EINVAL, "kd_tensor_from_storage: NULL storage");
-  kd_status st = check_dims("kd_tensor_from_storage", ndim, sizes, dtype);
-  if (st) return st;
-  if (ndim > 0 && !strides)
-    return kd_set_error(KD_EINVAL, "kd_tensor_from_storage: NULL strides with ndim %d", ndim);
-  int64_t numel = 0;
-  if ((st = numel_of(ndim, sizes, &numel))) return st;
-  if ((st = kd__check_geometry(ndim, sizes, strides, offset, dtype, storage->nbytes))) return st;
-  return kd__tensor_make(storage, offset, ndim, sizes, strides, dtype, out);
+  return from_storage("kd_tensor_from_storage", storage, offset, ndim, sizes, strides, dtype, out);
 }
 
 kd_status kd_tensor_as_strided(const kd_tensor *base, int ndim, const int64_t *sizes,
@@ -304,7 +331,8 @@ kd_status kd_tensor_as_strided(const kd_tensor *base, int ndim, const int64_t *s
     if (out) *out = NULL;
     return kd_set_error(KD_EINVAL, "kd_tensor_as_strided: NULL base");
   }
-  return kd_tensor_from_storage(base->storage, offset, ndim, sizes, strides, base->dtype, out);
+  return from_storage("kd_tensor_as_strided", base->storage, offset, ndim, sizes, strides,
+                      base->dtype, out);
 }
 
 void kd_tensor_retain(kd_tensor *tensor) {
@@ -322,7 +350,7 @@ void kd__tensor_free_last(kd_tensor *tensor) {
     return;
   }
   kd_storage_release(tensor->storage);
-  free(tensor);
+  kd__free(tensor);
 }
 
 int64_t kd_tensor_refcount(const kd_tensor *tensor) { return kd__ref_get(&tensor->refs); }
@@ -356,8 +384,11 @@ kd_storage *kd_tensor_storage(const kd_tensor *t) { return t->storage; }
 
 void *kd_tensor_data(const kd_tensor *t) {
   char *data = t->storage->data;
-  if (!data) return NULL;
-  return data + t->offset * (int64_t)t->itemsize;
+  /* offset * itemsize fits in int64 (the geometry rule); only a tensor
+   * without elements can start past the end of its storage. */
+  size_t off = (size_t)t->offset * (size_t)t->itemsize;
+  if (!data || off > t->storage->nbytes) return NULL;
+  return data + off;
 }
 
 int64_t kd_tensor_numel(const kd_tensor *t) { return t->numel; }
@@ -483,25 +514,13 @@ kd_status kd_tensor_resize_(kd_tensor *t, int ndim, const int64_t *sizes, const 
   if (st) return st;
   int64_t st_buf[KD_MAX_DIMS];
   if (!strides) {
-    if ((st = contiguous_strides(ndim, sizes, st_buf))) return st;
+    if ((st = contiguous_strides("resize_", ndim, sizes, st_buf))) return st;
     strides = st_buf;
   }
-  int64_t numel = 0;
-  if ((st = numel_of(ndim, sizes, &numel))) return st;
-  int64_t last = 0;
-  for (int i = 0; i < ndim; i++) {
-    if (strides[i] < 0)
-      return kd_set_error(KD_EINVAL, "resize_: stride %lld of dimension %d is negative",
-                          (long long)strides[i], i);
-    int64_t span;
-    if (sizes[i] > 0 && (__builtin_mul_overflow(sizes[i] - 1, strides[i], &span) ||
-                         __builtin_add_overflow(last, span, &last)))
-      return kd_set_error(KD_EOVERFLOW, "resize_: element offsets overflow");
-  }
-  int64_t need = 0;
-  if (numel > 0 && (__builtin_add_overflow(last, t->offset + 1, &need) ||
-                    __builtin_mul_overflow(need, (int64_t)kd_dtype_size(t->dtype), &need)))
-    return kd_set_error(KD_EOVERFLOW, "resize_: byte size overflows");
+  int64_t numel = 0, need = 0;
+  if ((st = kd__geometry_extent("resize_", ndim, sizes, strides, t->offset, t->dtype, &numel,
+                                &need)))
+    return st;
   if ((uint64_t)need > (uint64_t)t->storage->nbytes &&
       (st = grow_storage(t->storage, (size_t)need)))
     return st;

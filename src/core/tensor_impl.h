@@ -143,8 +143,19 @@ static inline size_t kd__dtype_size(kd_dtype dtype) {
   return (unsigned)dtype < (unsigned)KD_DTYPE_COUNT ? kd__dtype_size_table[dtype] : 0;
 }
 
-/* Checks sizes/strides/offset fit in `nbytes` of storage for `dtype`. */
-kd_status kd__check_geometry(int ndim, const int64_t *sizes, const int64_t *strides,
-                             int64_t offset, kd_dtype dtype, size_t nbytes);
+/* The geometry rule (src/core/checked.h) for sizes (>= 0, checked by the
+ * caller), strides and offset from outside: KD_EINVAL for a negative stride
+ * or offset, KD_EOVERFLOW naming `fn`, the geometry and the dtype when an
+ * address or the extent overflows. *numel: the element count; *need: the
+ * bytes of storage the tensor needs (0 without elements). */
+kd_status kd__geometry_extent(const char *fn, int ndim, const int64_t *sizes,
+                              const int64_t *strides, int64_t offset, kd_dtype dtype,
+                              int64_t *numel, int64_t *need);
+
+/* kd__geometry_extent, and KD_ERANGE when the tensor does not fit in
+ * `nbytes` of storage. */
+kd_status kd__check_geometry(const char *fn, int ndim, const int64_t *sizes,
+                             const int64_t *strides, int64_t offset, kd_dtype dtype,
+                             size_t nbytes);
 
 #endif

@@ -76,6 +76,7 @@ static inline bool kd__is_tensor_kind(uint8_t kind) {
 
 /* What the call path needs from a schema, computed once at def. Immutable. */
 typedef struct kd__op_info {
+  kd__retire_node retire; /* for kd__retire when it is replaced (made with it) */
   kd_schema *schema; /* owned */
   uint32_t nargs, nrets;
   uint32_t ntensor;          /* arguments that carry dispatch keys */
@@ -169,6 +170,7 @@ typedef struct kd__entry {
   char *select_text;         /* "(CPU, ALL_LAYOUT, [float32, float64]); ...": what is registered */
   int32_t key_arg;           /* kernel keys: the argument that selects (-1: none) */
   const struct kd__op_info *select_info; /* the schema the plans were made for */
+  kd__retire_node retire;    /* for kd__retire when it is replaced (made with it) */
 } kd__entry;
 
 #define KD__SELECT_CELLS (KD_LAYOUT_COUNT * KD_DTYPE_COUNT)
@@ -193,6 +195,8 @@ struct kd_op {
                              * table is empty and info NULL (kd__op_live_add) */
   /* ---- registry side, under the lock ---- */
   uint32_t nselect;      /* entries in `table` with a kernel-key selector */
+  kd_keyset stale;       /* slots left empty by a failed allocation in a release
+                          * (kd__tx_degrade): rebuilt by the next change */
   const char *name;      /* "ns::name.overload" or "ns::name" (name_buf) */
   size_t name_len;
   size_t base_len;       /* length of "ns::name" */
@@ -235,6 +239,11 @@ struct kd_library {
   kd_dispatch_key key;
   char *debug;
   kd_registration *regs; /* held registrations */
+  /* While kd_library_open_desc runs the body (on its thread): the first
+   * registration failure through this library and its message. */
+  bool in_body;
+  kd_status body_status;
+  char body_error[512];
 };
 
 /* ---- The registry (src/registry/registry.c) ---- */
@@ -244,20 +253,66 @@ extern kd_registration *kd__fallbacks[KD_NUM_RUNTIME_KEYS];
 
 /* Finds or creates the operator (under the lock). */
 kd_status kd__op_get(const char *qualified, size_t len, kd_op **out);
-/* Recomputes and publishes the op's table (under the lock): the slots of
- * `keys` (those a registration for a key can change: kd_dispatch_key_expand
- * of it). */
+
+/* A change of dispatch tables in two steps, so that a registration either
+ * happens completely or fails with KD_ENOMEM and changes nothing: prepare
+ * (kd__tx_add_*: compute and allocate every new entry, publish nothing;
+ * may fail), then commit (publish and retire, cannot fail) or abort (free
+ * what was prepared). The registration being made is linked into the
+ * operator's lists before it is prepared (the computation reads them) and
+ * unlinked again on failure. Under the lock; at most one kd__tx_add_* per
+ * operator per transaction, and nothing else may change the operators
+ * between prepare and commit. */
+typedef struct kd__tx_item {
+  kd_op *op;
+  kd__entry *entry; /* the slot's new entry (NULL: empty), or unused for KD__TX_KEEP */
+  unsigned key;     /* the slot, or KD__TX_KEEP: set op->keep and op->stale */
+  kd_keyset keep;
+  kd_keyset stale;
+} kd__tx_item;
+#define KD__TX_KEEP 64u
+typedef struct kd__tx {
+  kd__tx_item *items; /* inline_items, or a kd__malloc'd array when that is full */
+  size_t n, cap;
+  bool degrade; /* see kd__tx_degrade */
+  kd__tx_item inline_items[KD_NUM_RUNTIME_KEYS + 2];
+} kd__tx;
+void kd__tx_init(kd__tx *tx);
+/* Prepares the slots of `keys` of op (those a registration for a key can
+ * change: kd_dispatch_key_expand of it), and any slot left stale by an
+ * earlier failure, for the op's schema `info` (the op's published info, or
+ * the one a definition is about to publish). For an operator coming alive
+ * (its registration linked, op->live still 0) the slots of keys with a
+ * fallback too: kd__op_live_add allocates nothing. KD_ENOMEM with a message
+ * naming the operator and key; the transaction must then be aborted. */
+kd_status kd__tx_add_keys(kd__tx *tx, kd_op *op, kd_keyset keys, const struct kd__op_info *info);
+/* The slots a change of the op's schema can change: those with kernel-key
+ * selectors (their plans are made for the schema); those of keys with a
+ * fallback too for an operator coming alive. */
+kd_status kd__tx_add_schema(kd__tx *tx, kd_op *op, const struct kd__op_info *info);
+/* kd__tx_add_keys for every operator alive (a dead one's table stays empty). */
+kd_status kd__tx_add_all(kd__tx *tx, kd_keyset keys);
+void kd__tx_commit(kd__tx *tx);
+void kd__tx_abort(kd__tx *tx);
+/* For changes that cannot fail (releases, switching to the slow path): a
+ * transaction that never fails. A slot whose new entry cannot be allocated
+ * becomes empty (calls to it fail as a missing kernel: never the released
+ * kernel), is marked stale (kd_dispatcher_check reports it) and is rebuilt
+ * by the next change of the operator; a warning says so. */
+void kd__tx_degrade(kd__tx *tx);
+/* Degraded rebuilds, committed at once (under the lock). */
 void kd__op_rebuild_keys(kd_op *op, kd_keyset keys);
-/* The same for the slots a change of the op's schema can change: those with
- * kernel-key selectors (their plans are made for the schema). */
 void kd__op_rebuild_schema(kd_op *op);
 void kd__rebuild_all_keys(kd_keyset keys);
 /* True when something defines or implements the op. */
 bool kd__op_alive(const kd_op *op);
 /* Counts a definition or kernel in (+1) or out (-1) of op->live (under the
- * lock). The operator that comes alive gets the slots of keys with a
- * fallback; the one nothing holds any more loses every table entry (retired,
- * so calls in flight stay safe), keeping only its handle and name. */
+ * lock); allocates nothing. The operator that comes alive (0 -> 1) must have
+ * had its table prepared, fallback slots included, by the registration's
+ * transaction (kd__tx_add_keys does it for an operator held with live 0),
+ * then committed after this call. The one nothing holds any more loses every
+ * table entry (retired, so calls in flight stay safe), keeping only its
+ * handle and name. */
 void kd__op_live_add(kd_op *op, int delta);
 void kd__notify(kd_registry_event_kind kind, kd_op *op, kd_dispatch_key key, const char *debug);
 /* Computes the entry a slot should hold: kernel and reason. */

@@ -179,7 +179,7 @@ void kd__warn_fallback_once(const kd_op *op, kd_dispatch_key backend, kd_dtype d
       pthread_mutex_unlock(&warned_lock);
       return;
     }
-  warned *w = malloc(sizeof *w);
+  warned *w = kd__malloc(sizeof *w);
   if (w) {
     *w = (warned){op, backend, (int)dtype, warned_list};
     warned_list = w;
@@ -195,7 +195,7 @@ __attribute__((destructor)) static void free_warned(void) {
   while (warned_list) {
     warned *w = warned_list;
     warned_list = w->next;
-    free(w);
+    kd__free(w);
   }
   pthread_mutex_unlock(&warned_lock);
 }

@@ -95,7 +95,7 @@ void kd__op_info_free(kd__op_info *info) {
   if (!info) return;
   for (uint32_t i = 0; i < info->nargs; i++) kd_value_destroy(&info->defaults[i]);
   kd_schema_free(info->schema);
-  free(info);
+  kd__free(info);
 }
 
 kd_status kd__op_info_new(kd_schema *schema, kd__op_info **out) {
@@ -111,7 +111,7 @@ kd_status kd__op_info_new(kd_schema *schema, kd__op_info **out) {
                         name, nargs, nrets);
   }
   /* One block: the info, then the defaults, then the flags. */
-  kd__op_info *info = calloc(1, sizeof *info + nargs * (sizeof(kd_value) + sizeof(bool)));
+  kd__op_info *info = kd__calloc(1, sizeof *info + nargs * (sizeof(kd_value) + sizeof(bool)));
   if (!info) {
     kd_schema_free(schema);
     return kd__oom("operator info");
@@ -447,7 +447,7 @@ kd_status kd__signature_parse(const char *sig, kd_schema **out) {
   if (!open) return kd_set_error(KD_ESYNTAX, "kernel signature '%s': expected '(' types ')' -> returns", sig);
   /* Name every unnamed argument _0, _1, ... so the schema parser accepts it. */
   size_t cap = n * 2 + 64;
-  char *text = malloc(cap);
+  char *text = kd__malloc(cap);
   if (!text) return kd__oom("signature");
   kd__fmt f = kd__fmt_init(text, cap);
   kd__fmt_puts(&f, "_(");
@@ -457,7 +457,7 @@ kd_status kd__signature_parse(const char *sig, kd_schema **out) {
   for (;; p++) {
     char c = *p;
     if (c == '\0') {
-      free(text);
+      kd__free(text);
       return kd_set_error(KD_ESYNTAX, "kernel signature '%s': unclosed '('", sig);
     }
     if (c == '(' || c == '[') depth++;
@@ -498,7 +498,7 @@ kd_status kd__signature_parse(const char *sig, kd_schema **out) {
     snprintf(msg, sizeof msg, "%s", kd_last_error());
     kd_set_error(st, "kernel signature '%s': %s", sig, msg);
   }
-  free(text);
+  kd__free(text);
   return st;
 }
 
@@ -629,11 +629,11 @@ kd_status kd__signature_get(const char *sig, const kd_schema **out, const char *
   kd_status st = kd__signature_parse(sig, &schema);
   if (st) return st;
   size_t n = strlen(sig) + 1;
-  sig_entry *e = malloc(sizeof *e);
-  char *copy = malloc(n);
+  sig_entry *e = kd__malloc(sizeof *e);
+  char *copy = kd__malloc(n);
   if (!e || !copy) {
-    free(e);
-    free(copy);
+    kd__free(e);
+    kd__free(copy);
     kd_schema_free(schema);
     return kd__oom("signature");
   }
@@ -646,8 +646,8 @@ kd_status kd__signature_get(const char *sig, const kd_schema **out, const char *
     if (!strcmp(o->text, sig)) {
       pthread_mutex_unlock(&sig_lock);
       kd_schema_free(schema);
-      free(copy);
-      free(e);
+      kd__free(copy);
+      kd__free(e);
       *out = o->schema;
       *text = o->text;
       return KD_OK;

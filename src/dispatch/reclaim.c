@@ -102,12 +102,7 @@ bool kd__reader_fence = false;
 /* Retired items form a FIFO list; epochs are taken under the lock, and every
  * bump is under the lock too, so epochs never decrease along the list and the
  * freeable items are a prefix. */
-typedef struct kd__retired {
-  struct kd__retired *next;
-  void (*fn)(void *ptr);
-  void *ptr;
-  uint64_t epoch;
-} kd__retired;
+typedef kd__retire_node kd__retired;
 
 enum { KD__RETIRE_THRESHOLD = 64 };
 
@@ -264,9 +259,7 @@ void kd__read_enter_slow(kd__reader *r) {
 
 /* ---- retire / reclaim ---------------------------------------------------- */
 
-void kd__retire(void (*fn)(void *ptr), void *ptr) {
-  kd__retired *it = malloc(sizeof *it);
-  if (it == NULL) return; /* out of memory: leak the item, never free it early */
+void kd__retire(kd__retire_node *it, void (*fn)(void *ptr), void *ptr) {
   it->next = NULL;
   it->fn = fn;
   it->ptr = ptr;
@@ -286,8 +279,7 @@ static void run_callbacks(kd__retired *list) {
   t_in_callbacks = true;
   while (list) {
     kd__retired *next = list->next;
-    list->fn(list->ptr);
-    free(list);
+    list->fn(list->ptr); /* may free the node */
     list = next;
   }
   t_in_callbacks = outer;

@@ -103,9 +103,22 @@ KD__NO_SANITIZE_NULL static inline void kd__read_exit(uint64_t saved) {
   __atomic_store_n(&kd__tls_reader.epoch, saved, __ATOMIC_RELEASE);
 }
 
-/* Hands `ptr` to `fn` once no call that started before now is still running.
- * Never blocks; may reclaim older retired items on the way. Thread-safe. */
-void kd__retire(void (*fn)(void *ptr), void *ptr);
+/* The record of one retired object. It lives inside the object it retires
+ * (or anything else that lives until the callback runs), so that retiring
+ * never allocates and cannot fail: what retiring needs is allocated with
+ * the object, before the object is published. */
+typedef struct kd__retire_node {
+  struct kd__retire_node *next;
+  void (*fn)(void *ptr);
+  void *ptr;
+  uint64_t epoch;
+} kd__retire_node;
+
+/* Hands `ptr` to `fn` once no call that started before now is still running,
+ * using `node` (not in use by another retire) for the bookkeeping; `fn` may
+ * free the memory of `node`. Never blocks, never allocates; may reclaim
+ * older retired items on the way. Thread-safe. */
+void kd__retire(kd__retire_node *node, void (*fn)(void *ptr), void *ptr);
 
 /* Frees every retired item that no running call can still see. Returns the
  * number left waiting (0 when nothing is in flight elsewhere). Thread-safe;

@@ -27,14 +27,14 @@ static kd_kernel_def_reg *defs;
 
 static void reg_free(kd_kernel_def_reg *r) {
   for (size_t i = 0; r->constraints && i < r->def.nconstraints; i++)
-    free((char *)r->constraints[i].name);
-  free(r->constraints);
-  for (size_t i = 0; r->host_memory && i < r->def.nhost_memory; i++) free(r->host_memory[i]);
-  free(r->host_memory);
-  free(r->op_name);
-  free(r->label);
-  free(r->debug);
-  free(r);
+    kd__free((char *)r->constraints[i].name);
+  kd__free(r->constraints);
+  for (size_t i = 0; r->host_memory && i < r->def.nhost_memory; i++) kd__free(r->host_memory[i]);
+  kd__free(r->host_memory);
+  kd__free(r->op_name);
+  kd__free(r->label);
+  kd__free(r->debug);
+  kd__free(r);
 }
 
 static void reg_unref(kd_kernel_def_reg *r) {
@@ -96,7 +96,7 @@ kd_status kd_kernel_def_register(const kd_kernel_def *def, kd_kernel_def_reg **o
                           "argument of the schema",
                           def->op, def->host_memory[i] ? def->host_memory[i] : "(null)");
   }
-  kd_kernel_def_reg *r = calloc(1, sizeof *r);
+  kd_kernel_def_reg *r = kd__calloc(1, sizeof *r);
   if (!r) return kd__oom("kernel definition");
   r->def = *def;
   r->op = op;
@@ -104,7 +104,7 @@ kd_status kd_kernel_def_register(const kd_kernel_def *def, kd_kernel_def_reg **o
   bool oom = !(r->op_name = kd__strdup(kd_op_name(op))) || (def->label && !(r->label = kd__strdup(def->label))) ||
              (def->debug && !(r->debug = kd__strdup(def->debug)));
   if (!oom && def->nconstraints) {
-    r->constraints = calloc(def->nconstraints, sizeof *r->constraints);
+    r->constraints = kd__calloc(def->nconstraints, sizeof *r->constraints);
     oom = !r->constraints;
     for (size_t i = 0; !oom && i < def->nconstraints; i++) {
       r->constraints[i].allowed = def->constraints[i].allowed & KD_ALL_DTYPES;
@@ -112,7 +112,7 @@ kd_status kd_kernel_def_register(const kd_kernel_def *def, kd_kernel_def_reg **o
     }
   }
   if (!oom && def->nhost_memory) {
-    r->host_memory = calloc(def->nhost_memory, sizeof *r->host_memory);
+    r->host_memory = kd__calloc(def->nhost_memory, sizeof *r->host_memory);
     oom = !r->host_memory;
     for (size_t i = 0; !oom && i < def->nhost_memory; i++)
       oom = !(r->host_memory[i] = kd__strdup(def->host_memory[i]));
@@ -366,7 +366,7 @@ kd_status kd_prepared_new(const char *op_name, kd_device_type device, const kd_d
       all[nall++] = (kd_type_binding){kd_argument_name(kd_schema_argument(schema, i)), input_dtypes[i]};
   for (size_t i = 0; i < nbindings && nall < KD__ARRAY_SIZE(all); i++) all[nall++] = bindings[i];
 
-  kd_prepared *p = calloc(1, sizeof *p + (ninputs + noutputs) * sizeof(kd_dtype));
+  kd_prepared *p = kd__calloc(1, sizeof *p + (ninputs + noutputs) * sizeof(kd_dtype));
   if (!p) return kd__oom("prepared kernel");
   p->ninputs = ninputs;
   p->noutputs = noutputs;
@@ -447,5 +447,5 @@ void kd_prepared_free(kd_prepared *p) {
   if (!p) return;
   if (p->object && p->reg->def.kernel_class.destroy) p->reg->def.kernel_class.destroy(p->object);
   if (p->reg) reg_unref(p->reg);
-  free(p);
+  kd__free(p);
 }

@@ -60,7 +60,7 @@ static void args_set(kd_kernel_args *a, bool output, size_t index, kd_argdef_fie
   }
   if (a->n == a->cap) {
     size_t cap = a->cap ? 2 * a->cap : 4;
-    kd__argdef_override *items = realloc(a->items, cap * sizeof *items);
+    kd__argdef_override *items = kd__realloc(a->items, cap * sizeof *items);
     if (!items) {
       if (!a->error) {
         a->error = KD_ENOMEM;
@@ -112,7 +112,7 @@ kd_status kd__collect_overrides(const char *name, const kd_keyed_kernel *spec,
     spec->args(&a, (kd_dtype)d, spec->user_data);
   }
   if (a.error) {
-    free(a.items);
+    kd__free(a.items);
     return kd_set_error(a.error, "kd_library_impl_keyed_ex(%s): %s", name, a.message);
   }
   *items = a.items;
@@ -217,7 +217,7 @@ static kd__plan *make_plan(const kd_registration *r, kd_dispatch_key key, int la
     items[nin + nout++] = (kd__plan_item){(uint16_t)j, d};
   }
   if (nin + nout == 0) return NULL;
-  kd__plan *p = malloc(sizeof *p + (nin + nout) * sizeof p->items[0]);
+  kd__plan *p = kd__malloc(sizeof *p + (nin + nout) * sizeof p->items[0]);
   if (!p) {
     *oom = true;
     return NULL;
@@ -235,9 +235,9 @@ void kd__select_free(kd__cell *sel) {
   if (!sel) return;
   for (int i = 0; i < KD__SELECT_CELLS; i++) {
     if (sel[i].kernel) kd__kernel_free((void *)sel[i].kernel);
-    free((void *)sel[i].plan);
+    kd__free((void *)sel[i].plan);
   }
-  free(sel);
+  kd__free(sel);
 }
 
 /* "(CPU, ALL_LAYOUT, [bool, uint8]); (CPU, strided, [float32])", newest first. */
@@ -272,7 +272,7 @@ bool kd__select_build(const kd_op *op, kd_dispatch_key key, const kd__op_info *i
       *key_arg = r->key_arg;
       break;
     }
-  kd__cell *sel = calloc(KD__SELECT_CELLS, sizeof *sel);
+  kd__cell *sel = kd__calloc(KD__SELECT_CELLS, sizeof *sel);
   if (!sel) return false;
   const kd_registration *chosen[KD__SELECT_CELLS] = {0};
   int rank[KD__SELECT_CELLS] = {0};
@@ -307,7 +307,7 @@ bool kd__select_build(const kd_op *op, kd_dispatch_key key, const kd__op_info *i
   char *t = describe_keyed(op, key);
   if (oom || !t) {
     kd__select_free(sel);
-    free(t);
+    kd__free(t);
     return false;
   }
   *out = sel;

@@ -36,21 +36,21 @@ kd_status kd_library_open(kd_library_kind kind, const char *ns, kd_dispatch_key 
   if (kind == KD_LIBRARY_IMPL && !kd_dispatch_key_is_runtime(key) && !kd_dispatch_key_is_alias(key))
     return kd_set_error(KD_EINVAL, "kd_library_open: IMPL library for '%s' with invalid key %d", ns,
                         (int)key);
-  kd_library *lib = calloc(1, sizeof *lib);
+  kd_library *lib = kd__calloc(1, sizeof *lib);
   char debug[512];
   snprintf(debug, sizeof debug, "%s:%d", file ? file : "?", line);
   if (!lib || !(lib->ns = kd__strdup(ns)) || !(lib->debug = kd__strdup(debug))) {
-    if (lib) free(lib->ns);
-    free(lib);
+    if (lib) kd__free(lib->ns);
+    kd__free(lib);
     return kd__oom("library");
   }
   lib->kind = kind;
   lib->key = kind == KD_LIBRARY_IMPL ? key : KD_KEY_CATCH_ALL;
   def_lib *d = NULL;
-  if (kind == KD_LIBRARY_DEF && !(d = calloc(1, sizeof *d))) {
-    free(lib->ns);
-    free(lib->debug);
-    free(lib);
+  if (kind == KD_LIBRARY_DEF && !(d = kd__calloc(1, sizeof *d))) {
+    kd__free(lib->ns);
+    kd__free(lib->debug);
+    kd__free(lib);
     return kd__oom("library");
   }
   kd_status st = KD_OK;
@@ -73,10 +73,10 @@ kd_status kd_library_open(kd_library_kind kind, const char *ns, kd_dispatch_key 
   }
   pthread_mutex_unlock(&kd__registry_lock);
   if (st) {
-    free(d);
-    free(lib->ns);
-    free(lib->debug);
-    free(lib);
+    kd__free(d);
+    kd__free(lib->ns);
+    kd__free(lib->debug);
+    kd__free(lib);
     return st;
   }
   *out = lib;
@@ -131,10 +131,10 @@ static void release_locked(kd_registration *r) {
         atomic_store_explicit(&op->info, NULL, memory_order_release);
         if (info) {
           kd__op_rebuild_schema(op); /* drops the kernel-key plans made for the schema */
-          kd__retire(free_info, (void *)info);
+          kd__retire(&((kd__op_info *)info)->retire, free_info, (void *)info);
         }
-        for (size_t i = 0; i < op->ntags; i++) free(op->tags[i]);
-        free(op->tags);
+        for (size_t i = 0; i < op->ntags; i++) kd__free(op->tags[i]);
+        kd__free(op->tags);
         op->tags = NULL;
         op->ntags = 0;
         kd__notify(KD_EVENT_UNDEF, op, KD_KEY_UNDEFINED, r->debug);
@@ -160,8 +160,8 @@ static void release_locked(kd_registration *r) {
       break;
   }
   unlink_from_library(r);
-  free(r->overrides);
-  free(r);
+  kd__free(r->overrides);
+  kd__free(r);
 }
 
 void kd_registration_release(kd_registration *reg) {
@@ -180,19 +180,19 @@ void kd_library_close(kd_library *lib) {
     if ((*p)->lib == lib) {
       def_lib *d = *p;
       *p = d->next;
-      free(d);
+      kd__free(d);
       break;
     }
   pthread_mutex_unlock(&kd__registry_lock);
-  free(lib->ns);
-  free(lib->debug);
-  free(lib);
+  kd__free(lib->ns);
+  kd__free(lib->debug);
+  kd__free(lib);
 }
 
 /* `debug` is the kernel's or the library's string, both of which outlive
  * the registration. */
 static kd_registration *new_registration(kd__reg_kind kind, const char *debug) {
-  kd_registration *r = calloc(1, sizeof *r);
+  kd_registration *r = kd__calloc(1, sizeof *r);
   if (!r) return NULL;
   r->kind = kind;
   r->debug = debug;
@@ -268,8 +268,31 @@ static kd_status check_impls(const kd_op *op, const kd_schema *schema) {
   return KD_OK;
 }
 
-kd_status kd_library_def(kd_library *lib, const char *schema_text, const char *const *tags,
-                         size_t ntags, kd_registration **out) {
+/* What the registration being made is, for an out-of-memory message:
+ * "defining 'ns::op'", "registering a kernel for 'op' (CPU)". */
+static _Thread_local char noted_what[300];
+
+/* Records the first failure of a registration made by a descriptor's body
+ * (kd_library_open_desc). */
+static kd_status noted(kd_library *lib, kd_status st) {
+  if (st == KD_ENOMEM && strncmp(kd_last_error(), "out of memory building", 22) != 0 &&
+      strncmp(kd_last_error(), "registering ", 12) != 0 &&
+      strncmp(kd_last_error(), "defining ", 9) != 0) {
+    /* Say which registration: the message of an allocation names only what
+     * was allocated. (The table's messages name the operator and key.) */
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", kd_last_error());
+    kd_set_error(KD_ENOMEM, "%s: %s; nothing was changed", noted_what, msg);
+  }
+  if (st && lib && lib->in_body && !lib->body_status) {
+    lib->body_status = st;
+    snprintf(lib->body_error, sizeof lib->body_error, "%s", kd_last_error());
+  }
+  return st;
+}
+
+static kd_status def_common(kd_library *lib, const char *schema_text, const char *const *tags,
+                            size_t ntags, kd_registration **out) {
   if (out) *out = NULL;
   if (!lib || !schema_text) return kd_set_error(KD_EINVAL, "kd_library_def: NULL argument");
   if (lib->kind == KD_LIBRARY_IMPL)
@@ -286,13 +309,15 @@ kd_status kd_library_def(kd_library *lib, const char *schema_text, const char *c
   char **tag_copy = NULL;
   kd_registration *r = NULL;
   if (st == KD_OK) {
-    tag_copy = ntags ? calloc(ntags, sizeof *tag_copy) : NULL;
+    tag_copy = ntags ? kd__calloc(ntags, sizeof *tag_copy) : NULL;
     bool oom = ntags && !tag_copy;
     for (size_t i = 0; !oom && i < ntags; i++) oom = !(tag_copy[i] = kd__strdup(tags[i]));
     if (oom || !(r = new_registration(KD__REG_DEF, lib->debug))) st = kd__oom("registration");
   }
   kd__op_info *info = NULL;
   kd_op *op = NULL;
+  kd__tx tx;
+  kd__tx_init(&tx);
   if (st == KD_OK) {
     pthread_mutex_lock(&kd__registry_lock);
     st = kd__op_get(qualified, strlen(qualified), &op);
@@ -309,20 +334,35 @@ kd_status kd_library_def(kd_library *lib, const char *schema_text, const char *c
                           "operator '%s' is already defined with schema '%s' (at %s); it cannot "
                           "also be defined as '%s' (at %s)",
                           qualified, a, op->defs->debug, b, lib->debug);
+      if (st == KD_OK) { /* alive already: nothing to prepare */
+        r->op_next = op->defs;
+        op->defs = r;
+      }
       kd_schema_free(schema);
       schema = NULL;
     } else if (st == KD_OK) {
       st = kd__op_info_new(schema, &info); /* takes the schema */
       schema = NULL;
-      if (st == KD_OK && (st = check_impls(op, info->schema))) {
+      if (st == KD_OK) st = check_impls(op, info->schema);
+      /* Kernel-key plans depend on the schema: made now, published below.
+       * Prepared with `r` linked: an operator nothing held before gets the
+       * slots of keys with a fallback too (kd__tx_add_schema). */
+      if (st == KD_OK) {
+        r->op_next = op->defs;
+        op->defs = r;
+        if ((st = kd__tx_add_schema(&tx, op, info))) {
+          op->defs = r->op_next;
+          r->op_next = NULL;
+        }
+      }
+      if (st) {
+        kd__tx_abort(&tx);
         kd__op_info_free(info);
         info = NULL;
       }
     }
     if (st == KD_OK) {
       r->op = op;
-      r->op_next = op->defs;
-      op->defs = r;
       kd__op_live_add(op, 1);
       link_to_library(lib, r);
       if (info) {
@@ -332,21 +372,27 @@ kd_status kd_library_def(kd_library *lib, const char *schema_text, const char *c
         atomic_store_explicit(&op->info, info, memory_order_release);
         atomic_store_explicit(&op->fast_arg, info->single_tensor, memory_order_release);
         atomic_store_explicit(&op->box1, info->box1, memory_order_release);
-        kd__op_rebuild_schema(op); /* kernel-key plans depend on the schema */
+        kd__tx_commit(&tx);
         kd__notify(KD_EVENT_DEF, op, KD_KEY_UNDEFINED, r->debug);
       }
     }
     pthread_mutex_unlock(&kd__registry_lock);
   }
-  for (size_t i = 0; tag_copy && i < ntags; i++) free(tag_copy[i]);
-  free(tag_copy);
+  for (size_t i = 0; tag_copy && i < ntags; i++) kd__free(tag_copy[i]);
+  kd__free(tag_copy);
   kd_schema_free(schema);
   if (st) {
-    free(r);
+    kd__free(r);
     return st;
   }
   if (out) *out = r;
   return KD_OK;
+}
+
+kd_status kd_library_def(kd_library *lib, const char *schema_text, const char *const *tags,
+                         size_t ntags, kd_registration **out) {
+  snprintf(noted_what, sizeof noted_what, "defining '%.200s'", schema_text ? schema_text : "?");
+  return noted(lib, def_common(lib, schema_text, tags, ntags, out));
 }
 
 /* The registration a new one for `key` overrides: the same key, and for
@@ -367,29 +413,95 @@ static void warn_override(const kd_op *op, const kd_registration *prev, const kd
           r->debug ? r->debug : "?");
 }
 
-/* Makes a registration live in dispatch (under the lock). */
-static void link_impl(kd_op *op, kd_registration *r) {
+/* Makes a registration live in dispatch (under the lock), or fails with
+ * KD_ENOMEM and changes nothing. */
+static kd_status link_impl(kd_op *op, kd_registration *r) {
   const kd_registration *prev = overridden(op, r);
-  if (prev) warn_override(op, prev, r);
   r->op_next = op->impls;
   op->impls = r;
+  /* Prepared with `r` linked: an operator nothing held before gets the
+   * slots of keys with a fallback too (kd__tx_add_keys). */
+  kd__tx tx;
+  kd__tx_init(&tx);
+  kd_status st = kd__tx_add_keys(&tx, op, kd_dispatch_key_expand(r->key),
+                                 atomic_load_explicit(&op->info, memory_order_relaxed));
+  if (st) {
+    kd__tx_abort(&tx);
+    op->impls = r->op_next;
+    r->op_next = NULL;
+    return st;
+  }
+  if (prev) warn_override(op, prev, r);
   kd__op_live_add(op, 1);
-  kd__op_rebuild_keys(op, kd_dispatch_key_expand(r->key));
+  kd__tx_commit(&tx);
   kd__notify(KD_EVENT_IMPL, op, r->key, r->debug);
+  return KD_OK;
 }
 
 kd_status kd__merge_staged_locked(size_t *merged) {
-  /* kd__staged is newest first: link oldest first so the newest ends up on top. */
+  /* kd__staged is newest first: link oldest first so the newest ends up on
+   * top. Everything is linked, then every operator's table prepared once;
+   * when that fails, everything is unlinked again. */
   size_t n = 0;
-  while (kd__staged) {
-    kd_registration **last = &kd__staged;
-    while ((*last)->op_next) last = &(*last)->op_next;
-    kd_registration *r = *last;
-    *last = NULL;
-    r->staged = false;
-    link_impl(r->op, r);
-    n++;
+  for (kd_registration *r = kd__staged; r; r = r->op_next) n++;
+  if (merged) *merged = 0;
+  if (n == 0) return KD_OK;
+  /* The registrations, oldest first, then the one each overrides. */
+  kd_registration **list = kd__malloc(2 * n * sizeof *list);
+  if (!list)
+    return kd_set_error(KD_ENOMEM,
+                        "out of memory merging %zu custom kernels (the newest for '%s'); nothing "
+                        "was merged",
+                        n, kd__staged->op->name);
+  const kd_registration **prev = (const kd_registration **)(list + n);
+  size_t i = n;
+  for (kd_registration *r = kd__staged; r; r = r->op_next) list[--i] = r;
+  for (i = 0; i < n; i++) {
+    kd_registration *r = list[i];
+    prev[i] = overridden(r->op, r);
+    r->op_next = r->op->impls;
+    r->op->impls = r;
   }
+  kd__tx tx;
+  kd__tx_init(&tx);
+  kd_status st = KD_OK;
+  for (i = 0; i < n && st == KD_OK; i++) {
+    kd_op *op = list[i]->op;
+    bool seen = false;
+    for (size_t j = 0; j < i && !seen; j++) seen = list[j]->op == op;
+    if (seen) continue;
+    kd_keyset keys = 0;
+    for (size_t j = i; j < n; j++)
+      if (list[j]->op == op) keys |= kd_dispatch_key_expand(list[j]->key);
+    st = kd__tx_add_keys(&tx, op, keys, atomic_load_explicit(&op->info, memory_order_relaxed));
+  }
+  if (st) {
+    kd__tx_abort(&tx);
+    /* Newest linked first: unlink in the opposite order, and restore the
+     * staged list (r->op_next is rebuilt below). */
+    for (i = n; i-- > 0;) {
+      kd_registration *r = list[i];
+      KD__ASSERT(r->op->impls == r);
+      r->op->impls = r->op_next;
+    }
+    kd__staged = NULL;
+    for (i = 0; i < n; i++) {
+      list[i]->op_next = kd__staged;
+      kd__staged = list[i];
+    }
+    kd__free(list);
+    return st;
+  }
+  kd__staged = NULL;
+  for (i = 0; i < n; i++) {
+    kd_registration *r = list[i];
+    r->staged = false;
+    if (prev[i]) warn_override(r->op, prev[i], r);
+    kd__op_live_add(r->op, 1);
+  }
+  kd__tx_commit(&tx);
+  for (i = 0; i < n; i++) kd__notify(KD_EVENT_IMPL, list[i]->op, list[i]->key, list[i]->debug);
+  kd__free(list);
   if (merged) *merged = n;
   return KD_OK;
 }
@@ -411,7 +523,7 @@ static kd_status check_key_arg(const kd_op *op, const kd_registration *r) {
 }
 
 /* `spec`: a kernel-key registration; NULL for a plain one. */
-static kd_status impl_common(kd_library *lib, const char *name, kd_dispatch_key key,
+static kd_status impl_common_(kd_library *lib, const char *name, kd_dispatch_key key,
                              const kd_kernel *kernel, const kd_keyed_kernel *spec,
                              kd_registration **out) {
   if (out) *out = NULL;
@@ -428,14 +540,14 @@ static kd_status impl_common(kd_library *lib, const char *name, kd_dispatch_key 
     return st;
   kd__kernel *k;
   if ((st = kd__kernel_new(kernel, lib->debug, &k))) {
-    free(overrides);
+    kd__free(overrides);
     return st;
   }
   kd_registration *r = new_registration(KD__REG_IMPL, k->debug_text ? k->debug_text : lib->debug);
   if (!r) {
     k->k.destroy_data = NULL;
     kd__kernel_free(k);
-    free(overrides);
+    kd__free(overrides);
     return kd__oom("registration");
   }
   r->kernel = k;
@@ -459,22 +571,35 @@ static kd_status impl_common(kd_library *lib, const char *name, kd_dispatch_key 
     pthread_mutex_unlock(&kd__registry_lock);
     k->k.destroy_data = NULL; /* the caller keeps its data */
     kd__kernel_free(k);
-    free(overrides);
-    free(r);
+    kd__free(overrides);
+    kd__free(r);
     return st;
   }
   r->op = op;
-  link_to_library(lib, r);
   if (r->flags & KD_KERNEL_CUSTOM) {
     r->staged = true; /* takes no part in dispatch until merged */
     r->op_next = kd__staged;
     kd__staged = r;
-  } else {
-    link_impl(op, r);
+  } else if ((st = link_impl(op, r))) {
+    pthread_mutex_unlock(&kd__registry_lock);
+    k->k.destroy_data = NULL; /* the caller keeps its data */
+    kd__kernel_free(k);
+    kd__free(overrides);
+    kd__free(r);
+    return st;
   }
+  link_to_library(lib, r);
   pthread_mutex_unlock(&kd__registry_lock);
   if (out) *out = r;
   return KD_OK;
+}
+
+static kd_status impl_common(kd_library *lib, const char *name, kd_dispatch_key key,
+                             const kd_kernel *kernel, const kd_keyed_kernel *spec,
+                             kd_registration **out) {
+  snprintf(noted_what, sizeof noted_what, "registering a kernel for '%.200s' (%s)",
+           name ? name : "?", kd_dispatch_key_name(key));
+  return noted(lib, impl_common_(lib, name, key, kernel, spec, out));
 }
 
 kd_status kd_library_impl(kd_library *lib, const char *name, const kd_kernel *kernel,
@@ -483,8 +608,8 @@ kd_status kd_library_impl(kd_library *lib, const char *name, const kd_kernel *ke
   return impl_common(lib, name, lib->key, kernel, NULL, out);
 }
 
-kd_status kd_library_impl_keyed_ex(kd_library *lib, const char *name,
-                                   const kd_keyed_kernel *spec, kd_registration **out) {
+static kd_status impl_keyed_ex(kd_library *lib, const char *name, const kd_keyed_kernel *spec,
+                               kd_registration **out) {
   if (out) *out = NULL;
   const char *n = name ? name : "(null)";
   if (!lib || !spec || !spec->kernel)
@@ -516,6 +641,13 @@ kd_status kd_library_impl_keyed_ex(kd_library *lib, const char *name,
   return impl_common(lib, name, lib->key, spec->kernel, spec, out);
 }
 
+kd_status kd_library_impl_keyed_ex(kd_library *lib, const char *name,
+                                   const kd_keyed_kernel *spec, kd_registration **out) {
+  snprintf(noted_what, sizeof noted_what, "registering a kernel for '%.200s' (%s)",
+           name ? name : "?", lib ? kd_dispatch_key_name(lib->key) : "?");
+  return noted(lib, impl_keyed_ex(lib, name, spec, out));
+}
+
 kd_status kd_library_impl_keyed(kd_library *lib, const char *name, int layout,
                                 kd_dtype_set dtypes, const kd_kernel *kernel,
                                 kd_registration **out) {
@@ -535,8 +667,8 @@ kd_status kd_library_impl_key(kd_library *lib, const char *name, kd_dispatch_key
   return impl_common(lib, name, key, kernel, NULL, out);
 }
 
-kd_status kd_library_def_kernel(kd_library *lib, const char *name, const kd_kernel *kernel,
-                                kd_registration **out) {
+static kd_status def_kernel_common(kd_library *lib, const char *name, const kd_kernel *kernel,
+                                   kd_registration **out) {
   if (out) *out = NULL;
   if (!lib || !name || !kernel) return kd_set_error(KD_EINVAL, "kd_library_def_kernel: NULL argument");
   if (!kernel->signature)
@@ -565,7 +697,8 @@ kd_status kd_library_def_kernel(kd_library *lib, const char *name, const kd_kern
   return KD_OK;
 }
 
-kd_status kd_library_fallback(kd_library *lib, const kd_kernel *kernel, kd_registration **out) {
+static kd_status fallback_common(kd_library *lib, const kd_kernel *kernel,
+                                 kd_registration **out) {
   if (out) *out = NULL;
   if (!lib || !kernel) return kd_set_error(KD_EINVAL, "kd_library_fallback: NULL argument");
   if (lib->kind != KD_LIBRARY_IMPL || !kd_dispatch_key_is_runtime(lib->key))
@@ -598,16 +731,42 @@ kd_status kd_library_fallback(kd_library *lib, const kd_kernel *kernel, kd_regis
     pthread_mutex_unlock(&kd__registry_lock);
     k->k.destroy_data = NULL;
     kd__kernel_free(k);
-    free(r);
+    kd__free(r);
     return st;
   }
   kd__fallbacks[lib->key] = r;
+  kd__tx tx;
+  kd__tx_init(&tx);
+  if ((st = kd__tx_add_all(&tx, kd_keyset_of(lib->key)))) {
+    kd__tx_abort(&tx);
+    kd__fallbacks[lib->key] = NULL;
+    pthread_mutex_unlock(&kd__registry_lock);
+    k->k.destroy_data = NULL;
+    kd__kernel_free(k);
+    kd__free(r);
+    return st;
+  }
   link_to_library(lib, r);
-  kd__rebuild_all_keys(kd_keyset_of(lib->key));
+  kd__tx_commit(&tx);
   kd__notify(KD_EVENT_FALLBACK, NULL, lib->key, r->debug);
   pthread_mutex_unlock(&kd__registry_lock);
   if (out) *out = r;
   return KD_OK;
+}
+
+kd_status kd_library_def_kernel(kd_library *lib, const char *name, const kd_kernel *kernel,
+                                kd_registration **out) {
+  kd_status st = def_kernel_common(lib, name, kernel, out);
+  /* (the def and impl it makes set their own prefixes) */
+  snprintf(noted_what, sizeof noted_what, "defining '%.200s' from its kernel",
+           name ? name : "?");
+  return noted(lib, st);
+}
+
+kd_status kd_library_fallback(kd_library *lib, const kd_kernel *kernel, kd_registration **out) {
+  snprintf(noted_what, sizeof noted_what, "registering the fallback for %s",
+           lib ? kd_dispatch_key_name(lib->key) : "?");
+  return noted(lib, fallback_common(lib, kernel, out));
 }
 
 /* ---- Static registration ----------------------------------------------------------- */
@@ -629,11 +788,11 @@ kd_status kd_library_open_desc(const kd_library_desc *desc) {
       pthread_mutex_unlock(&desc_lock);
       return KD_OK;
     }
-  opened_desc *o = calloc(1, sizeof *o);
+  opened_desc *o = kd__calloc(1, sizeof *o);
   kd_status st = o ? kd_library_open(desc->kind, desc->ns, desc->key, desc->file, desc->line, &o->lib)
                    : kd__oom("library descriptor");
   if (st) {
-    free(o);
+    kd__free(o);
     pthread_mutex_unlock(&desc_lock);
     kd_warn("could not open the library of '%s' at %s:%d: %s", desc->ns,
             desc->file ? desc->file : "?", desc->line, kd_last_error());
@@ -643,8 +802,18 @@ kd_status kd_library_open_desc(const kd_library_desc *desc) {
   o->next = opened;
   opened = o;
   pthread_mutex_unlock(&desc_lock);
-  desc->body(o->lib);
-  return KD_OK;
+  kd_library *lib = o->lib;
+  lib->in_body = true;
+  desc->body(lib);
+  lib->in_body = false;
+  if (lib->body_status != KD_ENOMEM) return KD_OK;
+  /* All or nothing: what the body registered is released, and the
+   * descriptor is forgotten, so that a later call tries again. */
+  st = kd_set_error(KD_ENOMEM, "the library of '%s' at %s:%d is not opened: %s", desc->ns,
+                    desc->file ? desc->file : "?", desc->line, lib->body_error);
+  kd_library_close_desc(desc);
+  kd_warn("%s", kd_last_error());
+  return st;
 }
 
 void kd_library_close_desc(const kd_library_desc *desc) {
@@ -659,6 +828,8 @@ void kd_library_close_desc(const kd_library_desc *desc) {
     }
   pthread_mutex_unlock(&desc_lock);
   if (!found) return;
+  /* Closed outside desc_lock: a listener called while the registrations
+   * are released may open a descriptor. */
   kd_library_close(found->lib);
-  free(found);
+  kd__free(found);
 }

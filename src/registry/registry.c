@@ -20,6 +20,7 @@ kd_registration *kd__fallbacks[KD_NUM_RUNTIME_KEYS];
  * current array and probe it; a resize publishes a new array and retires
  * the old one. Operators are never removed (a handle stays valid). */
 typedef struct op_table {
+  kd__retire_node retire; /* for kd__retire when it is replaced (made with it) */
   size_t mask;
   _Atomic(kd_op *) slots[]; /* written once each (release), read with acquire */
 } op_table;
@@ -79,7 +80,7 @@ static void table_insert(op_table *t, kd_op *op) {
   }
 }
 
-static void free_table(void *p) { free(p); }
+static void free_table(void *p) { kd__free(p); }
 
 /* Operators are never freed, so they are carved from large zeroed blocks,
  * newest first in a list that keeps them reachable: one allocation per few
@@ -97,9 +98,9 @@ static size_t op_block_used; /* bytes of the newest block in use */
 static kd_op *op_alloc(size_t size) {
   size_t hdr = (sizeof(op_block) + KD__OP_ALIGN - 1) & ~(KD__OP_ALIGN - 1);
   size = (size + KD__OP_ALIGN - 1) & ~(KD__OP_ALIGN - 1);
-  if (size > KD__OP_BLOCK_SIZE - hdr) return calloc(1, size);
+  if (size > KD__OP_BLOCK_SIZE - hdr) return kd__calloc(1, size);
   if (!op_blocks || size > KD__OP_BLOCK_SIZE - op_block_used) {
-    op_block *b = calloc(1, KD__OP_BLOCK_SIZE);
+    op_block *b = kd__calloc(1, KD__OP_BLOCK_SIZE);
     if (!b) return NULL;
 #if defined(MADV_POPULATE_WRITE)
     /* The block will be filled: fault its pages in at once rather than one
@@ -136,13 +137,13 @@ kd_status kd__op_get(const char *qualified, size_t len, kd_op **out) {
   op_table *grown = NULL;
   if ((op_count + 1) * 2 > cap) {
     size_t ncap = cap ? cap * 2 : 256;
-    grown = calloc(1, sizeof *grown + ncap * sizeof(kd_op *));
+    grown = kd__calloc(1, sizeof *grown + ncap * sizeof(kd_op *));
     if (!grown) return kd__oom("operator table");
     grown->mask = ncap - 1;
   }
   op = op_alloc(sizeof *op + len + 1);
   if (!op) {
-    free(grown);
+    kd__free(grown);
     return kd__oom("operator");
   }
   memcpy(op->name_buf, qualified, len);
@@ -161,7 +162,7 @@ kd_status kd__op_get(const char *qualified, size_t len, kd_op **out) {
     }
     table_insert(grown, op);
     atomic_store_explicit(&ops_by_name, grown, memory_order_release);
-    if (t) kd__retire(free_table, t);
+    if (t) kd__retire(&t->retire, free_table, t);
   } else {
     table_insert(t, op);
   }
@@ -169,7 +170,8 @@ kd_status kd__op_get(const char *qualified, size_t len, kd_op **out) {
   all_ops = op;
   op_count++;
   /* Nothing defines or implements it yet: its table stays empty, even in
-   * the slots of keys with a fallback, until kd__op_live_add fills them. */
+   * the slots of keys with a fallback, until a registration's transaction
+   * fills them (kd__tx_add_keys). */
   *out = op;
   return KD_OK;
 }
@@ -178,24 +180,34 @@ bool kd__op_alive(const kd_op *op) {
   return atomic_load_explicit(&((kd_op *)op)->live, memory_order_acquire) != 0;
 }
 
+/* The keys with a fallback: the slots an operator coming alive gets. */
+static kd_keyset fallback_keys(void) {
+  kd_keyset keys = 0;
+  unsigned key;
+  KD__FOR_EACH_KEY(key, KD__RUNTIME_KEYS)
+    if (kd__fallbacks[key]) keys |= (kd_keyset)1 << key;
+  return keys;
+}
+
+/* Something defines or implements the operator (under the lock): the
+ * registry-side truth, ahead of op->live while a registration is prepared. */
+static bool op_held(const kd_op *op) { return op->defs || op->impls; }
+
 void kd__op_live_add(kd_op *op, int delta) {
   uint32_t before = atomic_fetch_add_explicit(&op->live, (uint32_t)delta, memory_order_release);
   uint32_t after = before + (uint32_t)delta;
-  if (before == 0 && after != 0) {
-    /* Back to life: the slots of keys with a fallback. */
-    kd_keyset fallback_keys = 0;
-    unsigned key;
-    KD__FOR_EACH_KEY(key, KD__RUNTIME_KEYS)
-      if (kd__fallbacks[key]) fallback_keys |= (kd_keyset)1 << key;
-    if (fallback_keys) kd__op_rebuild_keys(op, fallback_keys);
-  } else if (before != 0 && after == 0) {
+  /* Coming alive (0 -> 1) allocates nothing here: the registration's
+   * transaction prepared the fallback slots (kd__tx_add_keys), so that a
+   * failure changes nothing. */
+  if (before != 0 && after == 0) {
     /* Gone: every entry is retired (with the kernel references and functor
-     * state it holds); only the handle and its name stay. */
+     * state it holds); only the handle and its name stay. Emptying slots
+     * allocates nothing (the transaction's items are inline). */
     kd_keyset held = 0;
     unsigned key;
     KD__FOR_EACH_KEY(key, KD__RUNTIME_KEYS)
       if (atomic_load_explicit(&op->table[key], memory_order_relaxed)) held |= (kd_keyset)1 << key;
-    if (held) kd__op_rebuild_keys(op, held);
+    if (held || op->stale) kd__op_rebuild_keys(op, held);
   }
 }
 
@@ -269,8 +281,11 @@ void kd__compute_slot(const kd_op *op, kd_dispatch_key key, const kd__kernel **k
   *kernel = NULL;
   *reason = KD__REASON_MISSING;
   /* An operator nothing defines or implements has no entries, not even the
-   * fallbacks': what stays of it must not grow with the fallbacks. */
-  if (!kd__op_alive(op)) return;
+   * fallbacks': what stays of it must not grow with the fallbacks. (The
+   * registration lists, not op->live: a transaction that brings the
+   * operator to life is prepared with its registration linked and live
+   * still 0.) */
+  if (!op_held(op)) return;
   if ((k = top(op, key))) {
     *kernel = k;
     *reason = KD__REASON_KERNEL;
@@ -307,8 +322,7 @@ void kd__compute_slot(const kd_op *op, kd_dispatch_key key, const kd__kernel **k
 
 static void kernel_unref(const kd__kernel *k);
 
-static void free_entry(void *p) {
-  kd__entry *e = p;
+static void free_entry_now(kd__entry *e) {
   void *state = atomic_load_explicit(&e->state, memory_order_acquire);
   /* The functor that made the state: the slot's kernel, or in a kernel-key
    * slot the plain functor kernel of the cells no keyed kernel serves. */
@@ -318,74 +332,139 @@ static void free_entry(void *p) {
       maker = e->select[i].kernel;
   if (state && maker->k.destroy) maker->k.destroy(state);
   kd__select_free(e->select);
-  free(e->select_text);
+  kd__free(e->select_text);
   kernel_unref(e->kernel);
-  free(e);
+  kd__free(e);
 }
 
-void kd__op_rebuild_keys(kd_op *op, kd_keyset keys) {
+static void free_entry(void *p) { free_entry_now(p); }
+
+void kd__tx_init(kd__tx *tx) {
+  tx->items = tx->inline_items;
+  tx->n = 0;
+  tx->cap = KD__ARRAY_SIZE(tx->inline_items);
+  tx->degrade = false;
+}
+
+void kd__tx_degrade(kd__tx *tx) { tx->degrade = true; }
+
+static kd__tx_item *tx_push(kd__tx *tx) {
+  if (tx->n == tx->cap) {
+    size_t ncap = tx->cap * 2;
+    kd__tx_item *grown = tx->items == tx->inline_items ? kd__malloc(ncap * sizeof *grown)
+                                                       : kd__realloc(tx->items, ncap * sizeof *grown);
+    if (!grown) return NULL;
+    if (tx->items == tx->inline_items) memcpy(grown, tx->items, tx->n * sizeof *grown);
+    tx->items = grown;
+    tx->cap = ncap;
+  }
+  return &tx->items[tx->n++];
+}
+
+static kd_status tx_oom(const kd_op *op, unsigned key) {
+  return kd_set_error(KD_ENOMEM,
+                      "out of memory building the dispatch table of '%s' for key %s; nothing "
+                      "was changed",
+                      op->name, kd_dispatch_key_name((kd_dispatch_key)key));
+}
+
+/* The new entry of one slot; *entry NULL for an empty slot. False when out
+ * of memory (nothing allocated then). */
+static bool make_entry(kd_op *op, unsigned key, const kd__kernel *kernel, kd__reason reason,
+                       const kd__op_info *info, bool keyed, kd__entry **entry, bool *unchanged) {
+  const kd__entry *old = atomic_load_explicit(&op->table[key], memory_order_relaxed);
+  kd__cell *sel = NULL;
+  char *sel_text = NULL;
+  int32_t key_arg = -1;
+  *entry = NULL;
+  *unchanged = false;
+  if (keyed && !kd__select_build(op, (kd_dispatch_key)key, info, &sel, &sel_text, &key_arg))
+    return false;
+  bool same = old ? (old->kernel == kernel && old->reason == reason &&
+                     (old->call_fn == kd__entry_slow) == (kd__slow || !old->fast) &&
+                     (old->select ? sel && old->select_info == info && old->key_arg == key_arg &&
+                                        kd__select_same(old->select, sel)
+                                  : !sel))
+                  : !kernel;
+  if (same || !kernel) {
+    kd__select_free(sel);
+    kd__free(sel_text);
+    *unchanged = same;
+    return true;
+  }
+  kd__entry *e = kd__calloc(1, sizeof *e);
+  if (!e) {
+    kd__select_free(sel);
+    kd__free(sel_text);
+    return false;
+  }
+  e->select = sel;
+  e->select_text = sel_text;
+  e->key_arg = key_arg;
+  e->select_info = info;
+  e->kernel = kernel;
+  e->reason = reason;
+  e->key = (kd_dispatch_key)key;
+  e->data = kernel->k.data;
+  e->fast = kernel->k.kind == KD_KERNEL_FUNCTION && !sel ? kernel->k.unboxed : NULL;
+  e->boxed = kernel->k.kind == KD_KERNEL_FUNCTION && !sel ? kernel->k.boxed : NULL;
+  e->call_fn = e->fast && !kd__slow ? e->fast : kd__entry_slow;
+  e->boxed_fast = e->fast && !e->boxed && !kd__slow ? e->fast : NULL;
+  e->call_data = e->call_fn == kd__entry_slow ? (void *)e : e->data;
+  atomic_fetch_add_explicit(&((kd__kernel *)kernel)->refs, 1, memory_order_relaxed);
+  *entry = e;
+  return true;
+}
+
+kd_status kd__tx_add_keys(kd__tx *tx, kd_op *op, kd_keyset keys, const kd__op_info *info) {
+  /* An operator coming alive (held, live still 0: its table is empty) gets
+   * the slots of keys with a fallback as well. */
+  if (!kd__op_alive(op) && op_held(op)) keys |= fallback_keys();
+  keys |= op->stale;
   kd_keyset fallthrough = ~atomic_load_explicit(&op->keep, memory_order_relaxed) & ~keys;
+  kd_keyset stale = op->stale & ~keys;
   unsigned key;
   KD__FOR_EACH_KEY(key, keys & KD__RUNTIME_KEYS) {
     const kd__kernel *kernel;
     kd__reason reason;
     kd__compute_slot(op, (kd_dispatch_key)key, &kernel, &reason);
     if (kernel && kernel->k.kind == KD_KERNEL_FALLTHROUGH) fallthrough |= (kd_keyset)1 << key;
-    const kd__entry *old = atomic_load_explicit(&op->table[key], memory_order_relaxed);
     bool keyed = reason == KD__REASON_KERNEL && kd__slot_is_keyed(op, (kd_dispatch_key)key);
-    const kd__op_info *info = atomic_load_explicit(&op->info, memory_order_relaxed);
-    kd__cell *sel = NULL;
-    char *sel_text = NULL;
-    int32_t key_arg = -1;
-    bool built = !keyed || kd__select_build(op, (kd_dispatch_key)key, info, &sel, &sel_text, &key_arg);
-    bool same = old ? (old->kernel == kernel && old->reason == reason &&
-                       (old->call_fn == kd__entry_slow) == (kd__slow || !old->fast) &&
-                       (old->select ? sel && old->select_info == info && old->key_arg == key_arg &&
-                                          kd__select_same(old->select, sel)
-                                    : !sel))
-                    : !kernel;
-    if (same || !built) {
-      if (!same) kd_warn("out of memory rebuilding the dispatch table of '%s'", op->name);
-      kd__select_free(sel);
-      free(sel_text);
-      continue;
+    kd__entry *e;
+    bool unchanged;
+    if (!make_entry(op, key, kernel, reason, info, keyed, &e, &unchanged)) {
+      if (!tx->degrade) return tx_oom(op, key);
+      kd_warn("out of memory rebuilding the dispatch table of '%s' at key %s: the slot stays "
+              "empty until the next change of the operator",
+              op->name, kd_dispatch_key_name((kd_dispatch_key)key));
+      stale |= (kd_keyset)1 << key;
+      e = NULL;
+      unchanged = atomic_load_explicit(&op->table[key], memory_order_relaxed) == NULL;
     }
-    kd__entry *e = NULL;
-    if (kernel) {
-      e = calloc(1, sizeof *e);
-      if (!e) {
-        /* Keep the old entry; kd_dispatcher_check reports the difference. */
-        kd_warn("out of memory rebuilding the dispatch table of '%s'", op->name);
-        kd__select_free(sel);
-        free(sel_text);
-        continue;
-      }
-      e->select = sel;
-      e->select_text = sel_text;
-      e->key_arg = key_arg;
-      e->select_info = info;
-      e->kernel = kernel;
-      e->reason = reason;
-      e->key = (kd_dispatch_key)key;
-      e->data = kernel->k.data;
-      e->fast = kernel->k.kind == KD_KERNEL_FUNCTION && !sel ? kernel->k.unboxed : NULL;
-      e->boxed = kernel->k.kind == KD_KERNEL_FUNCTION && !sel ? kernel->k.boxed : NULL;
-      e->call_fn = e->fast && !kd__slow ? e->fast : kd__entry_slow;
-      e->boxed_fast = e->fast && !e->boxed && !kd__slow ? e->fast : NULL;
-      e->call_data = e->call_fn == kd__entry_slow ? (void *)e : e->data;
-      atomic_fetch_add_explicit(&((kd__kernel *)kernel)->refs, 1, memory_order_relaxed);
+    if (unchanged) continue;
+    kd__tx_item *it = tx_push(tx);
+    if (!it) {
+      if (e) free_entry_now(e);
+      /* A degraded transaction reserves its items up front (kd__rebuild_all_keys),
+       * and one operator's fit in the inline items. */
+      KD__ASSERT(!tx->degrade);
+      return tx_oom(op, key);
     }
-    atomic_store_explicit(&op->table[key], e, memory_order_release);
-    op->nselect += (uint32_t)(e && e->select) - (uint32_t)(old && old->select);
-    if (old) kd__retire(free_entry, (void *)old);
+    *it = (kd__tx_item){op, e, key, 0, 0};
   }
-  atomic_store_explicit(&op->keep, ~fallthrough, memory_order_release);
+  kd__tx_item *it = tx_push(tx);
+  if (!it) {
+    KD__ASSERT(!tx->degrade);
+    return tx_oom(op, 0);
+  }
+  *it = (kd__tx_item){op, NULL, KD__TX_KEEP, ~fallthrough, stale};
+  return KD_OK;
 }
 
-/* Only a selector depends on the schema: the kernel and reason of a slot do
- * not, so the other slots would be found unchanged. The slots that hold a
- * selector now, and those that will (a keyed registration for the key). */
-void kd__op_rebuild_schema(kd_op *op) {
+/* The slots with selectors now, and those that will have one (a keyed
+ * registration for the key): only a selector depends on the schema, so the
+ * other slots would be found unchanged. */
+static kd_keyset schema_keys(const kd_op *op) {
   kd_keyset keys = 0;
   for (const kd_registration *r = op->impls; r; r = r->op_next)
     if (r->keyed) keys |= kd_dispatch_key_expand(r->key);
@@ -396,11 +475,67 @@ void kd__op_rebuild_schema(kd_op *op) {
       if (e && e->select) keys |= (kd_keyset)1 << key;
     }
   }
-  if (keys) kd__op_rebuild_keys(op, keys);
+  return keys;
+}
+
+kd_status kd__tx_add_schema(kd__tx *tx, kd_op *op, const kd__op_info *info) {
+  kd_keyset keys = schema_keys(op);
+  bool reviving = !kd__op_alive(op) && op_held(op);
+  return keys || op->stale || reviving ? kd__tx_add_keys(tx, op, keys, info) : KD_OK;
+}
+
+kd_status kd__tx_add_all(kd__tx *tx, kd_keyset keys) {
+  for (kd_op *op = all_ops; op; op = op->next_in_list) {
+    if (!kd__op_alive(op)) continue; /* an empty table, kept empty */
+    kd_status st =
+        kd__tx_add_keys(tx, op, keys, atomic_load_explicit(&op->info, memory_order_relaxed));
+    if (st) return st;
+  }
+  return KD_OK;
+}
+
+void kd__tx_commit(kd__tx *tx) {
+  for (size_t i = 0; i < tx->n; i++) {
+    kd__tx_item *it = &tx->items[i];
+    kd_op *op = it->op;
+    if (it->key == KD__TX_KEEP) {
+      atomic_store_explicit(&op->keep, it->keep, memory_order_release);
+      op->stale = it->stale;
+      continue;
+    }
+    kd__entry *old = (kd__entry *)atomic_load_explicit(&op->table[it->key], memory_order_relaxed);
+    atomic_store_explicit(&op->table[it->key], it->entry, memory_order_release);
+    op->nselect += (uint32_t)(it->entry && it->entry->select) - (uint32_t)(old && old->select);
+    if (old) kd__retire(&old->retire, free_entry, old);
+  }
+  if (tx->items != tx->inline_items) kd__free(tx->items);
+  kd__tx_init(tx);
+}
+
+void kd__tx_abort(kd__tx *tx) {
+  for (size_t i = 0; i < tx->n; i++)
+    if (tx->items[i].key != KD__TX_KEEP && tx->items[i].entry) free_entry_now(tx->items[i].entry);
+  if (tx->items != tx->inline_items) kd__free(tx->items);
+  kd__tx_init(tx);
+}
+
+void kd__op_rebuild_keys(kd_op *op, kd_keyset keys) {
+  kd__tx tx;
+  kd__tx_init(&tx);
+  kd__tx_degrade(&tx);
+  (void)kd__tx_add_keys(&tx, op, keys, atomic_load_explicit(&op->info, memory_order_relaxed));
+  kd__tx_commit(&tx);
+}
+
+void kd__op_rebuild_schema(kd_op *op) {
+  kd_keyset keys = schema_keys(op);
+  if (keys || op->stale) kd__op_rebuild_keys(op, keys);
 }
 
 void kd__rebuild_all_keys(kd_keyset keys) {
-  /* An operator that is not alive has an empty table and keeps it empty. */
+  /* Operator by operator: each fits in the inline items, so nothing but
+   * the entries themselves is allocated. An operator that is not alive has
+   * an empty table and keeps it empty. */
   for (kd_op *op = all_ops; op; op = op->next_in_list)
     if (kd__op_alive(op)) kd__op_rebuild_keys(op, keys);
 }
@@ -418,9 +553,9 @@ void kd__set_slow(bool trace) {
 static void kernel_free_now(kd__kernel *k) {
   if (k->k.destroy_data) k->k.destroy_data(k->k.data);
   for (size_t i = 0; i < k->k.nctor_args; i++) kd_value_destroy(&k->ctor_args[i]);
-  free(k->ctor_args);
-  free(k->debug_text);
-  free(k);
+  kd__free(k->ctor_args);
+  kd__free(k->debug_text);
+  kd__free(k);
 }
 
 static void kernel_unref(const kd__kernel *k) {
@@ -455,7 +590,7 @@ kd_status kd__kernel_new(const kd_kernel *k, const char *debug, kd__kernel **out
     default:
       return kd_set_error(KD_EINVAL, "kernel: invalid kind %d", (int)k->kind);
   }
-  kd__kernel *r = calloc(1, sizeof *r);
+  kd__kernel *r = kd__calloc(1, sizeof *r);
   if (!r) return kd__oom("kernel");
   r->k = *k;
   atomic_init(&r->refs, 1);
@@ -463,7 +598,7 @@ kd_status kd__kernel_new(const kd_kernel *k, const char *debug, kd__kernel **out
   if (k->signature) st = kd__signature_get(k->signature, &r->signature, &r->signature_text);
   if (st == KD_OK && k->debug && !(r->debug_text = kd__strdup(k->debug))) st = kd__oom("kernel");
   if (st == KD_OK && k->nctor_args) {
-    r->ctor_args = calloc(k->nctor_args, sizeof *r->ctor_args);
+    r->ctor_args = kd__calloc(k->nctor_args, sizeof *r->ctor_args);
     if (!r->ctor_args) st = kd__oom("kernel");
     for (size_t i = 0; st == KD_OK && i < k->nctor_args; i++)
       kd_value_copy(&r->ctor_args[i], &k->ctor_args[i]);
@@ -497,7 +632,7 @@ void kd__notify(kd_registry_event_kind kind, kd_op *op, kd_dispatch_key key, con
 
 kd_status kd_listener_add(kd_listener_fn fn, void *user_data, kd_listener **out) {
   if (!fn || !out) return kd_set_error(KD_EINVAL, "kd_listener_add: NULL argument");
-  kd_listener *l = calloc(1, sizeof *l);
+  kd_listener *l = kd__calloc(1, sizeof *l);
   if (!l) return kd__oom("listener");
   l->fn = fn;
   l->user_data = user_data;
@@ -536,7 +671,7 @@ void kd_listener_remove(kd_listener *listener) {
       break;
     }
   pthread_mutex_unlock(&kd__registry_lock);
-  free(listener);
+  kd__free(listener);
 }
 
 /* ---- Introspection ---------------------------------------------------------------------- */
@@ -549,7 +684,7 @@ int kd_ops_foreach(int (*fn)(kd_op *op, void *user_data), void *user_data) {
   pthread_mutex_lock(&kd__registry_lock);
   size_t n = 0;
   for (kd_op *op = all_ops; op; op = op->next_in_list) n += kd__op_alive(op);
-  kd_op **list = malloc((n ? n : 1) * sizeof *list);
+  kd_op **list = kd__malloc((n ? n : 1) * sizeof *list);
   if (!list) {
     pthread_mutex_unlock(&kd__registry_lock);
     kd__oom("operator list");
@@ -562,7 +697,7 @@ int kd_ops_foreach(int (*fn)(kd_op *op, void *user_data), void *user_data) {
   qsort(list, n, sizeof *list, compare_ops);
   int rc = 0;
   for (size_t i = 0; i < n && rc == 0; i++) rc = fn(list[i], user_data);
-  free(list);
+  kd__free(list);
   return rc;
 }
 
@@ -685,11 +820,15 @@ kd_status kd_dispatcher_check(void) {
         char *text = NULL;
         int32_t key_arg = -1;
         const kd__op_info *info = atomic_load_explicit(&op->info, memory_order_relaxed);
-        if (keyed) kd__select_build(op, (kd_dispatch_key)k, info, &sel, &text, &key_arg);
+        if (keyed && !kd__select_build(op, (kd_dispatch_key)k, info, &sel, &text, &key_arg)) {
+          st = kd_set_error(KD_ENOMEM, "kd_dispatcher_check: out of memory checking '%s' at key %s",
+                            op->name, kd_dispatch_key_name((kd_dispatch_key)k));
+          break;
+        }
         same = e->select && sel && kd__select_same(e->select, sel) && e->key_arg == key_arg &&
                e->select_info == info;
         kd__select_free(sel);
-        free(text);
+        kd__free(text);
       }
       if (!same)
         st = kd_set_error(KD_EINTERNAL,
@@ -713,7 +852,7 @@ kd_status kd_dispatcher_check(void) {
 static kd_arg_def *argdefs_of(const kd_registration *r, const kd__op_info *info) {
   if (!r->keyed || !info) return NULL;
   size_t n = info->nargs + info->nrets;
-  kd_arg_def *defs = calloc(KD_DTYPE_COUNT * (n ? n : 1), sizeof *defs);
+  kd_arg_def *defs = kd__calloc(KD_DTYPE_COUNT * (n ? n : 1), sizeof *defs);
   if (!defs) return NULL;
   const kd_arg_def none = {KD_ARGDEF_NOT_TENSOR, KD_ARGDEF_NOT_TENSOR, KD_ARGDEF_NOT_TENSOR};
   for (int d = 0; d < KD_DTYPE_COUNT; d++) {
@@ -747,7 +886,7 @@ static int report_kernel(const kd_registration *r, bool active, const kd__op_inf
                        r->staged,
                        r->keyed ? r->key_arg : -1};
   int rc = fn(&ki, user_data);
-  free(defs);
+  kd__free(defs);
   return rc;
 }
 

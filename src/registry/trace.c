@@ -72,7 +72,7 @@ static size_t slot_of(const kd_op *op, uint32_t key, size_t cap) {
 /* Doubles the table (under the lock); false when out of memory. */
 static bool grow(void) {
   size_t cap = kd__trace_state.cap ? kd__trace_state.cap * 2 : 64;
-  kd__trace_rec *slots = calloc(cap, sizeof *slots);
+  kd__trace_rec *slots = kd__calloc(cap, sizeof *slots);
   if (!slots) return false;
   for (size_t i = 0; i < kd__trace_state.cap; i++) {
     const kd__trace_rec *r = &kd__trace_state.slots[i];
@@ -81,7 +81,7 @@ static bool grow(void) {
     while (slots[j].op) j = (j + 1) & (cap - 1);
     slots[j] = *r;
   }
-  free(kd__trace_state.slots);
+  kd__free(kd__trace_state.slots);
   kd__trace_state.slots = slots;
   kd__trace_state.cap = cap;
   return true;
@@ -198,7 +198,7 @@ static void write_records(void) {
     }
   if (n) {
     qsort(slots, n, sizeof *slots, compare_recs);
-    char *text = malloc(bytes + 1);
+    char *text = kd__malloc(bytes + 1);
     if (!text) {
       kd_warn("KD_TRACE_KERNELS: out of memory writing '%s'", path);
     } else {
@@ -212,11 +212,11 @@ static void write_records(void) {
         if (close(fd) != 0)
           kd_warn("KD_TRACE_KERNELS: cannot write '%s': %s", path, strerror(errno));
       }
-      free(text);
+      kd__free(text);
     }
   }
-  free(slots);
-  free(path);
+  kd__free(slots);
+  kd__free(path);
 }
 
 /* Before the default-priority constructors, so that calls made by static
@@ -225,7 +225,7 @@ __attribute__((constructor(101))) static void kd__trace_kernels_init(void) {
   const char *v = getenv("KD_TRACE_KERNELS");
   if (!v || !*v) return;
   size_t len = strlen(v);
-  char *path = malloc(len + 1);
+  char *path = kd__malloc(len + 1);
   if (!path) {
     kd_warn("KD_TRACE_KERNELS: out of memory: not recording");
     return;
@@ -233,7 +233,7 @@ __attribute__((constructor(101))) static void kd__trace_kernels_init(void) {
   memcpy(path, v, len + 1);
   if (atexit(write_records) != 0) {
     kd_warn("KD_TRACE_KERNELS: cannot register the exit handler: not recording");
-    free(path);
+    kd__free(path);
     return;
   }
   kd__trace_state.path = path;

@@ -154,7 +154,7 @@ static void print_bernoulli_p_args(kd__out *o, const kd_schema *s) {
   kd__out tmp = {NULL, 0, 0};
   print_signature_args(&tmp, s);
   size_t n = tmp.len;
-  tmp.buf = malloc(n + 1);
+  tmp.buf = kd__malloc(n + 1);
   tmp.cap = n + 1;
   tmp.len = 0;
   if (!tmp.buf) {
@@ -172,7 +172,7 @@ static void print_bernoulli_p_args(kd__out *o, const kd_schema *s) {
       kd__out_putc(o, tmp.buf[i++]);
     }
   }
-  free(tmp.buf);
+  kd__free(tmp.buf);
 }
 
 /* Whether written argument `a` becomes an extra return of the signature. */

@@ -129,7 +129,7 @@ static kd_status read_string(decoder *d, kd_value *out) {
   if (d->cur.kind != KD__TK_STRING) return KD_ETYPE;
   const char *s = d->text + d->cur.start + 1;
   size_t n = d->cur.end - d->cur.start - 2, k = 0;
-  char *buf = malloc(n + 1);
+  char *buf = kd__malloc(n + 1);
   if (!buf) return kd__oom("default string");
   for (size_t i = 0; i < n; i++) {
     char c = s[i];
@@ -178,7 +178,7 @@ static kd_status read_string(decoder *d, kd_value *out) {
     }
   }
   kd_status st = kd_value_string(buf, k, out);
-  free(buf);
+  kd__free(buf);
   if (st == KD_OK) dnext(d);
   return st;
 }
@@ -206,11 +206,13 @@ typedef struct elems {
 
 static void elems_free(elems *e) {
   for (size_t i = 0; i < e->n; i++) kd_value_destroy(&e->v[i]);
-  free(e->v);
+  kd__free(e->v);
 }
 
-static kd_status decode_list(decoder *d, const kd_type *list, int64_t n, int depth, kd_value *out) {
-  const kd_type *et = kd__rel_get(&list->a);
+/* A list of element type `et` (a node of the schema, or a static one for
+ * Any's lists: never a node on the stack, whose 32-bit self-relative links
+ * could not reach a static node); n >= 0 for a fixed size T[N]. */
+static kd_status decode_list(decoder *d, const kd_type *et, int64_t n, int depth, kd_value *out) {
   kd_type_kind ek = (kd_type_kind)et->kind;
   elems e = {NULL, 0, 0};
   kd_status st = KD_OK;
@@ -220,7 +222,7 @@ static kd_status decode_list(decoder *d, const kd_type *list, int64_t n, int dep
     while (d->cur.kind != ']') {
       if (e.n == e.cap) {
         size_t cap = e.cap ? e.cap * 2 : 8;
-        kd_value *nv = realloc(e.v, cap * sizeof *nv);
+        kd_value *nv = kd__realloc(e.v, cap * sizeof *nv);
         if (!nv) {
           elems_free(&e);
           return kd__oom("default list");
@@ -244,7 +246,7 @@ static kd_status decode_list(decoder *d, const kd_type *list, int64_t n, int dep
     st = decode(d, et, -1, depth + 1, &one);
     if (st == KD_OK && n > 4096) st = KD_ETYPE;
     if (st == KD_OK) {
-      e.v = malloc(((size_t)n + 1) * sizeof *e.v);
+      e.v = kd__malloc(((size_t)n + 1) * sizeof *e.v);
       if (!e.v) st = kd__oom("default list");
       for (int64_t i = 0; st == KD_OK && i < n; i++) e.v[e.n++] = one;
     }
@@ -258,7 +260,7 @@ static kd_status decode_list(decoder *d, const kd_type *list, int64_t n, int dep
   /* Typed lists for the element types that have one. */
   size_t cnt = e.n;
   if (ek == KD_TYPE_INT || ek == KD_TYPE_SYMINT || ek == KD_TYPE_FLOAT || ek == KD_TYPE_BOOL) {
-    void *arr = malloc((cnt ? cnt : 1) * sizeof(int64_t));
+    void *arr = kd__malloc((cnt ? cnt : 1) * sizeof(int64_t));
     if (!arr) {
       elems_free(&e);
       return kd__oom("default list");
@@ -271,15 +273,15 @@ static kd_status decode_list(decoder *d, const kd_type *list, int64_t n, int dep
     if (ek == KD_TYPE_FLOAT) st = kd_value_double_list(arr, cnt, out);
     else if (ek == KD_TYPE_BOOL) st = kd_value_bool_list(arr, cnt, out);
     else st = kd_value_int_list(arr, cnt, out);
-    free(arr);
+    kd__free(arr);
   } else if (ek == KD_TYPE_TENSOR) {
     st = cnt == 0 ? kd_value_tensor_list(NULL, 0, out) : KD_ETYPE;
   } else if (ek == KD_TYPE_OPTIONAL &&
              ((const kd_type *)kd__rel_get(&et->a))->kind == KD_TYPE_TENSOR) {
-    kd_tensor **nulls = calloc(cnt ? cnt : 1, sizeof *nulls);
+    kd_tensor **nulls = kd__calloc(cnt ? cnt : 1, sizeof *nulls);
     if (!nulls) st = kd__oom("default list");
     else st = kd_value_opt_tensor_list(nulls, cnt, out);
-    free(nulls);
+    kd__free(nulls);
   } else {
     st = kd_value_list(e.v, cnt, out);
   }
@@ -301,10 +303,9 @@ static kd_status decode_any(decoder *d, int depth, kd_value *out) {
   }
   if (d->cur.kind == KD__TK_STRING) return read_string(d, out);
   if (d->cur.kind == '[') {
+    /* A generic list whose elements are decoded as Any again. */
     static const struct kd_type any_t = {KD_TYPE_ANY, {0, 0, 0}, 0, 0, 0, -1};
-    struct kd_type list_t = {KD_TYPE_LIST, {0, 0, 0}, 0, 0, 0, -1};
-    kd__rel_set(&list_t.a, &any_t);
-    return decode_list(d, &list_t, -1, depth, out);
+    return decode_list(d, &any_t, -1, depth, out);
   }
   double dv;
   int64_t iv;
@@ -391,7 +392,7 @@ static kd_status decode(decoder *d, const kd_type *t, int64_t n, int depth, kd_v
       return KD_OK;
     }
     case KD_TYPE_LIST:
-      return decode_list(d, t, t->n, depth, out);
+      return decode_list(d, kd__rel_get(&t->a), t->n, depth, out);
     case KD_TYPE_ANY:
     case KD_TYPE_VAR:
       return decode_any(d, depth, out);

@@ -696,7 +696,7 @@ static kd_schema *from_template(const rest_template *t, const char *text, const 
   /* The '(' lands at the same offset modulo 8, so the nodes stay aligned. */
   size_t rest_off = start + ((t->rest_off - start) & 7u);
   size_t tail = t->used - t->rest_off;
-  char *b = malloc(rest_off + tail);
+  char *b = kd__malloc(rest_off + tail);
   if (!b) return NULL;
   char *name_part = b + rest_off - h->len;
   memset(b, 0, (size_t)(name_part - b));
@@ -733,7 +733,7 @@ static void remember_rest(rest_slot *slot, const char *text, size_t len, const p
   size_t rest_len = len - h->len;
   size_t used8 = (used + 7) & ~(size_t)7;
   size_t t_sz = (sizeof(rest_template) + 7) & ~(size_t)7;
-  rest_template *t = malloc(t_sz + used8 + rest_len);
+  rest_template *t = kd__malloc(t_sz + used8 + rest_len);
   if (!t) return; /* only slower next time */
   t->rest_len = rest_len;
   t->used = used;
@@ -745,7 +745,7 @@ static void remember_rest(rest_slot *slot, const char *text, size_t len, const p
   rest_template *old = slot->t;
   slot->t = t;
   pthread_mutex_unlock(&rest_lock);
-  free(old);
+  kd__free(old);
 }
 
 static const char *template_rest(const rest_template *t) {
@@ -806,7 +806,7 @@ kd_status kd_schema_parse(const char *text, size_t len, kd_schema **out) {
   } stack_scratch;
   char *scratch = stack_scratch.bytes;
   if (need > sizeof stack_scratch) {
-    scratch = malloc(need);
+    scratch = kd__malloc(need);
     if (!scratch) return kd__oom("schema parser scratch");
   }
 
@@ -832,7 +832,7 @@ kd_status kd_schema_parse(const char *text, size_t len, kd_schema **out) {
   kd_status st = parse_schema(&p, s);
   if (st == KD_OK) {
     for (size_t i = 0; i < p.ncuts; i++) p.text[p.cuts[i]] = '\0';
-    kd_schema *block = malloc(p.used);
+    kd_schema *block = kd__malloc(p.used);
     if (!block) {
       st = kd__oom("schema");
     } else {
@@ -841,8 +841,8 @@ kd_status kd_schema_parse(const char *text, size_t len, kd_schema **out) {
       if (remember) remember_rest(slot, text, len, &head, block, p.used);
     }
   }
-  if (scratch != stack_scratch.bytes) free(scratch);
+  if (scratch != stack_scratch.bytes) kd__free(scratch);
   return st;
 }
 
-void kd_schema_free(kd_schema *schema) { free(schema); }
+void kd_schema_free(kd_schema *schema) { kd__free(schema); }

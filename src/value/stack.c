@@ -9,7 +9,7 @@
 static kd_status stack_grow_to(kd_stack *s, size_t capacity) {
   if (capacity <= s->capacity) return KD_OK;
   if (capacity > SIZE_MAX / sizeof(kd_value)) return kd__oom("the value stack");
-  kd_value *items = realloc(s->items, capacity * sizeof(kd_value));
+  kd_value *items = kd__realloc(s->items, capacity * sizeof(kd_value));
   if (!items) return kd__oom("the value stack");
   s->items = items;
   s->capacity = capacity;
@@ -29,7 +29,7 @@ static kd_status stack_make_room(kd_stack *s) {
 void kd_stack_free(kd_stack *s) {
   if (!s) return;
   kd_stack_clear(s);
-  free(s->items);
+  kd__free(s->items);
   kd_stack_init(s);
 }
 

@@ -67,7 +67,7 @@ static size_t list_elem_size(kd_value_tag kind) {
 static kd_list *list_alloc(kd_value_tag kind, size_t n) {
   size_t esize = list_elem_size(kind);
   if (n > (SIZE_MAX - sizeof(kd_list)) / esize) return NULL;
-  kd_list *list = malloc(sizeof(kd_list) + n * esize);
+  kd_list *list = kd__malloc(sizeof(kd_list) + n * esize);
   if (!list) return NULL;
   kd__ref_init(&list->refcount);
   list->kind = kind;
@@ -93,11 +93,11 @@ static void list_release(kd_list *list) {
     default:
       break;
   }
-  free(list);
+  kd__free(list);
 }
 
 static void string_release(kd_string *str) {
-  if (str && kd__ref_dec(&str->refcount)) free(str);
+  if (str && kd__ref_dec(&str->refcount)) kd__free(str);
 }
 
 static kd_value list_value(kd_list *list) {
@@ -116,7 +116,7 @@ kd_status kd_value_string(const char *text, size_t len, kd_value *out) {
     return kd_set_error(KD_EINVAL, "kd_value_string: text is NULL but len is %zu", len);
   }
   if (len > SIZE_MAX - sizeof(kd_string) - 1) return kd__oom("a string value");
-  kd_string *str = malloc(sizeof(kd_string) + len + 1);
+  kd_string *str = kd__malloc(sizeof(kd_string) + len + 1);
   if (!str) return kd__oom("a string value");
   kd__ref_init(&str->refcount);
   str->len = len;
@@ -547,11 +547,11 @@ static void fmt_tensor(kd__fmt *f, const kd_tensor *t) {
     kd__fmt_putn(f, tmp, n);
     return;
   }
-  char *big = malloc(n + 1);
+  char *big = kd__malloc(n + 1);
   if (big) {
     size_t m = kd_tensor_describe(t, big, n + 1);
     kd__fmt_putn(f, big, m <= n ? m : n);
-    free(big);
+    kd__free(big);
   } else {
     /* Keep the length right even when the text cannot be had. */
     kd__fmt_putn(f, tmp, sizeof tmp - 1);

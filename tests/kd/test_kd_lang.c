@@ -444,6 +444,17 @@ static void test_no_overload(void **state) {
         "      argument 'size' (position 1) must be int[], but found element of type float at pos 1\n"
         "  aten::zeros.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)\n"
         "      argument 'size' (position 1) must be int[], but found element of type float at pos 1\n");
+  /* A list whose element at position >= 2 is not an int: the element's
+   * index is not an argument's (it used to be read as one, past the end of
+   * the arguments: heap-buffer-overflow). */
+  FAILS(&t, "zeros([1, 3, [4]])",
+        "<string>:1:1: error: no overload of aten::zeros accepts the arguments (list); "
+        "tried in this order:\n"
+        "  aten::zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? "
+        "device=None, bool? pin_memory=None) -> Tensor\n"
+        "      argument 'size' (position 1) must be int[], but found element of type list at pos 2\n"
+        "  aten::zeros.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)\n"
+        "      argument 'size' (position 1) must be int[], but found element of type list at pos 2\n");
   /* Unknown operators and overloads. */
   FAILS(&t, "nothing(1)", "<string>:1:1: error: unknown operator 'aten::nothing'\n");
   FAILS(&t, "add.Foo(x)",

@@ -521,6 +521,16 @@ static void test_arange(void **state) {
   kd_scalar huge = kd_scalar_double(1e300);
   KD_ASSERT_ERR(kd_arange_start_step(&i0, &huge, &q, NULL, NULL, NULL, NULL, &t), KD_EINVAL,
                 "invalid size, possible overflow?");
+  /* Exactly 2^63 elements: INT64_MAX as a double is 2^63, so a bound of
+   * "<= 9223372036854775807.0" let the size through to an undefined
+   * double -> int64 conversion. */
+  kd_scalar two63 = kd_scalar_double(9223372036854775808.0), d_one = kd_scalar_double(1);
+  KD_ASSERT_ERR(kd_arange_start_step(&i0, &two63, &d_one, &F64, NULL, NULL, NULL, &t), KD_EINVAL,
+                "arange: invalid size, possible overflow?");
+  assert_null(t);
+  kd_scalar lo62 = kd_scalar_int(-(INT64_C(1) << 62)), hi62 = kd_scalar_int(INT64_C(1) << 62);
+  KD_ASSERT_ERR(kd_arange_start(&lo62, &hi62, &I32, NULL, NULL, NULL, &t), KD_EINVAL,
+                "arange: invalid size, possible overflow?");
   kd_scalar mx = kd_scalar_int(INT64_MAX), mn = kd_scalar_int(INT64_MIN);
   KD_ASSERT_ERR(kd_arange_start(&mn, &mx, NULL, NULL, NULL, NULL, &t), KD_EINVAL,
                 "possible overflow");

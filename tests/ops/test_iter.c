@@ -476,6 +476,38 @@ static void test_zero_size(void **state) {
   kd_tensor_release(e);
 }
 
+/* Broadcast shapes whose sizes multiply past int64 (found by fuzz_boxed).
+ * With a zero size the count is 0 without overflowing on the way (UBSan
+ * watches; the output's strides still overflow, so the build fails there);
+ * without one the build fails naming the shape. */
+static void test_huge_broadcast(void **state) {
+  (void)state;
+  int64_t big = (int64_t)1 << 60;
+  kd_tensor *z0 = empty(2, (int64_t[]){big, 0}, KD_FLOAT32), *z = NULL;
+  kd_tensor *one = empty(1, (int64_t[]){1}, KD_FLOAT32);
+  /* [16, 2^60, 0]: 16 * 2^60 overflows before the 0 is reached */
+  KD_ASSERT_OK(kd_tensor_as_strided(z0, 3, (int64_t[]){16, big, 0}, (int64_t[]){0, 1, 1}, 0, &z));
+  kd_iter it;
+  kd_iter_init(&it, NULL);
+  KD_ASSERT_ERR(kd_iter_build_binary_op(&it, NULL, z, one), KD_EOVERFLOW,
+                "sizes=[16, 1152921504606846976, 0]");
+  kd_iter_release(&it);
+  /* expanded operands (stride 0 over one element): [2^33, 1] with [1, 2^31] */
+  kd_tensor *a = NULL, *b = NULL;
+  int64_t zero[2] = {0, 0};
+  KD_ASSERT_OK(kd_tensor_as_strided(one, 2, (int64_t[]){(int64_t)1 << 33, 1}, zero, 0, &a));
+  KD_ASSERT_OK(kd_tensor_as_strided(one, 2, (int64_t[]){1, (int64_t)1 << 31}, zero, 0, &b));
+  kd_iter_init(&it, NULL);
+  KD_ASSERT_ERR(kd_iter_build_binary_op(&it, NULL, a, b), KD_EOVERFLOW,
+                "the broadcast shape [8589934592, 2147483648] has more than 2^63 elements");
+  kd_iter_release(&it);
+  kd_tensor_release(a);
+  kd_tensor_release(b);
+  kd_tensor_release(z);
+  kd_tensor_release(z0);
+  kd_tensor_release(one);
+}
+
 static void test_threads(void **state) {
   (void)state;
   int saved = kd_get_num_threads();
@@ -815,7 +847,8 @@ int main(void) {
       cmocka_unit_test(test_broadcast),      cmocka_unit_test(test_promotion),
       cmocka_unit_test(test_casting_errors), cmocka_unit_test(test_layout),
       cmocka_unit_test(test_coalesce),       cmocka_unit_test(test_noncontiguous),
-      cmocka_unit_test(test_zero_size),      cmocka_unit_test(test_threads),
+      cmocka_unit_test(test_zero_size),      cmocka_unit_test(test_huge_broadcast),
+      cmocka_unit_test(test_threads),
       cmocka_unit_test(test_reduction),      cmocka_unit_test(test_reduction_threads),
       cmocka_unit_test(test_overlap),        cmocka_unit_test(test_structured),
       cmocka_unit_test(test_nullary_and_static),

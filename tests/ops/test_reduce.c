@@ -651,6 +651,23 @@ static void test_all_any(void **state) {
 
 /* ---- cumsum ------------------------------------------------------------------------------------------ */
 
+/* A zero-element tensor whose other dimension is huge: done at once, not
+ * row by empty row (found by fuzz_boxed; before the fix this test ran for
+ * hours and hit the CTest timeout). */
+static void test_cumsum_empty_huge(void **state) {
+  (void)state;
+  int64_t sizes[2] = {0, (int64_t)1 << 57};
+  kd_tensor *a = NULL, *r = NULL;
+  KD_ASSERT_OK(kd_tensor_empty(2, sizes, KD_BOOL, kd_device_cpu(), &a));
+  KD_ASSERT_OK(kd_cumsum(a, -2, NULL, &r));
+  assert_int_equal(kd_tensor_dtype(r), KD_INT64);
+  assert_int_equal(kd_tensor_ndim(r), 2);
+  assert_int_equal(kd_tensor_size(r, 0), 0);
+  assert_int_equal(kd_tensor_size(r, 1), sizes[1]);
+  kd_tensor_release(r);
+  kd_tensor_release(a);
+}
+
 static void test_cumsum(void **state) {
   (void)state;
   setup_ops();
@@ -779,6 +796,7 @@ int main(void) {
       cmocka_unit_test(test_mean),         cmocka_unit_test(test_prod),
       cmocka_unit_test(test_amax_amin),    cmocka_unit_test(test_argmax),
       cmocka_unit_test(test_all_any),      cmocka_unit_test(test_cumsum),
+      cmocka_unit_test(test_cumsum_empty_huge),
       cmocka_unit_test(test_softmax),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

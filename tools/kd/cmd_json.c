@@ -63,13 +63,14 @@
 #include "commands.h"
 #include "json.h"
 #include "kd/kd.h"
+#include "kd/memory.h"
 
 /* ---- Helpers --------------------------------------------------------------- */
 
 /* A malloc'd copy of what fmt(op, buf, cap) writes; NULL when out of memory. */
 static char *dump_text(const kd_op *op, size_t (*fmt)(const kd_op *, char *, size_t)) {
   size_t n = fmt(op, NULL, 0);
-  char *buf = malloc(n + 1);
+  char *buf = kd_host_malloc(n + 1);
   if (buf) fmt(op, buf, n + 1);
   return buf;
 }
@@ -77,7 +78,7 @@ static char *dump_text(const kd_op *op, size_t (*fmt)(const kd_op *, char *, siz
 /* The canonical schema, malloc'd; NULL when out of memory. */
 static char *schema_text(const kd_schema *s) {
   size_t n = kd_schema_format(s, NULL, 0);
-  char *buf = malloc(n + 1);
+  char *buf = kd_host_malloc(n + 1);
   if (buf) kd_schema_format(s, buf, n + 1);
   return buf;
 }
@@ -94,7 +95,7 @@ static bool put_schema(kd__json *j, const kd_op *op) {
   char *text = schema_text(s);
   if (!text) return false;
   kd__json_string(j, text);
-  free(text);
+  kd_host_free(text);
   return true;
 }
 
@@ -313,14 +314,14 @@ int kd__json_dump(FILE *out, const kd_op *op) {
   kd__json_begin_object(&j);
   kd__json_field_string(&j, "op", kd_op_name(op));
   if (!put_schema(&j, op)) {
-    free(text);
+    kd_host_free(text);
     return out_of_memory("dump");
   }
   kd__json_key(&j, "defs");
   put_prefixed_lines(&j, text, "  def registered at ");
   kd__json_key(&j, "tags");
   put_prefixed_lines(&j, text, "  tag ");
-  free(text);
+  kd_host_free(text);
   kd__json_key(&j, "registrations");
   kd__json_begin_object(&j);
   /* Key order: runtime keys by priority, then alias keys, as kd dump. */
@@ -427,7 +428,7 @@ int kd__json_table(FILE *out, const kd_op *op) {
   size_t doc_len = 0;
   FILE *mem = open_memstream(&doc, &doc_len);
   if (!mem) {
-    free(text);
+    kd_host_free(text);
     return out_of_memory("table");
   }
   kd__json_init(&j, mem, 2);
@@ -450,7 +451,7 @@ int kd__json_table(FILE *out, const kd_op *op) {
     }
     line += len + (nl ? 1 : 0);
   }
-  free(text);
+  kd_host_free(text);
   kd__json_end_array(&j);
   kd__json_key(&j, "missing");
   kd__json_begin_flat_array(&j);
@@ -465,6 +466,6 @@ int kd__json_table(FILE *out, const kd_op *op) {
     fprintf(stderr, "kd table: writing the JSON output failed\n");
     rc = 1;
   }
-  free(doc);
+  free(doc); /* open_memstream's buffer: the C library's */
   return rc;
 }

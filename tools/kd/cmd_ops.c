@@ -10,6 +10,7 @@
 
 #include "commands.h"
 #include "kd/kd.h"
+#include "kd/memory.h"
 
 typedef struct ops_query {
   const char *pattern;
@@ -61,11 +62,11 @@ int kd_cmd_ops(int argc, char **argv) {
 /* Writes fn's text for op to out; 0, or -1 when out of memory. */
 static int print_dump(FILE *out, size_t (*fn)(const kd_op *, char *, size_t), const kd_op *op) {
   size_t n = fn(op, NULL, 0);
-  char *buf = malloc(n + 1);
+  char *buf = kd_host_malloc(n + 1);
   if (!buf) return -1;
   fn(op, buf, n + 1);
   fputs(buf, out);
-  free(buf);
+  kd_host_free(buf);
   return 0;
 }
 

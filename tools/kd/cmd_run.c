@@ -10,6 +10,7 @@
 
 #include "commands.h"
 #include "lang.h"
+#include "kd/memory.h"
 
 static const char run_help[] =
     "usage: kd run FILE      run a program ('-' reads standard input)\n"
@@ -54,13 +55,13 @@ static const char call_help[] =
 /* Reads all of `f`; the caller frees *out. 0 or -1 (errno set). */
 static int read_all(FILE *f, char **out, size_t *len) {
   size_t cap = 4096, n = 0;
-  char *buf = malloc(cap);
+  char *buf = kd_host_malloc(cap);
   if (!buf) return -1;
   for (;;) {
     if (cap - n < 1024) {
-      char *p = realloc(buf, cap * 2);
+      char *p = kd_host_realloc(buf, cap * 2);
       if (!p) {
-        free(buf);
+        kd_host_free(buf);
         errno = ENOMEM;
         return -1;
       }
@@ -72,7 +73,7 @@ static int read_all(FILE *f, char **out, size_t *len) {
     if (got == 0) break;
   }
   if (ferror(f)) {
-    free(buf);
+    kd_host_free(buf);
     errno = EIO;
     return -1;
   }
@@ -126,7 +127,7 @@ int kd_cmd_run(int argc, char **argv) {
       rc = kd_lang_run(L, src, len, std_in ? "<stdin>" : path);
     }
     if (f && !std_in) fclose(f);
-    free(src);
+    kd_host_free(src);
   }
   kd_lang_free(L);
   return rc;

@@ -8,6 +8,7 @@
 
 #include "commands.h"
 #include "kd/kd.h"
+#include "kd/memory.h"
 
 static void schema_usage(FILE *out) {
   fprintf(out,
@@ -29,7 +30,7 @@ static const char *format_into(char **buf, size_t *cap, const kd_schema *s, bool
   size_t n = signature ? kd_schema_signature(s, *buf, *cap) : kd_schema_format(s, *buf, *cap);
   if (n >= *cap) {
     size_t ncap = n + 1;
-    char *nb = realloc(*buf, ncap);
+    char *nb = kd_host_realloc(*buf, ncap);
     if (!nb) return NULL;
     *buf = nb;
     *cap = ncap;
@@ -115,8 +116,8 @@ int kd_cmd_schema(int argc, char **argv) {
     kd_schema_free(s);
   }
   if (mode == CHECK) printf("%lu passed, %lu failed\n", passed, failed);
-  free(line);
-  free(out);
-  free(sig);
+  free(line); /* getline's: the C library's */
+  kd_host_free(out);
+  kd_host_free(sig);
   return rc;
 }

@@ -10,6 +10,7 @@
 
 #include "commands.h"
 #include "kd/kd.h"
+#include "kd/memory.h"
 
 static const char *const tour_schemas[] = {
     "aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",
@@ -113,7 +114,7 @@ int kd_cmd_tour(int argc, char **argv) {
   kd_op *scale;
   if (kd_op_find("demo::scale", NULL, &scale)) return fail("find demo::scale");
   size_t n = kd_op_dump_table(scale, NULL, 0);
-  char *table = malloc(n + 1);
+  char *table = kd_host_malloc(n + 1);
   if (table) {
     kd_op_dump_table(scale, table, n + 1);
     /* Drop the source paths: they depend on where the tree was built. */
@@ -122,7 +123,7 @@ int kd_cmd_tour(int argc, char **argv) {
       if (from) *from = '\0';
       printf("   %s\n", line);
     }
-    free(table);
+    kd_host_free(table);
   }
   kd_tensor *meta;
   if (kd_tensor_empty(2, (int64_t[]){2, 3}, KD_FLOAT32, (kd_device){KD_DEVICE_META, 0}, &meta))

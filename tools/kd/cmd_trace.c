@@ -24,6 +24,7 @@
 
 #include "commands.h"
 #include "kd/kd.h"
+#include "kd/memory.h"
 
 static void trace_usage(FILE *out) {
   fprintf(out,
@@ -47,14 +48,14 @@ typedef struct trace_recs {
 
 static void recs_free(trace_recs *r) {
   for (size_t i = 0; i < r->n; i++) {
-    free(r->items[i].op);
-    free(r->items[i].key);
+    kd_host_free(r->items[i].op);
+    kd_host_free(r->items[i].key);
   }
-  free(r->items);
+  kd_host_free(r->items);
 }
 
 static char *dup_n(const char *s, size_t n) {
-  char *d = malloc(n + 1);
+  char *d = kd_host_malloc(n + 1);
   if (d) {
     memcpy(d, s, n);
     d[n] = '\0';
@@ -129,7 +130,7 @@ static int recs_add(trace_recs *r, const char *op, size_t op_len, const char *ke
                     uint32_t dtypes) {
   if (r->n == r->cap) {
     size_t cap = r->cap ? 2 * r->cap : 64;
-    trace_rec *items = realloc(r->items, cap * sizeof *items);
+    trace_rec *items = kd_host_realloc(r->items, cap * sizeof *items);
     if (!items) return -1;
     r->items = items;
     r->cap = cap;
@@ -139,8 +140,8 @@ static int recs_add(trace_recs *r, const char *op, size_t op_len, const char *ke
   t->key = dup_n(key, key_len);
   t->dtypes = dtypes;
   if (!t->op || !t->key) {
-    free(t->op);
-    free(t->key);
+    kd_host_free(t->op);
+    kd_host_free(t->key);
     return -1;
   }
   r->n++;
@@ -205,8 +206,8 @@ static void recs_merge(trace_recs *r) {
     trace_rec *last = &r->items[out], *cur = &r->items[i];
     if (!strcmp(last->op, cur->op) && !strcmp(last->key, cur->key)) {
       last->dtypes |= cur->dtypes;
-      free(cur->op);
-      free(cur->key);
+      kd_host_free(cur->op);
+      kd_host_free(cur->key);
     } else {
       r->items[++out] = *cur;
     }
@@ -293,7 +294,7 @@ static void write_header(FILE *out, const trace_recs *r, char **argv) {
  * `path`. 0, or 1 after printing why not (nothing left behind). */
 static int write_output(const char *path, const trace_recs *r, char **argv) {
   size_t len = strlen(path);
-  char *tmp = malloc(len + sizeof ".kdtrace-XXXXXX");
+  char *tmp = kd_host_malloc(len + sizeof ".kdtrace-XXXXXX");
   if (!tmp) {
     fprintf(stderr, "kd trace: out of memory\n");
     return 1;
@@ -303,7 +304,7 @@ static int write_output(const char *path, const trace_recs *r, char **argv) {
   int fd = mkstemp(tmp);
   if (fd < 0) {
     fprintf(stderr, "kd trace: cannot write '%s': %s\n", path, strerror(errno));
-    free(tmp);
+    kd_host_free(tmp);
     return 1;
   }
   FILE *out = fdopen(fd, "w");
@@ -311,7 +312,7 @@ static int write_output(const char *path, const trace_recs *r, char **argv) {
     fprintf(stderr, "kd trace: cannot write '%s': %s\n", path, strerror(errno));
     close(fd);
     unlink(tmp);
-    free(tmp);
+    kd_host_free(tmp);
     return 1;
   }
   /* mkstemp makes the file 0600; a header is as readable as any new file. */
@@ -332,10 +333,10 @@ static int write_output(const char *path, const trace_recs *r, char **argv) {
   if (!ok) {
     fprintf(stderr, "kd trace: cannot write '%s': %s\n", path, strerror(err));
     unlink(tmp);
-    free(tmp);
+    kd_host_free(tmp);
     return 1;
   }
-  free(tmp);
+  kd_host_free(tmp);
   return 0;
 }
 

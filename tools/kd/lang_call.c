@@ -72,6 +72,7 @@
 #include <string.h>
 
 #include "lang_impl.h"
+#include "kd/memory.h"
 
 #define MAX_ARGS 64
 
@@ -80,7 +81,7 @@
 char *kd__lang_qualify(const char *name) {
   const char *prefix = strstr(name, "::") ? "" : "aten::";
   size_t n = strlen(prefix) + strlen(name) + 1;
-  char *q = malloc(n);
+  char *q = kd_host_malloc(n);
   if (q) snprintf(q, n, "%s%s", prefix, name);
   return q;
 }
@@ -100,7 +101,7 @@ static int gather_fn(kd_op *op, void *ud) {
   if (!kd_op_schema(op)) return 0; /* implemented only: nothing to call */
   if (g->n == g->cap) {
     size_t cap = g->cap ? g->cap * 2 : 8;
-    kd_op **p = realloc(g->ops, cap * sizeof *p);
+    kd_op **p = kd_host_realloc(g->ops, cap * sizeof *p);
     if (!p) {
       g->oom = true;
       return 1;
@@ -146,7 +147,7 @@ static int cand_init(cand *c, kd_op *op) {
   c->op = op;
   const kd_schema *s = kd_op_schema(op);
   size_t na = kd_schema_num_arguments(s);
-  c->types = malloc((na ? na : 1) * sizeof *c->types);
+  c->types = kd_host_malloc((na ? na : 1) * sizeof *c->types);
   if (!c->types) return -1;
   bool kw = false;
   kd__sbuf_puts(&c->key, "(");
@@ -175,7 +176,7 @@ static int cand_init(cand *c, kd_op *op) {
 
 static void cand_free(cand *c) {
   kd__sbuf_free(&c->key);
-  free(c->types);
+  kd_host_free(c->types);
 }
 
 static int cand_cmp(const void *pa, const void *pb) {
@@ -209,14 +210,14 @@ static bool is_smaller(const cand *a, const cand *b) {
 static int order_candidates(cand *c, size_t n, kd_op **ops) {
   qsort(c, n, sizeof *c, cand_cmp);
   /* larger[i * n + j]: i is smaller than j, so j must come first. */
-  bool *larger = calloc(n * n + 1, sizeof *larger);
-  size_t *order = malloc((n + 1) * sizeof *order), *pending = calloc(n + 1, sizeof *pending);
-  bool *placed = calloc(n + 1, sizeof *placed);
+  bool *larger = kd_host_calloc(n * n + 1, sizeof *larger);
+  size_t *order = kd_host_malloc((n + 1) * sizeof *order), *pending = kd_host_calloc(n + 1, sizeof *pending);
+  bool *placed = kd_host_calloc(n + 1, sizeof *placed);
   if (!larger || !order || !pending || !placed) {
-    free(larger);
-    free(order);
-    free(pending);
-    free(placed);
+    kd_host_free(larger);
+    kd_host_free(order);
+    kd_host_free(pending);
+    kd_host_free(placed);
     return -1;
   }
   for (size_t i = 0; i < n; i++)
@@ -245,10 +246,10 @@ static int order_candidates(cand *c, size_t n, kd_op **ops) {
   for (size_t j = 0; j < n; j++) /* cannot happen for a strict order; keep them all anyway */
     if (!placed[j]) order[len++] = j;
   for (size_t k = 0; k < n; k++) ops[k] = c[order[k]].op;
-  free(larger);
-  free(order);
-  free(pending);
-  free(placed);
+  kd_host_free(larger);
+  kd_host_free(order);
+  kd_host_free(pending);
+  kd_host_free(placed);
   return 0;
 }
 
@@ -282,9 +283,10 @@ static int adopt_base_keys(cand *c, size_t n) {
 /* The defined overloads of a qualified name, unordered. */
 static int find_overloads(const char *qual, kd_op ***ops, size_t *n) {
   gather g = {qual, strlen(qual), NULL, 0, 0, false};
-  kd_ops_foreach(gather_fn, &g);
-  if (g.oom) {
-    free(g.ops);
+  /* -1: kd_ops_foreach could not allocate its list (gather_fn stops with 1
+   * only when it sets g.oom): not "no such operator". */
+  if (kd_ops_foreach(gather_fn, &g) < 0 || g.oom) {
+    kd_host_free(g.ops);
     return -1;
   }
   *ops = g.ops;
@@ -294,7 +296,7 @@ static int find_overloads(const char *qual, kd_op ***ops, size_t *n) {
 
 static int sort_overloads(kd_op **ops, size_t n) {
   if (n < 2) return 0;
-  cand *c = calloc(n, sizeof *c);
+  cand *c = kd_host_calloc(n, sizeof *c);
   if (!c) return -1;
   int rc = 0;
   size_t made = 0;
@@ -308,7 +310,7 @@ static int sort_overloads(kd_op **ops, size_t n) {
   if (!rc) rc = adopt_base_keys(c, n);
   if (!rc) rc = order_candidates(c, n, ops);
   for (size_t i = 0; i < made; i++) cand_free(&c[i]);
-  free(c);
+  kd_host_free(c);
   return rc;
 }
 
@@ -318,10 +320,10 @@ int kd__lang_overloads(const char *name, kd_op ***ops, size_t *n) {
   char *qual = kd__lang_qualify(name);
   if (!qual) return -1;
   int rc = find_overloads(qual, ops, n);
-  free(qual);
+  kd_host_free(qual);
   if (rc) return -1;
   if (sort_overloads(*ops, *n)) {
-    free(*ops);
+    kd_host_free(*ops);
     *ops = NULL;
     *n = 0;
     return -1;
@@ -531,7 +533,10 @@ static bool bind(kd_op *op, const kd__larg *args, size_t nargs, size_t npos, int
       src[i] = SRC_NONE;
     } else if (fits(t, v, nat, &bad)) {
       src[i] = (int)idx;
-    } else if (varargs_ok && i == 0 && !is_kw) {
+    } else if (varargs_ok && i == 0 && !is_kw && !is_seq(v)) {
+      /* Varargs only when the first argument is not itself a list (as
+       * PyTorch: zeros(2, 3)); a list that does not fit reports its own
+       * element, whose index `bad` is not an index into args. */
       for (size_t j = 0; j < npos && bad < 0; j++)
         if (!fits_int(args[j].v)) bad = (long)j;
       if (bad >= 0) {
@@ -609,7 +614,7 @@ static int convert_list(kd__lerr *err, kd__lpos pos, const kd_type *t, const kd_
   size_t n = v->tag == KD_VALUE_INT ? (size_t)kd_type_list_size(t) : kd_value_list_size(v);
   kd_status st = KD_OK;
   if (ek == KD_TYPE_INT || ek == KD_TYPE_SYMINT) {
-    int64_t *xs = malloc((n ? n : 1) * sizeof *xs);
+    int64_t *xs = kd_host_malloc((n ? n : 1) * sizeof *xs);
     if (!xs) return kd__lerr_oom(err, pos);
     for (size_t i = 0; i < n; i++) {
       const kd_value *x = v->tag == KD_VALUE_INT ? v : kd_value_list_at(v, i);
@@ -617,31 +622,31 @@ static int convert_list(kd__lerr *err, kd__lpos pos, const kd_type *t, const kd_
       if (x->tag == KD_VALUE_INT) {
         xs[i] = x->u.i;
       } else if (item_of(err, pos, x, &s)) {
-        free(xs);
+        kd_host_free(xs);
         return -1;
       } else {
         xs[i] = kd_scalar_to_int64(&s);
       }
     }
     st = kd_value_int_list(xs, n, out);
-    free(xs);
+    kd_host_free(xs);
   } else if (ek == KD_TYPE_FLOAT) {
-    double *xs = malloc((n ? n : 1) * sizeof *xs);
+    double *xs = kd_host_malloc((n ? n : 1) * sizeof *xs);
     if (!xs) return kd__lerr_oom(err, pos);
     for (size_t i = 0; i < n; i++) {
       const kd_value *x = kd_value_list_at(v, i);
       xs[i] = x->tag == KD_VALUE_INT ? (double)x->u.i : x->u.d;
     }
     st = kd_value_double_list(xs, n, out);
-    free(xs);
+    kd_host_free(xs);
   } else if (ek == KD_TYPE_BOOL) {
-    bool *xs = malloc((n ? n : 1) * sizeof *xs);
+    bool *xs = kd_host_malloc((n ? n : 1) * sizeof *xs);
     if (!xs) return kd__lerr_oom(err, pos);
     for (size_t i = 0; i < n; i++) xs[i] = kd_value_list_at(v, i)->u.b;
     st = kd_value_bool_list(xs, n, out);
-    free(xs);
+    kd_host_free(xs);
   } else { /* Tensor[] or Tensor?[] */
-    kd_tensor **ts = calloc(n ? n : 1, sizeof *ts);
+    kd_tensor **ts = kd_host_calloc(n ? n : 1, sizeof *ts);
     if (!ts) return kd__lerr_oom(err, pos);
     int rc = 0;
     for (size_t i = 0; i < n && !rc; i++) {
@@ -652,7 +657,7 @@ static int convert_list(kd__lerr *err, kd__lpos pos, const kd_type *t, const kd_
       st = ek == KD_TYPE_TENSOR ? kd_value_tensor_list(ts, n, out)
                                 : kd_value_opt_tensor_list(ts, n, out);
     for (size_t i = 0; i < n; i++) kd_tensor_release(ts[i]);
-    free(ts);
+    kd_host_free(ts);
     if (rc) return -1;
   }
   if (st) return kd__lerr_set(err, pos, "%s", kd_last_error());
@@ -815,7 +820,7 @@ static int no_such_overload(kd__lerr *err, kd__lpos pos, const char *qual, const
   size_t n = 0;
   if (find_overloads(qual, &ops, &n)) return kd__lerr_oom(err, pos);
   if (n == 0) {
-    free(ops);
+    kd_host_free(ops);
     return kd__lerr_set(err, pos, "unknown operator '%s'", qual);
   }
   kd__sbuf names = {0};
@@ -823,7 +828,7 @@ static int no_such_overload(kd__lerr *err, kd__lpos pos, const char *qual, const
     const char *ov = kd_schema_overload(kd_op_schema(ops[i]));
     kd__sbuf_printf(&names, "%s%s", i ? ", " : "", ov[0] ? ov : "default");
   }
-  free(ops);
+  kd_host_free(ops);
   kd__lerr_set(err, pos, "operator '%s' has no overload '%s' (its overloads: %s)", qual, overload,
                kd__sbuf_str(&names));
   kd__sbuf_free(&names);
@@ -851,26 +856,26 @@ int kd__lang_invoke(kd__lerr *err, kd__lpos pos, const char *name, const char *o
     if ((st || !kd_op_schema(op)) && !strcmp(overload, "default")) st = kd_op_find(qual, "", &op);
     if (st || !kd_op_schema(op)) {
       rc = no_such_overload(err, pos, qual, overload);
-      free(qual);
+      kd_host_free(qual);
       return rc;
     }
-    ops = malloc(sizeof *ops);
+    ops = kd_host_malloc(sizeof *ops);
     if (!ops) {
-      free(qual);
+      kd_host_free(qual);
       return kd__lerr_oom(err, pos);
     }
     ops[0] = op;
     n = 1;
   } else {
     if (find_overloads(qual, &ops, &n) || sort_overloads(ops, n)) {
-      free(ops);
-      free(qual);
+      kd_host_free(ops);
+      kd_host_free(qual);
       return kd__lerr_oom(err, pos);
     }
     if (n == 0) {
-      free(ops);
+      kd_host_free(ops);
       rc = kd__lerr_set(err, pos, "unknown operator '%s'", qual);
-      free(qual);
+      kd_host_free(qual);
       return rc;
     }
   }
@@ -904,7 +909,7 @@ int kd__lang_invoke(kd__lerr *err, kd__lpos pos, const char *name, const char *o
   }
   kd__sbuf_free(&report);
   kd__sbuf_free(&why);
-  free(ops);
-  free(qual);
+  kd_host_free(ops);
+  kd_host_free(qual);
   return rc;
 }

@@ -56,6 +56,7 @@
 #include "commands.h"
 #include "lang_impl.h"
 #include "print.h"
+#include "kd/memory.h"
 
 typedef struct lang_var {
   char *name; /* owned */
@@ -140,14 +141,14 @@ int kd__lval_print(FILE *out, const kd__lval *v) {
     kd_set_error(KD_EINTERNAL, "cannot write the output");
     rc = -1;
   }
-  free(buf);
+  free(buf); /* open_memstream's buffer: the C library's */
   return rc;
 }
 
 /* ---- The interpreter ------------------------------------------------------------- */
 
 kd_lang *kd_lang_new(FILE *out, FILE *err) {
-  kd_lang *L = calloc(1, sizeof *L);
+  kd_lang *L = kd_host_calloc(1, sizeof *L);
   if (!L) return NULL;
   L->out = out;
   L->err = err;
@@ -165,12 +166,12 @@ void kd_lang_free(kd_lang *L) {
   if (!L) return;
   trace_off(L);
   for (size_t i = 0; i < L->nvars; i++) {
-    free(L->vars[i].name);
+    kd_host_free(L->vars[i].name);
     kd__lval_destroy(&L->vars[i].val);
   }
-  free(L->vars);
+  kd_host_free(L->vars);
   kd__sbuf_free(&L->e.msg);
-  free(L);
+  kd_host_free(L);
 }
 
 static lang_var *find_var(kd_lang *L, const char *name) {
@@ -190,7 +191,7 @@ static int set_var(kd_lang *L, const char *name, kd__lpos pos, kd__lval *v) {
   }
   if (L->nvars == L->cap) {
     size_t cap = L->cap ? L->cap * 2 : 16;
-    lang_var *p = realloc(L->vars, cap * sizeof *p);
+    lang_var *p = kd_host_realloc(L->vars, cap * sizeof *p);
     if (!p) {
       kd__lval_destroy(v);
       return kd__lerr_oom(&L->e, pos);
@@ -199,7 +200,7 @@ static int set_var(kd_lang *L, const char *name, kd__lpos pos, kd__lval *v) {
     L->cap = cap;
   }
   size_t n = strlen(name) + 1;
-  char *copy = malloc(n);
+  char *copy = kd_host_malloc(n);
   if (!copy) {
     kd__lval_destroy(v);
     return kd__lerr_oom(&L->e, pos);
@@ -220,7 +221,7 @@ static bool names_operator(const char *name) {
   kd_op **ops = NULL;
   size_t n = 0;
   if (kd__lang_overloads(name, &ops, &n)) return false;
-  free(ops);
+  kd_host_free(ops);
   return n > 0;
 }
 
@@ -499,7 +500,7 @@ static int write_value(kd_lang *L, kd__lpos pos, const kd__lval *v) {
 
 static int builtin_print(kd_lang *L, const kd__node *call) {
   if (plain_args(L, call, "print", 0, (size_t)-1)) return -1;
-  kd__lval *vals = calloc(call->n + 1, sizeof *vals);
+  kd__lval *vals = kd_host_calloc(call->n + 1, sizeof *vals);
   if (!vals) return kd__lerr_oom(&L->e, call->pos);
   int rc = 0;
   for (size_t i = 0; i < call->n && !rc; i++) rc = eval(L, call->items[i], &vals[i]);
@@ -512,7 +513,7 @@ static int builtin_print(kd_lang *L, const kd__node *call) {
   }
   if (!rc) fputc('\n', L->out);
   for (size_t i = 0; i < call->n; i++) kd__lval_destroy(&vals[i]);
-  free(vals);
+  kd_host_free(vals);
   return rc;
 }
 
@@ -558,7 +559,7 @@ static int op_of_arg(kd_lang *L, const kd__node *arg, const char *who, kd_op **o
   kd_status st = kd_op_find(qual, overload, op);
   if (st != KD_OK && overload && !strcmp(overload, "default")) st = kd_op_find(qual, "", op);
   if (st == KD_OK) {
-    free(qual);
+    kd_host_free(qual);
     return 0;
   }
   /* Name the overloads there are. */
@@ -576,8 +577,8 @@ static int op_of_arg(kd_lang *L, const kd__node *arg, const char *who, kd_op **o
                       kd__sbuf_str(&names));
     kd__sbuf_free(&names);
   }
-  free(ops);
-  free(qual);
+  kd_host_free(ops);
+  kd_host_free(qual);
   return rc;
 }
 
@@ -604,7 +605,7 @@ static int builtin_overloads(kd_lang *L, const kd__node *call) {
     const char *paren = strchr(buf, '(');
     fprintf(L->out, "%s%s\n", kd_op_name(ops[i]), paren ? paren : "");
   }
-  free(ops);
+  kd_host_free(ops);
   return rc;
 }
 
@@ -688,8 +689,8 @@ static int eval_call(kd_lang *L, const kd__node *n, kd__lval *out) {
     return kd__lerr_set(&L->e, callee->pos,
                         "only operators and builtins can be called (add(x, y), add.Tensor(x, y))");
   }
-  kd__lval *vals = calloc(n->n + 1, sizeof *vals);
-  kd__larg *args = calloc(n->n + 1, sizeof *args);
+  kd__lval *vals = kd_host_calloc(n->n + 1, sizeof *vals);
+  kd__larg *args = kd_host_calloc(n->n + 1, sizeof *args);
   int rc = -1;
   if (!vals || !args) {
     kd__lerr_oom(&L->e, n->pos);
@@ -697,15 +698,15 @@ static int eval_call(kd_lang *L, const kd__node *n, kd__lval *out) {
     rc = kd__lang_invoke(&L->e, n->pos, name, overload, args, n->n, out);
   }
   for (size_t i = 0; vals && i < n->n; i++) kd__lval_destroy(&vals[i]);
-  free(vals);
-  free(args);
+  kd_host_free(vals);
+  kd_host_free(args);
   return rc;
 }
 
 /* ---- Expressions ---------------------------------------------------------------------------- */
 
 static int eval_items(kd_lang *L, const kd__node *n, kd__lval *out) {
-  kd_value *items = calloc(n->n + 1, sizeof *items);
+  kd_value *items = kd_host_calloc(n->n + 1, sizeof *items);
   if (!items) return kd__lerr_oom(&L->e, n->pos);
   int rc = 0;
   for (size_t i = 0; i < n->n && !rc; i++) {
@@ -719,7 +720,7 @@ static int eval_items(kd_lang *L, const kd__node *n, kd__lval *out) {
     if (st) rc = kd__lerr_oom(&L->e, n->pos);
   }
   for (size_t i = 0; i < n->n; i++) kd_value_destroy(&items[i]);
-  free(items);
+  kd_host_free(items);
   return rc;
 }
 
@@ -822,13 +823,13 @@ int kd_lang_call_argv(kd_lang *L, const char *op, int argc, char **argv) {
   kd__lerr_clear(&L->e);
   kd__arena arena = {NULL};
   size_t n = argc > 0 ? (size_t)argc : 0;
-  kd__lval *vals = calloc(n + 1, sizeof *vals);
-  kd__larg *args = calloc(n + 1, sizeof *args);
+  kd__lval *vals = kd_host_calloc(n + 1, sizeof *vals);
+  kd__larg *args = kd_host_calloc(n + 1, sizeof *args);
   char *name = NULL;
   kd__lval result = lval_of(kd_value_none());
   int rc = 1;
   kd__lpos nopos = {1, 1};
-  if (!vals || !args || !(name = malloc(strlen(op) + 1))) {
+  if (!vals || !args || !(name = kd_host_malloc(strlen(op) + 1))) {
     fprintf(L->err, "kd call: error: out of memory\n");
     goto done;
   }
@@ -899,9 +900,9 @@ done:
   fflush(L->out);
   kd__lval_destroy(&result);
   for (size_t i = 0; vals && i < n; i++) kd__lval_destroy(&vals[i]);
-  free(vals);
-  free(args);
-  free(name);
+  kd_host_free(vals);
+  kd_host_free(args);
+  kd_host_free(name);
   kd__arena_free(&arena);
   return rc;
 }

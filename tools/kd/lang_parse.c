@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "lang_impl.h"
+#include "kd/memory.h"
 
 #define MAX_NEST 200
 
@@ -37,7 +38,7 @@ typedef struct nodevec {
 static int vec_push(kd__lexer *lx, nodevec *v, kd__node *node) {
   if (v->n == v->cap) {
     size_t cap = v->cap ? v->cap * 2 : 8;
-    kd__node **p = realloc(v->items, cap * sizeof *p);
+    kd__node **p = kd_host_realloc(v->items, cap * sizeof *p);
     if (!p) return kd__lerr_oom(lx->err, node->pos);
     v->items = p;
     v->cap = cap;
@@ -53,12 +54,12 @@ static int vec_finish(kd__lexer *lx, nodevec *v, kd__node *node) {
   if (v->n) {
     node->items = kd__arena_alloc(lx->arena, v->n * sizeof *node->items);
     if (!node->items) {
-      free(v->items);
+      kd_host_free(v->items);
       return kd__lerr_oom(lx->err, node->pos);
     }
     memcpy(node->items, v->items, v->n * sizeof *node->items);
   }
-  free(v->items);
+  kd_host_free(v->items);
   v->items = NULL;
   v->n = v->cap = 0;
   return 0;
@@ -134,7 +135,7 @@ static int parse_items(kd__lexer *lx, kd__tok_kind close, kd__lpos open_pos, kd_
   if (expect_close(lx, close, open_pos, expected)) goto fail;
   return vec_finish(lx, &v, node);
 fail:
-  free(v.items);
+  kd_host_free(v.items);
   return -1;
 }
 
@@ -189,7 +190,7 @@ static int parse_call_args(kd__lexer *lx, kd__node *call, kd__lpos open_pos) {
   if (expect_close(lx, KD__T_RPAREN, open_pos, "',' or ')'")) goto fail;
   return vec_finish(lx, &v, call);
 fail:
-  free(v.items);
+  kd_host_free(v.items);
   return -1;
 }
 
@@ -366,7 +367,7 @@ static int parse_exprlist(kd__lexer *lx, kd__node **out) {
   *out = tuple;
   return 0;
 fail:
-  free(v.items);
+  kd_host_free(v.items);
   return -1;
 }
 

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "lang_impl.h"
+#include "kd/memory.h"
 
 static bool is_seq(const kd_value *v) {
   return v->tag == KD_VALUE_LIST || v->tag == KD_VALUE_TUPLE;
@@ -136,14 +137,14 @@ int kd__tensor_from_literal(kd__lerr *err, kd__lpos pos, const kd_value *v, kd_t
   else if (L.numel > 0) L.dtype = KD_BOOL;
   else L.dtype = dflt;
   L.itemsize = kd_dtype_size(L.dtype);
-  L.data = malloc(L.numel > 0 ? (size_t)L.numel * L.itemsize : 1);
+  L.data = kd_host_malloc(L.numel > 0 ? (size_t)L.numel * L.itemsize : 1);
   if (!L.data) return kd__lerr_oom(err, pos);
   if (fill(&L, v, 0)) {
-    free(L.data);
+    kd_host_free(L.data);
     return -1;
   }
   kd_status st = kd_tensor_from_data(L.ndim, L.sizes, L.dtype, L.data, out);
-  free(L.data);
+  kd_host_free(L.data);
   if (st) return kd__lerr_set(err, pos, "%s", kd_last_error());
   return 0;
 }

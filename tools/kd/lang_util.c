@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "lang_impl.h"
+#include "kd/memory.h"
 
 /* ---- Text buffer ----------------------------------------------------------- */
 
@@ -21,7 +22,7 @@ static bool sbuf_reserve(kd__sbuf *b, size_t extra) {
     }
     cap *= 2;
   }
-  char *p = realloc(b->data, cap);
+  char *p = kd_host_realloc(b->data, cap);
   if (!p) {
     b->failed = true;
     return false;
@@ -64,7 +65,7 @@ void kd__sbuf_printf(kd__sbuf *b, const char *fmt, ...) {
 const char *kd__sbuf_str(const kd__sbuf *b) { return b->data ? b->data : ""; }
 
 void kd__sbuf_free(kd__sbuf *b) {
-  free(b->data);
+  kd_host_free(b->data);
   b->data = NULL;
   b->len = b->cap = 0;
   b->failed = false;
@@ -85,7 +86,7 @@ void *kd__arena_alloc(kd__arena *a, size_t size) {
   kd__arena_block *b = a->head;
   if (!b || b->cap - b->used < size) {
     size_t cap = size > 8192 ? size : 8192;
-    b = malloc(sizeof *b + cap);
+    b = kd_host_malloc(sizeof *b + cap);
     if (!b) return NULL;
     b->cap = cap;
     b->used = 0;
@@ -110,7 +111,7 @@ void kd__arena_free(kd__arena *a) {
   kd__arena_block *b = a->head;
   while (b) {
     kd__arena_block *next = b->next;
-    free(b);
+    kd_host_free(b);
     b = next;
   }
   a->head = NULL;

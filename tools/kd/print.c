@@ -55,6 +55,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "kd/memory.h"
 
 /* PyTorch's default print options. */
 #define PRINT_PRECISION 4
@@ -85,7 +86,7 @@ static bool pb_reserve(pbuf *b, size_t extra) {
     }
     cap *= 2;
   }
-  char *p = realloc(b->data, cap);
+  char *p = kd_host_realloc(b->data, cap);
   if (!p) {
     b->failed = true;
     return false;
@@ -141,7 +142,7 @@ static int pb_flush(pbuf *b, FILE *out) {
     kd_set_error(KD_EINTERNAL, "print: writing the output failed");
     rc = -1;
   }
-  free(b->data);
+  kd_host_free(b->data);
   b->data = NULL;
   b->len = b->cap = 0;
   return rc;
@@ -566,7 +567,7 @@ int kd__print_tensor(FILE *out, const kd_tensor *t) {
   }
   pbuf b = {NULL, 0, 0, false};
   if (append_tensor(&b, t) != 0) {
-    free(b.data);
+    kd_host_free(b.data);
     return -1;
   }
   return pb_flush(&b, out);
@@ -823,7 +824,7 @@ int kd__print_value(FILE *out, const kd_value *v) {
   }
   pbuf b = {NULL, 0, 0, false};
   if (append_value(&b, v) != 0) {
-    free(b.data);
+    kd_host_free(b.data);
     return -1;
   }
   return pb_flush(&b, out);

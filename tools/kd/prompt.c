@@ -34,6 +34,7 @@
 
 #include "commands.h"
 #include "lang.h"
+#include "kd/memory.h"
 
 #define HISTORY_SIZE 1000
 
@@ -59,12 +60,12 @@ static unsigned char cancel_key(EditLine *el, int ch) {
   return CC_NEWLINE;
 }
 
-/* $HOME/.kd_history (malloc'd), or NULL when HOME is unset or empty. */
+/* $HOME/.kd_history (kd_host_malloc'd), or NULL when HOME is unset or empty. */
 static char *history_path(void) {
   const char *home = getenv("HOME");
   if (!home || !*home) return NULL;
   size_t n = strlen(home) + sizeof "/.kd_history";
-  char *path = malloc(n);
+  char *path = kd_host_malloc(n);
   if (path) snprintf(path, n, "%s/.kd_history", home);
   return path;
 }
@@ -79,7 +80,7 @@ static bool input_append(input *in, const char *s, size_t n) {
   if (in->len + n + 1 > in->cap) {
     size_t cap = in->cap ? in->cap : 256;
     while (cap < in->len + n + 1) cap *= 2;
-    char *d = realloc(in->data, cap);
+    char *d = kd_host_realloc(in->data, cap);
     if (!d) return false;
     in->data = d;
     in->cap = cap;
@@ -150,12 +151,12 @@ int kd__prompt(void) {
     size_t text_len = n && line[n - 1] == '\n' ? n - 1 : n;
     if (!is_blank(line, text_len)) {
       /* History entries are lines without their newline. */
-      char *entry = malloc(text_len + 1);
+      char *entry = kd_host_malloc(text_len + 1);
       if (entry) {
         memcpy(entry, line, text_len);
         entry[text_len] = '\0';
         history(hist, &ev, H_ENTER, entry);
-        free(entry);
+        kd_host_free(entry);
       }
     }
     if (!input_append(&in, line, text_len) || !input_append(&in, "\n", 1)) {
@@ -169,8 +170,8 @@ int kd__prompt(void) {
   }
   fflush(stdout);
   if (hist_file) history(hist, &ev, H_SAVE, hist_file); /* failures are ignored */
-  free(hist_file);
-  free(in.data);
+  kd_host_free(hist_file);
+  kd_host_free(in.data);
   el_end(el);
   history_end(hist);
   kd_lang_free(L);

@@ -13,6 +13,7 @@
 
 #include "gen_impl.h"
 #include "kd/dispatch.h"
+#include "kd/memory.h"
 
 #define MAXP 64
 #define MAXR 8
@@ -1051,12 +1052,12 @@ static int write_alls(gen_ctx *g, const char *out_dir, char **bases, size_t nbas
 
 int kdg_generate(const kdg_file *f, const char *out_dir, kdg_diag *d) {
   size_t before = d->errors;
-  gen_ctx g = {f, f->path, d, calloc(f->nfuncs ? f->nfuncs : 1, sizeof(cfunc))};
-  char **bases = calloc(f->nfuncs ? f->nfuncs : 1, sizeof(char *));
+  gen_ctx g = {f, f->path, d, kd_host_calloc(f->nfuncs ? f->nfuncs : 1, sizeof(cfunc))};
+  char **bases = kd_host_calloc(f->nfuncs ? f->nfuncs : 1, sizeof(char *));
   if (!g.cf || !bases) {
     kdg_error(d, f->path, 0, "out of memory");
-    free(g.cf);
-    free(bases);
+    kd_host_free(g.cf);
+    kd_host_free(bases);
     return -1;
   }
   size_t nbases = 0;
@@ -1078,7 +1079,7 @@ int kdg_generate(const kdg_file *f, const char *out_dir, kdg_diag *d) {
     write_boxed(&g, out_dir);
     write_register(&g, out_dir);
   }
-  free(g.cf);
-  free(bases);
+  kd_host_free(g.cf);
+  kd_host_free(bases);
   return d->errors == before ? 0 : -1;
 }

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "gen_impl.h"
+#include "kd/memory.h"
 
 void kdg_buf_init(kdg_buf *b) {
   b->data = NULL;
@@ -18,7 +19,7 @@ void kdg_buf_init(kdg_buf *b) {
 }
 
 void kdg_buf_free(kdg_buf *b) {
-  free(b->data);
+  kd_host_free(b->data);
   kdg_buf_init(b);
 }
 
@@ -40,7 +41,7 @@ void kdg_printf(kdg_buf *b, const char *fmt, ...) {
     }
     size_t cap = b->cap ? b->cap * 2 : 4096;
     while (cap - b->len <= (size_t)n) cap *= 2;
-    char *p = realloc(b->data, cap);
+    char *p = kd_host_realloc(b->data, cap);
     if (!p) {
       b->failed = true;
       return;

@@ -17,6 +17,7 @@
 
 #include "kd/status.h"
 #include "model.h"
+#include "kd/memory.h"
 
 /* ---- Small helpers ------------------------------------------------------ */
 
@@ -28,7 +29,7 @@ typedef struct loader {
 } loader;
 
 static char *dup_n(loader *L, const char *s, size_t n) {
-  char *r = malloc(n + 1);
+  char *r = kd_host_malloc(n + 1);
   if (!r) {
     L->oom = true;
     return NULL;
@@ -50,10 +51,10 @@ static char *dup_trim(loader *L, const char *s, size_t n) {
 /* Appends a string to a growing array; takes ownership of s (NULL: no-op). */
 static void push_string(loader *L, char ***v, size_t *n, char *s) {
   if (!s) return;
-  char **p = realloc(*v, (*n + 1) * sizeof **v);
+  char **p = kd_host_realloc(*v, (*n + 1) * sizeof **v);
   if (!p) {
     L->oom = true;
-    free(s);
+    kd_host_free(s);
     return;
   }
   *v = p;
@@ -221,18 +222,18 @@ static void get_dispatch(loader *L, kdg_func *fn, const yaml_node_t *v) {
     char **keys = NULL;
     size_t nkeys = 0;
     split_commas(L, scalar(k), &keys, &nkeys);
-    kdg_dispatch *grown = realloc(fn->dispatch, (fn->ndispatch + nkeys) * sizeof *grown);
+    kdg_dispatch *grown = kd_host_realloc(fn->dispatch, (fn->ndispatch + nkeys) * sizeof *grown);
     if (!grown) {
       L->oom = true;
-      for (size_t i = 0; i < nkeys; i++) free(keys[i]);
-      free(keys);
+      for (size_t i = 0; i < nkeys; i++) kd_host_free(keys[i]);
+      kd_host_free(keys);
       return;
     }
     fn->dispatch = grown;
     for (size_t i = 0; i < nkeys; i++) {
       char *kernel = dup_s(L, scalar(val));
       if (!kernel) {
-        free(keys[i]);
+        kd_host_free(keys[i]);
         continue;
       }
       kdg_dispatch *e = &fn->dispatch[fn->ndispatch++];
@@ -240,7 +241,7 @@ static void get_dispatch(loader *L, kdg_func *fn, const yaml_node_t *v) {
       e->kernel = kernel;
       e->line = node_line(k);
     }
-    free(keys);
+    kd_host_free(keys);
   }
 }
 
@@ -265,7 +266,7 @@ static bool is_ident(const char *s) {
 
 /* One line: "arg -> type name, type name" or "type name, type name". */
 static void parse_precomputed_line(loader *L, kdg_func *fn, const char *text, int line) {
-  kdg_precomputed *grown = realloc(fn->precomputed, (fn->nprecomputed + 1) * sizeof *grown);
+  kdg_precomputed *grown = kd_host_realloc(fn->precomputed, (fn->nprecomputed + 1) * sizeof *grown);
   if (!grown) {
     L->oom = true;
     return;
@@ -291,7 +292,7 @@ static void parse_precomputed_line(loader *L, kdg_func *fn, const char *text, in
   for (;;) {
     const char *c = strchr(fields, ',');
     size_t len = c ? (size_t)(c - fields) : strlen(fields);
-    kdg_precomputed_field *fg = realloc(p->fields, (p->nfields + 1) * sizeof *fg);
+    kdg_precomputed_field *fg = kd_host_realloc(p->fields, (p->nfields + 1) * sizeof *fg);
     if (!fg) {
       L->oom = true;
       return;
@@ -361,8 +362,8 @@ static void set_names(loader *L, kdg_func *fn) {
   size_t nl = strlen(name), ol = strlen(ovl);
   fn->name = dup_s(L, name);
   fn->overload = dup_s(L, ovl);
-  fn->cname = malloc(nl + ol + 2);
-  fn->qualified = malloc(nl + ol + 2);
+  fn->cname = kd_host_malloc(nl + ol + 2);
+  fn->qualified = kd_host_malloc(nl + ol + 2);
   if (!fn->cname || !fn->qualified) {
     L->oom = true;
     return;
@@ -375,7 +376,7 @@ static void set_names(loader *L, kdg_func *fn) {
   bool dunder = nl > 4 && !strncmp(name, "__", 2) && !strcmp(name + nl - 2, "__");
   if (dunder && fn->schema && kd_schema_kind_of(fn->schema) == KD_SCHEMA_INPLACE &&
       name[2] == 'i') {
-    fn->base = malloc(nl);
+    fn->base = kd_host_malloc(nl);
     if (fn->base) snprintf(fn->base, nl, "__%s", name + 3);
   } else {
     if (!dunder && bl > 1 && name[bl - 1] == '_') bl--;
@@ -458,7 +459,7 @@ static void load_entry(loader *L, kdg_func *fn, const yaml_node_t *m) {
         break;
       }
     if (dup) continue;
-    kdg_key *ks = realloc(fn->keys, (fn->nkeys + 1) * sizeof *ks);
+    kdg_key *ks = kd_host_realloc(fn->keys, (fn->nkeys + 1) * sizeof *ks);
     if (!ks) {
       L->oom = true;
       return;
@@ -493,7 +494,7 @@ static void load_entry(loader *L, kdg_func *fn, const yaml_node_t *m) {
     } else if (!strcmp(key, "autogen")) {
       char *s = get_string(L, fn, key, v);
       if (s) split_commas(L, s, &fn->autogen, &fn->nautogen);
-      free(s);
+      kd_host_free(s);
     } else if (!strcmp(key, "manual_kernel_registration")) {
       get_bool(L, fn, key, v, &fn->manual_kernel_registration);
     } else if (!strcmp(key, "manual_cpp_binding")) {
@@ -552,7 +553,7 @@ static int load_tags(const char *path, kdg_file *out, kdg_diag *d) {
   size_t before = d->errors;
   loader L = {path, &doc, d, false};
   /* An empty tags file defines no tags (known_tags stays non-NULL below). */
-  out->known_tags = calloc(1, sizeof *out->known_tags);
+  out->known_tags = kd_host_calloc(1, sizeof *out->known_tags);
   if (!out->known_tags) L.oom = true;
   yaml_node_t *root = yaml_document_get_root_node(&doc);
   if (root && !is_null(root) && root->type != YAML_SEQUENCE_NODE) {
@@ -618,7 +619,7 @@ int kdg_load(const char *path, const char *tags_path, kdg_file *out, kdg_diag *d
     kdg_error(d, path, node_line(root), "the file must be a list of '- func: ...' entries");
   } else if (root && root->type == YAML_SEQUENCE_NODE) {
     size_t n = (size_t)(root->data.sequence.items.top - root->data.sequence.items.start);
-    out->funcs = n ? calloc(n, sizeof *out->funcs) : NULL;
+    out->funcs = n ? kd_host_calloc(n, sizeof *out->funcs) : NULL;
     if (n && !out->funcs) L.oom = true;
     for (size_t i = 0; i < n && !L.oom; i++) {
       yaml_node_t *e = yaml_document_get_node(&doc, root->data.sequence.items.start[i]);

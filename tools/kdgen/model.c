@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "model.h"
+#include "kd/memory.h"
 
 void kdg_error(kdg_diag *d, const char *file, int line, const char *fmt, ...) {
   bool print = d == NULL || d->max_print == 0 || d->errors < d->max_print;
@@ -25,54 +26,54 @@ void kdg_error(kdg_diag *d, const char *file, int line, const char *fmt, ...) {
 }
 
 static void free_strings(char **v, size_t n) {
-  for (size_t i = 0; i < n; i++) free(v[i]);
-  free(v);
+  for (size_t i = 0; i < n; i++) kd_host_free(v[i]);
+  kd_host_free(v);
 }
 
 static void free_func(kdg_func *fn) {
-  free(fn->func);
+  kd_host_free(fn->func);
   kd_schema_free(fn->schema);
-  free(fn->name);
-  free(fn->overload);
-  free(fn->cname);
-  free(fn->base);
+  kd_host_free(fn->name);
+  kd_host_free(fn->overload);
+  kd_host_free(fn->cname);
+  kd_host_free(fn->base);
   for (size_t i = 0; i < fn->ndispatch; i++) {
-    free(fn->dispatch[i].key);
-    free(fn->dispatch[i].kernel);
+    kd_host_free(fn->dispatch[i].key);
+    kd_host_free(fn->dispatch[i].kernel);
   }
-  free(fn->dispatch);
-  free(fn->structured_delegate);
-  free(fn->structured_inherits);
+  kd_host_free(fn->dispatch);
+  kd_host_free(fn->structured_delegate);
+  kd_host_free(fn->structured_inherits);
   for (size_t i = 0; i < fn->nprecomputed; i++) {
     kdg_precomputed *p = &fn->precomputed[i];
-    free(p->replaces);
+    kd_host_free(p->replaces);
     for (size_t j = 0; j < p->nfields; j++) {
-      free(p->fields[j].type);
-      free(p->fields[j].name);
+      kd_host_free(p->fields[j].type);
+      kd_host_free(p->fields[j].name);
     }
-    free(p->fields);
+    kd_host_free(p->fields);
   }
-  free(fn->precomputed);
-  free(fn->device_check);
+  kd_host_free(fn->precomputed);
+  kd_host_free(fn->device_check);
   free_strings(fn->tags, fn->ntags);
   free_strings(fn->autogen, fn->nautogen);
   free_strings(fn->cpp_no_default_args, fn->ncpp_no_default_args);
-  free(fn->python_module);
-  free(fn->category_override);
-  free(fn->variants_text);
-  for (size_t i = 0; i < fn->nkeys; i++) free(fn->keys[i].name);
-  free(fn->keys);
-  free(fn->qualified);
+  kd_host_free(fn->python_module);
+  kd_host_free(fn->category_override);
+  kd_host_free(fn->variants_text);
+  for (size_t i = 0; i < fn->nkeys; i++) kd_host_free(fn->keys[i].name);
+  kd_host_free(fn->keys);
+  kd_host_free(fn->qualified);
 }
 
 void kdg_file_free(kdg_file *f) {
   if (!f) return;
   for (size_t i = 0; i < f->nfuncs; i++) free_func(&f->funcs[i]);
-  free(f->funcs);
-  for (size_t i = 0; i < f->ngroups; i++) free(f->groups[i].signature);
-  free(f->groups);
+  kd_host_free(f->funcs);
+  for (size_t i = 0; i < f->ngroups; i++) kd_host_free(f->groups[i].signature);
+  kd_host_free(f->groups);
   free_strings(f->known_tags, f->nknown_tags);
-  free(f->path);
+  kd_host_free(f->path);
   memset(f, 0, sizeof *f);
 }
 

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "model.h"
+#include "kd/memory.h"
 
 /* Dispatch keys an entry may name (torchgen's supported keys). */
 static const char *const dispatch_keys[] = {
@@ -347,7 +348,7 @@ static int cmp_cname(const void *a, const void *b) {
 static void check_cnames(vctx *V) {
   size_t n = V->nby_name;
   if (n < 2) return;
-  kdg_func **v = malloc(n * sizeof *v);
+  kdg_func **v = kd_host_malloc(n * sizeof *v);
   if (!v) {
     kdg_error(V->d, V->f->path, 0, "out of memory");
     return;
@@ -361,7 +362,7 @@ static void check_cnames(vctx *V) {
                 "'%s' and '%s' (line %d) both have the C name '%s'; rename one", b->qualified,
                 a->qualified, a->line, b->cname);
   }
-  free(v);
+  kd_host_free(v);
 }
 
 static void check_delegates(vctx *V) {
@@ -556,20 +557,20 @@ static void check_group(vctx *V, kdg_group *g) {
 static int build_groups(vctx *V) {
   kdg_file *f = V->f;
   /* A second validation starts over. */
-  for (size_t i = 0; i < f->ngroups; i++) free(f->groups[i].signature);
-  free(f->groups);
+  for (size_t i = 0; i < f->ngroups; i++) kd_host_free(f->groups[i].signature);
+  kd_host_free(f->groups);
   f->groups = NULL;
   f->ngroups = 0;
   for (size_t i = 0; i < f->nfuncs; i++) f->funcs[i].group = NULL;
   size_t n = 0;
-  sigent *e = calloc(f->nfuncs ? f->nfuncs : 1, sizeof *e);
+  sigent *e = kd_host_calloc(f->nfuncs ? f->nfuncs : 1, sizeof *e);
   if (!e) return -1;
   int rc = 0;
   for (size_t i = 0; i < f->nfuncs; i++) {
     kdg_func *fn = &f->funcs[i];
     if (!fn->schema) continue;
     size_t len = kd_schema_signature(fn->schema, NULL, 0);
-    char *s = malloc(len + 1);
+    char *s = kd_host_malloc(len + 1);
     if (!s) {
       rc = -1;
       goto done;
@@ -583,7 +584,7 @@ static int build_groups(vctx *V) {
   qsort(e, n, sizeof *e, cmp_sig);
 
   size_t ngroups = 0;
-  f->groups = calloc(n ? n : 1, sizeof *f->groups);
+  f->groups = kd_host_calloc(n ? n : 1, sizeof *f->groups);
   if (!f->groups) {
     rc = -1;
     goto done;
@@ -646,15 +647,15 @@ static int build_groups(vctx *V) {
           fn->qualified, fn->delegate->qualified, fn->delegate->line);
   }
 done:
-  for (size_t i = 0; i < n; i++) free(e[i].sig);
-  free(e);
+  for (size_t i = 0; i < n; i++) kd_host_free(e[i].sig);
+  kd_host_free(e);
   return rc;
 }
 
 int kdg_validate(kdg_file *f, kdg_diag *d) {
   size_t before = d->errors;
   vctx V0 = {f, d, NULL, 0}, *V = &V0;
-  V->by_name = malloc((f->nfuncs ? f->nfuncs : 1) * sizeof *V->by_name);
+  V->by_name = kd_host_malloc((f->nfuncs ? f->nfuncs : 1) * sizeof *V->by_name);
   if (!V->by_name) {
     kdg_error(d, f->path, 0, "out of memory");
     return -1;
@@ -672,6 +673,6 @@ int kdg_validate(kdg_file *f, kdg_diag *d) {
   check_autogen(V);
   if (build_groups(V) != 0) kdg_error(d, f->path, 0, "out of memory");
 
-  free(V->by_name);
+  kd_host_free(V->by_name);
   return d->errors == before ? 0 : -1;
 }
