@@ -15,7 +15,8 @@
  * merge); calls (tensors made, typed and boxed calls, kernel-key
  * selection); libraries described by KD_LIBRARY (opened all or nothing,
  * closed and released, where a failure can only degrade a slot, which the
- * next change repairs). The number of failure points tried per workload is
+ * next change repairs); operators coming (back) to life beside a fallback,
+ * whose slot the registration's transaction fills. The number of failure points tried per workload is
  * printed.
  */
 #define KD_NO_AUTO_REGISTER /* the described library below is opened by the test */
@@ -406,6 +407,110 @@ static void test_libraries(void **state) {
   free(initial);
 }
 
+/* ---- Operators coming alive beside a fallback -------------------------------- */
+
+/* An operator nothing defines or implements has an empty table, even at
+ * keys with a fallback (docs/ARCHITECTURE.md, "Operator lifetime"): the
+ * registration that brings it (back) to life fills those slots, and must do
+ * so inside its transaction, so that a failure changes nothing and a success
+ * leaves no slot stale. Each path: a definition, a plain kernel before any
+ * definition, a custom kernel merged. The first run creates the operators;
+ * every later one revives them (closed at the end of each run). */
+typedef struct revive_state {
+  kd_library *def, *cpu;
+} revive_state;
+
+static kd_status revive_step(revive_state *s, int i, bool *done) {
+  kd_kernel k = kd_kernel_unboxed(copy_kernel, "(Tensor) -> Tensor");
+  switch (i) {
+    case 0:
+      return kd_library_open(KD_LIBRARY_DEF, "oomv", KD_KEY_UNDEFINED, __FILE__, __LINE__, &s->def);
+    case 1:
+      return kd_library_open(KD_LIBRARY_IMPL, "oomv", KD_KEY_CPU, __FILE__, __LINE__, &s->cpu);
+    case 2:
+      return kd_library_def(s->def, "oomv::a(Tensor self) -> Tensor", NULL, 0, NULL);
+    case 3: /* alive through a kernel alone */
+      return kd_library_impl(s->cpu, "b", &k, NULL);
+    case 4: {
+      kd_keyed_kernel spec = {KD_KEYED_KERNEL_VERSION, KD_ALL_LAYOUT, KD_DTYPE_BIT(KD_FLOAT32),
+                              &k, KD_KERNEL_CUSTOM, -1, NULL, NULL};
+      return kd_library_impl_keyed_ex(s->cpu, "c", &spec, NULL);
+    }
+    case 5: /* "c" comes alive here */
+      return kd_custom_kernels_merge(NULL);
+    default:
+      *done = true;
+      return KD_OK;
+  }
+}
+
+static void test_revive_beside_fallback(void **state) {
+  (void)state;
+  kd_library *mode;
+  kd_kernel fb = kd_kernel_boxed(boxed_fallback);
+  KD_ASSERT_OK(kd_library_open(KD_LIBRARY_IMPL, "oomv", KD_KEY_MODE1, __FILE__, __LINE__, &mode));
+  KD_ASSERT_OK(kd_library_fallback(mode, &fb, NULL));
+  char *initial = kd_oom_snapshot();
+  static const char *const names[] = {NULL, NULL, "oomv::a", "oomv::b", "oomv::c", "oomv::c"};
+  long n;
+  int failures = 0;
+  for (n = 1;; n++) {
+    revive_state s = {0};
+    bool done = false;
+    kd_oom_arm(n);
+    for (int i = 0; !done; i++) {
+      char *before = kd_oom_snapshot();
+      kd_status st = revive_step(&s, i, &done);
+      if (st) {
+        assert_int_equal(st, KD_ENOMEM);
+        assert_true(kd_oom_fired());
+        assert_non_null(strstr(kd_last_error(), "out of memory"));
+        if (names[i] && !strstr(kd_last_error(), names[i] + 6))
+          fail_msg("N=%ld, step %d: the message does not name '%s': %s", n, i, names[i],
+                   kd_last_error());
+        char *after = kd_oom_snapshot();
+        if (strcmp(before, after) != 0)
+          fail_msg("N=%ld, step %d (%s): the registry changed:\n--- before\n%s--- after\n%s", n,
+                   i, kd_last_error(), before, after);
+        free(after);
+        free(before);
+        failures++;
+        break;
+      }
+      free(before);
+      /* A registration that succeeded left no slot stale (checked with
+       * injection held off). */
+      long saved = atomic_exchange(&kd_oom_countdown_, 0);
+      if (kd_dispatcher_check()) fail_msg("N=%ld, after step %d: %s", n, i, kd_last_error());
+      atomic_store(&kd_oom_countdown_, saved);
+    }
+    kd_oom_disarm();
+    bool fired = kd_oom_fired();
+    if (done) { /* all three alive, each with the fallback's slot */
+      for (size_t i = 2; i < 5; i++) {
+        kd_op *op;
+        KD_ASSERT_OK(kd_op_find(names[i], NULL, &op));
+        char table[4096];
+        kd_op_dump_table(op, table, sizeof table);
+        if (!strstr(table, "Mode1") || !strstr(table, "fallback"))
+          fail_msg("N=%ld: '%s' has no fallback slot:\n%s", n, names[i], table);
+      }
+    }
+    kd_library_close(s.cpu);
+    kd_library_close(s.def);
+    char *end = kd_oom_snapshot();
+    assert_string_equal(end, initial);
+    free(end);
+    if (!fired) break;
+  }
+  print_message("operators coming alive beside a fallback: %ld failure points tried, %d "
+                "registrations failed with KD_ENOMEM and changed nothing\n",
+                n - 1, failures);
+  assert_true(failures > 5);
+  kd_library_close(mode);
+  free(initial);
+}
+
 /* ---- The host allocator API ------------------------------------------------------- */
 
 static void test_host_allocator_api(void **state) {
@@ -457,6 +562,7 @@ int main(void) {
       cmocka_unit_test(test_registration),
       cmocka_unit_test(test_calls),
       cmocka_unit_test(test_libraries),
+      cmocka_unit_test(test_revive_beside_fallback),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

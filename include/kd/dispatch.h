@@ -310,9 +310,16 @@ static inline kd_kernel kd_kernel_not_supported(void) {
 /* ---- Operators and calls ------------------------------------------------- */
 
 /* Finds an operator by "ns::name" and overload ("" for none), or by the
- * qualified "ns::name.overload" with overload NULL. The handle stays valid
- * for the life of the process (an operator that disappears keeps its handle,
- * and calls through it fail until it is defined again). KD_ENOTFOUND. */
+ * qualified "ns::name.overload" with overload NULL. *out is a handle owned by
+ * the library and valid for the life of the process; never freed by the
+ * caller. An operator whose last definition and kernel are released keeps
+ * only its handle and name (schema, table entries, kernel records and
+ * per-slot state are freed once no call can use them): lookups then fail
+ * with KD_ENOTFOUND, calls through the handle fail with KD_ESTATE naming the
+ * operator, and defining it again reuses the same handle. Each distinct name
+ * ever defined costs its handle (about 640 bytes) for the life of the
+ * process (docs/ARCHITECTURE.md, "Operator lifetime"). KD_ENOTFOUND when no
+ * such operator is defined or implemented now; *out is NULL on error. */
 KD_API kd_status kd_op_find(const char *name, const char *overload, kd_op **out);
 
 /* As kd_op_find, then checks that `signature` (as in kd_kernel.signature)
@@ -322,7 +329,8 @@ KD_API kd_status kd_op_find(const char *name, const char *overload, kd_op **out)
 KD_API kd_status kd_op_find_typed(const char *name, const char *overload, const char *signature,
                                   kd_op **out);
 
-/* The schema (borrowed; valid while the operator stays defined), or NULL. */
+/* The schema (borrowed; valid while the operator stays defined: it is freed
+ * after its last definition is released), or NULL when not defined. */
 KD_API const kd_schema *kd_op_schema(const kd_op *op);
 /* "ns::name.overload" (or "ns::name"); static for the life of the process. */
 KD_API const char *kd_op_name(const kd_op *op);

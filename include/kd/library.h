@@ -42,8 +42,8 @@ typedef struct kd_registration kd_registration;
 KD_API kd_status kd_library_open(kd_library_kind kind, const char *ns, kd_dispatch_key key,
                                  const char *file, int line, kd_library **out);
 
-/* Releases every registration of the library still held, then frees it.
- * NULL is ignored. */
+/* Releases every registration of the library still held (newest first, as
+ * kd_registration_release), then frees it. NULL is ignored. */
 KD_API void kd_library_close(kd_library *lib);
 
 /* Defines an operator from a schema ("name.overload(args) -> returns"; a
@@ -207,7 +207,12 @@ KD_API kd_status kd_op_select_kernel(const kd_op *op, kd_dispatch_key key, kd_la
 KD_API kd_status kd_library_fallback(kd_library *lib, const kd_kernel *kernel,
                                      kd_registration **out);
 
-/* Undoes one registration now. The handle is invalid after. NULL is ignored. */
+/* Undoes one registration now; the registration handle is invalid after
+ * (the kd_op handles stay valid). What it referenced is freed once no call in
+ * flight can use it: a kernel's record (its destroy_data called), the table
+ * entries and functor states that used it. When it was the last definition
+ * or kernel of its operator, the operator keeps only its handle and name
+ * (see kd_op_find). NULL is ignored. */
 KD_API void kd_registration_release(kd_registration *reg);
 
 /* ---- Listeners ------------------------------------------------------------ */
@@ -307,22 +312,25 @@ typedef struct kd_library_desc {
   int line;
 } kd_library_desc;
 
-/* Opens a described library and runs its body once per process; later calls
- * for the same descriptor do nothing. The library stays open for the life of
- * the process (or until kd_library_close_desc). The body's registrations
- * return their statuses as anywhere else; a failure to open the library
- * itself is returned and also reported with kd_warn (a constructor has no
- * caller to tell). When a registration of the body fails with KD_ENOMEM the
- * library is all or nothing: everything the body registered is released,
- * the descriptor stays unopened (a later call runs the body again), and
- * KD_ENOMEM is returned and warned with the failed registration's message. */
+/* Opens a described library and runs its body once; later calls for the
+ * same descriptor do nothing until kd_library_close_desc. The library stays
+ * open until kd_library_close_desc (for the life of the process, for those a
+ * constructor opens). The body's registrations return their statuses as
+ * anywhere else; a failure to open the library itself is returned and also
+ * reported with kd_warn (a constructor has no caller to tell). When a
+ * registration of the body fails with KD_ENOMEM the library is all or
+ * nothing: everything the body registered is released, the descriptor stays
+ * unopened (a later call runs the body again), and KD_ENOMEM is returned and
+ * warned with the failed registration's message. */
 KD_API kd_status kd_library_open_desc(const kd_library_desc *desc);
 
-/* Closes the library a descriptor opened (kd_library_close: every
- * registration it holds is released) and forgets that it was opened, so
- * that kd_library_open_desc opens it again. Nothing for a descriptor that is
- * not open, or NULL. For a runtime that undoes a failed start (kd_ops_open)
- * and for tests. */
+/* Closes the library kd_library_open_desc opened for `desc` (kd_library_close:
+ * every registration it holds is released, newest first) and forgets that it
+ * was opened, so that a later kd_library_open_desc opens it and runs its body
+ * again. Does nothing when `desc` is NULL or not open. Thread-safe; the
+ * descriptor stays the caller's. For a library that must be unloaded or
+ * reopened, such as libkdops' in kd_ops_close, for a runtime that undoes a
+ * failed start, and for tests. */
 KD_API void kd_library_close_desc(const kd_library_desc *desc);
 
 /* The macros: a library whose body runs when the program or shared library

@@ -39,9 +39,23 @@ typedef struct kd_tensors {
 } kd_tensors;
 
 /* Registers the aten operators and their CPU, Meta and composite kernels.
- * Idempotent and thread-safe: later calls return the first call's status.
- * The registrations stay for the life of the process. */
+ * Thread-safe; once it succeeded, later calls return KD_OK at once until
+ * kd_ops_close. All or nothing: on any failure (KD_ENOMEM when an allocation
+ * failed, KD_ESTATE for a libkdispatch of another build) nothing stays
+ * registered, the error is returned with its message, and the next call tries
+ * again. The registrations (owned by libkdops) stay until kd_ops_close. */
 KD_API kd_status kd_ops_open(void);
+
+/* Releases every registration a successful kd_ops_open made, so that the
+ * next kd_ops_open registers everything again; does nothing when not open
+ * (a failed kd_ops_open leaves nothing to close).
+ * Thread-safe, and safe while other threads call operators: a call already
+ * running finishes, later ones fail. The operator handles stay valid (entry
+ * points keep theirs): while closed, a call through one fails with
+ * KD_ESTATE ("operator 'aten::...' is not defined"), and after the next
+ * kd_ops_open the same handles work again. Memory stays flat over any
+ * number of open/close cycles. */
+KD_API void kd_ops_close(void);
 
 /* Threads used by operators above their grain size: the KD_NUM_THREADS
  * environment variable, else the number of processors. Setting n <= 0 is

@@ -276,7 +276,7 @@ kd_status kd__ops_register_tables(const kd__gen_def *defs, size_t ndefs, const k
     kd_library_close(lib);
     return kd_set_error(st, "kd_ops_open: %s", msg);
   }
-  aten_lib = lib; /* open for the life of the process (or kd__ops_unregister) */
+  aten_lib = lib; /* open until kd__ops_unregister (kd_ops_close) */
   return KD_OK;
 }
 

@@ -138,12 +138,10 @@ kd_status kd__ops_backend_select(const kd_call *call, const kd_arg *args, kd_val
 /* gen_register.c: registers every generated operator and kernel (all or
  * nothing, as kd__ops_register_tables). */
 kd_status kd__ops_register(void);
-/* Closes the aten library kd__ops_register opened (undoes it). */
+/* Closes the aten library kd__ops_register opened (undoes it; nothing when
+ * none is open): every operator it defined keeps only its handle and name.
+ * kd_ops_close (ops.c) is the public way. */
 void kd__ops_unregister(void);
-/* Undoes a successful kd_ops_open (ops.c), so that the next one registers
- * everything again. For the tests (which link libkdops statically); no
- * thread may be calling operators meanwhile. */
-void kd__ops_close(void);
 
 /* The device of a structured call's outputs: that of the first tensor
  * argument given (NULL ones skipped), else cpu. */

@@ -12,8 +12,8 @@
 /* kd_ops_open is all or nothing: it either registers everything or, on a
  * failure (an allocation that failed, a registration refused), releases
  * everything it registered and returns the error; the next call tries
- * again. Serialised by open_lock; `opened` is read with acquire by the
- * fast path of every later call. */
+ * again. kd_ops_close undoes a successful open. Serialised by open_lock;
+ * `opened` is read with acquire by the fast path of every later call. */
 static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool opened;
 
@@ -68,7 +68,8 @@ kd_status kd_ops_open(void) {
   return st;
 }
 
-void kd__ops_close(void) {
+/* Closes what open_libraries opened, newest first. */
+void kd_ops_close(void) {
   pthread_mutex_lock(&open_lock);
   if (opened) {
     close_hand_registered();

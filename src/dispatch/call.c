@@ -44,6 +44,12 @@ static void trace(const char *what, const kd_op *op, kd_dispatch_key key, kd_key
 }
 
 kd_status kd__no_op_info(const kd_op *op) {
+  if (!kd__op_alive(op))
+    return kd_set_error(KD_ESTATE,
+                        "operator '%s' is not defined: nothing defines or implements it (its "
+                        "last registration was released, or it never had one); the handle works "
+                        "again once a library defines it",
+                        op->name);
   return kd_set_error(KD_ESTATE,
                       "operator '%s' is not defined: it has no schema (a DEF or FRAGMENT library "
                       "must def it before it can be called)",
@@ -74,8 +80,7 @@ static kd_status missing(const kd_op *op, kd_dispatch_key key) {
 
 /* The data a kernel gets: a closure's data, or this slot's functor state,
  * made on first use. */
-static kd_status kernel_data(const kd__entry *e, void **data) {
-  const kd__kernel *k = e->kernel;
+static kd_status kernel_data(const kd__entry *e, const kd__kernel *k, void **data) {
   if (k->k.kind != KD_KERNEL_FUNCTOR) {
     *data = k->k.data;
     return KD_OK;
@@ -140,6 +145,7 @@ static kd_status prepare(const kd_op *op, const kd__entry *e, kd_dispatch_key ke
                           op->name, kd_dispatch_key_name(key), e->select_text);
     int idx = (int)kt->layout * KD_DTYPE_COUNT + (int)kt->dtype;
     const kd__cell *cell = &e->select[idx];
+    const kd__entry *slot = e; /* whose state a functor cell uses */
     bool fb = false;
     if (!cell->kernel && (atomic_load_explicit(&kd__cpu_fallback_keys, memory_order_relaxed) &
                           ((kd_keyset)1 << key))) {
@@ -147,6 +153,7 @@ static kd_status prepare(const kd_op *op, const kd__entry *e, kd_dispatch_key ke
       const kd__entry *cpu = atomic_load_explicit(&op->table[KD_KEY_CPU], memory_order_acquire);
       if (cpu && cpu->select && cpu->select[idx].kernel) {
         cell = &cpu->select[idx];
+        slot = cpu;
         r->key = KD_KEY_CPU;
         r->fell_back = true;
         kd__warn_fallback_once(op, key, kt->dtype);
@@ -161,13 +168,16 @@ static kd_status prepare(const kd_op *op, const kd__entry *e, kd_dispatch_key ke
     r->kernel = cell->kernel;
     r->data = cell->data;
     r->plan = cell->plan;
+    /* A plain functor kernel in the cells no keyed kernel serves: the slot's
+     * state (keyed kernels are never functors, so there is one at most). */
+    if (cell->kernel->k.kind == KD_KERNEL_FUNCTOR) return kernel_data(slot, cell->kernel, &r->data);
     return KD_OK;
   }
   if (e->kernel->k.kind == KD_KERNEL_NOT_SUPPORTED)
     return kd_set_error(KD_EUNSUPPORTED, "'%s' is not supported for dispatch key '%s'", op->name,
                         kd_dispatch_key_name(key));
   r->kernel = e->kernel;
-  return kernel_data(e, &r->data);
+  return kernel_data(e, e->kernel, &r->data);
 }
 
 /* A boxed kernel called typed: box the arguments (tensors borrowed, as the

@@ -191,7 +191,8 @@ struct kd_op {
                              * call takes */
   _Atomic(const kd__op_info *) info; /* NULL while not defined */
   _Atomic uint32_t live;    /* defs + impls held: 0 when the operator has disappeared
-                             * (read by lookups without the lock) */
+                             * (read by lookups without the lock); while 0 the
+                             * table is empty and info NULL (kd__op_live_add) */
   /* ---- registry side, under the lock ---- */
   uint32_t nselect;      /* entries in `table` with a kernel-key selector */
   kd_keyset stale;       /* slots left empty by a failed allocation in a release
@@ -280,13 +281,16 @@ void kd__tx_init(kd__tx *tx);
 /* Prepares the slots of `keys` of op (those a registration for a key can
  * change: kd_dispatch_key_expand of it), and any slot left stale by an
  * earlier failure, for the op's schema `info` (the op's published info, or
- * the one a definition is about to publish). KD_ENOMEM with a message
+ * the one a definition is about to publish). For an operator coming alive
+ * (its registration linked, op->live still 0) the slots of keys with a
+ * fallback too: kd__op_live_add allocates nothing. KD_ENOMEM with a message
  * naming the operator and key; the transaction must then be aborted. */
 kd_status kd__tx_add_keys(kd__tx *tx, kd_op *op, kd_keyset keys, const struct kd__op_info *info);
 /* The slots a change of the op's schema can change: those with kernel-key
- * selectors (their plans are made for the schema). */
+ * selectors (their plans are made for the schema); those of keys with a
+ * fallback too for an operator coming alive. */
 kd_status kd__tx_add_schema(kd__tx *tx, kd_op *op, const struct kd__op_info *info);
-/* kd__tx_add_keys for every operator. */
+/* kd__tx_add_keys for every operator alive (a dead one's table stays empty). */
 kd_status kd__tx_add_all(kd__tx *tx, kd_keyset keys);
 void kd__tx_commit(kd__tx *tx);
 void kd__tx_abort(kd__tx *tx);
@@ -302,6 +306,14 @@ void kd__op_rebuild_schema(kd_op *op);
 void kd__rebuild_all_keys(kd_keyset keys);
 /* True when something defines or implements the op. */
 bool kd__op_alive(const kd_op *op);
+/* Counts a definition or kernel in (+1) or out (-1) of op->live (under the
+ * lock); allocates nothing. The operator that comes alive (0 -> 1) must have
+ * had its table prepared, fallback slots included, by the registration's
+ * transaction (kd__tx_add_keys does it for an operator held with live 0),
+ * then committed after this call. The one nothing holds any more loses every
+ * table entry (retired, so calls in flight stay safe), keeping only its
+ * handle and name. */
+void kd__op_live_add(kd_op *op, int delta);
 void kd__notify(kd_registry_event_kind kind, kd_op *op, kd_dispatch_key key, const char *debug);
 /* Computes the entry a slot should hold: kernel and reason. */
 void kd__compute_slot(const kd_op *op, kd_dispatch_key key, const kd__kernel **kernel,

@@ -300,7 +300,9 @@ bool kd__select_build(const kd_op *op, kd_dispatch_key key, const kd__op_info *i
     c->dtypes = r->keyed ? r->dtypes : KD_ALL_DTYPES;
     if (r->keyed && info)
       c->plan = make_plan(r, key, cell / KD_DTYPE_COUNT, cell % KD_DTYPE_COUNT, info, *key_arg, &oom);
-    c->fast = c->plan ? NULL : r->kernel->k.unboxed;
+    /* A functor's cell has no fast entry: its state is the slot's, made on
+     * first call (call.c, prepare). */
+    c->fast = c->plan || r->kernel->k.kind == KD_KERNEL_FUNCTOR ? NULL : r->kernel->k.unboxed;
   }
   char *t = describe_keyed(op, key);
   if (oom || !t) {

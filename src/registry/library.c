@@ -123,7 +123,7 @@ static void release_locked(kd_registration *r) {
   switch (r->kind) {
     case KD__REG_DEF:
       unlink_from_list(&op->defs, r);
-      atomic_fetch_sub_explicit(&op->live, 1, memory_order_release);
+      kd__op_live_add(op, -1);
       if (!op->defs) {
         const kd__op_info *info = atomic_load_explicit(&op->info, memory_order_relaxed);
         atomic_store_explicit(&op->fast_arg, -1, memory_order_release);
@@ -147,7 +147,7 @@ static void release_locked(kd_registration *r) {
         break;
       }
       unlink_from_list(&op->impls, r);
-      atomic_fetch_sub_explicit(&op->live, 1, memory_order_release);
+      kd__op_live_add(op, -1);
       kd__op_rebuild_keys(op, kd_dispatch_key_expand(r->key));
       kd__notify(KD_EVENT_IMPL_RELEASE, op, r->key, r->debug);
       kd__kernel_free(r->kernel);
@@ -334,14 +334,27 @@ static kd_status def_common(kd_library *lib, const char *schema_text, const char
                           "operator '%s' is already defined with schema '%s' (at %s); it cannot "
                           "also be defined as '%s' (at %s)",
                           qualified, a, op->defs->debug, b, lib->debug);
+      if (st == KD_OK) { /* alive already: nothing to prepare */
+        r->op_next = op->defs;
+        op->defs = r;
+      }
       kd_schema_free(schema);
       schema = NULL;
     } else if (st == KD_OK) {
       st = kd__op_info_new(schema, &info); /* takes the schema */
       schema = NULL;
       if (st == KD_OK) st = check_impls(op, info->schema);
-      /* Kernel-key plans depend on the schema: made now, published below. */
-      if (st == KD_OK) st = kd__tx_add_schema(&tx, op, info);
+      /* Kernel-key plans depend on the schema: made now, published below.
+       * Prepared with `r` linked: an operator nothing held before gets the
+       * slots of keys with a fallback too (kd__tx_add_schema). */
+      if (st == KD_OK) {
+        r->op_next = op->defs;
+        op->defs = r;
+        if ((st = kd__tx_add_schema(&tx, op, info))) {
+          op->defs = r->op_next;
+          r->op_next = NULL;
+        }
+      }
       if (st) {
         kd__tx_abort(&tx);
         kd__op_info_free(info);
@@ -350,9 +363,7 @@ static kd_status def_common(kd_library *lib, const char *schema_text, const char
     }
     if (st == KD_OK) {
       r->op = op;
-      r->op_next = op->defs;
-      op->defs = r;
-      atomic_fetch_add_explicit(&op->live, 1, memory_order_release);
+      kd__op_live_add(op, 1);
       link_to_library(lib, r);
       if (info) {
         op->tags = tag_copy;
@@ -408,6 +419,8 @@ static kd_status link_impl(kd_op *op, kd_registration *r) {
   const kd_registration *prev = overridden(op, r);
   r->op_next = op->impls;
   op->impls = r;
+  /* Prepared with `r` linked: an operator nothing held before gets the
+   * slots of keys with a fallback too (kd__tx_add_keys). */
   kd__tx tx;
   kd__tx_init(&tx);
   kd_status st = kd__tx_add_keys(&tx, op, kd_dispatch_key_expand(r->key),
@@ -419,7 +432,7 @@ static kd_status link_impl(kd_op *op, kd_registration *r) {
     return st;
   }
   if (prev) warn_override(op, prev, r);
-  atomic_fetch_add_explicit(&op->live, 1, memory_order_release);
+  kd__op_live_add(op, 1);
   kd__tx_commit(&tx);
   kd__notify(KD_EVENT_IMPL, op, r->key, r->debug);
   return KD_OK;
@@ -484,7 +497,7 @@ kd_status kd__merge_staged_locked(size_t *merged) {
     kd_registration *r = list[i];
     r->staged = false;
     if (prev[i]) warn_override(r->op, prev[i], r);
-    atomic_fetch_add_explicit(&r->op->live, 1, memory_order_release);
+    kd__op_live_add(r->op, 1);
   }
   kd__tx_commit(&tx);
   for (i = 0; i < n; i++) kd__notify(KD_EVENT_IMPL, list[i]->op, list[i]->key, list[i]->debug);
@@ -804,14 +817,19 @@ kd_status kd_library_open_desc(const kd_library_desc *desc) {
 }
 
 void kd_library_close_desc(const kd_library_desc *desc) {
+  if (!desc) return;
   pthread_mutex_lock(&desc_lock);
+  opened_desc *found = NULL;
   for (opened_desc **p = &opened; *p; p = &(*p)->next)
     if ((*p)->desc == desc) {
-      opened_desc *o = *p;
-      *p = o->next;
-      kd_library_close(o->lib);
-      kd__free(o);
+      found = *p;
+      *p = found->next;
       break;
     }
   pthread_mutex_unlock(&desc_lock);
+  if (!found) return;
+  /* Closed outside desc_lock: a listener called while the registrations
+   * are released may open a descriptor. */
+  kd_library_close(found->lib);
+  kd__free(found);
 }

@@ -121,20 +121,6 @@ static kd_op *op_alloc(size_t size) {
   return op;
 }
 
-/* Gives back the operator op_alloc(size) returned last (nothing was carved
- * since), zeroed again as the block expects. */
-static void op_unalloc(kd_op *op, size_t size) {
-  size_t hdr = (sizeof(op_block) + KD__OP_ALIGN - 1) & ~(KD__OP_ALIGN - 1);
-  size = (size + KD__OP_ALIGN - 1) & ~(KD__OP_ALIGN - 1);
-  if (size > KD__OP_BLOCK_SIZE - hdr) {
-    kd__free(op);
-    return;
-  }
-  KD__ASSERT((char *)op + size == (char *)op_blocks + op_block_used);
-  memset(op, 0, size);
-  op_block_used -= size;
-}
-
 kd_status kd__op_get(const char *qualified, size_t len, kd_op **out) {
   size_t base_len;
   split_qualified(qualified, len, &base_len);
@@ -169,22 +155,6 @@ kd_status kd__op_get(const char *qualified, size_t len, kd_op **out) {
   atomic_init(&op->keep, ~(kd_keyset)0);
   atomic_init(&op->fast_arg, -1);
   atomic_init(&op->box1, -1);
-  /* A new table is empty; the slots of keys with a fallback are not. They
-   * are made before the operator is published, so that a failure leaves
-   * nothing behind. */
-  kd_keyset fallback_keys = 0;
-  unsigned key;
-  KD__FOR_EACH_KEY(key, KD__RUNTIME_KEYS)
-    if (kd__fallbacks[key]) fallback_keys |= (kd_keyset)1 << key;
-  kd__tx tx;
-  kd__tx_init(&tx);
-  kd_status st = fallback_keys ? kd__tx_add_keys(&tx, op, fallback_keys, NULL) : KD_OK;
-  if (st) {
-    kd__tx_abort(&tx);
-    op_unalloc(op, sizeof *op + len + 1);
-    kd__free(grown);
-    return st;
-  }
   if (grown) {
     for (size_t i = 0; t && i < cap; i++) {
       kd_op *old = atomic_load_explicit(&t->slots[i], memory_order_relaxed);
@@ -199,13 +169,46 @@ kd_status kd__op_get(const char *qualified, size_t len, kd_op **out) {
   op->next_in_list = all_ops;
   all_ops = op;
   op_count++;
-  kd__tx_commit(&tx);
+  /* Nothing defines or implements it yet: its table stays empty, even in
+   * the slots of keys with a fallback, until a registration's transaction
+   * fills them (kd__tx_add_keys). */
   *out = op;
   return KD_OK;
 }
 
 bool kd__op_alive(const kd_op *op) {
   return atomic_load_explicit(&((kd_op *)op)->live, memory_order_acquire) != 0;
+}
+
+/* The keys with a fallback: the slots an operator coming alive gets. */
+static kd_keyset fallback_keys(void) {
+  kd_keyset keys = 0;
+  unsigned key;
+  KD__FOR_EACH_KEY(key, KD__RUNTIME_KEYS)
+    if (kd__fallbacks[key]) keys |= (kd_keyset)1 << key;
+  return keys;
+}
+
+/* Something defines or implements the operator (under the lock): the
+ * registry-side truth, ahead of op->live while a registration is prepared. */
+static bool op_held(const kd_op *op) { return op->defs || op->impls; }
+
+void kd__op_live_add(kd_op *op, int delta) {
+  uint32_t before = atomic_fetch_add_explicit(&op->live, (uint32_t)delta, memory_order_release);
+  uint32_t after = before + (uint32_t)delta;
+  /* Coming alive (0 -> 1) allocates nothing here: the registration's
+   * transaction prepared the fallback slots (kd__tx_add_keys), so that a
+   * failure changes nothing. */
+  if (before != 0 && after == 0) {
+    /* Gone: every entry is retired (with the kernel references and functor
+     * state it holds); only the handle and its name stay. Emptying slots
+     * allocates nothing (the transaction's items are inline). */
+    kd_keyset held = 0;
+    unsigned key;
+    KD__FOR_EACH_KEY(key, KD__RUNTIME_KEYS)
+      if (atomic_load_explicit(&op->table[key], memory_order_relaxed)) held |= (kd_keyset)1 << key;
+    if (held || op->stale) kd__op_rebuild_keys(op, held);
+  }
 }
 
 kd_status kd_op_find(const char *name, const char *overload, kd_op **out) {
@@ -277,6 +280,12 @@ void kd__compute_slot(const kd_op *op, kd_dispatch_key key, const kd__kernel **k
   const kd__kernel *k;
   *kernel = NULL;
   *reason = KD__REASON_MISSING;
+  /* An operator nothing defines or implements has no entries, not even the
+   * fallbacks': what stays of it must not grow with the fallbacks. (The
+   * registration lists, not op->live: a transaction that brings the
+   * operator to life is prepared with its registration linked and live
+   * still 0.) */
+  if (!op_held(op)) return;
   if ((k = top(op, key))) {
     *kernel = k;
     *reason = KD__REASON_KERNEL;
@@ -315,7 +324,13 @@ static void kernel_unref(const kd__kernel *k);
 
 static void free_entry_now(kd__entry *e) {
   void *state = atomic_load_explicit(&e->state, memory_order_acquire);
-  if (state && e->kernel->k.destroy) e->kernel->k.destroy(state);
+  /* The functor that made the state: the slot's kernel, or in a kernel-key
+   * slot the plain functor kernel of the cells no keyed kernel serves. */
+  const kd__kernel *maker = e->kernel;
+  for (int i = 0; state && e->select && maker->k.kind != KD_KERNEL_FUNCTOR && i < KD__SELECT_CELLS; i++)
+    if (e->select[i].kernel && e->select[i].kernel->k.kind == KD_KERNEL_FUNCTOR)
+      maker = e->select[i].kernel;
+  if (state && maker->k.destroy) maker->k.destroy(state);
   kd__select_free(e->select);
   kd__free(e->select_text);
   kernel_unref(e->kernel);
@@ -402,6 +417,9 @@ static bool make_entry(kd_op *op, unsigned key, const kd__kernel *kernel, kd__re
 }
 
 kd_status kd__tx_add_keys(kd__tx *tx, kd_op *op, kd_keyset keys, const kd__op_info *info) {
+  /* An operator coming alive (held, live still 0: its table is empty) gets
+   * the slots of keys with a fallback as well. */
+  if (!kd__op_alive(op) && op_held(op)) keys |= fallback_keys();
   keys |= op->stale;
   kd_keyset fallthrough = ~atomic_load_explicit(&op->keep, memory_order_relaxed) & ~keys;
   kd_keyset stale = op->stale & ~keys;
@@ -462,11 +480,13 @@ static kd_keyset schema_keys(const kd_op *op) {
 
 kd_status kd__tx_add_schema(kd__tx *tx, kd_op *op, const kd__op_info *info) {
   kd_keyset keys = schema_keys(op);
-  return keys || op->stale ? kd__tx_add_keys(tx, op, keys, info) : KD_OK;
+  bool reviving = !kd__op_alive(op) && op_held(op);
+  return keys || op->stale || reviving ? kd__tx_add_keys(tx, op, keys, info) : KD_OK;
 }
 
 kd_status kd__tx_add_all(kd__tx *tx, kd_keyset keys) {
   for (kd_op *op = all_ops; op; op = op->next_in_list) {
+    if (!kd__op_alive(op)) continue; /* an empty table, kept empty */
     kd_status st =
         kd__tx_add_keys(tx, op, keys, atomic_load_explicit(&op->info, memory_order_relaxed));
     if (st) return st;
@@ -514,8 +534,10 @@ void kd__op_rebuild_schema(kd_op *op) {
 
 void kd__rebuild_all_keys(kd_keyset keys) {
   /* Operator by operator: each fits in the inline items, so nothing but
-   * the entries themselves is allocated. */
-  for (kd_op *op = all_ops; op; op = op->next_in_list) kd__op_rebuild_keys(op, keys);
+   * the entries themselves is allocated. An operator that is not alive has
+   * an empty table and keeps it empty. */
+  for (kd_op *op = all_ops; op; op = op->next_in_list)
+    if (kd__op_alive(op)) kd__op_rebuild_keys(op, keys);
 }
 
 void kd__set_slow(bool trace) {

@@ -8,7 +8,7 @@
  * Every N is tried, up to the first the open does not reach (about 4,600
  * allocations; a run that succeeded although allocation N failed, because
  * what failed was optional such as a cache entry, is checked and undone with
- * kd__ops_close). Then operators are called through their generated
+ * kd_ops_close). Then operators are called through their generated
  * typed entry points and boxed, N = 1, 2, ... until a run succeeds: every
  * failure KD_ENOMEM with a message, no leak (LeakSanitizer).
  */
@@ -72,7 +72,7 @@ static void test_open(void **state) {
     }
     /* What failed was optional (a cache entry): close and go on. */
     swallowed++;
-    kd__ops_close();
+    kd_ops_close();
     assert_int_equal(live_ops(), before);
   }
   print_message("kd_ops_open: %ld failure points tried (every N up to %ld), "
