@@ -773,6 +773,21 @@ static void test_softmax(void **state) {
   check(r, 2, (int64_t[]){3, 2}, KD_FLOAT32, (double[]){sm1[0], 0, sm1[1], 0, sm1[2], 1}, 1e-6);
   kd_tensor_release(r);
   kd_tensor_release(t);
+  /* An expanded out= of the result's sizes is refused as PyTorch's copy_
+   * into it refuses it (internal overlap), after the argument checks; its
+   * base keeps its values. */
+  KD_ASSERT_OK(kd_tensor_as_strided(o, 2, sz, (int64_t[]){0, 1}, 0, &t));
+  kd_scalar seven = kd_scalar_int(7);
+  KD_ASSERT_OK(kd_fill__Scalar(o, &seven));
+  const char *internal = "unsupported operation: more than one element of the written-to tensor "
+                         "refers to a single memory location. Please clone() the tensor before "
+                         "performing the operation.";
+  KD_ASSERT_ERR(kd_softmax_int_out(a, 1, NULL, t), KD_EINVAL, internal);
+  KD_ASSERT_ERR(kd_log_softmax_int_out(a, 1, NULL, t), KD_EINVAL, internal);
+  KD_ASSERT_ERR(kd_softmax_int_out(a, 2, NULL, t), KD_ERANGE,
+                "Dimension out of range (expected to be in range of [-2, 1], but got 2)");
+  check(o, 2, sz, KD_FLOAT32, (double[]){7, 7, 7, 7, 7, 7}, 0);
+  kd_tensor_release(t);
   kd_tensor_release(o);
   kd_tensor_release(a);
   kd_tensor_release(i);
