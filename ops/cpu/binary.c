@@ -456,6 +456,25 @@ KD__FLTS(L_FLOOR_F, divfl)
 KD__INTS(L_REM_I, rem)
 KD__FLTS(L_REM_F, rem)
 
+/* Integer division guard: sets the context's flag when the divisor (input
+ * 1, operand 2) has a zero, without writing anything. Run before the
+ * division loops so that a failing call leaves its output (self for the
+ * in-place forms) as it was, as PyTorch does (it checks an element before
+ * storing it). */
+#define L_ZCHK_I(op, s, E, T, U)                                                               \
+  static void op##_##s(void *ctx_, char **data, const int64_t *strides, int64_t n0, int64_t n1) { \
+    bin_ctx *p = ctx_;                                                                         \
+    for (int64_t j = 0; j < n1; j++) {                                                         \
+      const char *bd = data[2] + j * strides[5];                                               \
+      for (int64_t i = 0; i < n0; i++)                                                         \
+        if (*(const T *)(const void *)(bd + i * strides[2]) == 0) {                            \
+          atomic_store(&p->bad, 1);                                                            \
+          return;                                                                              \
+        }                                                                                      \
+    }                                                                                          \
+  }
+KD__INTS(L_ZCHK_I, zchk)
+
 #define L_ATAN2_F(op, s, E, T, C, LD, ST) \
   KD__BIN_LOOP(op##_##s, T, C, LD, T, ST, KD__FSEL(C, atan2f, atan2)(a, b))
 KD__FLTS(L_ATAN2_F, atan2)
@@ -660,6 +679,7 @@ static loop2d_fn *const divt_loops[KD_DTYPE_COUNT] = {KD__FLTS(KD__TBL, divt) KD
 static loop2d_fn *const divtr_loops[KD_DTYPE_COUNT] = {KD__INTS(KD__TBL, divtr) KD__FLTS(KD__TBL, divtr)};
 static loop2d_fn *const divfl_loops[KD_DTYPE_COUNT] = {KD__INTS(KD__TBL, divfl) KD__FLTS(KD__TBL, divfl)};
 static loop2d_fn *const rem_loops[KD_DTYPE_COUNT] = {KD__INTS(KD__TBL, rem) KD__FLTS(KD__TBL, rem)};
+static loop2d_fn *const zchk_loops[KD_DTYPE_COUNT] = {KD__INTS(KD__TBL, zchk)};
 static loop2d_fn *const atan2_loops[KD_DTYPE_COUNT] = {KD__FLTS(KD__TBL, atan2)};
 static loop2d_fn *const max_loops[KD_DTYPE_COUNT] = {
     KD__TBL_B(max) KD__INTS(KD__TBL, max) KD__FLTS(KD__TBL, max)};
@@ -798,9 +818,24 @@ static kd_status add_kernel(kd_iter *iter, const kd_scalar *alpha, const kd_scal
   }
 KD__SIMPLE_KERNEL(mul_kernel, mul_loops, "mul_cpu")
 KD__SIMPLE_KERNEL(div_true_kernel, divt_loops, "div_true_cpu")
-KD__SIMPLE_KERNEL(div_trunc_kernel, divtr_loops, "div_trunc_cpu")
-KD__SIMPLE_KERNEL(div_floor_kernel, divfl_loops, "div_floor_cpu")
-KD__SIMPLE_KERNEL(remainder_kernel, rem_loops, "remainder_cpu")
+/* Integer division and remainder: the divisor is checked for zeros first,
+ * so that ZeroDivisionError leaves the output unwritten. */
+#define KD__IDIV_KERNEL(fname, table, name)                                             \
+  static kd_status fname(kd_iter *iter, const kd_scalar *p0, const kd_scalar *p1) {    \
+    (void)p0;                                                                          \
+    (void)p1;                                                                          \
+    kd_dtype dt = kd_iter_common_dtype(iter);                                          \
+    if (kd_dtype_valid(dt) && zchk_loops[dt]) {                                        \
+      bin_ctx c;                                                                       \
+      ctx_init(&c);                                                                    \
+      kd_status st = run(iter, zchk_loops[dt], &c);                                    \
+      if (st) return st;                                                               \
+    }                                                                                  \
+    return run_table(iter, table, name);                                               \
+  }
+KD__IDIV_KERNEL(div_trunc_kernel, divtr_loops, "div_trunc_cpu")
+KD__IDIV_KERNEL(div_floor_kernel, divfl_loops, "div_floor_cpu")
+KD__IDIV_KERNEL(remainder_kernel, rem_loops, "remainder_cpu")
 KD__SIMPLE_KERNEL(atan2_kernel, atan2_loops, "atan2_cpu")
 KD__SIMPLE_KERNEL(maximum_kernel, max_loops, "maximum_cpu")
 KD__SIMPLE_KERNEL(minimum_kernel, min_loops, "minimum_cpu")

@@ -476,6 +476,16 @@ static kd_status arange_plan_make(const char *op, const kd_scalar *start, const 
          dst = kd_scalar_to_double(step);
   double size_d;
   if (kd_dtype_is_integral(dtype, false)) {
+    /* PyTorch converts the three to int64 (the accumulate type of every
+     * integral dtype) with a checked conversion: nan, inf and values out of
+     * range fail instead of becoming some integer. */
+    for (int i = 0; i < 3; i++) {
+      if (scalar_is_integral(args[i])) continue;
+      double v = kd_scalar_to_double(args[i]);
+      if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0))
+        return kd_set_error(KD_EOVERFLOW,
+                            "%s: value cannot be converted to type int64_t without overflow", op);
+    }
     int64_t xs = kd_scalar_to_int64(start), xe = kd_scalar_to_int64(end),
             xst = kd_scalar_to_int64(step);
     if (xst == 0) return kd_set_error(KD_EINVAL, "%s: step must be nonzero", op);

@@ -18,7 +18,10 @@
  * once); argmax/argmin and the indices of max.dim/min.dim are int64;
  * all/any give bool, or uint8 for a uint8 input.
  */
+#include <string.h>
+
 #include "native/reduce.h"
+#include "native/views.h"
 #include "structured.h"
 
 #include "kdgen_all_native.h"
@@ -79,6 +82,34 @@ static kd_status set_reduced_output(kd_structured *s, int i, const kd_tensor *se
   int64_t sizes[KD_MAX_DIMS];
   int n = reduced_shape(self, mask, keepdim, sizes);
   return kd_structured_set_output(s, i, n, sizes, NULL, dtype);
+}
+
+/* An out= (out variants) that overlaps self: refused before it is resized,
+ * with PyTorch's message for partial overlap, when it partly overlaps self
+ * or is self's memory but not of the result's sizes (the resize would make
+ * the output and the input different views of the same elements). An out=
+ * that is exactly self's memory with the result's sizes (every reduced dim
+ * of size 1) reads each element before writing it, and is accepted. max.dim
+ * and min.dim do this as PyTorch's TensorIterator; sum, mean and prod (which
+ * 1.13 does not check: undefined there) by decision. */
+static kd_status check_out_vs_self(const kd_structured *s, int nout, const kd_tensor *self,
+                                   const bool *mask, bool keepdim) {
+  if (s->mode != KD_STRUCTURED_OUT) return KD_OK;
+  int64_t sizes[KD_MAX_DIMS];
+  int n = reduced_shape(self, mask, keepdim, sizes);
+  for (int i = 0; i < nout; i++) {
+    const kd_tensor *o = s->given[i];
+    if (!o) continue;
+    kd__vw_overlap ov = kd__vw_overlap_of(o, self);
+    bool same_sizes = kd_tensor_ndim(o) == n &&
+                      (n == 0 || !memcmp(kd_tensor_sizes(o), sizes, (size_t)n * sizeof(int64_t)));
+    if (ov == KD__VW_OVERLAP_PARTIAL || (ov == KD__VW_OVERLAP_FULL && !same_sizes))
+      return kd_set_error(KD_EINVAL,
+                          "unsupported operation: some elements of the input tensor and the "
+                          "written-to tensor refer to a single memory location. Please clone() "
+                          "the tensor before performing the operation.");
+  }
+  return KD_OK;
 }
 
 /* PyTorch's zero_numel_check_dims for one dim (already checked to be in
@@ -287,6 +318,7 @@ kd_status kd__meta_sum_dim_IntList(kd_structured *s, kd_tensor *self, kd_ints di
   if (st || (st = check_dtype_arg(op, dtype))) return st;
   bool mask[KD_MAX_DIMS];
   if ((st = dim_mask(op, dim, kd_tensor_ndim(self), mask))) return st;
+  if ((st = check_out_vs_self(s, 1, self, mask, keepdim))) return st;
   return set_reduced_output(s, 0, self, mask, keepdim, infer_dtype(s, self, dtype));
 }
 
@@ -318,6 +350,7 @@ kd_status kd__meta_mean_dim(kd_structured *s, kd_tensor *self, kd_ints dim, bool
                         kd_dtype_name(dtype ? *dtype : kd_tensor_dtype(self)));
   bool mask[KD_MAX_DIMS];
   if ((st = dim_mask(op, dim, kd_tensor_ndim(self), mask))) return st;
+  if ((st = check_out_vs_self(s, 1, self, mask, keepdim))) return st;
   return set_reduced_output(s, 0, self, mask, keepdim, infer_dtype(s, self, dtype));
 }
 
@@ -350,6 +383,7 @@ kd_status kd__meta_prod_dim_int(kd_structured *s, kd_tensor *self, int64_t dim, 
   bool mask[KD_MAX_DIMS];
   kd_ints dims = {&dim, 1};
   if ((st = dim_mask(op, dims, kd_tensor_ndim(self), mask))) return st;
+  if ((st = check_out_vs_self(s, 1, self, mask, keepdim))) return st;
   return set_reduced_output(s, 0, self, mask, keepdim, infer_dtype(s, self, dtype));
 }
 
@@ -480,6 +514,7 @@ static kd_status meta_dim_idx(const char *fn, kd_structured *s, kd_tensor *self,
   bool mask[KD_MAX_DIMS];
   kd_ints dims = {&dim, 1};
   if ((st = dim_mask(fn, dims, kd_tensor_ndim(self), mask))) return st;
+  if ((st = check_out_vs_self(s, 2, self, mask, keepdim))) return st;
   if ((st = set_reduced_output(s, 0, self, mask, keepdim, dt))) return st;
   if ((st = set_reduced_output(s, 1, self, mask, keepdim, KD_INT64))) return st;
   *pre_dim = d;

@@ -454,13 +454,15 @@ kd_status kd__native_index_select_out(kd_tensor *self, int64_t dim, kd_tensor *i
   if (st) return st;
   if (kd_tensor_dtype(out) != kd_tensor_dtype(self))
     return kd_set_error(KD_ETYPE, "index_select(): self and result must have the same scalar type");
-  /* Overlap before the resize (a refused out stays as it was) and after. */
+  /* Overlap before the resize (a refused out stays as it was; PyTorch
+   * refuses an expanded out= even when the resize would replace it) and
+   * after. */
   for (int pass = 0; pass < 2; pass++) {
-    if (pass == 1 && ((st = kd__vw_prepare_out(out, ndim, sizes, kd_tensor_dtype(self), true,
-                                               kd_tensor_device(self))) ||
-                      (st = kd__vw_check_internal_overlap(out))))
+    if (pass == 1 && (st = kd__vw_prepare_out(out, ndim, sizes, kd_tensor_dtype(self), true,
+                                              kd_tensor_device(self))))
       return st;
-    if ((st = kd__vw_check_no_overlap(out, self, false)) ||
+    if ((st = kd__vw_check_internal_overlap(out)) ||
+        (st = kd__vw_check_no_overlap(out, self, false)) ||
         (st = kd__vw_check_no_overlap(out, index, false)))
       return st;
   }

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "native/reduce.h"
+#include "native/views.h"
 
 #include "kdgen_all_native.h"
 #include "kd/ops_all.h"
@@ -152,6 +153,31 @@ static kd_status converted(kd_tensor *self, const kd_dtype *dtype, kd_tensor **o
   return kd_tensor_to_dtype(self, *dtype, out);
 }
 
+/* The .int_out composites, as PyTorch 1.13's softmax_out/log_softmax_out: an
+ * out= that is not contiguous gets the result through copy_, which refuses
+ * an out= with internal overlap (an expanded one) whose sizes are already
+ * the result's (other sizes are resized to a fresh contiguous tensor). The
+ * result is computed first so that argument errors come before that one. */
+static kd_status int_out(kd_tensor *self, int64_t dim, const kd_dtype *dtype, kd_tensor *out,
+                         bool is_log) {
+  kd_tensor *c = NULL;
+  kd_status r = converted(self, dtype, &c);
+  if (r) return r;
+  if (out && kd_tensor_ndim(out) == kd_tensor_ndim(c) &&
+      !memcmp(kd_tensor_sizes(out), kd_tensor_sizes(c),
+              (size_t)kd_tensor_ndim(c) * sizeof(int64_t)) &&
+      kd__vw_check_internal_overlap(out)) {
+    kd_tensor *tmp = NULL;
+    r = is_log ? kd__log_softmax(c, dim, false, &tmp) : kd__softmax(c, dim, false, &tmp);
+    kd_tensor_release(tmp);
+    kd_tensor_release(c);
+    return r ? r : kd__vw_check_internal_overlap(out);
+  }
+  r = is_log ? kd__log_softmax_out(c, dim, false, out) : kd__softmax_out(c, dim, false, out);
+  kd_tensor_release(c);
+  return r;
+}
+
 kd_status kd__native_softmax_int(kd_tensor *self, int64_t dim, const kd_dtype *dtype,
                                  kd_tensor **out) {
   kd_tensor *c = NULL;
@@ -163,12 +189,7 @@ kd_status kd__native_softmax_int(kd_tensor *self, int64_t dim, const kd_dtype *d
 }
 kd_status kd__native_softmax_out(kd_tensor *self, int64_t dim, const kd_dtype *dtype,
                                  kd_tensor *out) {
-  kd_tensor *c = NULL;
-  kd_status r = converted(self, dtype, &c);
-  if (r) return r;
-  r = kd__softmax_out(c, dim, false, out);
-  kd_tensor_release(c);
-  return r;
+  return int_out(self, dim, dtype, out, false);
 }
 kd_status kd__native_log_softmax_int(kd_tensor *self, int64_t dim, const kd_dtype *dtype,
                                      kd_tensor **out) {
@@ -181,10 +202,5 @@ kd_status kd__native_log_softmax_int(kd_tensor *self, int64_t dim, const kd_dtyp
 }
 kd_status kd__native_log_softmax_out(kd_tensor *self, int64_t dim, const kd_dtype *dtype,
                                      kd_tensor *out) {
-  kd_tensor *c = NULL;
-  kd_status r = converted(self, dtype, &c);
-  if (r) return r;
-  r = kd__log_softmax_out(c, dim, false, out);
-  kd_tensor_release(c);
-  return r;
+  return int_out(self, dim, dtype, out, true);
 }

@@ -448,13 +448,9 @@ kd_status kd__native_view_dtype(kd_tensor *self, kd_dtype dtype, kd_tensor **out
   if (!kd_dtype_valid(dtype))
     return kd_set_error(KD_EINVAL, "view.dtype: invalid dtype %d", (int)dtype);
   kd_dtype from = kd_tensor_dtype(self);
-  if (from == dtype) {
-    kd_tensor_retain(self);
-    *out = self;
-    return KD_OK;
-  }
   geom g;
   geom_of(self, &g);
+  if (from == dtype) return view_of(self, &g, out); /* a new alias, as in PyTorch */
   int64_t old_size = (int64_t)kd_dtype_size(from), new_size = (int64_t)kd_dtype_size(dtype);
   const char *a = pt_dtype_name(from), *b = pt_dtype_name(dtype);
   int last = g.ndim - 1;

@@ -52,6 +52,49 @@ static void expect(const kd_tensor *t, kd_dtype dt, int64_t n, const double *wan
 
 static void setup_open(void) { KD_ASSERT_OK(kd_ops_open()); }
 
+/* Integer division by zero (div_ with rounding modes, remainder_, and their
+ * out= forms) fails with ZeroDivisionError and leaves self/out as they were:
+ * PyTorch checks each divisor before it stores (kd checks them all before the
+ * loop), whereas kd once wrote zeros into self first. The zero is in the last
+ * element, so a check per element would have written the others. */
+static void test_int_div_by_zero_leaves_self(void **state) {
+  (void)state;
+  setup_open();
+  int64_t n[3] = {7, -7, 5}, z[3] = {2, 3, 0};
+  kd_tensor *self = T1(KD_INT64, 3, n), *tz = T1(KD_INT64, 3, z);
+  const double want[3] = {7, -7, 5};
+  kd_scalar zero = kd_scalar_int(0);
+  KD_ASSERT_ERR(kd_remainder__Tensor(self, tz), KD_EINVAL, "ZeroDivisionError");
+  expect(self, KD_INT64, 3, want);
+  KD_ASSERT_ERR(kd_remainder__Scalar(self, &zero), KD_EINVAL, "ZeroDivisionError");
+  expect(self, KD_INT64, 3, want);
+  KD_ASSERT_ERR(kd_div__Tensor_mode(self, tz, "trunc"), KD_EINVAL, "ZeroDivisionError");
+  expect(self, KD_INT64, 3, want);
+  KD_ASSERT_ERR(kd_div__Tensor_mode(self, tz, "floor"), KD_EINVAL, "ZeroDivisionError");
+  expect(self, KD_INT64, 3, want);
+  KD_ASSERT_ERR(kd_div__Scalar_mode(self, &zero, "trunc"), KD_EINVAL, "ZeroDivisionError");
+  expect(self, KD_INT64, 3, want);
+  KD_ASSERT_ERR(kd_div__Scalar_mode(self, &zero, "floor"), KD_EINVAL, "ZeroDivisionError");
+  expect(self, KD_INT64, 3, want);
+  /* out= forms: out keeps its values too. */
+  int64_t o[3] = {-1, -2, -3};
+  kd_tensor *out = T1(KD_INT64, 3, o);
+  const double owant[3] = {-1, -2, -3};
+  KD_ASSERT_ERR(kd_remainder_Tensor_out(self, tz, out), KD_EINVAL, "ZeroDivisionError");
+  expect(out, KD_INT64, 3, owant);
+  KD_ASSERT_ERR(kd_div_out_mode(self, tz, "floor", out), KD_EINVAL, "ZeroDivisionError");
+  expect(out, KD_INT64, 3, owant);
+  /* A divisor without zeros still divides. */
+  int64_t d[3] = {2, 3, 4};
+  kd_tensor *td = T1(KD_INT64, 3, d);
+  KD_ASSERT_OK(kd_remainder__Tensor(self, td));
+  expect(self, KD_INT64, 3, (double[]){1, 2, 1});
+  kd_tensor_release(td);
+  kd_tensor_release(out);
+  kd_tensor_release(tz);
+  kd_tensor_release(self);
+}
+
 /* add with alpha 1 (absent, or int 1) runs a loop without the parameter; it
  * must give the values the general loop gives with alpha 1.0 (a double, which
  * takes the general loop), bit for bit, for every dtype and for the special
@@ -1607,6 +1650,7 @@ int main(void) {
       cmocka_unit_test(test_alias_result_borrowed),
       cmocka_unit_test(test_large_threads),
       cmocka_unit_test(test_add_alpha_one_same_as_general),
+      cmocka_unit_test(test_int_div_by_zero_leaves_self),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -546,6 +546,29 @@ static void test_arange(void **state) {
   kd_tensor_release(t);
   KD_ASSERT_ERR(kd_arange(&i5, &BOOL_, NULL, &OC_META, NULL, &t), KD_ENOKERNEL,
                 "not implemented for 'bool'");
+  /* Integral dtypes: nan, inf or an out-of-range start, end or step fails as
+   * PyTorch's checked int64 conversion does (end=nan into an int64 out= once
+   * gave an empty tensor). out keeps its shape and values. */
+  kd_tensor *iout = IOTA(KD_INT64, 3);
+  KD_ASSERT_ERR(kd_arange_out(&nan_s, iout), KD_EOVERFLOW,
+                "arange: value cannot be converted to type int64_t without overflow");
+  EXPECT_SHAPE(iout, KD_INT64, KD_DEVICE_CPU, 3);
+  EXPECT_VALS(iout, 0, 1, 2);
+  KD_ASSERT_ERR(kd_arange_start_out(&nan_s, &i5, &i1, iout), KD_EOVERFLOW,
+                "arange: value cannot be converted to type int64_t without overflow");
+  KD_ASSERT_ERR(kd_arange_start_out(&i0, &i5, &inf_s, iout), KD_EOVERFLOW,
+                "arange: value cannot be converted to type int64_t without overflow");
+  EXPECT_VALS(iout, 0, 1, 2);
+  kd_tensor_release(iout);
+  kd_scalar ninf_s = kd_scalar_double(-INFINITY);
+  KD_ASSERT_ERR(kd_arange_start_step(&ninf_s, &i5, &i1, &I32, NULL, NULL, NULL, &t), KD_EOVERFLOW,
+                "arange: value cannot be converted to type int64_t without overflow");
+  KD_ASSERT_ERR(kd_arange_start_step(&i0, &huge, &i1, &I32, NULL, NULL, NULL, &t), KD_EOVERFLOW,
+                "arange: value cannot be converted to type int64_t without overflow");
+  assert_null(t);
+  /* Floating dtypes: a nan step is "step must be nonzero" (nan is neither > 0 nor < 0). */
+  KD_ASSERT_ERR(kd_arange_start_step(&i0, &i5, &nan_s, &F64, NULL, NULL, NULL, &t), KD_EINVAL,
+                "step must be nonzero");
 }
 
 static void test_arange_out(void **state) {

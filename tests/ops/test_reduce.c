@@ -721,6 +721,57 @@ static void test_cumsum(void **state) {
 
 /* ---- softmax / log_softmax ------------------------------------------------------------------------------ */
 
+/* An out= that is self, or overlaps it, is refused before anything is
+ * resized or written: max.dim/min.dim as PyTorch (its TensorIterator), sum,
+ * mean and prod by decision (1.13 does not check them; the result is
+ * undefined there). self keeps its sizes and values. An out= that is self
+ * with the result's sizes (a reduced dim of size 1, keepdim) is accepted. */
+static void test_out_overlapping_self(void **state) {
+  (void)state;
+  setup_ops();
+  const char *msg = "unsupported operation: some elements of the input tensor and the written-to "
+                    "tensor refer to a single memory location. Please clone() the tensor before "
+                    "performing the operation.";
+  const int64_t sz[2] = {2, 3}, s2 = 2, one = 1;
+  const double v[6] = {1, 5, 3, 6, 2, 4};
+  kd_tensor *a = mk(2, sz, KD_INT64, v), *ov = NULL, *oi = NULL, *part = NULL;
+  KD_ASSERT_OK(kd_tensor_empty(1, (int64_t[]){0}, KD_INT64, kd_device_cpu(), &ov));
+  KD_ASSERT_OK(kd_tensor_empty(1, (int64_t[]){0}, KD_INT64, kd_device_cpu(), &oi));
+  KD_ASSERT_ERR(kd_max_dim_max(a, 1, false, a, oi), KD_EINVAL, msg);
+  KD_ASSERT_ERR(kd_max_dim_max(a, 1, false, ov, a), KD_EINVAL, msg);
+  KD_ASSERT_ERR(kd_min_dim_min(a, 1, false, a, oi), KD_EINVAL, msg);
+  KD_ASSERT_ERR(kd_min_dim_min(a, 1, false, ov, a), KD_EINVAL, msg);
+  /* the first two elements of a: a partial overlap */
+  KD_ASSERT_OK(kd_tensor_as_strided(a, 1, &s2, &one, 0, &part));
+  KD_ASSERT_ERR(kd_max_dim_max(a, 1, false, part, oi), KD_EINVAL, msg);
+  check(a, 2, sz, KD_INT64, v, 0);
+  check(ov, 1, (int64_t[]){0}, KD_INT64, NULL, 0);
+  check(oi, 1, (int64_t[]){0}, KD_INT64, NULL, 0);
+  kd_tensor_release(part);
+  /* self [2, 1], dim 1 kept: out=self has the result's sizes */
+  kd_tensor *c = mk(2, (int64_t[]){2, 1}, KD_INT64, (double[]){3, 4});
+  KD_ASSERT_OK(kd_max_dim_max(c, 1, true, c, oi));
+  check(c, 2, (int64_t[]){2, 1}, KD_INT64, (double[]){3, 4}, 0);
+  check(oi, 2, (int64_t[]){2, 1}, KD_INT64, (double[]){0, 0}, 0);
+  kd_tensor_release(c);
+  /* sum, mean, prod */
+  kd_tensor *f = mk(2, sz, KD_FLOAT32, v);
+  int64_t d1 = 1;
+  KD_ASSERT_ERR(kd_sum_IntList_out(f, ints(&d1, 1), false, NULL, f), KD_EINVAL, msg);
+  KD_ASSERT_ERR(kd_mean_out(f, ints(&d1, 1), false, NULL, f), KD_EINVAL, msg);
+  KD_ASSERT_ERR(kd_prod_int_out(f, 1, false, NULL, f), KD_EINVAL, msg);
+  KD_ASSERT_ERR(kd_sum_IntList_out(f, ints(&d1, 1), true, NULL, f), KD_EINVAL, msg);
+  check(f, 2, sz, KD_FLOAT32, v, 0);
+  kd_tensor *g = mk(2, (int64_t[]){2, 1}, KD_FLOAT32, (double[]){3, 4});
+  KD_ASSERT_OK(kd_sum_IntList_out(g, ints(&d1, 1), true, NULL, g));
+  check(g, 2, (int64_t[]){2, 1}, KD_FLOAT32, (double[]){3, 4}, 0);
+  kd_tensor_release(g);
+  kd_tensor_release(f);
+  kd_tensor_release(oi);
+  kd_tensor_release(ov);
+  kd_tensor_release(a);
+}
+
 static void test_softmax(void **state) {
   (void)state;
   setup_ops();
@@ -773,6 +824,21 @@ static void test_softmax(void **state) {
   check(r, 2, (int64_t[]){3, 2}, KD_FLOAT32, (double[]){sm1[0], 0, sm1[1], 0, sm1[2], 1}, 1e-6);
   kd_tensor_release(r);
   kd_tensor_release(t);
+  /* An expanded out= of the result's sizes is refused as PyTorch's copy_
+   * into it refuses it (internal overlap), after the argument checks; its
+   * base keeps its values. */
+  KD_ASSERT_OK(kd_tensor_as_strided(o, 2, sz, (int64_t[]){0, 1}, 0, &t));
+  kd_scalar seven = kd_scalar_int(7);
+  KD_ASSERT_OK(kd_fill__Scalar(o, &seven));
+  const char *internal = "unsupported operation: more than one element of the written-to tensor "
+                         "refers to a single memory location. Please clone() the tensor before "
+                         "performing the operation.";
+  KD_ASSERT_ERR(kd_softmax_int_out(a, 1, NULL, t), KD_EINVAL, internal);
+  KD_ASSERT_ERR(kd_log_softmax_int_out(a, 1, NULL, t), KD_EINVAL, internal);
+  KD_ASSERT_ERR(kd_softmax_int_out(a, 2, NULL, t), KD_ERANGE,
+                "Dimension out of range (expected to be in range of [-2, 1], but got 2)");
+  check(o, 2, sz, KD_FLOAT32, (double[]){7, 7, 7, 7, 7, 7}, 0);
+  kd_tensor_release(t);
   kd_tensor_release(o);
   kd_tensor_release(a);
   kd_tensor_release(i);
@@ -798,6 +864,7 @@ int main(void) {
       cmocka_unit_test(test_all_any),      cmocka_unit_test(test_cumsum),
       cmocka_unit_test(test_cumsum_empty_huge),
       cmocka_unit_test(test_softmax),
+      cmocka_unit_test(test_out_overlapping_self),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -476,6 +476,18 @@ static void test_index_select(void **state) {
                 "tensor refer to a single memory location.");
   EXPECT_VALS(a, 0, 1, 2, 3, 4, 5); /* a refused out is left alone */
   KD_ASSERT_ERR(kd_index_select_out(a, 0, ib, out), KD_ERANGE, "index out of range in self");
+  /* An expanded out= is refused before the resize, as PyTorch's
+   * assert_no_internal_overlap, even when its sizes ([2, 3]) are not the
+   * result's ([3, 2]) and the resize would have replaced it. */
+  kd_tensor *row3 = FROM(KD_FLOAT64, (3), 7, 8, 9), *xo = NULL;
+  KD_ASSERT_OK(kd_expand(row3, INTS(2, 3), false, &xo));
+  KD_ASSERT_ERR(kd_index_select_out(a, 0, idx, xo), KD_EINVAL,
+                "unsupported operation: more than one element of the written-to tensor refers "
+                "to a single memory location. Please clone() the tensor before performing the "
+                "operation.");
+  EXPECT_GEOM(xo, (2, 3), (0, 1), 0);
+  EXPECT_VALS(row3, 7, 8, 9);
+  RELEASE(xo, row3);
   /* A transposed out of the right sizes is written through its strides. */
   kd_tensor *ob = EMPTY(KD_FLOAT64, 2, 3), *obt = NULL;
   KD_ASSERT_OK(kd_t(ob, &obt));

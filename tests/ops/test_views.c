@@ -193,9 +193,17 @@ static void test_view_dtype(void **state) {
   assert_int_equal(kd_tensor_dtype(v), KD_FLOAT32);
   oc_expect_view_of(v, a, 0);
   kd_tensor_release(v);
-  /* Same dtype: self itself. */
+  /* Same dtype: a new alias of self (PyTorch's x.view(x.dtype) is not x): a
+   * metadata change of the result leaves self as it was. */
   KD_ASSERT_OK(kd_view_dtype(a, KD_INT32, &v));
-  assert_ptr_equal(v, a);
+  assert_ptr_not_equal(v, a);
+  EXPECT_GEOM(v, (2, 2), (2, 1), 0);
+  assert_int_equal(kd_tensor_dtype(v), KD_INT32);
+  oc_expect_view_of(v, a, 0);
+  KD_ASSERT_OK(kd_transpose_(v, 0, 1));
+  EXPECT_GEOM(v, (2, 2), (1, 2), 0);
+  EXPECT_GEOM(a, (2, 2), (2, 1), 0);
+  expect_write_through(v, I(1, 0), a, I(0, 1));
   kd_tensor_release(v);
   /* Smaller: int32 [2, 2] -> int16 [2, 4] (little endian: 1, 0, 2, 0, ...). */
   KD_ASSERT_OK(kd_view_dtype(a, KD_INT16, &v));
