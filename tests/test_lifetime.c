@@ -7,40 +7,10 @@
  * Memory is measured by counting live heap bytes, never by time: glibc's
  * mallinfo2() (bytes in use in every arena plus mmap'd chunks), or the
  * sanitizer allocator's count under ASan/TSan, which replace malloc. */
-#include <malloc.h>
-#include <unistd.h>
-
 #include "dispatch/dispatcher_impl.h"
 #include "dispatch/reclaim.h"
+#include "kd_memtest.h"
 #include "kd_test.h"
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define KD_TEST_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define KD_TEST_SANITIZED 1
-#endif
-#endif
-#ifndef KD_TEST_SANITIZED
-#define KD_TEST_SANITIZED 0
-#endif
-
-#if KD_TEST_SANITIZED
-/* The sanitizer runtime's count of live heap bytes (declared here: gcc does
- * not install the sanitizer headers). */
-size_t __sanitizer_get_current_allocated_bytes(void);
-#endif
-
-/* Heap bytes in use now, after every retired object has been freed. */
-static size_t live_bytes(void) {
-  kd__reclaim(true);
-#if KD_TEST_SANITIZED
-  return __sanitizer_get_current_allocated_bytes();
-#else
-  struct mallinfo2 m = mallinfo2();
-  return m.uordblks + m.hblkhd;
-#endif
-}
 
 /* ---- Kernels ------------------------------------------------------------------ */
 
@@ -401,9 +371,9 @@ static void test_cycles_keep_memory_flat(void **state) {
     libs_open(&l, "flat");
     libs_call("flat", cpu_t, meta_t);
     libs_close(&l);
-    if (i == warmup) after_warmup = live_bytes();
+    if (i == warmup) after_warmup = kd_memtest_live_bytes();
   }
-  size_t after = live_bytes();
+  size_t after = kd_memtest_live_bytes();
   assert_int_equal(data_alive, 0);
   assert_int_equal(states_alive, 0);
   assert_true(events > events0);
@@ -427,7 +397,7 @@ static void test_distinct_names_cost_only_handles(void **state) {
   KD_ASSERT_OK(kd_library_fallback(m1, &fb, NULL));
   KD_ASSERT_OK(kd_library_fallback(m2, &ft, NULL));
   const int n = KD_TEST_SANITIZED ? 2000 : 8000;
-  size_t before = live_bytes();
+  size_t before = kd_memtest_live_bytes();
   kd_kernel kf = kd_kernel_unboxed(k_ident, "(Tensor) -> Tensor");
   char schema[64], name[64];
   for (int i = 0; i < n; i++) {
@@ -444,7 +414,7 @@ static void test_distinct_names_cost_only_handles(void **state) {
     kd_library_close(cpu);
     kd_library_close(def);
   }
-  size_t after = live_bytes();
+  size_t after = kd_memtest_live_bytes();
   double per_name = (double)(after - before) / n;
   /* The handle, 16-byte aligned, with "names::opNNNNN" and its NUL; the
    * name table (at most half full, so 2 to 4 pointers a name); and the
@@ -462,22 +432,10 @@ static void test_distinct_names_cost_only_handles(void **state) {
   kd_library_close(m1);
 }
 
-/* glibc's per-thread cache keeps freed chunks that mallinfo2 counts as in
- * use (tens of KiB of noise): the test runs itself again with it off. */
-static void without_tcache(char **argv) {
-#if !KD_TEST_SANITIZED
-  if (getenv("GLIBC_TUNABLES")) return;
-  setenv("GLIBC_TUNABLES", "glibc.malloc.tcache_count=0", 1);
-  execv("/proc/self/exe", argv);
-  /* exec failed: go on with the cache, within the tolerance or not */
-#else
-  (void)argv;
-#endif
-}
 
 int main(int argc, char **argv) {
   (void)argc;
-  without_tcache(argv);
+  kd_memtest_without_tcache(argv);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_release_frees_and_redefine_reuses),
       cmocka_unit_test(test_fallback_while_gone),

@@ -5,41 +5,13 @@
  * kd_ops_open makes the same handles work again, and open/close cycles keep
  * the live heap bytes flat (mallinfo2, or the sanitizer allocator's count).
  */
-#include <malloc.h>
-#include <unistd.h>
 
+#include "kd_memtest.h"
 #include "kd_test.h"
 #include "kd/library.h"
 #include "kd/ops.h"
 #include "kd/ops_all.h"
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define KD_TEST_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define KD_TEST_SANITIZED 1
-#endif
-#endif
-#ifndef KD_TEST_SANITIZED
-#define KD_TEST_SANITIZED 0
-#endif
-
-#if KD_TEST_SANITIZED
-size_t __sanitizer_get_current_allocated_bytes(void);
-#endif
-/* libkdispatch's reclamation (src/dispatch/reclaim.h; the static library
- * this test links has it): frees what released registrations retired. */
-size_t kd__reclaim(bool wait);
-
-static size_t live_bytes(void) {
-  kd__reclaim(true);
-#if KD_TEST_SANITIZED
-  return __sanitizer_get_current_allocated_bytes();
-#else
-  struct mallinfo2 m = mallinfo2();
-  return m.uordblks + m.hblkhd;
-#endif
-}
 
 static kd_tensor *ints(void) {
   int64_t n = 3;
@@ -110,9 +82,9 @@ static void test_cycles_keep_memory_flat(void **state) {
     KD_ASSERT_OK(kd_ops_open());
     check_calls(x);
     kd_ops_close();
-    if (i == warmup) after_warmup = live_bytes();
+    if (i == warmup) after_warmup = kd_memtest_live_bytes();
   }
-  size_t after = live_bytes();
+  size_t after = kd_memtest_live_bytes();
   print_message("live heap bytes after cycle %d: %zu, after cycle %d: %zu\n", warmup, after_warmup,
                 cycles, after);
   if (after > after_warmup + tolerance)
@@ -123,22 +95,10 @@ static void test_cycles_keep_memory_flat(void **state) {
   kd_tensor_release(x);
 }
 
-/* glibc's per-thread cache keeps freed chunks that mallinfo2 counts as in
- * use (tens of KiB of noise): the test runs itself again with it off. */
-static void without_tcache(char **argv) {
-#if !KD_TEST_SANITIZED
-  if (getenv("GLIBC_TUNABLES")) return;
-  setenv("GLIBC_TUNABLES", "glibc.malloc.tcache_count=0", 1);
-  execv("/proc/self/exe", argv);
-  /* exec failed: go on with the cache, within the tolerance or not */
-#else
-  (void)argv;
-#endif
-}
 
 int main(int argc, char **argv) {
   (void)argc;
-  without_tcache(argv);
+  kd_memtest_without_tcache(argv);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_close_and_reopen),
       cmocka_unit_test(test_cycles_keep_memory_flat),
