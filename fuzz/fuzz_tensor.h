@@ -21,7 +21,8 @@ static inline void check_tensor(const kd_tensor *t, int ndim, const int64_t *siz
     FUZZ_CHECK(sz[i] == sizes[i], "size %d is %lld, asked for %lld", i, (long long)sz[i],
                (long long)sizes[i]);
     FUZZ_CHECK(sz[i] >= 0, "negative size %lld", (long long)sz[i]);
-    numel = numel > big ? (sz[i] ? numel : 0) : numel * sz[i];
+    /* saturates above 2^100 (no i128 overflow), and a later zero still gives 0 */
+    numel = sz[i] == 0 ? 0 : numel > big / sz[i] ? big + 1 : numel * sz[i];
   }
   FUZZ_CHECK(numel == kd_tensor_numel(t), "numel %lld for a product of sizes of %lld",
              (long long)kd_tensor_numel(t), (long long)numel);
