@@ -89,7 +89,7 @@ static kd_tensor *make_tensor(fuzz_reader *r) {
   for (int i = 0; i < ndim && i <= KD_MAX_DIMS; i++) {
     sizes[i] = small_size(r);
     if (sizes[i] == 0) zero = 1;
-    if (sizes[i] > 0 && numel <= 4096) numel *= sizes[i];
+    if (sizes[i] > 0 && numel <= 4096) numel = sizes[i] > 4096 ? 4097 : numel * sizes[i];
   }
   /* Memory stays bounded: a tensor with elements has at most 4096. */
   if (!zero && numel > 4096)
@@ -187,7 +187,8 @@ static kd_value make_int_list(fuzz_reader *r) {
   if (fuzz_u8(r) == 0xFF) n = 17 + fuzz_count(r, 3);
   for (size_t i = 0; i < n; i++) {
     int64_t x = small_size(r);
-    items[i] = fuzz_u8(r) >= 0xF0 ? x - 3 : x; /* -3..-1: negative dims */
+    /* -3..-1: negative dims (x - 3 saturates: the harness itself must not overflow) */
+    items[i] = fuzz_u8(r) >= 0xF0 && x > INT64_MIN + 3 ? x - 3 : x;
   }
   kd_value v;
   FUZZ_CHECK(kd_value_int_list(items, n, &v) == KD_OK, "int list");
