@@ -905,7 +905,13 @@ static void test_kernel_forms(void **state) {
   KD_ASSERT_ERR(kd_library_impl(cpu, "pair", &k, NULL), KD_EINVAL, "needs its signature");
   k = kd_kernel_unboxed(k_pair, sig);
   k.api_version = 7;
-  KD_ASSERT_ERR(kd_library_impl(cpu, "pair", &k, NULL), KD_EINVAL, "expected api_version 1");
+  KD_ASSERT_ERR(kd_library_impl(cpu, "pair", &k, NULL), KD_EINVAL,
+                "kd_kernel api_version 7 is not supported: this library accepts only 1 "
+                "(KD_KERNEL_API_VERSION); was it built against a newer kdispatch?");
+  k.api_version = 0;
+  KD_ASSERT_ERR(kd_library_impl(cpu, "pair", &k, NULL), KD_EINVAL,
+                "kd_kernel api_version 0 is not supported: this library accepts only 1 "
+                "(KD_KERNEL_API_VERSION); was api_version left unset?");
   kd_library_close(meta);
   kd_library_close(cpu);
   kd_library_close(def);
@@ -1149,7 +1155,7 @@ static void test_static_macros(void **state) {
   KD_ASSERT_OK(kd_op_find("staticdef::inc2", "", &op));
   /* Opening a descriptor again does nothing. */
   KD_ASSERT_OK(kd_library_open_desc(&kd_library_def_staticdef));
-  KD_ASSERT_ERR(kd_library_open_desc(NULL), KD_EINVAL, "bad descriptor");
+  KD_ASSERT_ERR(kd_library_open_desc(NULL), KD_EINVAL, "kd_library_open_desc: NULL kd_library_desc");
 }
 
 static int count_op(kd_op *op, void *ud) {

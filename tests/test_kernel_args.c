@@ -341,10 +341,11 @@ static void test_definition_errors(void **state) {
   KD_ASSERT_ERR(kd_library_impl_keyed_ex(cpu, "mixed", &spec, NULL), KD_EINVAL,
                 "key argument 1 is not a Tensor argument of the schema");
   spec.key_arg = -1;
-  spec.version = 7;
+  spec.api_version = 7;
   KD_ASSERT_ERR(kd_library_impl_keyed_ex(cpu, "mixed", &spec, NULL), KD_EINVAL,
-                "expected version 1, got 7");
-  spec.version = KD_KEYED_KERNEL_VERSION;
+                "kd_library_impl_keyed(mixed, CPU): kd_keyed_kernel api_version 7 is not "
+                "supported: this library accepts only 1 (KD_KEYED_KERNEL_API_VERSION)");
+  spec.api_version = KD_KEYED_KERNEL_API_VERSION;
   spec.flags = 0x80;
   KD_ASSERT_ERR(kd_library_impl_keyed_ex(cpu, "mixed", &spec, NULL), KD_EINVAL, "unknown flags 0x80");
   spec.flags = 0;

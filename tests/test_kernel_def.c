@@ -194,7 +194,14 @@ static void test_register_errors(void **state) {
   KD_ASSERT_ERR(kd_kernel_def_register(dp, &r), KD_EINVAL, "needs create and compute");
   make_def(&d_box, "x.c:1", KD_DEVICE_CPU, KD_ALL_DTYPES, NULL, 0, "x");
   dp->api_version = 9;
-  KD_ASSERT_ERR(kd_kernel_def_register(dp, &r), KD_EINVAL, "expected api_version 1");
+  KD_ASSERT_ERR(kd_kernel_def_register(dp, &r), KD_EINVAL,
+                "kd_kernel_def api_version 9 is not supported: this library accepts only 1 "
+                "(KD_KERNEL_DEF_API_VERSION)");
+  make_def(&d_box, "x.c:1", KD_DEVICE_CPU, KD_ALL_DTYPES, NULL, 0, "x");
+  dp->kernel_class.api_version = 0;
+  KD_ASSERT_ERR(kd_kernel_def_register(dp, &r), KD_EINVAL,
+                "kd_kernel_class api_version 0 is not supported: this library accepts only 1 "
+                "(KD_KERNEL_CLASS_API_VERSION)");
   make_def(&d_box, "x.c:1", (kd_device_type)42, KD_ALL_DTYPES, NULL, 0, "x");
   KD_ASSERT_ERR(kd_kernel_def_register(dp, &r), KD_EINVAL, "invalid device type 42");
   /* Host memory naming a real argument is fine. */

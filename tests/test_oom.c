@@ -520,7 +520,9 @@ static void test_host_allocator_api(void **state) {
   assert_ptr_equal(a.malloc, kd_oom_malloc_);
   kd_host_allocator bad = a;
   bad.api_version = 7;
-  KD_ASSERT_ERR(kd_host_allocator_set(&bad), KD_EINVAL, "expected api_version 1, got 7");
+  KD_ASSERT_ERR(kd_host_allocator_set(&bad), KD_EINVAL,
+                "kd_host_allocator_set: kd_host_allocator api_version 7 is not supported: this "
+                "library accepts only 1 (KD_HOST_ALLOCATOR_API_VERSION)");
   bad = a;
   bad.free = NULL;
   KD_ASSERT_ERR(kd_host_allocator_set(&bad), KD_EINVAL, "must all be set");

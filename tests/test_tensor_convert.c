@@ -659,10 +659,11 @@ static void test_allocator_versions(void **state) {
   kd_allocator a = test_allocator(&c), got;
   a.api_version = 3;
   KD_ASSERT_ERR(kd_allocator_set(KD_DEVICE_PRIVATEUSE2, &a), KD_EINVAL,
-                "expected api_version 1 or 2 (KD_ALLOCATOR_API_VERSION) and non-NULL alloc and "
-                "free, got api_version 3");
+                "kd_allocator api_version 3 is not supported: this library accepts 1 to 2 "
+                "(KD_ALLOCATOR_API_VERSION)");
   a.api_version = 0;
-  KD_ASSERT_ERR(kd_allocator_set(KD_DEVICE_PRIVATEUSE2, &a), KD_EINVAL, "got api_version 0");
+  KD_ASSERT_ERR(kd_allocator_set(KD_DEVICE_PRIVATEUSE2, &a), KD_EINVAL,
+                "kd_allocator api_version 0 is not supported");
   a.api_version = 2;
   a.copy_from_host = NULL;
   KD_ASSERT_ERR(kd_allocator_set(KD_DEVICE_PRIVATEUSE2, &a), KD_EINVAL,

@@ -72,10 +72,12 @@ KD_API size_t kd_device_format(kd_device device, char *buf, size_t cap);
 
 /* ---- Allocators --------------------------------------------------------- */
 
-/* Version 1: api_version, alloc, free, ctx. Version 2 appends copy_to_host and
- * copy_from_host. The struct only grows at the end: a version-1 caller's struct
- * (compiled against an older header) is shorter, and the library reads and
- * writes only the fields of the version it is given. */
+/* Versioned as kd/version.h says:
+ *   version 1: api_version, alloc, free, ctx;
+ *   version 2 appends copy_to_host and copy_from_host.
+ * The struct only grows at the end: a version-1 caller's struct (compiled
+ * against an older header) is shorter, and the library reads and writes only
+ * the fields of the version it is given. */
 #define KD_ALLOCATOR_API_VERSION 2
 
 /* How storage of one device type gets its bytes and moves them to and from
@@ -119,7 +121,8 @@ typedef struct kd_allocator {
  * whole struct. A device type whose allocator has no copy functions holds
  * tensors that cannot be moved to or from it (kd_tensor_to_device gives
  * KD_EUNSUPPORTED); cpu is host memory and never needs them.
- * KD_EINVAL for a bad type, an api_version other than 1 or 2, a NULL alloc or
+ * KD_EINVAL for a bad type, an api_version outside 1..KD_ALLOCATOR_API_VERSION
+ * (the message names the struct and the versions found and accepted), a NULL alloc or
  * free, only one of the two copy functions, or a meta allocator. The caller
  * keeps `allocator` (it is copied). */
 KD_API kd_status kd_allocator_set(kd_device_type type, const kd_allocator *allocator);

@@ -229,9 +229,12 @@ typedef enum kd_kernel_kind {
 
 /* A kernel description, copied by impl/fallback. Every form becomes one
  * uniform kernel record: a call through either entry works, through an
- * adapter driven by the schema when only the other one is given. */
+ * adapter driven by the schema when only the other one is given.
+ * Versioned as kd/version.h says. Version 1: api_version, kind, unboxed,
+ * boxed, signature, data, destroy_data, create, destroy, ctor_args,
+ * nctor_args, debug. */
 typedef struct kd_kernel {
-  uint32_t api_version; /* KD_KERNEL_API_VERSION */
+  uint32_t api_version; /* KD_KERNEL_API_VERSION (1 to it are accepted) */
   kd_kernel_kind kind;
   kd_unboxed_fn unboxed; /* at least one of unboxed / boxed for FUNCTION, FUNCTOR */
   kd_boxed_fn boxed;

@@ -5,6 +5,7 @@
 #define KD_KD_H
 
 #include "kd/common.h"
+#include "kd/version.h"
 #include "kd/status.h"
 #include "kd/memory.h"
 #include "kd/dtype.h"

@@ -53,9 +53,14 @@ typedef struct kd_kernel_context kd_kernel_context;
 
 #define KD_KERNEL_CLASS_API_VERSION 1
 
-/* A kernel class: how to make, run and destroy its objects. */
+/* A kernel class: how to make, run and destroy its objects. Versioned as
+ * kd/version.h says. Version 1: api_version, create, compute, destroy,
+ * class_data. It is embedded by value in kd_kernel_def, so it can never
+ * grow (that would move kd_kernel_def's later fields): it stays at
+ * version 1, and what a kernel class needs later goes into a new versioned
+ * struct that kd_kernel_def points to from an appended field. */
 typedef struct kd_kernel_class {
-  uint32_t api_version; /* KD_KERNEL_CLASS_API_VERSION */
+  uint32_t api_version; /* KD_KERNEL_CLASS_API_VERSION (1 to it are accepted) */
   /* Makes an object. Returns KD_OK and sets *object, or an error (set with
    * kd_set_error) that refuses the construction; the lookup's caller gets it. */
   kd_status (*create)(void *class_data, const kd_kernel_construction *ctx, void **object);
@@ -72,9 +77,12 @@ typedef struct kd_kernel_class {
 
 #define KD_KERNEL_DEF_API_VERSION 1
 
-/* A kernel definition; copied by kd_kernel_def_register. */
+/* A kernel definition; copied by kd_kernel_def_register. Versioned as
+ * kd/version.h says. Version 1: api_version, op, device, constraints,
+ * nconstraints, host_memory, nhost_memory, label, priority, kernel_class
+ * (a version-1 kd_kernel_class, by value), debug. */
 typedef struct kd_kernel_def {
-  uint32_t api_version;  /* KD_KERNEL_DEF_API_VERSION */
+  uint32_t api_version;  /* KD_KERNEL_DEF_API_VERSION (1 to it are accepted) */
   const char *op;        /* "ns::name" or "ns::name.overload" of a defined operator */
   kd_device_type device;
   const kd_type_constraint *constraints;
@@ -92,7 +100,9 @@ typedef struct kd_kernel_def_reg kd_kernel_def_reg;
 /* Registers a definition. KD_ENOTFOUND when the operator is not defined;
  * KD_EINVAL for a bad device, an empty constraint, a constraint or host
  * memory name that is neither an argument nor a plain identifier, a missing
- * create or compute, a wrong api_version. The caller owns *out (release it
+ * create or compute, an api_version of the definition or of its kernel
+ * class outside 1..current (the message names the struct, the version found
+ * and the versions accepted). The caller owns *out (release it
  * with kd_kernel_def_release); prepared kernels made from the definition
  * keep it alive after release. */
 KD_API kd_status kd_kernel_def_register(const kd_kernel_def *def, kd_kernel_def_reg **out);

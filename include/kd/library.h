@@ -142,10 +142,13 @@ KD_API void kd_kernel_args_key(kd_kernel_args *args, size_t arg);
 #define KD_KERNEL_CUSTOM 0x1u   /* a plugin's kernel: staged until kd_custom_kernels_merge */
 #define KD_KERNEL_OVERRIDE 0x2u /* a custom kernel that may replace a built-in one */
 
-#define KD_KEYED_KERNEL_VERSION 1
-/* A kernel-key registration in full (kd_library_impl_keyed is the short form). */
+/* A kernel-key registration in full (kd_library_impl_keyed is the short form).
+ * Versioned as kd/version.h says. Version 1: api_version, layout, dtypes,
+ * kernel, flags, key_arg, args, user_data. */
+#define KD_KEYED_KERNEL_API_VERSION 1
+#define KD_KEYED_KERNEL_VERSION KD_KEYED_KERNEL_API_VERSION /* the old name */
 typedef struct kd_keyed_kernel {
-  uint32_t version;       /* KD_KEYED_KERNEL_VERSION */
+  uint32_t api_version;   /* KD_KEYED_KERNEL_API_VERSION (1 to it are accepted) */
   int layout;             /* a kd_layout or KD_ALL_LAYOUT */
   kd_dtype_set dtypes;    /* the dtypes served; not empty */
   const kd_kernel *kernel; /* a FUNCTION kernel; copied */
@@ -300,20 +303,34 @@ KD_API kd_status kd_dispatcher_check(void);
 
 /* ---- Static registration ------------------------------------------------- */
 
-/* A library described at compile time: what the KD_LIBRARY macros emit. */
-#define KD_LIBRARY_DESC_VERSION 1
+/* A library described at compile time: what the KD_LIBRARY macros emit.
+ * Versioned as kd/version.h says:
+ *   version 1: api_version, kind, ns, key, body, file, line;
+ *   version 2 appends id.
+ * kd_library_open_desc accepts versions 1 and 2 and reads only the fields of
+ * the descriptor's version (a version-1 descriptor has no id). */
+#define KD_LIBRARY_DESC_API_VERSION 2
+#define KD_LIBRARY_DESC_VERSION KD_LIBRARY_DESC_API_VERSION /* the old name */
 typedef struct kd_library_desc {
-  uint32_t version; /* KD_LIBRARY_DESC_VERSION */
+  uint32_t api_version; /* KD_LIBRARY_DESC_API_VERSION (1 to it are accepted) */
   kd_library_kind kind;
   const char *ns;
   kd_dispatch_key key;
   void (*body)(kd_library *lib); /* the registrations */
   const char *file;
   int line;
+  /* ---- Version 2 ---- */
+  /* The unique id of a KD_LIBRARY_IMPL_ID block ("fused"), or NULL: named in
+   * messages about the library. */
+  const char *id;
 } kd_library_desc;
 
 /* Opens a described library and runs its body once; later calls for the
- * same descriptor do nothing until kd_library_close_desc. The library stays
+ * same descriptor do nothing until kd_library_close_desc. The descriptor is
+ * the caller's and must stay valid (and at the same address) while the
+ * library is open. KD_EINVAL for a NULL descriptor or body, or an
+ * api_version outside 1..KD_LIBRARY_DESC_API_VERSION (the message names the
+ * struct, the version found and the versions accepted). The library stays
  * open until kd_library_close_desc (for the life of the process, for those a
  * constructor opens). The body's registrations return their statuses as
  * anywhere else; a failure to open the library itself is returned and also
@@ -340,12 +357,19 @@ KD_API void kd_library_close_desc(const kd_library_desc *desc);
  *
  *   KD_LIBRARY(myops, m) { kd_library_def(m, "add(Tensor a, Tensor b) -> Tensor", 0, 0, 0); }
  *   KD_LIBRARY_IMPL(myops, CPU, m) { kd_library_impl(m, "add", &kernel, 0); }
+ *   KD_LIBRARY_IMPL_ID(myops, CPU, fused, m) { ... }  (fused: a unique id)
  *   KD_LIBRARY_FRAGMENT(myops, extra, m) { ... }   (extra: a unique name)
  *   KD_USE_LIBRARY(kd_library_def_myops);          (in the program)
  *
  * Descriptor symbols: kd_library_def_NS, kd_library_fragment_NS_NAME,
- * kd_library_impl_NS_KEY. Define KD_NO_AUTO_REGISTER to leave out the
- * constructors (then open each descriptor explicitly). */
+ * kd_library_impl_NS_KEY, kd_library_impl_NS_KEY_ID. KD_LIBRARY_IMPL can
+ * appear once per (namespace, key) in a program, as its symbol is global;
+ * KD_LIBRARY_IMPL_ID, as TORCH_LIBRARY_IMPL does with its hidden unique id,
+ * allows any number of blocks for one (namespace, key), each with its own
+ * id (an identifier, unique among the blocks of that namespace and key). Every
+ * block opens its own IMPL library; they all register. Define
+ * KD_NO_AUTO_REGISTER to leave out the constructors (then open each
+ * descriptor explicitly). */
 #if defined(KD_NO_AUTO_REGISTER)
 #define KD__AUTO_OPEN(sym)
 #else
@@ -355,13 +379,14 @@ KD_API void kd_library_close_desc(const kd_library_desc *desc);
   }
 #endif
 
-#define KD__LIBRARY_BLOCK(sym, kind, ns, key, m)                                     \
-  static void sym##_body_(kd_library *m);                                            \
-  extern const kd_library_desc sym;                                                  \
-  const kd_library_desc sym = {KD_LIBRARY_DESC_VERSION, kind, #ns, key, sym##_body_, \
-                               __FILE__, __LINE__};                                  \
-  KD__AUTO_OPEN(sym)                                                                 \
+#define KD__LIBRARY_BLOCK_ID(sym, kind, ns, key, id, m)                                  \
+  static void sym##_body_(kd_library *m);                                                \
+  extern const kd_library_desc sym;                                                      \
+  const kd_library_desc sym = {KD_LIBRARY_DESC_API_VERSION, kind, #ns, key, sym##_body_, \
+                               __FILE__, __LINE__, id};                                  \
+  KD__AUTO_OPEN(sym)                                                                     \
   static void sym##_body_(kd_library *m)
+#define KD__LIBRARY_BLOCK(sym, kind, ns, key, m) KD__LIBRARY_BLOCK_ID(sym, kind, ns, key, NULL, m)
 
 #define KD_LIBRARY(ns, m) \
   KD__LIBRARY_BLOCK(kd_library_def_##ns, KD_LIBRARY_DEF, ns, KD_KEY_UNDEFINED, m)
@@ -370,6 +395,9 @@ KD_API void kd_library_close_desc(const kd_library_desc *desc);
                     KD_KEY_UNDEFINED, m)
 #define KD_LIBRARY_IMPL(ns, key, m) \
   KD__LIBRARY_BLOCK(kd_library_impl_##ns##_##key, KD_LIBRARY_IMPL, ns, KD_KEY_##key, m)
+#define KD_LIBRARY_IMPL_ID(ns, key, id, m)                                                  \
+  KD__LIBRARY_BLOCK_ID(kd_library_impl_##ns##_##key##_##id, KD_LIBRARY_IMPL, ns, KD_KEY_##key, \
+                       #id, m)
 
 /* Kernel keys in one line, PHI's PD_REGISTER_KERNEL in C: registers `fn`
  * (an unboxed kernel with `signature`) for operator `op` of namespace `ns`,
@@ -425,7 +453,7 @@ KD_API void kd_library_close_desc(const kd_library_desc *desc);
     if (KD__SEL_REGISTERS(ns, token, key, __VA_ARGS__)) { /* a constant: 1 unless selective */  \
       kd_kernel kd_k_ = kd_kernel_unboxed(fn, signature);                                         \
       kd_keyed_kernel kd_s_ = {                                                                   \
-          KD_KEYED_KERNEL_VERSION, layout,                                                        \
+          KD_KEYED_KERNEL_API_VERSION, layout,                                                    \
           kd_dtype_set_of(sym##_dtypes_, sizeof sym##_dtypes_ / sizeof(kd_dtype)) &               \
               KD__SEL_DTYPES(ns, token, key),                                                     \
           &kd_k_, 0, -1, sym##_thunk_, NULL};                                                     \

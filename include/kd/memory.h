@@ -27,8 +27,8 @@
 
 KD_EXTERN_C_BEGIN
 
-/* Version 1: api_version, malloc, calloc, realloc, free, ctx. New fields are
- * appended, as in kd_allocator. */
+/* Versioned as kd/version.h says. Version 1: api_version, malloc, calloc,
+ * realloc, free, ctx. */
 #define KD_HOST_ALLOCATOR_API_VERSION 1
 
 typedef struct kd_host_allocator {
@@ -49,8 +49,9 @@ typedef struct kd_host_allocator {
  * restores the default (the C library's malloc family) with NULL. Read the
  * rules at the top of this header: install it before anything is allocated,
  * or make sure it can free what the previous one allocated. KD_EINVAL for an
- * api_version other than 1 or a NULL function; the allocator in use is then
- * unchanged. */
+ * api_version outside 1..KD_HOST_ALLOCATOR_API_VERSION (the message names
+ * the struct and the versions) or a NULL function; the allocator in use is
+ * then unchanged. */
 KD_API kd_status kd_host_allocator_set(const kd_host_allocator *allocator);
 
 /* A copy of the host allocator in use (the default one's functions are the

@@ -208,7 +208,7 @@ const kd_allocator *kd__cpu_default_allocator(void) {
 }
 
 /* The bytes of a version-1 struct: the fields before copy_to_host. */
-#define KD__ALLOCATOR_V1_SIZE offsetof(kd_allocator, copy_to_host)
+#define KD__ALLOCATOR_V1_SIZE (kd__abi_allocator.ends[0])
 
 kd_status kd_allocator_set(kd_device_type type, const kd_allocator *allocator) {
   if (!valid_type(type))
@@ -218,19 +218,15 @@ kd_status kd_allocator_set(kd_device_type type, const kd_allocator *allocator) {
   kd_allocator copy;
   memset(&copy, 0, sizeof copy);
   if (allocator) {
-    /* api_version first: a version-1 struct ends before the copy functions,
-     * so only its own bytes may be read. */
-    uint32_t version = allocator->api_version;
-    if (version == 1)
-      memcpy(&copy, allocator, KD__ALLOCATOR_V1_SIZE);
-    else if (version == 2)
-      copy = *allocator;
-    if ((version != 1 && version != 2) || !copy.alloc || !copy.free)
-      return kd_set_error(KD_EINVAL,
-                          "kd_allocator_set(%s): expected api_version 1 or %d "
-                          "(KD_ALLOCATOR_API_VERSION) and non-NULL alloc and free, got "
-                          "api_version %u",
-                          slots[type].name, KD_ALLOCATOR_API_VERSION, version);
+    /* Any accepted version, reading only its own bytes (a version-1 struct
+     * ends before the copy functions, which then read NULL). */
+    char where[96];
+    snprintf(where, sizeof where, "kd_allocator_set(%s)", slots[type].name);
+    kd_status vst = kd__abi_copy(&kd__abi_allocator, allocator, &copy, where, NULL);
+    if (vst) return vst;
+    if (!copy.alloc || !copy.free)
+      return kd_set_error(KD_EINVAL, "kd_allocator_set(%s): expected non-NULL alloc and free",
+                          slots[type].name);
     if (!copy.copy_to_host != !copy.copy_from_host)
       return kd_set_error(KD_EINVAL,
                           "kd_allocator_set(%s): expected copy_to_host and copy_from_host both "
@@ -271,9 +267,11 @@ kd_status kd_allocator_get_sized(kd_device_type type, kd_allocator *out, size_t 
     st = kd_set_error(KD_ENOTFOUND, "no allocator for device type '%s'", slots[type].name);
   pthread_mutex_unlock(&device_lock);
   if (st) return st;
-  size_t n = out_size < sizeof got ? out_size : sizeof got;
-  got.api_version = n >= sizeof got ? (uint32_t)KD_ALLOCATOR_API_VERSION : 1u;
-  memcpy(out, &got, n < sizeof got ? KD__ALLOCATOR_V1_SIZE : n);
+  /* The newest version whose fields fit, and only its bytes. */
+  uint32_t v = kd__abi_allocator.current;
+  while (v > 1 && kd__abi_allocator.ends[v - 1] > out_size) v--;
+  got.api_version = v;
+  memcpy(out, &got, kd__abi_allocator.ends[v - 1]);
   return KD_OK;
 }
 

@@ -106,4 +106,30 @@ static inline int64_t kd__ref_get(const kd__refcount *r) {
   return (int64_t)atomic_load_explicit((kd__refcount *)r, memory_order_relaxed);
 }
 
+/* ---- Versioned interface structs (the rule of kd/version.h) ----
+ * Every struct the caller passes in starts with uint32_t api_version;
+ * version v holds the fields up to ends[v - 1] bytes (the end of its last
+ * field, not sizeof, which may count padding the caller's struct lacks).
+ * The tables are in src/core/abi.c, one per struct. */
+typedef struct kd__abi_struct {
+  const char *name;     /* "kd_library_desc" */
+  const char *macro;    /* "KD_LIBRARY_DESC_API_VERSION" */
+  uint32_t current;     /* the headers' version */
+  size_t size;          /* sizeof the current struct */
+  const size_t *ends;   /* ends[v - 1]: the bytes version v has */
+} kd__abi_struct;
+extern const kd__abi_struct kd__abi_kernel, kd__abi_keyed_kernel, kd__abi_library_desc,
+    kd__abi_kernel_def, kd__abi_kernel_class, kd__abi_allocator, kd__abi_host_allocator;
+#define KD__ABI_END(type, field) (offsetof(type, field) + sizeof(((type *)0)->field))
+
+/* Copies *src, of any version from 1 to s->current, into dst (s->size bytes):
+ * dst is zeroed first, then only the bytes of src's version are read, so a
+ * field the caller's version lacks reads 0 (NULL). dst's api_version becomes
+ * s->current; *found (may be NULL) gets src's version. KD_EINVAL for a NULL
+ * src or another version, with a message naming `where` (the function and
+ * what it registers), the struct, the version found and the versions
+ * accepted; dst is zeroed then. */
+kd_status kd__abi_copy(const kd__abi_struct *s, const void *src, void *dst, const char *where,
+                       uint32_t *found);
+
 #endif /* KD_CORE_INTERNAL_H */

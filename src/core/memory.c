@@ -42,9 +42,10 @@ kd_status kd_host_allocator_set(const kd_host_allocator *a) {
     kd__host_custom = false;
     return KD_OK;
   }
-  if (a->api_version != KD_HOST_ALLOCATOR_API_VERSION)
-    return kd_set_error(KD_EINVAL, "kd_host_allocator_set: expected api_version %d, got %u",
-                        KD_HOST_ALLOCATOR_API_VERSION, a->api_version);
+  kd_host_allocator copy;
+  kd_status vst = kd__abi_copy(&kd__abi_host_allocator, a, &copy, "kd_host_allocator_set", NULL);
+  if (vst) return vst;
+  a = &copy;
   if (!a->malloc || !a->calloc || !a->realloc || !a->free)
     return kd_set_error(KD_EINVAL,
                         "kd_host_allocator_set: malloc, calloc, realloc and free must all be "

@@ -55,13 +55,20 @@ static bool same_label(const char *a, const char *b) {
 kd_status kd_kernel_def_register(const kd_kernel_def *def, kd_kernel_def_reg **out) {
   if (out) *out = NULL;
   if (!def || !out) return kd_set_error(KD_EINVAL, "kd_kernel_def_register: NULL argument");
-  if (def->api_version != KD_KERNEL_DEF_API_VERSION ||
-      def->kernel_class.api_version != KD_KERNEL_CLASS_API_VERSION)
-    return kd_set_error(KD_EINVAL,
-                        "kd_kernel_def_register(%s): expected api_version %d and kernel class "
-                        "api_version %d",
-                        def->op ? def->op : "?", KD_KERNEL_DEF_API_VERSION,
-                        KD_KERNEL_CLASS_API_VERSION);
+  /* Any accepted version, read into this version's layout; then its kernel
+   * class the same way (embedded, so it is as long as the definition's
+   * version says). */
+  kd_kernel_def copy;
+  char where[300];
+  snprintf(where, sizeof where, "kd_kernel_def_register(%.200s)",
+           def->api_version >= 1 && def->op ? def->op : "?");
+  kd_status vst = kd__abi_copy(&kd__abi_kernel_def, def, &copy, where, NULL);
+  if (vst == KD_OK) {
+    kd_kernel_class cls = copy.kernel_class;
+    vst = kd__abi_copy(&kd__abi_kernel_class, &cls, &copy.kernel_class, where, NULL);
+  }
+  if (vst) return vst;
+  def = &copy;
   if (!def->op) return kd_set_error(KD_EINVAL, "kd_kernel_def_register: NULL operator name");
   if (!def->kernel_class.create || !def->kernel_class.compute)
     return kd_set_error(KD_EINVAL, "kernel definition for '%s': the kernel class needs create and compute",

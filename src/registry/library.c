@@ -24,8 +24,10 @@ static bool is_identifier(const char *s, size_t n) {
   return true;
 }
 
-kd_status kd_library_open(kd_library_kind kind, const char *ns, kd_dispatch_key key,
-                          const char *file, int line, kd_library **out) {
+/* kd_library_open with the library's debug text given ("file.c:12", or
+ * "file.c:12 (id fused)" for a KD_LIBRARY_IMPL_ID block). */
+static kd_status open_common(kd_library_kind kind, const char *ns, kd_dispatch_key key,
+                             const char *debug, kd_library **out) {
   if (!out) return kd_set_error(KD_EINVAL, "kd_library_open: NULL out");
   *out = NULL;
   if (kind < KD_LIBRARY_DEF || kind > KD_LIBRARY_IMPL)
@@ -37,8 +39,6 @@ kd_status kd_library_open(kd_library_kind kind, const char *ns, kd_dispatch_key 
     return kd_set_error(KD_EINVAL, "kd_library_open: IMPL library for '%s' with invalid key %d", ns,
                         (int)key);
   kd_library *lib = kd__calloc(1, sizeof *lib);
-  char debug[512];
-  snprintf(debug, sizeof debug, "%s:%d", file ? file : "?", line);
   if (!lib || !(lib->ns = kd__strdup(ns)) || !(lib->debug = kd__strdup(debug))) {
     if (lib) kd__free(lib->ns);
     kd__free(lib);
@@ -81,6 +81,13 @@ kd_status kd_library_open(kd_library_kind kind, const char *ns, kd_dispatch_key 
   }
   *out = lib;
   return KD_OK;
+}
+
+kd_status kd_library_open(kd_library_kind kind, const char *ns, kd_dispatch_key key,
+                          const char *file, int line, kd_library **out) {
+  char debug[512];
+  snprintf(debug, sizeof debug, "%s:%d", file ? file : "?", line);
+  return open_common(kind, ns, key, debug, out);
 }
 
 static void link_to_library(kd_library *lib, kd_registration *r) {
@@ -608,15 +615,22 @@ kd_status kd_library_impl(kd_library *lib, const char *name, const kd_kernel *ke
   return impl_common(lib, name, lib->key, kernel, NULL, out);
 }
 
-static kd_status impl_keyed_ex(kd_library *lib, const char *name, const kd_keyed_kernel *spec,
-                               kd_registration **out) {
+static kd_status impl_keyed_ex(kd_library *lib, const char *name,
+                               const kd_keyed_kernel *given, kd_registration **out) {
   if (out) *out = NULL;
   const char *n = name ? name : "(null)";
-  if (!lib || !spec || !spec->kernel)
+  if (!lib || !given)
     return kd_set_error(KD_EINVAL, "kd_library_impl_keyed(%s): NULL argument", n);
-  if (spec->version != KD_KEYED_KERNEL_VERSION)
-    return kd_set_error(KD_EINVAL, "kd_library_impl_keyed(%s): expected version %d, got %u", n,
-                        KD_KEYED_KERNEL_VERSION, spec->version);
+  /* Any accepted version, read into this version's layout. */
+  kd_keyed_kernel copy;
+  char where[300];
+  snprintf(where, sizeof where, "kd_library_impl_keyed(%.200s, %s)", n,
+           kd_dispatch_key_name(lib->key));
+  kd_status vst = kd__abi_copy(&kd__abi_keyed_kernel, given, &copy, where, NULL);
+  if (vst) return vst;
+  const kd_keyed_kernel *spec = &copy;
+  if (!spec->kernel)
+    return kd_set_error(KD_EINVAL, "kd_library_impl_keyed(%s): NULL argument", n);
   if (!kd_dispatch_key_is_runtime(lib->key))
     return kd_set_error(KD_EINVAL,
                         "kd_library_impl_keyed(%s): kernel keys need a library for a runtime key, "
@@ -651,7 +665,7 @@ kd_status kd_library_impl_keyed_ex(kd_library *lib, const char *name,
 kd_status kd_library_impl_keyed(kd_library *lib, const char *name, int layout,
                                 kd_dtype_set dtypes, const kd_kernel *kernel,
                                 kd_registration **out) {
-  kd_keyed_kernel spec = {KD_KEYED_KERNEL_VERSION, layout, dtypes, kernel, 0, -1, NULL, NULL};
+  kd_keyed_kernel spec = {KD_KEYED_KERNEL_API_VERSION, layout, dtypes, kernel, 0, -1, NULL, NULL};
   return kd_library_impl_keyed_ex(lib, name, &spec, out);
 }
 
@@ -779,26 +793,41 @@ typedef struct opened_desc {
 static opened_desc *opened;
 static pthread_mutex_t desc_lock = PTHREAD_MUTEX_INITIALIZER;
 
-kd_status kd_library_open_desc(const kd_library_desc *desc) {
-  if (!desc || desc->version != KD_LIBRARY_DESC_VERSION || !desc->body)
-    return kd_set_error(KD_EINVAL, "kd_library_open_desc: bad descriptor");
+kd_status kd_library_open_desc(const kd_library_desc *given) {
+  /* Any accepted version, read into this version's layout; `given` stays the
+   * descriptor's identity (what kd_library_close_desc is called with). */
+  kd_library_desc copy;
+  kd_status vst = kd__abi_copy(&kd__abi_library_desc, given, &copy, "kd_library_open_desc", NULL);
+  const kd_library_desc *desc = &copy;
+  if (vst == KD_OK && !desc->body)
+    vst = kd_set_error(KD_EINVAL,
+                       "kd_library_open_desc: the descriptor of '%s' at %s:%d has no body",
+                       desc->ns ? desc->ns : "(null)", desc->file ? desc->file : "?", desc->line);
+  if (vst) {
+    /* Also warned, as below: a constructor has no caller to tell. */
+    if (given) kd_warn("%s", kd_last_error());
+    return vst;
+  }
+  char idtext[160] = "", debug[700];
+  if (desc->id) snprintf(idtext, sizeof idtext, " (id %.120s)", desc->id);
+  snprintf(debug, sizeof debug, "%.500s:%d%s", desc->file ? desc->file : "?", desc->line,
+           idtext);
   pthread_mutex_lock(&desc_lock);
   for (opened_desc *o = opened; o; o = o->next)
-    if (o->desc == desc) {
+    if (o->desc == given) {
       pthread_mutex_unlock(&desc_lock);
       return KD_OK;
     }
   opened_desc *o = kd__calloc(1, sizeof *o);
-  kd_status st = o ? kd_library_open(desc->kind, desc->ns, desc->key, desc->file, desc->line, &o->lib)
+  kd_status st = o ? open_common(desc->kind, desc->ns, desc->key, debug, &o->lib)
                    : kd__oom("library descriptor");
   if (st) {
     kd__free(o);
     pthread_mutex_unlock(&desc_lock);
-    kd_warn("could not open the library of '%s' at %s:%d: %s", desc->ns,
-            desc->file ? desc->file : "?", desc->line, kd_last_error());
+    kd_warn("could not open the library of '%s' at %s: %s", desc->ns, debug, kd_last_error());
     return st;
   }
-  o->desc = desc;
+  o->desc = given;
   o->next = opened;
   opened = o;
   pthread_mutex_unlock(&desc_lock);
@@ -809,9 +838,9 @@ kd_status kd_library_open_desc(const kd_library_desc *desc) {
   if (lib->body_status != KD_ENOMEM) return KD_OK;
   /* All or nothing: what the body registered is released, and the
    * descriptor is forgotten, so that a later call tries again. */
-  st = kd_set_error(KD_ENOMEM, "the library of '%s' at %s:%d is not opened: %s", desc->ns,
-                    desc->file ? desc->file : "?", desc->line, lib->body_error);
-  kd_library_close_desc(desc);
+  st = kd_set_error(KD_ENOMEM, "the library of '%s' at %s is not opened: %s", desc->ns, debug,
+                    lib->body_error);
+  kd_library_close_desc(given);
   kd_warn("%s", kd_last_error());
   return st;
 }

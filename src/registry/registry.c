@@ -565,11 +565,15 @@ static void kernel_unref(const kd__kernel *k) {
 
 void kd__kernel_free(void *kernel) { kernel_unref(kernel); }
 
-kd_status kd__kernel_new(const kd_kernel *k, const char *debug, kd__kernel **out) {
+kd_status kd__kernel_new(const kd_kernel *kernel, const char *debug, kd__kernel **out) {
   *out = NULL;
-  if (!k || k->api_version != KD_KERNEL_API_VERSION)
-    return kd_set_error(KD_EINVAL, "kernel: expected api_version %d, got %u",
-                        KD_KERNEL_API_VERSION, k ? k->api_version : 0);
+  /* Any accepted version, read into this version's layout. */
+  kd_kernel copy;
+  char where[300];
+  snprintf(where, sizeof where, "kernel registered at %s", debug ? debug : "?");
+  kd_status vst = kd__abi_copy(&kd__abi_kernel, kernel, &copy, where, NULL);
+  if (vst) return vst;
+  const kd_kernel *k = &copy;
   switch (k->kind) {
     case KD_KERNEL_FUNCTION:
     case KD_KERNEL_FUNCTOR:

@@ -24,7 +24,7 @@ static void test_absent_before_open(void **state) {
 
 static void test_open_and_call(void **state) {
   (void)state;
-  assert_int_equal(kd_library_def_slops.version, KD_LIBRARY_DESC_VERSION);
+  assert_int_equal(kd_library_def_slops.api_version, KD_LIBRARY_DESC_API_VERSION);
   assert_int_equal(kd_library_def_slops.kind, KD_LIBRARY_DEF);
   KD_ASSERT_STR_EQ(kd_library_def_slops.ns, "slops");
   assert_int_equal(kd_library_impl_slops_CATCH_ALL.kind, KD_LIBRARY_IMPL);
