@@ -287,11 +287,19 @@ typedef struct kd_kernel_info {
   bool custom;          /* registered with KD_KERNEL_CUSTOM */
   bool staged;          /* custom and not merged yet (takes no part in dispatch) */
   int key_arg;          /* keyed: the selecting argument (-1: the first tensor) */
+  /* Appended (issue 16): NULL, or why the kernel was set aside. A kernel
+   * registered before its operator's definition whose signature or argument
+   * definitions do not fit the schema is set aside when the definition
+   * comes (the definition succeeds): it takes no part in dispatch, is
+   * listed inactive with this message (which names its registration and
+   * every difference), and stays so until it is released. */
+  const char *rejected;
 } kd_kernel_info;
 #define KD_ARGDEF_NOT_TENSOR (-2)
 
 /* Calls fn for every kernel registration of the operator, by key, newest
- * first within a key (staged custom kernels last, inactive), under the
+ * first within a key (staged custom kernels, then set-aside kernels last,
+ * inactive), under the
  * registration lock (fn must not register). Stops early when fn returns
  * non-zero and returns that; else 0. */
 KD_API int kd_op_kernels_foreach(const kd_op *op, int (*fn)(const kd_kernel_info *, void *),

@@ -70,12 +70,14 @@ static kd_keyset available_keys(const kd_op *op) {
 static kd_status missing(const kd_op *op, kd_dispatch_key key) {
   char avail[512];
   kd_keyset_format(available_keys(op), avail, sizeof avail);
+  const char *why = kd__rejected_why(op, key); /* a kernel set aside (library.c) */
   return kd_set_error(KD_ENOKERNEL,
                       "Could not run '%s' with arguments from the '%s' backend. This could be "
                       "because the operator doesn't exist for this backend, or was omitted during "
                       "the selective/custom build process (if using custom build). '%s' is only "
-                      "available for these backends: %s.",
-                      op->name, kd_dispatch_key_name(key), op->name, avail);
+                      "available for these backends: %s.%s%s",
+                      op->name, kd_dispatch_key_name(key), op->name, avail,
+                      why ? " A kernel registered for it was rejected: " : "", why ? why : "");
 }
 
 /* The data a kernel gets: a closure's data, or this slot's functor state,

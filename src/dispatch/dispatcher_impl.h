@@ -204,6 +204,13 @@ struct kd_op {
   kd_registration *defs;                 /* definitions (same schema), newest first */
   kd_registration *impls; /* kernels of every key, newest first: the first of a
                            * key is its active one, the others stack below it */
+  kd_registration *rejected; /* kernels set aside because their signature or
+                              * argument definitions do not match the schema
+                              * that came after them (library.c): held (they
+                              * count in `live`), listed, never dispatched to */
+  /* What the missing-kernel message says about `rejected`, readable in a
+   * read section (replaced and retired under the lock); NULL when none. */
+  _Atomic(struct kd__rejected_note *) rejected_note;
   char **tags;
   size_t ntags;
   kd_op *next_in_list;   /* all operators ever made */
@@ -227,6 +234,8 @@ struct kd_registration {
   size_t noverrides;
   bool staged;          /*   a custom kernel not merged yet (in kd__staged, not op->impls) */
   const char *debug;    /* "file.c:12": the kernel's or the library's string */
+  char *rejected;       /* IMPL set aside (in op->rejected, or staged and never to be
+                         * merged): why, owned; NULL otherwise */
   kd_registration *op_next;   /* in op->defs / op->impls[key] / fallbacks[key] */
   kd_registration *companion; /* released with this one (def_kernel's impl) */
   kd_registration *owner;     /* the registration this one is the companion of */
@@ -288,8 +297,22 @@ void kd__tx_init(kd__tx *tx);
 kd_status kd__tx_add_keys(kd__tx *tx, kd_op *op, kd_keyset keys, const struct kd__op_info *info);
 /* The slots a change of the op's schema can change: those with kernel-key
  * selectors (their plans are made for the schema); those of keys with a
- * fallback too for an operator coming alive. */
-kd_status kd__tx_add_schema(kd__tx *tx, kd_op *op, const struct kd__op_info *info);
+ * fallback too for an operator coming alive; and `extra` (the slots of
+ * kernels a definition sets aside). */
+kd_status kd__tx_add_schema(kd__tx *tx, kd_op *op, const struct kd__op_info *info,
+                            kd_keyset extra);
+
+/* What the missing-kernel message says about an operator's set-aside
+ * kernels (kd_op.rejected_note; library.c). Immutable once published. */
+typedef struct kd__rejected_note {
+  kd__retire_node retire; /* for kd__retire when it is replaced */
+  kd_keyset keys;         /* runtime keys a set-aside kernel was registered for */
+  char text[];            /* their messages, "; " between them */
+} kd__rejected_note;
+/* The note's text when a set-aside kernel of op was registered for `key`
+ * (an alias key counts for the keys it stands for), else NULL. Called in a
+ * read section (kd__read_enter); the text is valid until it ends. */
+const char *kd__rejected_why(const kd_op *op, kd_dispatch_key key);
 /* kd__tx_add_keys for every operator alive (a dead one's table stays empty). */
 kd_status kd__tx_add_all(kd__tx *tx, kd_keyset keys);
 void kd__tx_commit(kd__tx *tx);
@@ -384,9 +407,12 @@ kd_status kd__signature_parse(const char *sig, kd_schema **out);
  * of the process (there are few distinct signatures). *text is the cached
  * copy of the text. Thread-safe. */
 kd_status kd__signature_get(const char *sig, const kd_schema **out, const char **text);
-/* Checks a kernel signature against a schema; KD_ETYPE names the difference. */
+/* Checks a kernel signature against a schema; KD_ETYPE lists every difference
+ * (arguments, counts, returns). `who` names the kernel in the message
+ * ("kernel for 'ns::op' (CPU) registered at f.c:3"), or NULL for "kernel for
+ * 'ns::op'". */
 kd_status kd__signature_check(const char *opname, const kd_schema *schema, const kd_schema *sig,
-                              const char *sig_text);
+                              const char *sig_text, const char *who);
 /* value -> arg, borrowing from the value (scratch holds converted scalars). */
 kd_status kd__value_to_arg(const kd__op_info *info, size_t i, const kd_value *v, kd_arg *a,
                            kd_scalar *scratch);

@@ -561,44 +561,48 @@ static bool same_c_type(const kd_type *a, const kd_type *b) {
 }
 
 kd_status kd__signature_check(const char *opname, const kd_schema *schema, const kd_schema *sig,
-                              const char *sig_text) {
+                              const char *sig_text, const char *who) {
   size_t na = kd_schema_num_arguments(schema), nb = kd_schema_num_arguments(sig);
-  size_t n = na < nb ? na : nb;
-  char ta[256], tb[256];
+  size_t ra = kd_schema_num_returns(schema), rb = kd_schema_num_returns(sig);
+  size_t n = na < nb ? na : nb, nr = ra < rb ? ra : rb;
+  char ta[256], tb[256], list[2048];
+  kd__fmt f = kd__fmt_init(list, sizeof list);
+  size_t found = 0;
+  /* Every difference, arguments then returns, "; " between them. */
   for (size_t i = 0; i < n; i++) {
     const kd_argument *a = kd_schema_argument(schema, i);
     const kd_type *xa = kd_argument_type(a), *xb = kd_argument_type(kd_schema_argument(sig, i));
     if (same_c_type(xa, xb)) continue;
     normalized_type(xa, ta, sizeof ta);
     normalized_type(xb, tb, sizeof tb);
-    return kd_set_error(KD_ETYPE,
-                        "kernel for '%s' has signature %s, which does not match the schema: "
-                        "argument %zu '%s' is %s in the schema but %s in the kernel",
-                        opname, sig_text, i, kd_argument_name(a), ta, tb);
+    kd__fmt_printf(&f, "%sargument %zu '%s' is %s in the schema but %s in the kernel",
+                   found++ ? "; " : "", i, kd_argument_name(a), ta, tb);
   }
   if (na != nb)
-    return kd_set_error(KD_ETYPE,
-                        "kernel for '%s' has signature %s, which does not match the schema: the "
-                        "schema has %zu arguments, the kernel %zu",
-                        opname, sig_text, na, nb);
-  size_t ra = kd_schema_num_returns(schema), rb = kd_schema_num_returns(sig);
+    kd__fmt_printf(&f, "%sthe schema has %zu arguments, the kernel %zu", found++ ? "; " : "", na,
+                   nb);
   if (ra != rb)
-    return kd_set_error(KD_ETYPE,
-                        "kernel for '%s' has signature %s, which does not match the schema: the "
-                        "schema has %zu returns, the kernel %zu",
-                        opname, sig_text, ra, rb);
-  for (size_t i = 0; i < ra; i++) {
+    kd__fmt_printf(&f, "%sthe schema has %zu returns, the kernel %zu", found++ ? "; " : "", ra,
+                   rb);
+  for (size_t i = 0; i < nr; i++) {
     const kd_type *xa = kd_argument_type(kd_schema_return(schema, i));
     const kd_type *xb = kd_argument_type(kd_schema_return(sig, i));
     if (same_c_type(xa, xb)) continue;
     normalized_type(xa, ta, sizeof ta);
     normalized_type(xb, tb, sizeof tb);
-    return kd_set_error(KD_ETYPE,
-                        "kernel for '%s' has signature %s, which does not match the schema: "
-                        "return %zu is %s in the schema but %s in the kernel",
-                        opname, sig_text, i, ta, tb);
+    kd__fmt_printf(&f, "%sreturn %zu is %s in the schema but %s in the kernel",
+                   found++ ? "; " : "", i, ta, tb);
   }
-  return KD_OK;
+  if (!found) return KD_OK;
+  if (who)
+    return kd_set_error(KD_ETYPE,
+                        "%s has signature %s, which does not match the schema of '%s' (%zu "
+                        "difference%s): %s",
+                        who, sig_text, opname, found, found == 1 ? "" : "s", list);
+  return kd_set_error(KD_ETYPE,
+                      "kernel for '%s' has signature %s, which does not match the schema (%zu "
+                      "difference%s): %s",
+                      opname, sig_text, found, found == 1 ? "" : "s", list);
 }
 
 /* ---- The signature cache ------------------------------------------------------------ */

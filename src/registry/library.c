@@ -114,6 +114,10 @@ static void unlink_from_list(kd_registration **head, kd_registration *r) {
 
 static void free_info(void *p) { kd__op_info_free(p); }
 
+static kd__rejected_note *note_build(const kd_op *op, char *const *extra, size_t nextra,
+                                     const kd_registration *const *extra_regs, bool *oom);
+static void note_publish(kd_op *op, kd__rejected_note *note);
+
 /* Undoes one registration; under the lock. */
 static void release_locked(kd_registration *r) {
   if (r->companion) {
@@ -148,6 +152,15 @@ static void release_locked(kd_registration *r) {
       }
       break;
     case KD__REG_IMPL:
+      if (r->rejected) { /* set aside: in no table */
+        unlink_from_list(&op->rejected, r);
+        bool nomem; /* then no note: the message only loses the reason */
+        note_publish(op, note_build(op, NULL, 0, NULL, &nomem));
+        kd__op_live_add(op, -1);
+        if (!r->staged) kd__notify(KD_EVENT_IMPL_RELEASE, op, r->key, r->debug);
+        kd__kernel_free(r->kernel);
+        break;
+      }
       if (r->staged) { /* a custom kernel never merged */
         unlink_from_list(&kd__staged, r);
         kd__kernel_free(r->kernel);
@@ -168,6 +181,7 @@ static void release_locked(kd_registration *r) {
   }
   unlink_from_library(r);
   kd__free(r->overrides);
+  kd__free(r->rejected);
   kd__free(r);
 }
 
@@ -254,25 +268,191 @@ static kd_status qualify_name(const kd_library *lib, const char *name, char *out
   return qualify(lib, ns, base, base_len, dot ? dot + 1 : "", out, cap);
 }
 
-/* Checks every kernel registered for op against a schema. */
-static kd_status check_impls(const kd_op *op, const kd_schema *schema) {
-  for (const kd_registration *r = op->impls; r; r = r->op_next) {
-    if (r->kernel->signature) {
-      kd_status st = kd__signature_check(op->name, schema, r->kernel->signature,
-                                         r->kernel->signature_text);
-      if (st) return st;
-    }
-    if (r->keyed) {
-      kd_status st = kd__argdefs_check(op->name, schema, r);
-      if (st) return st;
+/* "kernel for 'ns::op' (CPU) registered at f.c:3": a kernel registration in
+ * messages. */
+static void kernel_who(const kd_op *op, kd_dispatch_key key, const char *debug, char *buf,
+                       size_t cap) {
+  snprintf(buf, cap, "kernel for '%s' (%s) registered at %s", op->name,
+           kd_dispatch_key_name(key), debug ? debug : "?");
+}
+
+/* Checks one kernel registration against a schema: its C signature, and for
+ * a kernel-key registration its argument definitions. KD_ETYPE or KD_EINVAL
+ * with a message that names the registration and lists every difference. */
+static kd_status check_impl(const kd_op *op, const kd_schema *schema, const kd_registration *r) {
+  char who[700];
+  kernel_who(op, r->key, r->debug, who, sizeof who);
+  if (r->kernel->signature) {
+    kd_status st = kd__signature_check(op->name, schema, r->kernel->signature,
+                                       r->kernel->signature_text, who);
+    if (st) return st;
+  }
+  if (r->keyed) {
+    kd_status st = kd__argdefs_check(op->name, schema, r);
+    if (st) {
+      char msg[1024];
+      snprintf(msg, sizeof msg, "%s", kd_last_error());
+      return kd_set_error(st, "%s: %s", who, msg);
     }
   }
-  for (const kd_registration *r = kd__staged; r; r = r->op_next)
-    if (r->op == op) {
-      kd_status st = kd__argdefs_check(op->name, schema, r);
-      if (st) return st;
-    }
   return KD_OK;
+}
+
+/* The kernels a definition sets aside (set_aside_prepare .. _commit). */
+typedef struct set_aside {
+  size_t n;              /* registrations that do not fit the schema */
+  kd_registration **regs;
+  char **why;            /* their messages, owned until committed */
+  size_t nimpls;         /* op->impls as it was, to restore it */
+  kd_registration **impls;
+  size_t nstaged;        /* kd__staged as it was */
+  kd_registration **staged;
+  kd_keyset keys;        /* the slots the linked ones leave */
+  kd__rejected_note *note;
+} set_aside;
+
+static void set_aside_free(set_aside *sa) {
+  for (size_t i = 0; i < sa->n; i++) kd__free(sa->why[i]);
+  kd__free(sa->regs);
+  kd__free(sa->why);
+  kd__free(sa->impls);
+  kd__free(sa->staged);
+  kd__free(sa->note);
+  memset(sa, 0, sizeof *sa);
+}
+
+/* The note of op->rejected plus `extra` (the messages of registrations being
+ * set aside for `extra_keys`), or NULL when there is nothing to say. *oom is
+ * set when it could not be allocated. */
+static kd__rejected_note *note_build(const kd_op *op, char *const *extra, size_t nextra,
+                                     const kd_registration *const *extra_regs, bool *oom) {
+  kd_keyset keys = 0;
+  size_t len = 0, count = 0;
+  for (const kd_registration *r = op->rejected; r; r = r->op_next, count++) {
+    keys |= kd_dispatch_key_expand(r->key);
+    len += strlen(r->rejected) + 2;
+  }
+  for (size_t i = 0; i < nextra; i++, count++) {
+    keys |= kd_dispatch_key_expand(extra_regs[i]->key);
+    len += strlen(extra[i]) + 2;
+  }
+  *oom = false;
+  if (!count) return NULL;
+  kd__rejected_note *note = kd__malloc(sizeof *note + len + 1);
+  if (!note) {
+    *oom = true;
+    return NULL;
+  }
+  note->keys = keys & KD__RUNTIME_KEYS;
+  kd__fmt f = kd__fmt_init(note->text, len + 1);
+  for (size_t i = 0; i < nextra; i++) kd__fmt_printf(&f, "%s%s", f.len ? "; " : "", extra[i]);
+  for (const kd_registration *r = op->rejected; r; r = r->op_next)
+    kd__fmt_printf(&f, "%s%s", f.len ? "; " : "", r->rejected);
+  return note;
+}
+
+static void free_note(void *p) { kd__free(p); }
+
+/* Publishes op's note (NULL: none), retiring the one it replaces. */
+static void note_publish(kd_op *op, kd__rejected_note *note) {
+  kd__rejected_note *old =
+      atomic_exchange_explicit(&op->rejected_note, note, memory_order_acq_rel);
+  if (old) kd__retire(&old->retire, free_note, old);
+}
+
+const char *kd__rejected_why(const kd_op *op, kd_dispatch_key key) {
+  const kd__rejected_note *note =
+      atomic_load_explicit(&((kd_op *)op)->rejected_note, memory_order_acquire);
+  return note && (note->keys & kd_keyset_of(key)) ? note->text : NULL;
+}
+
+/* Finds the kernels registered for op (linked, or staged custom kernels)
+ * that do not fit the schema a definition brings, and prepares everything
+ * setting them aside needs: their messages, the note, the slots to rebuild.
+ * Changes nothing; KD_ENOMEM (with sa freed) when out of memory. */
+static kd_status set_aside_prepare(const kd_op *op, const kd_schema *schema, set_aside *sa) {
+  memset(sa, 0, sizeof *sa);
+  size_t cap = 0;
+  for (const kd_registration *r = op->impls; r; r = r->op_next) cap++, sa->nimpls++;
+  for (const kd_registration *r = kd__staged; r; r = r->op_next) {
+    cap += r->op == op;
+    sa->nstaged++;
+  }
+  if (!cap) return KD_OK;
+  sa->regs = kd__calloc(cap, sizeof *sa->regs);
+  sa->why = kd__calloc(cap, sizeof *sa->why);
+  sa->impls = sa->nimpls ? kd__calloc(sa->nimpls, sizeof *sa->impls) : NULL;
+  sa->staged = sa->nstaged ? kd__calloc(sa->nstaged, sizeof *sa->staged) : NULL;
+  if (!sa->regs || !sa->why || (sa->nimpls && !sa->impls) || (sa->nstaged && !sa->staged))
+    goto oom;
+  size_t i = 0;
+  for (kd_registration *r = op->impls; r; r = r->op_next) sa->impls[i++] = r;
+  i = 0;
+  for (kd_registration *r = kd__staged; r; r = r->op_next) sa->staged[i++] = r;
+  kd_registration *const lists[2] = {op->impls, kd__staged};
+  for (int l = 0; l < 2; l++)
+    for (kd_registration *r = lists[l]; r; r = r->op_next) {
+      if (r->op != op && l == 1) continue;
+      if (check_impl(op, schema, r) == KD_OK) continue;
+      char *why = kd__malloc(strlen(kd_last_error()) + 1);
+      if (!why) goto oom;
+      strcpy(why, kd_last_error());
+      sa->regs[sa->n] = r;
+      sa->why[sa->n++] = why;
+      if (!r->staged) sa->keys |= kd_dispatch_key_expand(r->key);
+    }
+  if (sa->n) {
+    bool nomem;
+    sa->note = note_build(op, sa->why, sa->n, (const kd_registration *const *)sa->regs, &nomem);
+    if (nomem) goto oom;
+  }
+  return KD_OK;
+oom:
+  set_aside_free(sa);
+  return kd__oom("setting aside kernels that do not fit the schema");
+}
+
+/* Moves the registrations out of op->impls / kd__staged (before the
+ * definition's transaction is prepared, which must not see them). */
+static void set_aside_unlink(kd_op *op, set_aside *sa) {
+  for (size_t i = 0; i < sa->n; i++)
+    unlink_from_list(sa->regs[i]->staged ? &kd__staged : &op->impls, sa->regs[i]);
+}
+
+/* Undoes set_aside_unlink: op->impls and kd__staged as they were. */
+static void set_aside_relink(kd_op *op, set_aside *sa) {
+  if (!sa->n) return;
+  op->impls = NULL;
+  for (size_t i = sa->nimpls; i-- > 0;) {
+    sa->impls[i]->op_next = op->impls;
+    op->impls = sa->impls[i];
+  }
+  kd__staged = NULL;
+  for (size_t i = sa->nstaged; i-- > 0;) {
+    sa->staged[i]->op_next = kd__staged;
+    kd__staged = sa->staged[i];
+  }
+}
+
+/* Commits: the registrations join op->rejected with their messages, the
+ * note is published, and each is warned about. Cannot fail. */
+static void set_aside_commit(kd_op *op, set_aside *sa) {
+  for (size_t i = 0; i < sa->n; i++) {
+    kd_registration *r = sa->regs[i];
+    r->rejected = sa->why[i];
+    sa->why[i] = NULL;
+    r->op_next = op->rejected;
+    op->rejected = r;
+    if (r->staged) kd__op_live_add(op, 1); /* held now, as every set-aside kernel */
+    kd_warn("%s; the kernel is set aside: it takes no part in dispatch until it is released",
+            r->rejected);
+  }
+  if (sa->n) {
+    note_publish(op, sa->note);
+    sa->note = NULL;
+  }
+  sa->n = 0;
+  set_aside_free(sa);
 }
 
 /* What the registration being made is, for an out-of-memory message:
@@ -325,6 +505,8 @@ static kd_status def_common(kd_library *lib, const char *schema_text, const char
   kd_op *op = NULL;
   kd__tx tx;
   kd__tx_init(&tx);
+  set_aside aside;
+  memset(&aside, 0, sizeof aside);
   if (st == KD_OK) {
     pthread_mutex_lock(&kd__registry_lock);
     st = kd__op_get(qualified, strlen(qualified), &op);
@@ -350,22 +532,28 @@ static kd_status def_common(kd_library *lib, const char *schema_text, const char
     } else if (st == KD_OK) {
       st = kd__op_info_new(schema, &info); /* takes the schema */
       schema = NULL;
-      if (st == KD_OK) st = check_impls(op, info->schema);
+      /* Kernels registered before whose signature or argument definitions
+       * do not fit the schema are set aside, not a reason to refuse it. */
+      if (st == KD_OK) st = set_aside_prepare(op, info->schema, &aside);
       /* Kernel-key plans depend on the schema: made now, published below.
-       * Prepared with `r` linked: an operator nothing held before gets the
-       * slots of keys with a fallback too (kd__tx_add_schema). */
+       * Prepared with `r` linked and the kernels set aside unlinked: an
+       * operator nothing held before gets the slots of keys with a fallback
+       * too (kd__tx_add_schema), and the slots they leave are rebuilt. */
       if (st == KD_OK) {
+        set_aside_unlink(op, &aside);
         r->op_next = op->defs;
         op->defs = r;
-        if ((st = kd__tx_add_schema(&tx, op, info))) {
+        if ((st = kd__tx_add_schema(&tx, op, info, aside.keys))) {
           op->defs = r->op_next;
           r->op_next = NULL;
+          set_aside_relink(op, &aside);
         }
       }
       if (st) {
         kd__tx_abort(&tx);
         kd__op_info_free(info);
         info = NULL;
+        set_aside_free(&aside);
       }
     }
     if (st == KD_OK) {
@@ -380,6 +568,7 @@ static kd_status def_common(kd_library *lib, const char *schema_text, const char
         atomic_store_explicit(&op->fast_arg, info->single_tensor, memory_order_release);
         atomic_store_explicit(&op->box1, info->box1, memory_order_release);
         kd__tx_commit(&tx);
+        set_aside_commit(op, &aside);
         kd__notify(KD_EVENT_DEF, op, KD_KEY_UNDEFINED, r->debug);
       }
     }
@@ -570,9 +759,11 @@ static kd_status impl_common_(kd_library *lib, const char *name, kd_dispatch_key
   kd_op *op;
   st = kd__op_get(qualified, strlen(qualified), &op);
   const kd__op_info *info = st ? NULL : atomic_load_explicit(&op->info, memory_order_relaxed);
-  if (st == KD_OK && info && k->signature)
-    st = kd__signature_check(op->name, info->schema, k->signature, k->signature_text);
-  if (st == KD_OK && info && spec) st = kd__argdefs_check(op->name, info->schema, r);
+  if (st == KD_OK && info) {
+    /* The schema is known: a kernel that does not fit it is refused, named
+     * by its own registration, with every difference. */
+    st = check_impl(op, info->schema, r);
+  }
   if (st == KD_OK && spec) st = check_key_arg(op, r);
   if (st) {
     pthread_mutex_unlock(&kd__registry_lock);

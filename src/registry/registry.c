@@ -191,7 +191,7 @@ static kd_keyset fallback_keys(void) {
 
 /* Something defines or implements the operator (under the lock): the
  * registry-side truth, ahead of op->live while a registration is prepared. */
-static bool op_held(const kd_op *op) { return op->defs || op->impls; }
+static bool op_held(const kd_op *op) { return op->defs || op->impls || op->rejected; }
 
 void kd__op_live_add(kd_op *op, int delta) {
   uint32_t before = atomic_fetch_add_explicit(&op->live, (uint32_t)delta, memory_order_release);
@@ -251,7 +251,7 @@ kd_status kd_op_find_typed(const char *name, const char *overload, const char *s
   if (!info)
     st = kd__no_op_info(op);
   else
-    st = kd__signature_check(op->name, info->schema, sig, signature);
+    st = kd__signature_check(op->name, info->schema, sig, signature, NULL);
   pthread_mutex_unlock(&kd__registry_lock);
   kd_schema_free(sig);
   if (st == KD_OK) *out = op;
@@ -478,8 +478,8 @@ static kd_keyset schema_keys(const kd_op *op) {
   return keys;
 }
 
-kd_status kd__tx_add_schema(kd__tx *tx, kd_op *op, const kd__op_info *info) {
-  kd_keyset keys = schema_keys(op);
+kd_status kd__tx_add_schema(kd__tx *tx, kd_op *op, const kd__op_info *info, kd_keyset extra) {
+  kd_keyset keys = schema_keys(op) | extra;
   bool reviving = !kd__op_alive(op) && op_held(op);
   return keys || op->stale || reviving ? kd__tx_add_keys(tx, op, keys, info) : KD_OK;
 }
@@ -752,6 +752,11 @@ size_t kd_op_dump(const kd_op *op, char *buf, size_t cap) {
                      r->debug ? r->debug : "?", first ? "" : " [inactive: overridden]");
       first = false;
     }
+    for (const kd_registration *r = op->rejected; r; r = r->op_next)
+      if (r->key == (kd_dispatch_key)k)
+        kd__fmt_printf(&f, "  %s: %s kernel registered at %s [rejected: %s]\n",
+                       kd_dispatch_key_name((kd_dispatch_key)k), kernel_form(r->kernel),
+                       r->debug ? r->debug : "?", r->rejected);
   }
   pthread_mutex_unlock(&kd__registry_lock);
   return f.len;
@@ -874,7 +879,8 @@ static kd_arg_def *argdefs_of(const kd_registration *r, const kd__op_info *info)
 
 static int report_kernel(const kd_registration *r, bool active, const kd__op_info *info,
                          int (*fn)(const kd_kernel_info *, void *), void *user_data) {
-  kd_arg_def *defs = argdefs_of(r, info);
+  /* (a set-aside kernel's definitions do not fit the schema) */
+  kd_arg_def *defs = r->rejected ? NULL : argdefs_of(r, info);
   kd_kernel_info ki = {r->key,
                        r->keyed,
                        r->keyed ? r->layout : KD_ALL_LAYOUT,
@@ -888,7 +894,8 @@ static int report_kernel(const kd_registration *r, bool active, const kd__op_inf
                        defs ? info->nrets : 0,
                        (r->flags & KD_KERNEL_CUSTOM) != 0,
                        r->staged,
-                       r->keyed ? r->key_arg : -1};
+                       r->keyed ? r->key_arg : -1,
+                       r->rejected};
   int rc = fn(&ki, user_data);
   kd__free(defs);
   return rc;
@@ -909,6 +916,8 @@ int kd_op_kernels_foreach(const kd_op *op, int (*fn)(const kd_kernel_info *, voi
     }
     for (const kd_registration *r = kd__staged; r && rc == 0; r = r->op_next)
       if (r->op == op && r->key == (kd_dispatch_key)k) rc = report_kernel(r, false, info, fn, user_data);
+    for (const kd_registration *r = op->rejected; r && rc == 0; r = r->op_next)
+      if (r->key == (kd_dispatch_key)k) rc = report_kernel(r, false, info, fn, user_data);
   }
   pthread_mutex_unlock(&kd__registry_lock);
   return rc;
