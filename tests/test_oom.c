@@ -132,6 +132,12 @@ static kd_status reg_step(reg_state *s, int i, bool *done) {
     }
     case 15:
       return kd_custom_kernels_merge(NULL);
+    case 16: { /* a kernel that will not fit the schema, before it */
+      kd_kernel bad = kd_kernel_unboxed(add_kernel, "(Tensor, int) -> Tensor");
+      return kd_library_impl(s->cpu, "sub", &bad, NULL);
+    }
+    case 17: /* the schema arrives: the kernel is set aside (all or nothing) */
+      return kd_library_def(s->def, "sub(Tensor self, Tensor other) -> Tensor", NULL, 0, NULL);
     default:
       *done = true;
       return KD_OK;
@@ -166,7 +172,7 @@ static void test_registration(void **state) {
         /* The message names the operator (and key) of the registration. */
         static const char *const names[] = {NULL,  NULL,  "neg", "add", "add",   "neg",
                                              "neg", "add", "neg", "mul", NULL,    "Mode1",
-                                             NULL,  "add", "add", "add"};
+                                             NULL,  "add", "add", "add", "sub", "sub"};
         if (names[i] && !strstr(kd_last_error(), names[i]))
           fail_msg("N=%ld, step %d: the message does not name '%s': %s", n, i, names[i],
                    kd_last_error());

@@ -372,13 +372,21 @@ const char *kd__rejected_why(const kd_op *op, kd_dispatch_key key) {
  * Changes nothing; KD_ENOMEM (with sa freed) when out of memory. */
 static kd_status set_aside_prepare(const kd_op *op, const kd_schema *schema, set_aside *sa) {
   memset(sa, 0, sizeof *sa);
+  /* First only count, so that a definition whose kernels all fit (every
+   * one, nearly always) allocates nothing here. */
   size_t cap = 0;
-  for (const kd_registration *r = op->impls; r; r = r->op_next) cap++, sa->nimpls++;
-  for (const kd_registration *r = kd__staged; r; r = r->op_next) {
-    cap += r->op == op;
-    sa->nstaged++;
+  for (const kd_registration *r = op->impls; r; r = r->op_next) {
+    sa->nimpls++;
+    cap += check_impl(op, schema, r) != KD_OK;
   }
-  if (!cap) return KD_OK;
+  for (const kd_registration *r = kd__staged; r; r = r->op_next) {
+    sa->nstaged++;
+    cap += r->op == op && check_impl(op, schema, r) != KD_OK;
+  }
+  if (!cap) {
+    sa->nimpls = sa->nstaged = 0;
+    return KD_OK;
+  }
   sa->regs = kd__calloc(cap, sizeof *sa->regs);
   sa->why = kd__calloc(cap, sizeof *sa->why);
   sa->impls = sa->nimpls ? kd__calloc(sa->nimpls, sizeof *sa->impls) : NULL;

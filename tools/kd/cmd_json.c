@@ -23,6 +23,8 @@
  *    "active": bool (false: overridden by a newer kernel for the key),
  *    "custom": bool, "staged": bool (custom and not merged yet),
  *    "key_arg": int (the argument that selects the kernel; -1: the first tensor),
+ *    "rejected": why       only for a kernel set aside because it does not fit
+ *                          the schema (it takes no part in dispatch),
  *    "args": [...]}                 only for kernel-key registrations of a
  *                                   defined operator: one entry per dtype,
  *   {"dtypes": ["int32"], "inputs": [DEF...], "outputs": [DEF...]}, where a
@@ -248,6 +250,7 @@ static void put_kernel(kd__json *j, const kd_schema *s, const kd_kernel_info *k,
   kd__json_field_bool(j, "custom", k->custom);
   kd__json_field_bool(j, "staged", k->staged);
   kd__json_field_int(j, "key_arg", k->keyed ? k->key_arg : -1);
+  if (k->rejected) kd__json_field_string(j, "rejected", k->rejected);
   if (with_key && k->argdefs && s) put_argdefs(j, s, k);
   kd__json_end_object(j);
 }

@@ -110,7 +110,8 @@ static int print_kernel(const kd_kernel_info *k, void *ud) {
   put_dtypes(k->dtypes);
   printf("  %s  %s%s%s\n", k->form, k->debug ? k->debug : "?",
          k->staged ? "  [custom, staged: not merged]" : k->custom ? "  [custom]" : "",
-         k->active ? "" : k->staged ? "" : "  [inactive: overridden]");
+         k->active ? "" : k->staged || k->rejected ? "" : "  [inactive: overridden]");
+  if (k->rejected) printf("    rejected (takes no part in dispatch): %s\n", k->rejected);
   if (k->keyed && k->key_arg >= 0 && l->schema)
     printf("    selected by argument %d '%s'\n", k->key_arg,
            kd_argument_name(kd_schema_argument(l->schema, (size_t)k->key_arg)));
