@@ -290,8 +290,13 @@ static kd_status check_impl(const kd_op *op, const kd_schema *schema, const kd_r
   if (r->keyed) {
     kd_status st = kd__argdefs_check(op->name, schema, r);
     if (st) {
-      char msg[1024];
+      /* Its message names the registration without the key: add it. */
+      char msg[1024], plain[700];
       snprintf(msg, sizeof msg, "%s", kd_last_error());
+      snprintf(plain, sizeof plain, "kernel for '%s' registered at %s", op->name,
+               r->debug ? r->debug : "?");
+      size_t n = strlen(plain);
+      if (strncmp(msg, plain, n) == 0) return kd_set_error(st, "%s%s", who, msg + n);
       return kd_set_error(st, "%s: %s", who, msg);
     }
   }
