@@ -8,6 +8,7 @@
 #include <ctype.h>
 #include <stdio.h>
 
+#include "backend/backend_impl.h"
 #include "dispatch/dispatcher_impl.h"
 
 /* DEF libraries open now, one per namespace. */
@@ -806,7 +807,14 @@ kd_status kd_library_open_desc(const kd_library_desc *desc) {
   lib->in_body = true;
   desc->body(lib);
   lib->in_body = false;
-  if (lib->body_status != KD_ENOMEM) return KD_OK;
+  if (lib->body_status != KD_ENOMEM) {
+    /* A library opened while a plugin loads is the plugin's. */
+    st = kd__plugin_note_desc(desc);
+    if (st == KD_OK) return KD_OK;
+    kd_library_close_desc(desc);
+    kd_warn("%s", kd_last_error());
+    return st;
+  }
   /* All or nothing: what the body registered is released, and the
    * descriptor is forgotten, so that a later call tries again. */
   st = kd_set_error(KD_ENOMEM, "the library of '%s' at %s:%d is not opened: %s", desc->ns,
