@@ -152,6 +152,26 @@ static void test_refusals(void **state) {
   KD_ASSERT_ERR(kd_backend_unload(NULL), KD_EINVAL, "NULL plugin");
 }
 
+/* A plugin linked with libkdispatch.so in this static host: a second copy of
+ * the library, refused, naming both copies; nothing is left. */
+static void test_second_copy(void **state) {
+  (void)state;
+  char *before = snapshot();
+  kd_plugin *p;
+  KD_ASSERT_ERR(kd_backend_load(KD_PLUGIN_LINKED, &p), KD_EUNSUPPORTED,
+                "kd_backend_load: the plugin " KD_PLUGIN_LINKED
+                " brings a second copy of libkdispatch (");
+  assert_non_null(strstr(kd_last_error(), "libkdispatch.so"));
+  assert_non_null(strstr(kd_last_error(), "test_backend_plugin: its registrations would go"));
+  assert_null(kd_backend_for_device(KD_DEVICE_PRIVATEUSE3));
+  kd_op *op;
+  KD_ASSERT_ERR(kd_op_find("plugl::hello", "", &op), KD_ENOTFOUND, "plugl::hello");
+  char *after = snapshot();
+  KD_ASSERT_STR_EQ(after, before);
+  free(after);
+  free(before);
+}
+
 static void test_busy(void **state) {
   (void)state;
   kd_plugin *p;
@@ -249,6 +269,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_load_unload),
       cmocka_unit_test(test_refusals),
+      cmocka_unit_test(test_second_copy),
       cmocka_unit_test(test_busy),
       cmocka_unit_test(test_unload_inside_call),
       cmocka_unit_test(test_unload_under_load),
