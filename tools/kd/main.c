@@ -31,7 +31,7 @@ static const kd_command commands[] = {
 static int kd_main(int argc, char **argv, const char **paths, int npaths);
 
 static void usage(FILE *out) {
-  fprintf(out, "usage: kd [--load PLUGIN]... COMMAND [ARGS...]\n\ncommands:\n");
+  fprintf(out, "usage: kd COMMAND [ARGS...]\n\ncommands:\n");
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
   fprintf(out, "\n--load PLUGIN (repeatable, before or after COMMAND) loads a backend plugin\n"
