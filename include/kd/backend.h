@@ -144,7 +144,8 @@ typedef struct kd_device_context {
 /* Fills *out for the call's key (a backend key; for another key the
  * highest backend key of call->keys): an array lookup, no lock.
  * KD_EINVAL for NULL arguments; KD_ENOTFOUND when the key is a private
- * key without a registered backend, or the call has no backend key (*out
+ * key without a registered backend (also for a call still in flight while
+ * its backend is being unregistered), or the call has no backend key (*out
  * untouched on error). */
 KD_API kd_status kd_call_device_context(const kd_call *call, kd_device_context *out);
 
