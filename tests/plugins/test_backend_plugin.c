@@ -154,6 +154,8 @@ static void test_refusals(void **state) {
   free(before);
 
   KD_ASSERT_ERR(kd_backend_unload(NULL), KD_EINVAL, "NULL plugin");
+  /* A handle already unloaded (or never loaded) is not touched. */
+  KD_ASSERT_ERR(kd_backend_unload(good), KD_EINVAL, "is not a loaded plugin");
 }
 
 /* A plugin linked with libkdispatch.so in this static host: a second copy of
