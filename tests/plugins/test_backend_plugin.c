@@ -151,8 +151,23 @@ static void test_refusals(void **state) {
   after = snapshot();
   KD_ASSERT_STR_EQ(after, before);
   free(after);
-  free(before);
 
+  /* A registration of its constructors fails: the load fails (a constructor
+   * cannot), naming the library, before init; nothing stays. */
+  events[0] = '\0';
+  KD_ASSERT_ERR(kd_backend_load(KD_PLUGIN_BADCTOR, &p), KD_ESYNTAX,
+                "kd_backend_load: the plugin " KD_PLUGIN_BADCTOR
+                " is not loaded: a registration failed: the library of 'plugb' at ");
+  assert_non_null(strstr(kd_last_error(), "plugin.c:"));
+  assert_null(p);
+  KD_ASSERT_STR_EQ(events, "");
+  KD_ASSERT_ERR(kd_op_find("plugb::hello", "", &op), KD_ENOTFOUND, "plugb::hello");
+  assert_null(kd_backend_for_device(KD_DEVICE_PRIVATEUSE2));
+  after = snapshot();
+  KD_ASSERT_STR_EQ(after, before);
+  free(after);
+
+  free(before);
   KD_ASSERT_ERR(kd_backend_unload(NULL), KD_EINVAL, "NULL plugin");
   /* A handle already unloaded (or never loaded) is not touched. */
   KD_ASSERT_ERR(kd_backend_unload(good), KD_EINVAL, "is not a loaded plugin");
