@@ -76,8 +76,11 @@ kd_status kd__plugin_note_desc(const kd_library_desc *desc, kd_status body_statu
                                const char *body_error) {
   kd_plugin *p = t_loading;
   if (!p) return KD_OK;
-  if (!grow((void **)&p->descs, &p->cap_descs, p->ndescs, sizeof *p->descs))
-    return kd__oom("plugin library list");
+  if (!grow((void **)&p->descs, &p->cap_descs, p->ndescs, sizeof *p->descs)) {
+    kd_status st = kd__oom("plugin library list");
+    kd__plugin_note_failure(desc, st, kd_last_error()); /* the caller closes it */
+    return st;
+  }
   p->descs[p->ndescs++] = desc;
   kd__plugin_note_failure(desc, body_status, body_error);
   return KD_OK;
