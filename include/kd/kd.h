@@ -19,5 +19,6 @@
 #include "kd/library.h"
 #include "kd/selective.h"
 #include "kd/kernel_def.h"
+#include "kd/backend.h"
 
 #endif /* KD_KD_H */

@@ -30,7 +30,8 @@ KD_EXTERN_C_BEGIN
   X(ESTATE, -9, "operation not valid in the current state")      \
   X(EOVERFLOW, -10, "value does not fit the destination type")   \
   X(ENOKERNEL, -11, "no kernel for this dispatch key or dtype")  \
-  X(EINTERNAL, -12, "internal error")
+  X(EINTERNAL, -12, "internal error")                            \
+  X(EBUSY, -13, "resource in use")
 
 typedef enum kd_status {
 #define KD_STATUS_ENUM_(name, value, desc) KD_##name = value,

@@ -96,6 +96,17 @@ done:
   return st;
 }
 
+void kd__device_type_unregister(kd_device_type type) {
+  static const char *const original[KD_DEVICE_TYPE_COUNT] = {
+      "cpu", "cuda", "meta", "privateuseone", "privateusetwo", "privateusethree"};
+  if (!valid_type(type) || !is_private(type)) return;
+  pthread_mutex_lock(&device_lock);
+  snprintf(slots[type].name, sizeof slots[type].name, "%s", original[type]);
+  slots[type].dlpack = 0;
+  slots[type].renamed = false;
+  pthread_mutex_unlock(&device_lock);
+}
+
 kd_status kd_device_type_from_name(const char *name, kd_device_type *out) {
   if (!name || !out) return kd_set_error(KD_EINVAL, "kd_device_type_from_name: NULL argument");
   for (int t = 0; t < KD_DEVICE_TYPE_COUNT; t++) {

@@ -66,6 +66,11 @@ void *kd__realloc(void *p, size_t n);
 /* A kd__malloc'd copy of s (NULL for NULL, or when out of memory). */
 char *kd__strdup(const char *s);
 
+/* Gives a private device type its original name ("privateuseone", ...) and
+ * no DLPack type back (src/core/device.c; kd_backend_unregister). */
+#include "kd/device.h"
+void kd__device_type_unregister(kd_device_type type);
+
 /* "[float32, float64]": the dtypes of a set, in table order. */
 void kd__fmt_dtype_set(kd__fmt *f, uint32_t set);
 

@@ -363,3 +363,21 @@ void kd__reclaim_shutdown(void) {
     run_callbacks(list);
   }
 }
+
+/* ---- grace period ---------------------------------------------------------- */
+
+static void sync_done(void *p) { __atomic_store_n((bool *)p, true, __ATOMIC_RELEASE); }
+
+/* A sentinel retired now carries the current epoch e; it is freed once every
+ * reader is outside a call or entered one after a bump past e, which is
+ * exactly "every call running now has finished" (cases 1-3 above, with the
+ * sentinel standing for a swapped-out entry). */
+void kd__synchronize(void) {
+  bool done = false;
+  kd__retire_node node;
+  kd__retire(&node, sync_done, &done);
+  while (!__atomic_load_n(&done, __ATOMIC_ACQUIRE)) {
+    kd__reclaim(true);
+    if (!__atomic_load_n(&done, __ATOMIC_ACQUIRE)) sched_yield();
+  }
+}

@@ -129,6 +129,13 @@ void kd__retire(kd__retire_node *node, void (*fn)(void *ptr), void *ptr);
  * still holds, so they are not freed on return. */
 size_t kd__reclaim(bool wait);
 
+/* A grace period: returns once every operator call that was running on
+ * another thread when it was called has finished (and every item retired
+ * before it is freed, so destroy callbacks have run). Blocks (yields);
+ * must not be called from inside a call on this thread (it would skip that
+ * call). kd_backend_unload uses it before it dlcloses a plugin. */
+void kd__synchronize(void);
+
 /* Frees every retired item now, whether or not a call may still see it.
  * For tests and teardown only, when no call can be running. */
 void kd__reclaim_shutdown(void);

@@ -8,6 +8,7 @@
 #include <ctype.h>
 #include <stdio.h>
 
+#include "backend/backend_impl.h"
 #include "dispatch/dispatcher_impl.h"
 
 /* DEF libraries open now, one per namespace. */
@@ -1029,6 +1030,7 @@ kd_status kd_library_open_desc(const kd_library_desc *given) {
     kd__free(o);
     pthread_mutex_unlock(&desc_lock);
     kd_warn("could not open the library of '%s' at %s: %s", desc->ns, debug, kd_last_error());
+    kd__plugin_note_failure(given, st, kd_last_error());
     return st;
   }
   o->desc = given;
@@ -1039,13 +1041,21 @@ kd_status kd_library_open_desc(const kd_library_desc *given) {
   lib->in_body = true;
   desc->body(lib);
   lib->in_body = false;
-  if (lib->body_status != KD_ENOMEM) return KD_OK;
+  if (lib->body_status != KD_ENOMEM) {
+    /* A library opened while a plugin loads is the plugin's. */
+    st = kd__plugin_note_desc(given, lib->body_status, lib->body_error);
+    if (st == KD_OK) return KD_OK;
+    kd_library_close_desc(given);
+    kd_warn("%s", kd_last_error());
+    return st;
+  }
   /* All or nothing: what the body registered is released, and the
    * descriptor is forgotten, so that a later call tries again. */
   st = kd_set_error(KD_ENOMEM, "the library of '%s' at %s is not opened: %s", desc->ns, debug,
                     lib->body_error);
   kd_library_close_desc(given);
   kd_warn("%s", kd_last_error());
+  kd__plugin_note_failure(given, st, kd_last_error());
   return st;
 }
 
