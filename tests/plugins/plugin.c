@@ -131,9 +131,9 @@ static kd_status hello_dev(const kd_call *c, const kd_arg *a, kd_value *r) {
 static void extra_body(kd_library *m) {
   kd_library_def(m, "extra(Tensor self) -> Tensor", NULL, 0, NULL);
 }
-static const kd_library_desc extra_desc = {KD_LIBRARY_DESC_VERSION, KD_LIBRARY_FRAGMENT,
-                                           PLUG_STR(PLUG_NS), KD_KEY_UNDEFINED, extra_body,
-                                           __FILE__, __LINE__};
+static const kd_library_desc extra_desc = {
+    .api_version = KD_LIBRARY_DESC_API_VERSION, .kind = KD_LIBRARY_FRAGMENT, .ns = PLUG_STR(PLUG_NS),
+    .key = KD_KEY_UNDEFINED, .body = extra_body, .file = __FILE__, .line = __LINE__};
 
 static kd_status init(kd_plugin *p) {
   kd_backend_iface iface;
