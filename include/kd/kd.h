@@ -18,5 +18,6 @@
 #include "kd/library.h"
 #include "kd/selective.h"
 #include "kd/kernel_def.h"
+#include "kd/cpu_fallback.h"
 
 #endif /* KD_KD_H */
