@@ -101,9 +101,15 @@ KD_API kd_status kd_library_impl_keyed(kd_library *lib, const char *name, int la
  * index input may have to be int64. The dispatcher enforces the definitions
  * on every call of the kernel: a tensor input on another backend is moved
  * (kd_tensor_to_device) and one of another dtype is cast (kd_tensor_to_dtype)
- * before the kernel runs, for the call only; a tensor result that breaks its
- * definition makes the call fail with KD_EINTERNAL naming the kernel. A
- * layout is checked, never converted (KD_ETYPE). */
+ * before the kernel runs, for the call only (a moved input lands on the key
+ * tensor's device index when it goes to the key tensor's device type); a
+ * tensor result that breaks its definition makes the call fail with
+ * KD_EINTERNAL naming the kernel. A mutated argument (`Tensor(a!)`: out=,
+ * in-place) that was moved or cast is never lost: after the kernel, the copy
+ * is written back into the caller's tensor (resized, cast back, moved back)
+ * and a return aliasing it is the caller's tensor; a write-back that fails
+ * fails the call with the copy's status. A layout is checked, never converted
+ * (KD_ETYPE). */
 #define KD_ALL_BACKEND (-1) /* an argument definition's backend: anywhere */
 #define KD_ALL_DTYPE (-1)   /* an argument definition's dtype: any */
 
