@@ -191,12 +191,14 @@ static kd_status fb_move(const kd_op *op, const kd__op_info *info, fb_state *s, 
   return KD_OK;
 }
 
-/* Where the fallback applies: the home device (the first tensor on the
- * backend's device type, else a Device argument of that type, else index
- * 0), or a reason in `why` when an argument is on a third device type. */
+/* Where the fallback applies: the home device of the results (the first
+ * Device argument given, which says where the caller wants them, even the
+ * CPU; else the first tensor on the backend's device type; else its index
+ * 0), or a reason in `why` when a tensor argument is on a third device type. */
 static bool fb_home(const kd__op_info *info, const kd_arg *args, kd_device_type devtype,
                     kd_device *home, char *why, size_t cap) {
-  bool found = false;
+  bool found = false, asked = false;
+  kd_device wanted = {devtype, 0};
   *home = (kd_device){devtype, 0};
   for (uint32_t i = 0; i < info->nargs; i++) {
     uint8_t k = info->kinds[i];
@@ -211,8 +213,8 @@ static bool fb_home(const kd__op_info *info, const kd_arg *args, kd_device_type 
       items = args[i].tensors.data;
       n = args[i].tensors.size;
     } else if (k == KD__ARG_DEVICE || (k == KD__ARG_OPT_DEVICE && args[i].opt.has)) {
-      kd_device d = k == KD__ARG_DEVICE ? args[i].device : args[i].opt.v.device;
-      if (!found && d.type == devtype) *home = d;
+      if (!asked) wanted = k == KD__ARG_DEVICE ? args[i].device : args[i].opt.v.device;
+      asked = true;
       continue;
     }
     for (int64_t e = 0; e < n; e++) {
@@ -234,6 +236,7 @@ static bool fb_home(const kd__op_info *info, const kd_arg *args, kd_device_type 
       }
     }
   }
+  if (asked) *home = wanted;
   return true;
 }
 
@@ -312,7 +315,7 @@ static kd_status fb_results(const kd_op *op, const kd__op_info *info, const fb_s
       *v = nv;
       continue;
     }
-    if (a >= 0) continue; /* an alias of an argument that stayed where it was */
+    if (a >= 0 || home.type == KD_DEVICE_CPU) continue; /* stays where it is */
     if (v->tag == KD_VALUE_TENSOR) {
       if (kd_tensor_device(v->u.t).type != KD_DEVICE_CPU) continue;
       kd_tensor *moved;
