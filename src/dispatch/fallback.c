@@ -240,6 +240,23 @@ static bool fb_home(const kd__op_info *info, const kd_arg *args, kd_device_type 
   return true;
 }
 
+/* A return that is a view of an argument on the device (`Tensor(a)`, not
+ * written) cannot come from a CPU copy: a reason in `why` then. */
+static bool fb_no_device_view(const kd__op_info *info, const kd_arg *args, char *why, size_t cap) {
+  for (uint32_t j = 0; j < info->nrets; j++) {
+    int a = kd__return_alias(info, j);
+    if (a < 0 || arg_is_write(info, (size_t)a) || !kd__is_tensor_kind(info->kinds[a])) continue;
+    const kd_tensor *t = args[a].t;
+    if (!t || kd_tensor_device(t).type == KD_DEVICE_CPU) continue;
+    snprintf(why, cap,
+             "return %u is a view of argument %d '%s' (Tensor(a)), and a copy on the CPU cannot "
+             "be a view of a device tensor",
+             j, a, arg_name(info, (size_t)a));
+    return false;
+  }
+  return true;
+}
+
 /* Can the CPU slot run this call? A reason in `why` when not. */
 static bool fb_cpu_has_kernel(const kd_op *op, const kd__op_info *info, const kd_arg *args,
                               char *why, size_t cap) {
@@ -297,14 +314,7 @@ static kd_status fb_results(const kd_op *op, const kd__op_info *info, const fb_s
     kd_value *v = &rets[j];
     if (v->tag != KD_VALUE_TENSOR && v->tag != KD_VALUE_TENSOR_LIST) continue;
     int a = kd__return_alias(info, j);
-    if (a >= 0 && s->first_moved[a] >= 0) {
-      if (!arg_is_write(info, (size_t)a))
-        return kd_set_error(KD_ENOKERNEL,
-                            "'%s' returns a view of argument %d '%s' (return %u): the CPU "
-                            "fallback cannot return a view of a device tensor; register a %s "
-                            "kernel for it",
-                            op->name, a, arg_name(info, (size_t)a), j,
-                            kd_device_type_name(home.type));
+    if (a >= 0 && s->first_moved[a] >= 0 && arg_is_write(info, (size_t)a)) {
       /* The caller's own tensor (or list), as the schema says. */
       kd_value nv;
       kd_status st = v->tag == KD_VALUE_TENSOR
@@ -359,6 +369,7 @@ kd_status kd__cpu_fallback(const kd_op *op, const kd__op_info *info, const kd_ca
   kd_device home;
   bool ok = kd__device_of_backend((int)key, &devtype) &&
             fb_home(info, args, devtype, &home, why, sizeof why) &&
+            fb_no_device_view(info, args, why, sizeof why) &&
             fb_cpu_has_kernel(op, info, args, why, sizeof why);
   if (!ok) {
     if (helper)

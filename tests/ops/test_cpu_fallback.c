@@ -139,8 +139,12 @@ static void test_functional(void **state) {
   KD_ASSERT_ERR(kd_mul_Tensor(xd, yd, &got), KD_ENOKERNEL,
                 "The CPU fallback is off for PrivateUse1 (kd_backend_set_cpu_fallback turns it on).");
 
-  KD_ASSERT_OK(kd_backend_set_cpu_fallback(KD_KEY_PRIVATEUSE1, true));
   kd_op *mul = op_named("aten::mul", "Tensor");
+  char table_off[4096], table_on[4096];
+  kd_op_dump_table(mul, table_off, sizeof table_off);
+  KD_ASSERT_OK(kd_backend_set_cpu_fallback(KD_KEY_PRIVATEUSE1, true));
+  kd_op_dump_table(mul, table_on, sizeof table_on);
+  KD_ASSERT_STR_EQ(table_on, table_off); /* no table changes: off restores exactly */
   uint64_t before = kd_op_fallback_count(mul, KD_KEY_PRIVATEUSE1);
   warnings = 0;
   kd_set_warning_handler(on_warning, NULL);
@@ -361,10 +365,13 @@ static void test_messages_and_failures(void **state) {
   KD_ASSERT_OK(kd_library_open(KD_LIBRARY_DEF, "fbt", KD_KEY_UNDEFINED, __FILE__, __LINE__, &def));
   KD_ASSERT_OK(kd_library_def(def, "only_f32(Tensor self) -> Tensor", NULL, 0, NULL));
   KD_ASSERT_OK(kd_library_def(def, "nowhere(Tensor self) -> Tensor", NULL, 0, NULL));
+  KD_ASSERT_OK(kd_library_def(def, "view_of(Tensor(a) self) -> Tensor(a)", NULL, 0, NULL));
   KD_ASSERT_OK(kd_library_open(KD_LIBRARY_IMPL, "fbt", KD_KEY_CPU, __FILE__, __LINE__, &cpu));
   kd_kernel k = kd_kernel_unboxed(k_only_f32, "(Tensor) -> Tensor");
   KD_ASSERT_OK(kd_library_impl_keyed(cpu, "only_f32", KD_ALL_LAYOUT, KD_DTYPE_BIT(KD_FLOAT32), &k,
                                      NULL));
+  kd_kernel kv = kd_kernel_unboxed(k_only_f32, "(Tensor) -> Tensor");
+  KD_ASSERT_OK(kd_library_impl(cpu, "view_of", &kv, NULL));
   kd_op *only = op_named("fbt::only_f32", ""), *nowhere = op_named("fbt::nowhere", "");
   kd_tensor *h;
   KD_ASSERT_OK(kd_tensor_to_dtype(xd, KD_FLOAT64, &h)); /* a device cast, through the host */
@@ -377,6 +384,10 @@ static void test_messages_and_failures(void **state) {
   a[0].t = xd;
   KD_ASSERT_ERR(kd_call_unboxed(nowhere, a, &r), KD_ENOKERNEL,
                 "did not apply: 'fbt::nowhere' has no CPU kernel either");
+  /* A view of a device tensor cannot come from the CPU. */
+  KD_ASSERT_ERR(kd_call_unboxed(op_named("fbt::view_of", ""), a, &r), KD_ENOKERNEL,
+                "did not apply: return 0 is a view of argument 0 'self' (Tensor(a)), and a copy on "
+                "the CPU cannot be a view of a device tensor");
   /* The keyed CPU kernel itself runs for float32. */
   KD_ASSERT_OK(kd_call_unboxed(only, a, &r));
   same(r.u.t, D1, x);
