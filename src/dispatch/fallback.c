@@ -245,9 +245,16 @@ static bool fb_home(const kd__op_info *info, const kd_arg *args, kd_device_type 
 static bool fb_no_device_view(const kd__op_info *info, const kd_arg *args, char *why, size_t cap) {
   for (uint32_t j = 0; j < info->nrets; j++) {
     int a = kd__return_alias(info, j);
-    if (a < 0 || arg_is_write(info, (size_t)a) || !kd__is_tensor_kind(info->kinds[a])) continue;
-    const kd_tensor *t = args[a].t;
-    if (!t || kd_tensor_device(t).type == KD_DEVICE_CPU) continue;
+    if (a < 0 || arg_is_write(info, (size_t)a)) continue;
+    bool on_device = false;
+    if (kd__is_tensor_kind(info->kinds[a])) {
+      on_device = args[a].t && kd_tensor_device(args[a].t).type != KD_DEVICE_CPU;
+    } else if (info->kinds[a] == KD__ARG_TENSORS || info->kinds[a] == KD__ARG_OPT_TENSORS) {
+      for (int64_t e = 0; e < args[a].tensors.size && !on_device; e++)
+        on_device = args[a].tensors.data[e] &&
+                    kd_tensor_device(args[a].tensors.data[e]).type != KD_DEVICE_CPU;
+    }
+    if (!on_device) continue;
     snprintf(why, cap,
              "return %u is a view of argument %d '%s' (Tensor(a)), and a copy on the CPU cannot "
              "be a view of a device tensor",
@@ -378,12 +385,6 @@ kd_status kd__cpu_fallback(const kd_op *op, const kd__op_info *info, const kd_ca
     return kd__no_kernel(op, e, key, kt, why);
   }
 
-  char lacked[80] = "";
-  if (e && e->select && kt)
-    snprintf(lacked, sizeof lacked, " for dtype %s (layout %s)", kd_dtype_name(kt->dtype),
-             kd_layout_name(kt->layout));
-  fb_count(op, key, lacked, home);
-
   fb_state *s = kd__malloc(sizeof *s);
   if (!s) return kd_set_error(KD_ENOMEM, "'%s': CPU fallback: out of memory", op->name);
   memcpy(s->local, args, info->nargs * sizeof *args);
@@ -425,6 +426,12 @@ kd_status kd__cpu_fallback(const kd_op *op, const kd__op_info *info, const kd_ca
     }
   }
   if (st == KD_OK) {
+    /* Counted (and warned about) as it runs the CPU kernel. */
+    char lacked[80] = "";
+    if (e && e->select && kt)
+      snprintf(lacked, sizeof lacked, " for dtype %s (layout %s)", kd_dtype_name(kt->dtype),
+               kd_layout_name(kt->layout));
+    fb_count(op, key, lacked, home);
     kd_keyset ks = (kd_keyset_below(call->keys, key) & ~KD__BACKEND_KEYS) | kd_keyset_of(KD_KEY_CPU);
     for (uint32_t j = 0; j < info->nrets; j++) rets[j] = kd_value_none();
     st = kd_call_unboxed_keys((kd_op *)op, ks, s->local, rets);
