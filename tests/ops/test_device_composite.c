@@ -291,6 +291,52 @@ static void test_backend_select_reaches_the_device_slot(void **state) {
   kd_tensor_release(t);
 }
 
+static int calls_own_ones;
+
+/* A backend's own kernel for a composite factory (ones): it must win in the
+ * backend's slot, which the factory call reaches through BackendSelect. */
+static kd_status k_own_ones(const kd_call *call, const kd_arg *a, kd_value *r) {
+  calls_own_ones++;
+  assert_int_equal(call->key, KD_KEY_PRIVATEUSE1);
+  kd_tensor *t;
+  kd_status st = kd_empty_memory_format((kd_ints){a[0].ints.data, a[0].ints.size},
+                                        a[1].opt.has ? &a[1].opt.v.dtype : NULL, NULL,
+                                        &a[3].opt.v.device, NULL, NULL, &t);
+  if (st) return st;
+  kd_scalar one = kd_scalar_int(1);
+  if ((st = kd_fill__Scalar(t, &one))) {
+    kd_tensor_release(t);
+    return st;
+  }
+  r[0] = kd_value_tensor(t);
+  kd_tensor_release(t);
+  return KD_OK;
+}
+
+static void test_backend_select_prefers_the_backends_own_kernel(void **state) {
+  (void)state;
+  kd_library *own;
+  KD_ASSERT_OK(kd_library_open(KD_LIBRARY_IMPL, "aten", KD_KEY_PRIVATEUSE1, __FILE__, __LINE__,
+                               &own));
+  reg(own, "aten::ones", k_own_ones, "(int[], ScalarType?, Layout?, Device?, bool?) -> Tensor");
+  kd_tensor *g = NULL, *w = NULL;
+  KD_ASSERT_OK(kd_ones(INTS(3), NULL, NULL, &DEV1, NULL, &g));
+  assert_int_equal(calls_own_ones, 1);
+  assert_int_equal(kd_tensor_device(g).index, 1);
+  KD_ASSERT_OK(kd_ones(INTS(3), NULL, NULL, NULL, NULL, &w));
+  expect_same(g, w);
+  /* cpu calls still reach the CPU kernel */
+  KD_ASSERT_OK(kd_ones(INTS(3), NULL, NULL, NULL, NULL, &w));
+  assert_int_equal(calls_own_ones, 1);
+  kd_tensor_release(w);
+  kd_library_close(own);
+  /* closed: the composite serves the device again */
+  KD_ASSERT_OK(kd_ones(INTS(3), NULL, NULL, &DEV, NULL, &g));
+  assert_int_equal(calls_own_ones, 1);
+  KD_ASSERT_OK(kd_ones(INTS(3), NULL, NULL, NULL, NULL, &w));
+  expect_same(g, w);
+}
+
 /* ---- Factories ------------------------------------------------------------------ */
 
 static void test_factories_match_the_cpu(void **state) {
@@ -636,6 +682,7 @@ static void test_a_device_without_allocator_fails_cleanly(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_backend_select_reaches_the_device_slot),
+      cmocka_unit_test(test_backend_select_prefers_the_backends_own_kernel),
       cmocka_unit_test(test_factories_match_the_cpu),
       cmocka_unit_test(test_like_and_new_factories),
       cmocka_unit_test(test_out_and_inplace_factories),
