@@ -665,6 +665,31 @@ static void test_a_backend_without_fill_fails_naming_fill(void **state) {
   kd_tensor_release(t);
 }
 
+/* Composites built on computing operators reach the backend's slot of
+ * those operators (where its kernels, or the CPU fallback, serve them): with
+ * only the five primitives, the error names the computing operator. */
+static void test_composites_reach_computing_operators_on_the_device(void **state) {
+  (void)state;
+  kd_tensor *c = IOTA(KD_FLOAT32, 2, 2), *d = on_dev(c), *r = (kd_tensor *)1;
+  kd_tensors both = TENSORS(d, d);
+  KD_ASSERT_ERR(kd_stack_op(both, 0, &r), KD_ENOKERNEL,
+                "Could not run 'aten::cat' with arguments from the 'PrivateUse1' backend");
+  assert_null(r);
+  kd_tensor *mask = NULL, *dmask = NULL;
+  KD_ASSERT_OK(kd_tensor_to_dtype(c, KD_BOOL, &mask));
+  dmask = on_dev(mask);
+  kd_scalar v = kd_scalar_int(5);
+  r = (kd_tensor *)1;
+  KD_ASSERT_ERR(kd_masked_fill_Scalar(d, dmask, &v, &r), KD_ENOKERNEL,
+                "Could not run 'aten::masked_fill_.Scalar' with arguments from the 'PrivateUse1' "
+                "backend");
+  assert_null(r);
+  kd_tensor_release(mask);
+  kd_tensor_release(dmask);
+  kd_tensor_release(d);
+  kd_tensor_release(c);
+}
+
 static void test_a_device_without_allocator_fails_cleanly(void **state) {
   (void)state;
   kd_tensor *t = (kd_tensor *)1;
@@ -690,6 +715,7 @@ int main(void) {
       cmocka_unit_test(test_to_and_to_copy),
       cmocka_unit_test(test_views_on_the_device),
       cmocka_unit_test(test_a_backend_without_fill_fails_naming_fill),
+      cmocka_unit_test(test_composites_reach_computing_operators_on_the_device),
       cmocka_unit_test(test_a_device_without_allocator_fails_cleanly),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
