@@ -684,6 +684,20 @@ static void test_composites_reach_computing_operators_on_the_device(void **state
                 "Could not run 'aten::masked_fill_.Scalar' with arguments from the 'PrivateUse1' "
                 "backend");
   assert_null(r);
+  /* dot.out: the dispatched dot, not a refusal of device tensors */
+  kd_tensor *row = IOTA(KD_FLOAT32, 3), *drow = on_dev(row), *o = NULL;
+  KD_ASSERT_OK(kd_empty_memory_format(NO_INTS, NULL, NULL, &DEV, NULL, NULL, &o));
+  KD_ASSERT_ERR(kd_dot_out(drow, drow, o), KD_ENOKERNEL,
+                "Could not run 'aten::dot' with arguments from the 'PrivateUse1' backend");
+  /* softmax with a dtype: the cast is the dispatched to.dtype, then _softmax */
+  kd_dtype f64 = KD_FLOAT64;
+  r = (kd_tensor *)1;
+  KD_ASSERT_ERR(kd_softmax_int(drow, 0, &f64, &r), KD_ENOKERNEL,
+                "Could not run 'aten::_softmax' with arguments from the 'PrivateUse1' backend");
+  assert_null(r);
+  kd_tensor_release(o);
+  kd_tensor_release(drow);
+  kd_tensor_release(row);
   kd_tensor_release(mask);
   kd_tensor_release(dmask);
   kd_tensor_release(d);
