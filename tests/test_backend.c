@@ -57,6 +57,20 @@ static void *f_queue(void *ctx, kd_device d) { return &((fake *)ctx)->queue[d.in
 
 static fake F;
 
+/* A device-side cast for float32 -> int64 only (else an error), counting calls. */
+static int casts;
+static kd_status f_cast(void *ctx, kd_device d, void *dst, kd_dtype dt, const void *src,
+                        kd_dtype st, size_t n) {
+  (void)ctx;
+  (void)d;
+  casts++;
+  if (st != KD_FLOAT32 || dt != KD_INT64)
+    return kd_set_error(KD_EUNSUPPORTED, "f_cast: only float32 to int64, not %s to %s",
+                        kd_dtype_name(st), kd_dtype_name(dt));
+  for (size_t k = 0; k < n; k++) ((int64_t *)dst)[k] = (int64_t)((const float *)src)[k];
+  return KD_OK;
+}
+
 static kd_backend_iface iface_for(const char *name, kd_device_type type) {
   kd_backend_iface i;
   memset(&i, 0, sizeof i);
@@ -82,9 +96,13 @@ static void test_refusals(void **state) {
   KD_ASSERT_ERR(kd_backend_register(NULL, &b), KD_EINVAL, "NULL iface");
   assert_null(b);
   i.api_version = 0;
-  KD_ASSERT_ERR(kd_backend_register(&i, &b), KD_EINVAL, "api_version 0 is not supported: expected 1..1");
+  KD_ASSERT_ERR(kd_backend_register(&i, &b), KD_EINVAL,
+                "kd_backend_register: kd_backend_iface api_version 0 is not supported: this "
+                "library accepts only 1 (KD_BACKEND_API_VERSION)");
   i.api_version = KD_BACKEND_API_VERSION + 1;
-  KD_ASSERT_ERR(kd_backend_register(&i, &b), KD_EINVAL, "api_version 2 is not supported");
+  KD_ASSERT_ERR(kd_backend_register(&i, &b), KD_EINVAL,
+                "kd_backend_iface api_version 2 is not supported: this library accepts only 1 "
+                "(KD_BACKEND_API_VERSION); was it built against a newer kdispatch?");
   i = iface_for("fakedev", KD_DEVICE_CUDA);
   KD_ASSERT_ERR(kd_backend_register(&i, &b), KD_EINVAL,
                 "backend 'fakedev': device type 1 is not a private device type");
@@ -107,6 +125,51 @@ static void test_refusals(void **state) {
   KD_ASSERT_STR_EQ(kd_device_type_name(KD_DEVICE_PRIVATEUSE2), "privateusetwo");
   kd_allocator a;
   KD_ASSERT_ERR(kd_allocator_get(KD_DEVICE_PRIVATEUSE2, &a), KD_ENOTFOUND, "privateusetwo");
+}
+
+/* kd_tensor_to_dtype of a device tensor: the backend's cast slot for a
+ * contiguous tensor (its error returned as is), the host for a strided one. */
+static void test_device_cast(void **state) {
+  (void)state;
+  kd_backend_iface i = iface_for("castdev", KD_DEVICE_PRIVATEUSE3);
+  i.cast = f_cast;
+  kd_backend *b = NULL;
+  KD_ASSERT_OK(kd_backend_register(&i, &b));
+  const float v[6] = {1.5f, -2.5f, 3.0f, 4.25f, 5.0f, -6.75f};
+  const int64_t sizes[2] = {2, 3};
+  kd_tensor *h, *d, *c, *back;
+  KD_ASSERT_OK(kd_tensor_from_data(2, sizes, KD_FLOAT32, v, &h));
+  kd_device dev = {KD_DEVICE_PRIVATEUSE3, 1};
+  KD_ASSERT_OK(kd_tensor_to_device(h, dev, &d));
+  casts = 0;
+  KD_ASSERT_OK(kd_tensor_to_dtype(d, KD_INT64, &c));
+  assert_int_equal(casts, 1);
+  assert_true(kd_device_equal(kd_tensor_device(c), dev));
+  KD_ASSERT_OK(kd_tensor_to_device(c, kd_device_cpu(), &back));
+  const int64_t *r = kd_tensor_data(back);
+  for (int k = 0; k < 6; k++) assert_int_equal(r[k], (int64_t)v[k]);
+  kd_tensor_release(back);
+  kd_tensor_release(c);
+  /* The slot's error comes back unchanged. */
+  KD_ASSERT_ERR(kd_tensor_to_dtype(d, KD_FLOAT64, &c), KD_EUNSUPPORTED,
+                "f_cast: only float32 to int64, not float32 to float64");
+  assert_null(c);
+  /* A strided view goes through the host: the slot is not called. */
+  const int64_t tsz[2] = {3, 2}, tst[2] = {1, 3};
+  kd_tensor *t;
+  KD_ASSERT_OK(kd_tensor_as_strided(d, 2, tsz, tst, 0, &t));
+  casts = 0;
+  KD_ASSERT_OK(kd_tensor_to_dtype(t, KD_FLOAT64, &c));
+  assert_int_equal(casts, 0);
+  KD_ASSERT_OK(kd_tensor_to_device(c, kd_device_cpu(), &back));
+  const double *rd = kd_tensor_data(back);
+  for (int k = 0; k < 6; k++) assert_true(rd[k] == (double)v[(k % 2) * 3 + k / 2]);
+  kd_tensor_release(back);
+  kd_tensor_release(c);
+  kd_tensor_release(t);
+  kd_tensor_release(d);
+  kd_tensor_release(h);
+  kd_backend_unregister(b);
 }
 
 static void test_register_unregister(void **state) {
@@ -347,6 +410,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_refusals),
       cmocka_unit_test(test_register_unregister),
+      cmocka_unit_test(test_device_cast),
       cmocka_unit_test(test_device_services),
       cmocka_unit_test(test_call_device_context),
       cmocka_unit_test(test_unregister_waits_for_calls),

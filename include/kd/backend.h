@@ -63,7 +63,10 @@ typedef struct kd_backend_iface {
   kd_status (*fill)(void *ctx, kd_device device, void *dst, const void *elem, size_t elem_size,
                     size_t count);
   /* Optional (NULL: through the host): converts `count` elements of
-   * src_dtype at `src` to dst_dtype at `dst`, both on `device`. */
+   * src_dtype at `src` to dst_dtype at `dst`, both on `device`.
+   * kd_tensor_to_dtype calls it for a contiguous tensor whose storage this
+   * backend's allocator made (a strided one goes through the host), and
+   * returns its error as is. */
   kd_status (*cast)(void *ctx, kd_device device, void *dst, kd_dtype dst_dtype, const void *src,
                     kd_dtype src_dtype, size_t count);
   /* Optional: the device's queue (stream) handed to kernels through

@@ -43,6 +43,8 @@
  *   kd_kernel_class    KD_KERNEL_CLASS_API_VERSION    (kd/kernel_def.h)
  *   kd_allocator       KD_ALLOCATOR_API_VERSION       (kd/device.h)
  *   kd_host_allocator  KD_HOST_ALLOCATOR_API_VERSION  (kd/memory.h)
+ *   kd_backend_iface   KD_BACKEND_API_VERSION         (kd/backend.h)
+ *   kd_plugin_desc     KD_PLUGIN_API_VERSION          (kd/backend.h)
  *
  * The rules, the same for all of them:
  *   - Fields are only appended. Version N+1 is version N plus fields at the

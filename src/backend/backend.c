@@ -17,6 +17,7 @@
 
 #include "backend/backend_impl.h"
 #include "core/internal.h"
+#include "core/tensor_impl.h"
 #include "dispatch/reclaim.h"
 
 static pthread_mutex_t be_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -61,6 +62,33 @@ static kd_status be_from_host(void *ctx, kd_device device, void *dst, const void
   return st;
 }
 
+/* kd_tensor_to_dtype of a device tensor (core/internal.h): the backend's
+ * `cast` slot, for a contiguous tensor whose storage this backend's allocator
+ * made (which keeps the record alive while the storage lives). 1: not done
+ * here (no cast slot, another allocator, strided): the host path runs. */
+int kd__backend_device_cast(const kd_tensor *t, int dtype_, kd_tensor **out) {
+  kd_dtype dtype = (kd_dtype)dtype_;
+  const kd_storage *s = t->storage;
+  if (!s->owns_via_allocator || s->allocator.alloc != be_alloc || !kd_tensor_is_contiguous(t))
+    return 1;
+  kd_backend *b = s->allocator.ctx;
+  if (!b->iface.cast) return 1;
+  kd_tensor *r;
+  kd_status st = kd_tensor_empty(t->ndim, t->sizes, dtype, s->device, &r);
+  if (st) return st;
+  int64_t n = kd_tensor_numel(t);
+  if (n > 0) {
+    st = b->iface.cast(b->iface.ctx, s->device, kd_tensor_data(r), dtype, kd_tensor_data(t),
+                       t->dtype, (size_t)n);
+    if (st) {
+      kd_tensor_release(r);
+      return st;
+    }
+  }
+  *out = r;
+  return KD_OK;
+}
+
 void kd__backend_put(kd_backend *b) {
   if (atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) != 1) return;
   kd_plugin *p = b->plugin;
@@ -75,16 +103,6 @@ size_t kd__backend_live_storages(const kd_backend *b) {
 
 /* ---- Register / unregister ---------------------------------------------- */
 
-/* The bytes of each version of the record. */
-static size_t iface_size(uint32_t version) {
-  switch (version) {
-    case 1:
-      return offsetof(kd_backend_iface, get_proc_address) + sizeof(void *);
-    default:
-      return 0;
-  }
-}
-
 #define KD__REQUIRE(field)                                                                    \
   if (!copy.field)                                                                          \
     return kd_set_error(KD_EINVAL,                                                          \
@@ -97,16 +115,10 @@ kd_status kd__backend_register(const kd_backend_iface *iface, kd_plugin *plugin,
   if (!out) return kd_set_error(KD_EINVAL, "kd_backend_register: NULL out");
   *out = NULL;
   if (!iface) return kd_set_error(KD_EINVAL, "kd_backend_register: NULL iface");
-  uint32_t version = iface->api_version;
-  if (version < 1 || version > KD_BACKEND_API_VERSION)
-    return kd_set_error(KD_EINVAL,
-                        "kd_backend_register: backend '%s': api_version %u is not supported: "
-                        "expected 1..%d (KD_BACKEND_API_VERSION)",
-                        iface->name ? iface->name : "(null)", version, KD_BACKEND_API_VERSION);
+  /* Any accepted version, read into this version's layout (kd/version.h). */
   kd_backend_iface copy;
-  memset(&copy, 0, sizeof copy);
-  memcpy(&copy, iface, iface_size(version));
-  copy.api_version = KD_BACKEND_API_VERSION;
+  kd_status vst = kd__abi_copy(&kd__abi_backend_iface, iface, &copy, "kd_backend_register", NULL);
+  if (vst) return vst;
   const char *name = copy.name ? copy.name : "(null)";
   kd_device_type type = copy.device_type;
   if (!is_private(type))

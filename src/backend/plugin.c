@@ -28,7 +28,8 @@
 struct kd_plugin {
   char *path;
   void *dl;
-  const kd_plugin_desc *desc;
+  const kd_plugin_desc *desc; /* &desc_copy once its version was accepted, else NULL */
+  kd_plugin_desc desc_copy;   /* the plugin's descriptor, read by its version (kd/version.h) */
   bool initialized; /* init returned KD_OK: fini is due */
   atomic_size_t holds;
   kd_backend **backends;
@@ -243,22 +244,25 @@ kd_status kd_backend_load(const char *path, kd_plugin **out) {
     }
     memcpy(&entry, &sym, sizeof entry); /* object pointer to function pointer (POSIX) */
   }
-  p->desc = entry(KD_PLUGIN_API_VERSION);
-  if (!p->desc) {
+  const kd_plugin_desc *given = entry(KD_PLUGIN_API_VERSION);
+  if (!given) {
     st = kd_set_error(KD_EUNSUPPORTED,
                       "kd_backend_load: the plugin %s refused to load into this host (its entry "
                       "point returned NULL for host plugin API version %d)",
                       path, KD_PLUGIN_API_VERSION);
     goto fail;
   }
-  if (p->desc->api_version < 1 || p->desc->api_version > KD_PLUGIN_API_VERSION) {
+  if (given->api_version < 1 || given->api_version > KD_PLUGIN_API_VERSION) {
     st = kd_set_error(KD_EUNSUPPORTED,
                       "kd_backend_load: the plugin %s was built for plugin API version %u; this "
                       "host accepts 1..%d (KD_PLUGIN_API_VERSION)",
-                      path, p->desc->api_version, KD_PLUGIN_API_VERSION);
-    p->desc = NULL;
+                      path, given->api_version, KD_PLUGIN_API_VERSION);
     goto fail;
   }
+  /* Only the fields of the plugin's version are read (cannot fail now). */
+  st = kd__abi_copy(&kd__abi_plugin_desc, given, &p->desc_copy, "kd_backend_load", NULL);
+  if (st) goto fail;
+  p->desc = &p->desc_copy;
   if (!p->desc->init) {
     st = kd_set_error(KD_EINVAL, "kd_backend_load: the plugin %s ('%s') has no init function",
                       path, kd_plugin_name(p));

@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "core/internal.h"
+#include "kd/backend.h"
 #include "kd/device.h"
 #include "kd/dispatch.h"
 #include "kd/kernel_def.h"
@@ -47,6 +48,13 @@ KD__ABI_TABLE(kd__abi_allocator, kd_allocator, KD_ALLOCATOR_API_VERSION, allocat
 static const size_t host_allocator_ends[] = {KD__ABI_END(kd_host_allocator, ctx)};
 KD__ABI_TABLE(kd__abi_host_allocator, kd_host_allocator, KD_HOST_ALLOCATOR_API_VERSION,
               host_allocator_ends);
+
+static const size_t backend_iface_ends[] = {KD__ABI_END(kd_backend_iface, get_proc_address)};
+KD__ABI_TABLE(kd__abi_backend_iface, kd_backend_iface, KD_BACKEND_API_VERSION,
+              backend_iface_ends);
+
+static const size_t plugin_desc_ends[] = {KD__ABI_END(kd_plugin_desc, fini)};
+KD__ABI_TABLE(kd__abi_plugin_desc, kd_plugin_desc, KD_PLUGIN_API_VERSION, plugin_desc_ends);
 
 /* kd_kernel_class is embedded by value in kd_kernel_def: it may never grow. */
 _Static_assert(KD_KERNEL_CLASS_API_VERSION == 1,

@@ -97,16 +97,14 @@ static inline uint64_t kd__hash_mix(uint64_t h) {
   return h;
 }
 
-/* Device-side dtype casts (tensor_convert.c): when set (by the backend
- * layer, for a backend whose record has a `cast` slot), kd_tensor_to_dtype of
- * a tensor on a device other than cpu and meta calls it first. It returns 1
- * when it does not handle the tensor (no backend, or no cast: the conversion
- * then goes through the host), else a kd_status with *out set as
- * kd_tensor_to_dtype's. NULL: every device cast goes through the host. */
+/* Device-side dtype casts (backend/backend.c): kd_tensor_to_dtype of a
+ * tensor on a device other than cpu and meta calls it first. It returns 1
+ * when it does not handle the tensor (its storage was not made by a
+ * registered backend's allocator, the backend has no `cast` slot, or the
+ * tensor is not contiguous: the conversion then goes through the host), else
+ * a kd_status with *out set as kd_tensor_to_dtype's. */
 struct kd_tensor;
-typedef int (*kd__device_cast_fn)(const struct kd_tensor *t, int dtype,
-                                  struct kd_tensor **out);
-extern kd__device_cast_fn kd__device_cast;
+int kd__backend_device_cast(const struct kd_tensor *t, int dtype, struct kd_tensor **out);
 
 /* Reference counts. */
 typedef atomic_int_fast64_t kd__refcount;
@@ -135,7 +133,8 @@ typedef struct kd__abi_struct {
   const size_t *ends;   /* ends[v - 1]: the bytes version v has */
 } kd__abi_struct;
 extern const kd__abi_struct kd__abi_kernel, kd__abi_keyed_kernel, kd__abi_library_desc,
-    kd__abi_kernel_def, kd__abi_kernel_class, kd__abi_allocator, kd__abi_host_allocator;
+    kd__abi_kernel_def, kd__abi_kernel_class, kd__abi_allocator, kd__abi_host_allocator,
+    kd__abi_backend_iface, kd__abi_plugin_desc;
 #define KD__ABI_END(type, field) (offsetof(type, field) + sizeof(((type *)0)->field))
 
 /* Copies *src, of any version from 1 to s->current, into dst (s->size bytes):

@@ -316,13 +316,11 @@ kd_status kd_tensor_to_dtype(const kd_tensor *t, kd_dtype dtype, kd_tensor **out
   if (dev.type == KD_DEVICE_META) return kd_tensor_empty(t->ndim, t->sizes, dtype, dev, out);
   if (dev.type == KD_DEVICE_CPU) return host_contiguous(t, dtype, out);
   /* A device tensor: the device's own cast when its backend has one (the
-   * hook, kd__device_cast: 1 means "not done here"), else through the host:
+   * kd__backend_device_cast: 1 means "not done here"), else through the host:
    * to the cpu with the device allocator's copies, converted there, back to
    * the same device and index. */
-  if (kd__device_cast) {
-    int hk = kd__device_cast(t, (int)dtype, out);
-    if (hk != 1) return (kd_status)hk;
-  }
+  int hk = kd__backend_device_cast(t, (int)dtype, out);
+  if (hk != 1) return (kd_status)hk;
   kd_tensor *host, *conv;
   kd_status st = kd_tensor_to_device(t, kd_device_cpu(), &host);
   if (st) return st;
@@ -333,8 +331,6 @@ kd_status kd_tensor_to_dtype(const kd_tensor *t, kd_dtype dtype, kd_tensor **out
   kd_tensor_release(conv);
   return st;
 }
-
-kd__device_cast_fn kd__device_cast;
 
 /* ---- kd_tensor_to_device ------------------------------------------------------ */
 
