@@ -24,7 +24,7 @@ configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/kdispatchConfig.cmake.
   ${PROJECT_BINARY_DIR}/kdispatchConfig.cmake
   INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/kdispatch)
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/kdispatchConfigVersion.cmake
-  COMPATIBILITY SameMinorVersion)
+  COMPATIBILITY SameMajorVersion) # kd/version.h: a newer minor only appends
 install(FILES ${PROJECT_BINARY_DIR}/kdispatchConfig.cmake
               ${PROJECT_BINARY_DIR}/kdispatchConfigVersion.cmake
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/kdispatch)
