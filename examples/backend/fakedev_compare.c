@@ -95,7 +95,7 @@ CASE(neg_strided) {
 }
 CASE(sub_alpha) { return kd_sub_Tensor(x[0], x[1], &three, out); }
 CASE(div_f32) { return kd_div_Tensor(x[0], x[1], out); }
-CASE(div_floor_i64) { return kd_div_Tensor_mode(x[3], x[3], "floor", out); }
+CASE(div_floor) { return kd_div_Tensor_mode(x[0], x[1], "floor", out); }
 CASE(exp_f64) { return kd_exp(x[5], out); }
 CASE(sqrt_f32) { return kd_sqrt(x[1], out); }
 CASE(eq_bool) { return kd_eq_Tensor(x[0], x[1], out); }
@@ -226,7 +226,7 @@ static const struct {
 #define N(name) {#name, name, NO_VALUES}
     C(add_f32), C(add_alpha_broadcast), C(add_i64), C(add_i32_fallback), C(add_i64_f32_promotes),
     C(add_0dim), C(add_scalar), C(mul_f32), C(mul_f64_fallback), C(mul_i32_by_f32), C(neg_f32),
-    C(neg_i64), C(neg_strided), C(sub_alpha), C(div_f32), C(div_floor_i64), C(exp_f64),
+    C(neg_i64), C(neg_strided), C(sub_alpha), C(div_f32), C(div_floor), C(exp_f64),
     C(sqrt_f32), C(eq_bool), C(where_self), C(clamp_f32), C(relu_f32),
     C(sum_f32), C(sum_i32_to_i64), C(sum_dim_keepdim), C(mean_dim), C(amax_dim), C(argmax_dim),
     C(prod_f64),
@@ -394,6 +394,20 @@ int main(int argc, char **argv) {
     fprintf(stderr, "inputs: %s\n", kd_last_error());
     return 1;
   }
+  /* The device really scrambles: a CPU kernel reading its bytes would see
+   * none of the values. */
+  kd_tensor *probe;
+  if (kd_tensor_to_device(x[0], (kd_device){KD_DEVICE_PRIVATEUSE1, 0}, &probe)) {
+    fprintf(stderr, "to fakedev: %s\n", kd_last_error());
+    return 1;
+  }
+  const float *raw = kd_tensor_data(probe), *vals = kd_tensor_data(x[0]);
+  for (int64_t i = 0; i < kd_tensor_numel(x[0]); i++)
+    if (raw[i] == vals[i]) {
+      printf("FAIL fakedev:0 holds element %lld unscrambled\n", (long long)i);
+      failures++;
+    }
+  kd_tensor_release(probe);
   size_t ncases = sizeof cases / sizeof cases[0];
   for (int32_t index = 0; index < 2; index++) {
     kd_device dev = {KD_DEVICE_PRIVATEUSE1, index};
