@@ -47,11 +47,18 @@ __attribute__((aligned(64), noinline)) static double time_typed(kd_op *op, kd_te
   return (double)(kd_bench_now_ns() - t0) / (double)n;
 }
 
-static double median_typed(kd_op *op, kd_tensor *t) {
-  double s[REPS];
-  time_typed(op, t, 200000);
-  for (int r = 0; r < REPS; r++) s[r] = time_typed(op, t, 2000000);
-  return kd_bench_median(s, REPS);
+/* Both typed-call figures, their repetitions interleaved so that both see
+ * the same machine state. */
+static void median_typed(kd_op *op, kd_tensor *a, kd_tensor *b, double *ma, double *mb) {
+  double sa[REPS], sb[REPS];
+  time_typed(op, a, 200000);
+  time_typed(op, b, 200000);
+  for (int r = 0; r < REPS; r++) {
+    sa[r] = time_typed(op, a, 2000000);
+    sb[r] = time_typed(op, b, 2000000);
+  }
+  *ma = kd_bench_median(sa, REPS);
+  *mb = kd_bench_median(sb, REPS);
 }
 
 /* The fallback's add, and the same work by hand. */
@@ -129,7 +136,8 @@ int kd_bench_backend(int argc, char **argv) {
       kd_tensor_empty(1, &one, KD_FLOAT32, kd_device_cpu(), &tc) ||
       kd_tensor_empty(1, &one, KD_FLOAT32, dev, &td))
     return fail("fakedev::noop");
-  double backend_ns = median_typed(op, td), cpu_ns = median_typed(op, tc);
+  double backend_ns, cpu_ns;
+  median_typed(op, td, tc, &backend_ns, &cpu_ns);
   printf("backend_typed_call_ns %.2f\n", backend_ns);
   printf("cpu_typed_call_ns %.2f\n", cpu_ns);
   kd_tensor_release(tc);
