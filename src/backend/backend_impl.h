@@ -40,4 +40,10 @@ void kd__plugin_put(kd_plugin *p);
  * at unload). KD_ENOMEM when it cannot be recorded (the caller closes it). */
 kd_status kd__plugin_note_desc(const kd_library_desc *desc);
 
+/* Start-up (startup.c): the second-copy check (1 when another copy of the
+ * library was found in this process, which it warns about) and
+ * KD_BACKENDS. kd__startup is the library's constructor. */
+int kd__instance_check(void);
+void kd__startup(void);
+
 #endif

@@ -180,6 +180,27 @@ kd_status kd_backend_load(const char *path, kd_plugin **out) {
                       e ? e : "dlopen failed");
     goto fail;
   }
+  {
+    /* A plugin linked with libkdispatch.so, loaded into a host that has
+     * another copy (the static archive): its registrations would go to the
+     * other copy's registry. */
+    void *theirs = dlsym(p->dl, "kd_backend_load");
+    kd_status (*ours_fn)(const char *, kd_plugin **) = kd_backend_load;
+    void *ours;
+    memcpy(&ours, &ours_fn, sizeof ours);
+    if (theirs && theirs != ours) {
+      Dl_info a, b;
+      const char *their_file = dladdr(theirs, &a) && a.dli_fname ? a.dli_fname : "?";
+      const char *our_file = dladdr(ours, &b) && b.dli_fname ? b.dli_fname : "?";
+      st = kd_set_error(KD_EUNSUPPORTED,
+                        "kd_backend_load: the plugin %s brings a second copy of libkdispatch "
+                        "(%s) into this process, whose copy is %s: its registrations would go "
+                        "to a registry this host never reads; link the host with the shared "
+                        "libkdispatch",
+                        path, their_file, our_file);
+      goto fail;
+    }
+  }
   kd_plugin_entry_fn entry;
   {
     void *sym = dlsym(p->dl, KD_PLUGIN_ENTRY_SYMBOL);

@@ -6,6 +6,11 @@
 #include "core/internal.h"
 #include "kd/status.h"
 
+/* A static link keeps the start-up checks (src/backend/startup.c: the
+ * second-copy check and KD_BACKENDS) through this reference. */
+void kd__startup(void);
+__attribute__((used)) static void (*const kd__startup_ref)(void) = kd__startup;
+
 #define KD__ERROR_CAP 1024
 
 static _Thread_local char tls_message[KD__ERROR_CAP];
