@@ -402,14 +402,16 @@ static void test_resize_refused(void **state) {
   kd_tensor_release(t);
   assert_int_equal(wrapped_freed, before + 2);
 
-  /* Another device's storage cannot grow here. */
+  /* A device whose allocator has no copy functions cannot carry the old
+   * bytes over. */
   counting c = {0, 0, 0};
   kd_allocator a = {KD_ALLOCATOR_API_VERSION, count_alloc, count_free, &c, NULL, NULL};
   KD_ASSERT_OK(kd_allocator_set(KD_DEVICE_PRIVATEUSE3, &a));
   KD_ASSERT_OK(kd_tensor_empty(1, (int64_t[]){2}, KD_INT8, (kd_device){KD_DEVICE_PRIVATEUSE3, 0},
                                &t));
   KD_ASSERT_ERR(kd_tensor_resize_(t, 1, (int64_t[]){3}, NULL), KD_EUNSUPPORTED,
-                "resize_: cannot grow storage on device 'privateusethree' (only cpu and meta)");
+                "resize_: cannot grow storage on device 'privateusethree' from 2 to 3 bytes: its "
+                "allocator has no copy functions");
   KD_ASSERT_OK(kd_tensor_resize_(t, 1, (int64_t[]){1}, NULL));
   kd_tensor_release(t);
   KD_ASSERT_OK(kd_allocator_set(KD_DEVICE_PRIVATEUSE3, NULL));

@@ -563,9 +563,55 @@ static void test_to_device_private(void **state) {
   kd_tensor_release(e);
   kd_tensor_release(er);
 
-  /* dtype conversion needs host memory; copy_ takes a device source. */
-  KD_ASSERT_ERR(kd_tensor_to_dtype(d, KD_FLOAT64, &e), KD_EUNSUPPORTED,
-                "the tensor is on 'privateuseone:1'");
+  /* dtype conversion of a device tensor goes through the host and stays on
+   * the tensor's device and index (issue 16). */
+  KD_ASSERT_OK(kd_tensor_to_dtype(dv, KD_FLOAT64, &e));
+  assert_true(kd_device_equal(kd_tensor_device(e), p1));
+  assert_int_equal(kd_tensor_dtype(e), KD_FLOAT64);
+  assert_row_major(e);
+  for (int i = 0; i < 4; i++) assert_true(((double *)kd_tensor_data(e))[i] == want_v[i]);
+  kd_tensor_release(e);
+
+  /* copy_ into a device dst with gaps between its elements: converted on
+   * the host, the gaps keep their bytes (issue 16). */
+  kd_tensor *dgap, *src3;
+  KD_ASSERT_OK(kd_tensor_to_device(d, p1, &d1));
+  KD_ASSERT_OK(kd_tensor_as_strided(d1, 2, (int64_t[]){2, 2}, (int64_t[]){3, 2}, 4, &dgap));
+  const int64_t vals[] = {10, 20, 30, 40};
+  KD_ASSERT_OK(kd_tensor_from_data(2, (int64_t[]){2, 2}, KD_INT64, vals, &src3));
+  KD_ASSERT_OK(kd_tensor_copy_(dgap, src3));
+  float want_gap[12];
+  memcpy(want_gap, want_t, sizeof want_gap);
+  want_gap[4] = 10, want_gap[6] = 20, want_gap[7] = 30, want_gap[9] = 40;
+  assert_memory_equal(kd_tensor_data(d1), want_gap, sizeof want_gap);
+  /* A failing copy function: its status and message. */
+  c.fail = KD_EINTERNAL;
+  KD_ASSERT_ERR(kd_tensor_copy_(dgap, src3), KD_EINTERNAL, "test device lost");
+  c.fail = KD_OK;
+  kd_tensor_release(src3);
+  kd_tensor_release(dgap);
+  kd_tensor_release(d1);
+
+  /* resize_ grows device storage through the device's allocator, carrying
+   * the old bytes over through the host (issue 16). */
+  KD_ASSERT_OK(kd_tensor_to_device(base, p1, &d1));
+  int allocs = c.allocs, frees = c.frees;
+  KD_ASSERT_OK(kd_tensor_resize_(d1, 1, (int64_t[]){20}, NULL));
+  assert_int_equal(c.allocs, allocs + 1);
+  assert_int_equal(c.frees, frees + 1);
+  assert_true(kd_device_equal(kd_tensor_device(d1), p1));
+  assert_int_equal(kd_tensor_numel(d1), 20);
+  assert_memory_equal(kd_tensor_data(d1), data, sizeof data);
+  c.fail = KD_EINTERNAL;
+  KD_ASSERT_ERR(kd_tensor_resize_(d1, 1, (int64_t[]){40}, NULL), KD_EINTERNAL,
+                "resize_: growing storage on device 'privateuseone' to 160 bytes: copying the old "
+                "80 bytes failed: test device lost");
+  c.fail = KD_OK;
+  assert_int_equal(kd_tensor_numel(d1), 20);
+  assert_memory_equal(kd_tensor_data(d1), data, sizeof data);
+  kd_tensor_release(d1);
+
+  /* copy_ takes a device source. */
   kd_tensor *dst;
   KD_ASSERT_OK(kd_tensor_empty(2, (int64_t[]){4, 3}, KD_FLOAT64, kd_device_cpu(), &dst));
   KD_ASSERT_OK(kd_tensor_copy_(dst, d));

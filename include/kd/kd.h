@@ -19,5 +19,6 @@
 #include "kd/selective.h"
 #include "kd/kernel_def.h"
 #include "kd/backend.h"
+#include "kd/cpu_fallback.h"
 
 #endif /* KD_KD_H */

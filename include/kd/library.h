@@ -101,9 +101,15 @@ KD_API kd_status kd_library_impl_keyed(kd_library *lib, const char *name, int la
  * index input may have to be int64. The dispatcher enforces the definitions
  * on every call of the kernel: a tensor input on another backend is moved
  * (kd_tensor_to_device) and one of another dtype is cast (kd_tensor_to_dtype)
- * before the kernel runs, for the call only; a tensor result that breaks its
- * definition makes the call fail with KD_EINTERNAL naming the kernel. A
- * layout is checked, never converted (KD_ETYPE). */
+ * before the kernel runs, for the call only (a moved input lands on the key
+ * tensor's device index when it goes to the key tensor's device type); a
+ * tensor result that breaks its definition makes the call fail with
+ * KD_EINTERNAL naming the kernel. A mutated argument (`Tensor(a!)`: out=,
+ * in-place) that was moved or cast is never lost: after the kernel, the copy
+ * is written back into the caller's tensor (resized, cast back, moved back)
+ * and a return aliasing it is the caller's tensor; a write-back that fails
+ * fails the call with the copy's status. A layout is checked, never converted
+ * (KD_ETYPE). */
 #define KD_ALL_BACKEND (-1) /* an argument definition's backend: anywhere */
 #define KD_ALL_DTYPE (-1)   /* an argument definition's dtype: any */
 
@@ -177,12 +183,18 @@ KD_API kd_status kd_library_impl_keyed_ex(kd_library *lib, const char *name,
  * *merged (may be NULL) gets how many were merged. */
 KD_API kd_status kd_custom_kernels_merge(size_t *merged);
 
-/* CPU fallback for a backend (PHI's): when enabled and a call selects the
- * backend's slot but no kernel-key kernel serves the key tensor's dtype, the
- * CPU slot's kernel for that dtype runs instead, with every tensor input
- * moved to the CPU and every tensor result moved back to the key tensor's
- * device. The first fallback of each (operator, backend, dtype) warns
- * (kd_warn). KD_EINVAL for a key that is not a backend other than CPU. */
+/* The CPU fallback of a backend (kd/cpu_fallback.h says everything it
+ * does): when enabled, a call that reaches the backend's slot and finds no
+ * kernel there (an empty slot, or a kernel-key slot without a kernel for the
+ * key tensor's layout and dtype) runs the operator's CPU kernel, whatever
+ * form it has, on CPU copies of the tensor arguments; mutated arguments are
+ * written back into the caller's tensors and returned as the schema's
+ * aliases, other results moved to the arguments' device and index. It is
+ * the slot's last resort: every kernel, composite or kd_library_fallback of
+ * the key wins over it. The first fallback of each (operator, backend) warns
+ * (kd_warn); kd_op_fallback_count counts them. No dispatch table changes:
+ * turning it off restores exactly the earlier behaviour. KD_EINVAL for a key
+ * that is not a backend other than CPU. */
 KD_API kd_status kd_backend_set_cpu_fallback(kd_dispatch_key backend, bool enabled);
 
 /* Which kernel a call of `op` under `key` on a key tensor of (layout,

@@ -138,11 +138,16 @@ KD_API kd_status kd_tensor_as_strided(const kd_tensor *base, int ndim, const int
  * bytes from the device's allocator, the old bytes copied to their start
  * (values beyond the old end are not initialised), and every view of the
  * storage sees the new bytes. Growing needs storage that came from an
- * allocator (or has no bytes yet) on cpu or meta. t is borrowed.
+ * allocator (or has no bytes yet); on a device other than cpu and meta the
+ * old bytes are carried over device to host to device with the allocator's
+ * copy functions (kd_allocator v2), then the old block is freed. t is
+ * borrowed.
  * KD_EINVAL: NULL t, bad ndim, negative sizes or strides. KD_EOVERFLOW
  * (the geometry rule, with t's offset).
- * KD_EUNSUPPORTED: the storage must grow but wraps foreign memory or lives on
- * another device. KD_ENOMEM. On error t is unchanged. */
+ * KD_EUNSUPPORTED: the storage must grow but wraps foreign memory, or lives on
+ * a device whose allocator has no copy functions while it holds bytes.
+ * KD_ENOMEM. A failing copy function's status, with its message. On error t
+ * (and its storage) is unchanged. */
 KD_API kd_status kd_tensor_resize_(kd_tensor *t, int ndim, const int64_t *sizes,
                                    const int64_t *strides);
 
@@ -222,8 +227,12 @@ KD_API size_t kd_tensor_describe(const kd_tensor *tensor, char *buf, size_t cap)
  * the same dtype still gives a new copy. A meta tensor gives a meta tensor of
  * `dtype` (no data).
  * t is borrowed; the caller owns *out (one reference), which is NULL on error.
- * KD_EINVAL: NULL t or out, an invalid dtype. KD_EUNSUPPORTED: t is on a device
- * other than cpu or meta (move it with kd_tensor_to_device first). KD_ENOMEM. */
+ * A tensor on another device is converted by its backend's device-side cast
+ * when it has one, else through the host (moved to the cpu with its
+ * allocator's copies, converted, moved back to the same device and index):
+ * the result is on t's device.
+ * KD_EINVAL: NULL t or out, an invalid dtype. KD_EUNSUPPORTED: t's device type
+ * has no allocator copy functions (as kd_tensor_to_device). KD_ENOMEM. */
 KD_API kd_status kd_tensor_to_dtype(const kd_tensor *t, kd_dtype dtype, kd_tensor **out);
 
 /* A new contiguous tensor on `device` with t's sizes, dtype and values. Any
@@ -243,12 +252,17 @@ KD_API kd_status kd_tensor_to_device(const kd_tensor *t, kd_device device, kd_te
 /* Copies src's values into dst in place (PyTorch's dst.copy_(src)), converting
  * dtypes as kd_tensor_to_dtype and broadcasting src's sizes to dst's. dst may
  * have any strides (but no two of its elements may share memory); src may
- * overlap dst (it is read completely first then). dst must be on cpu (or meta,
- * where nothing is written); src may be on any device kd_tensor_to_device can
- * move to cpu. Both are borrowed; dst's bytes are written.
+ * overlap dst (it is read completely first then). dst may be on cpu, meta
+ * (nothing is written) or a device whose allocator has copy functions (the
+ * values are converted on the host and written with copy_from_host; when dst's
+ * strides leave gaps, the bytes it spans are read first so the gaps keep
+ * their values); src may be on any device kd_tensor_to_device can move to
+ * cpu. Both are borrowed; dst's bytes are written.
  * KD_EINVAL: NULL argument, sizes that do not broadcast, a dst whose elements
- * overlap. KD_EUNSUPPORTED: dst on another device, src on meta with a cpu dst,
- * or as kd_tensor_to_device. KD_ENOMEM. On error dst is unchanged. */
+ * overlap. KD_EUNSUPPORTED: src on meta with a dst that is not meta, or as
+ * kd_tensor_to_device. KD_ENOMEM. On error dst is unchanged, except when the
+ * device's final copy_from_host fails (its status and message are returned;
+ * dst's contents are then what the allocator left). */
 KD_API kd_status kd_tensor_copy_(kd_tensor *dst, const kd_tensor *src);
 
 KD_EXTERN_C_END

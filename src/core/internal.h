@@ -97,6 +97,17 @@ static inline uint64_t kd__hash_mix(uint64_t h) {
   return h;
 }
 
+/* Device-side dtype casts (tensor_convert.c): when set (by the backend
+ * layer, for a backend whose record has a `cast` slot), kd_tensor_to_dtype of
+ * a tensor on a device other than cpu and meta calls it first. It returns 1
+ * when it does not handle the tensor (no backend, or no cast: the conversion
+ * then goes through the host), else a kd_status with *out set as
+ * kd_tensor_to_dtype's. NULL: every device cast goes through the host. */
+struct kd_tensor;
+typedef int (*kd__device_cast_fn)(const struct kd_tensor *t, int dtype,
+                                  struct kd_tensor **out);
+extern kd__device_cast_fn kd__device_cast;
+
 /* Reference counts. */
 typedef atomic_int_fast64_t kd__refcount;
 static inline void kd__ref_init(kd__refcount *r) { atomic_init(r, 1); }

@@ -478,10 +478,6 @@ static kd_status grow_storage(kd_storage *s, size_t nbytes) {
     s->nbytes = nbytes;
     return KD_OK;
   }
-  if (s->device.type != KD_DEVICE_CPU)
-    return kd_set_error(KD_EUNSUPPORTED,
-                        "resize_: cannot grow storage on device '%s' (only cpu and meta)",
-                        kd_device_type_name(s->device.type));
   /* Wrapped memory (a deleter owns it, even with no bytes: replacing it
    * would skip the deleter) cannot grow. */
   if (!s->owns_via_allocator && (s->data || s->deleter))
@@ -493,11 +489,38 @@ static kd_status grow_storage(kd_storage *s, size_t nbytes) {
   if (!s->owns_via_allocator && kd_allocator_get(s->device.type, &a) != KD_OK)
     return kd_set_error(KD_EUNSUPPORTED, "resize_: no allocator for device '%s'",
                         kd_device_type_name(s->device.type));
+  bool host = s->device.type == KD_DEVICE_CPU;
+  bool keep = s->data && s->nbytes > 0; /* old bytes to carry over */
+  if (!host && keep && (!a.copy_to_host || !a.copy_from_host))
+    return kd_set_error(KD_EUNSUPPORTED,
+                        "resize_: cannot grow storage on device '%s' from %zu to %zu bytes: its "
+                        "allocator has no copy functions (kd_allocator v2 "
+                        "copy_to_host/copy_from_host) to carry the old bytes over",
+                        kd_device_type_name(s->device.type), s->nbytes, nbytes);
   void *p = a.alloc(a.ctx, s->device, nbytes);
   if (!p)
     return kd_set_error(KD_ENOMEM, "resize_: out of memory growing storage to %zu bytes", nbytes);
+  if (keep && !host) {
+    /* Device to device through the host: the device's own copy would be
+     * better; the allocator interface has none (a backend record's
+     * copy_device is the place to plug it in). */
+    void *buf = kd__malloc(s->nbytes);
+    kd_status st = buf ? a.copy_to_host(a.ctx, s->device, buf, s->data, s->nbytes) : KD_ENOMEM;
+    if (st == KD_OK) st = a.copy_from_host(a.ctx, s->device, p, buf, s->nbytes);
+    kd__free(buf);
+    if (st != KD_OK) {
+      a.free(a.ctx, s->device, p, nbytes);
+      if ((int)st > 0) st = KD_EINTERNAL;
+      char why[512];
+      snprintf(why, sizeof why, "%s", buf ? kd_last_error() : "out of host memory");
+      return kd_set_error(st,
+                          "resize_: growing storage on device '%s' to %zu bytes: copying the "
+                          "old %zu bytes failed: %s",
+                          kd_device_type_name(s->device.type), nbytes, s->nbytes, why);
+    }
+  }
   if (s->data) {
-    memcpy(p, s->data, s->nbytes);
+    if (host) memcpy(p, s->data, s->nbytes);
     if (!s->data_inline) s->allocator.free(s->allocator.ctx, s->device, s->data, s->nbytes);
   }
   s->data_inline = false; /* the old bytes stay in the block, unused */

@@ -314,16 +314,27 @@ kd_status kd_tensor_to_dtype(const kd_tensor *t, kd_dtype dtype, kd_tensor **out
   if (!kd_dtype_valid(dtype)) return invalid_dtype(fn, dtype);
   kd_device dev = t->storage->device;
   if (dev.type == KD_DEVICE_META) return kd_tensor_empty(t->ndim, t->sizes, dtype, dev, out);
-  if (dev.type != KD_DEVICE_CPU) {
-    char name[48];
-    kd_device_format(dev, name, sizeof name);
-    return kd_set_error(KD_EUNSUPPORTED,
-                        "%s: the tensor is on '%s', but dtype conversion needs its bytes in host "
-                        "memory (cpu): move it with kd_tensor_to_device first",
-                        fn, name);
+  if (dev.type == KD_DEVICE_CPU) return host_contiguous(t, dtype, out);
+  /* A device tensor: the device's own cast when its backend has one (the
+   * hook, kd__device_cast: 1 means "not done here"), else through the host:
+   * to the cpu with the device allocator's copies, converted there, back to
+   * the same device and index. */
+  if (kd__device_cast) {
+    int hk = kd__device_cast(t, (int)dtype, out);
+    if (hk != 1) return (kd_status)hk;
   }
-  return host_contiguous(t, dtype, out);
+  kd_tensor *host, *conv;
+  kd_status st = kd_tensor_to_device(t, kd_device_cpu(), &host);
+  if (st) return st;
+  st = host_contiguous(host, dtype, &conv);
+  kd_tensor_release(host);
+  if (st) return st;
+  st = kd_tensor_to_device(conv, dev, out);
+  kd_tensor_release(conv);
+  return st;
 }
+
+kd__device_cast_fn kd__device_cast;
 
 /* ---- kd_tensor_to_device ------------------------------------------------------ */
 
@@ -512,6 +523,49 @@ static kd_status broadcast_strides(const kd_tensor *dst, const kd_tensor *src, i
                       a, b);
 }
 
+/* kd_tensor_copy_ into a dst on a device (not cpu or meta): src's values
+ * come to the host; the bytes dst's view spans are written through the
+ * device allocator's copy_from_host, after reading them with copy_to_host
+ * when dst does not cover its span (strides with gaps), so that the bytes
+ * between its elements keep their values. On error dst is unchanged, unless
+ * the final copy_from_host itself failed (its contents are then what the
+ * allocator left). `sstrides`: src's strides broadcast to dst's sizes. */
+static kd_status copy_to_device_dst(kd_tensor *dst, const kd_tensor *src, int64_t *sstrides) {
+  if (dst->numel == 0) return KD_OK;
+  kd_device dev = dst->storage->device;
+  kd_allocator a;
+  kd_status st = copy_allocator(dst->storage, dev.type, dev, &a);
+  if (st) return st;
+  const kd_tensor *from = src;
+  kd_tensor *tmp = NULL;
+  if (src->storage->device.type != KD_DEVICE_CPU) {
+    if ((st = kd_tensor_to_device(src, kd_device_cpu(), &tmp))) return st;
+    from = tmp;
+    broadcast_strides(dst, from, sstrides); /* same sizes: cannot fail */
+  }
+  int64_t isz = (int64_t)kd_dtype_size(dst->dtype);
+  int64_t last = 0;
+  for (int i = 0; i < dst->ndim; i++) last += (dst->sizes[i] - 1) * dst->strides[i];
+  size_t span = (size_t)((last + 1) * isz);
+  char *buf = kd__malloc(span);
+  if (!buf) {
+    kd_tensor_release(tmp);
+    return kd_set_error(KD_ENOMEM, "kd_tensor_copy_: out of memory (%zu bytes of host memory)",
+                        span);
+  }
+  char *first = (char *)dst->storage->data + dst->offset * isz;
+  /* Gaps between dst's elements keep their bytes. */
+  if ((int64_t)span != dst->numel * isz) st = device_copy(&a, true, dev, buf, first, span);
+  if (st == KD_OK) {
+    convert_strided(buf, dst->dtype, dst->strides, kd_tensor_data(from), from->dtype, sstrides,
+                    dst->ndim, dst->sizes);
+    st = device_copy(&a, false, dev, first, buf, span);
+  }
+  kd__free(buf);
+  kd_tensor_release(tmp);
+  return st;
+}
+
 kd_status kd_tensor_copy_(kd_tensor *dst, const kd_tensor *src) {
   static const char fn[] = "kd_tensor_copy_";
   if (!dst || !src) return kd_set_error(KD_EINVAL, "%s: NULL %s", fn, dst ? "src" : "dst");
@@ -526,15 +580,11 @@ kd_status kd_tensor_copy_(kd_tensor *dst, const kd_tensor *src) {
                           fn, i, (long long)dst->sizes[i]);
   kd_device_type dt = dst->storage->device.type, stype = src->storage->device.type;
   if (dt == KD_DEVICE_META) return KD_OK; /* nothing to write */
-  if (dt != KD_DEVICE_CPU) {
-    char name[48];
-    kd_device_format(dst->storage->device, name, sizeof name);
-    return kd_set_error(KD_EUNSUPPORTED, "%s: dst is on '%s': expected a cpu (or meta) dst", fn,
-                        name);
-  }
   if (stype == KD_DEVICE_META)
     return kd_set_error(KD_EUNSUPPORTED,
-                        "%s: src is a meta tensor: it has no data to copy into a cpu tensor", fn);
+                        "%s: src is a meta tensor: it has no data to copy into a %s tensor", fn,
+                        kd_device_type_name(dt));
+  if (dt != KD_DEVICE_CPU) return copy_to_device_dst(dst, src, sstrides);
   /* src on another device comes to the host first; src sharing dst's storage
    * is read completely before dst is written. */
   const kd_tensor *from = src;

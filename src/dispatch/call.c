@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "dispatch/dispatcher_impl.h"
+#include "kd/cpu_fallback.h"
 
 bool kd__trace;
 bool kd__slow;
@@ -67,15 +68,36 @@ static kd_keyset available_keys(const kd_op *op) {
   return ks;
 }
 
-static kd_status missing(const kd_op *op, kd_dispatch_key key) {
+kd_status kd__no_kernel(const kd_op *op, const kd__entry *e, kd_dispatch_key key,
+                        const kd_tensor *kt, const char *fallback_why) {
+  /* What became of the CPU fallback: tried (and why it did not apply), or
+   * off, said for the device backends it is meant for. */
+  char note[1024] = "";
+  const char *kn = kd_dispatch_key_name(key);
+  bool device_key = key == KD_KEY_CUDA || key == KD_KEY_PRIVATEUSE1 || key == KD_KEY_PRIVATEUSE2 ||
+                    key == KD_KEY_PRIVATEUSE3;
+  if (fallback_why)
+    snprintf(note, sizeof note, "the CPU fallback for %s was tried and did not apply: %s", kn,
+             fallback_why);
+  else if (device_key)
+    snprintf(note, sizeof note,
+             "the CPU fallback is off for %s (kd_backend_set_cpu_fallback turns it on)", kn);
+  bool keyed = e && e->select && kt && e->reason != KD__REASON_MISSING &&
+               e->kernel->k.kind != KD_KERNEL_FALLTHROUGH;
+  if (keyed)
+    return kd_set_error(KD_ENOKERNEL,
+                        "kernel '%s' has no %s kernel for dtype %s (layout %s); registered: %s%s%s",
+                        op->name, kn, kd_dtype_name(kt->dtype), kd_layout_name(kt->layout),
+                        e->select_text, note[0] ? "; " : "", note);
   char avail[512];
   kd_keyset_format(available_keys(op), avail, sizeof avail);
+  if (note[0]) note[0] = (char)(note[0] - 'a' + 'A'); /* a sentence of its own */
   return kd_set_error(KD_ENOKERNEL,
                       "Could not run '%s' with arguments from the '%s' backend. This could be "
                       "because the operator doesn't exist for this backend, or was omitted during "
                       "the selective/custom build process (if using custom build). '%s' is only "
-                      "available for these backends: %s.",
-                      op->name, kd_dispatch_key_name(key), op->name, avail);
+                      "available for these backends: %s.%s%s%s",
+                      op->name, kn, op->name, avail, note[0] ? " " : "", note, note[0] ? "." : "");
 }
 
 /* The data a kernel gets: a closure's data, or this slot's functor state,
@@ -108,8 +130,9 @@ typedef struct resolved {
   const kd__kernel *kernel;
   void *data;
   const kd__plan *plan; /* kernel keys: argument definitions to enforce, or NULL */
-  kd_dispatch_key key;  /* the slot the kernel comes from (CPU after a fallback) */
-  bool fell_back;       /* the backend's CPU fallback chose it */
+  kd_dispatch_key key;  /* the slot the kernel comes from */
+  bool fallback;        /* no kernel: the backend's CPU fallback runs the call */
+  bool helper;          /* fallback through kd_cpu_fallback */
 } resolved;
 
 /* The tensor whose layout and dtype select within a slot (NULL: none). */
@@ -126,17 +149,23 @@ static inline const kd_tensor *key_tensor_boxed(const kd__op_info *info, const k
 }
 
 /* The kernel an entry runs for this call and its data: the entry's own, or
- * for kernel keys the one the key tensor's layout and dtype select, or the
- * CPU one when the backend falls back. */
+ * for kernel keys the one the key tensor's layout and dtype select; or, when
+ * there is none and the key's CPU fallback is on, r->fallback. */
 static kd_status prepare(const kd_op *op, const kd__entry *e, kd_dispatch_key key,
                          const kd_tensor *kt, resolved *r) {
-  if (!e || e->reason == KD__REASON_MISSING || e->kernel->k.kind == KD_KERNEL_FALLTHROUGH)
-    return missing(op, key);
   r->kernel = NULL;
   r->data = NULL;
   r->plan = NULL;
   r->key = key;
-  r->fell_back = false;
+  r->fallback = false;
+  r->helper = false;
+  if (!e || e->reason == KD__REASON_MISSING || e->kernel->k.kind == KD_KERNEL_FALLTHROUGH) {
+    if (kd__fallback_on(key)) {
+      r->fallback = true;
+      return KD_OK;
+    }
+    return kd__no_kernel(op, e, key, kt, NULL);
+  }
   if (e->select) {
     if (!kt)
       return kd_set_error(KD_ENOKERNEL,
@@ -146,25 +175,13 @@ static kd_status prepare(const kd_op *op, const kd__entry *e, kd_dispatch_key ke
     int idx = (int)kt->layout * KD_DTYPE_COUNT + (int)kt->dtype;
     const kd__cell *cell = &e->select[idx];
     const kd__entry *slot = e; /* whose state a functor cell uses */
-    bool fb = false;
-    if (!cell->kernel && (atomic_load_explicit(&kd__cpu_fallback_keys, memory_order_relaxed) &
-                          ((kd_keyset)1 << key))) {
-      fb = true;
-      const kd__entry *cpu = atomic_load_explicit(&op->table[KD_KEY_CPU], memory_order_acquire);
-      if (cpu && cpu->select && cpu->select[idx].kernel) {
-        cell = &cpu->select[idx];
-        slot = cpu;
-        r->key = KD_KEY_CPU;
-        r->fell_back = true;
-        kd__warn_fallback_once(op, key, kt->dtype);
+    if (!cell->kernel) {
+      if (kd__fallback_on(key)) {
+        r->fallback = true;
+        return KD_OK;
       }
+      return kd__no_kernel(op, e, key, kt, NULL);
     }
-    if (!cell->kernel)
-      return kd_set_error(KD_ENOKERNEL,
-                          "kernel '%s' has no %s kernel for dtype %s (layout %s); registered: %s%s",
-                          op->name, kd_dispatch_key_name(key), kd_dtype_name(kt->dtype),
-                          kd_layout_name(kt->layout), e->select_text,
-                          fb ? "; and no CPU kernel to fall back to" : "");
     r->kernel = cell->kernel;
     r->data = cell->data;
     r->plan = cell->plan;
@@ -294,12 +311,12 @@ static inline bool plan_inputs_hold(const kd__plan *p, const kd_arg *args) {
 }
 
 /* After a kernel ran: results owned (a borrowed one may be a temporary),
- * checked against the plan, moved home after a fallback; None on error. */
+ * checked against the plan; None on error. */
 static kd_status finish_results(const kd_op *op, const kd__op_info *info, const kd__plan *plan,
-                                const kd_device *home, kd_value *rets) {
+                                kd_value *rets) {
   for (uint32_t i = 0; i < info->nrets; i++)
     if (rets[i].flags & KD_VALUE_BORROWED) kd_value_own(&rets[i]);
-  kd_status st = kd__enforce_outputs(op, plan, home, rets, info->nrets);
+  kd_status st = kd__enforce_outputs(op, plan, rets, info->nrets);
   if (st)
     for (uint32_t i = 0; i < info->nrets; i++) kd_value_destroy(&rets[i]);
   return st;
@@ -308,33 +325,38 @@ static kd_status finish_results(const kd_op *op, const kd__op_info *info, const 
 static kd_status __attribute__((noinline))
 run_enforced(const kd_op *op, const kd__op_info *info, const resolved *r, const kd_call *c,
              const kd_tensor *kt, const kd_arg *args, kd_value *rets) {
-  if (!r->fell_back && plan_inputs_hold(r->plan, args) && r->kernel->k.unboxed) {
+  if (plan_inputs_hold(r->plan, args) && r->kernel->k.unboxed) {
     /* Nothing to bring: call as is, check the results if the plan has any. */
     kd_status st = r->kernel->k.unboxed(c, args, rets);
     if (st != KD_OK || r->plan->nout == 0) return st;
-    return finish_results(op, info, r->plan, NULL, rets);
+    return finish_results(op, info, r->plan, rets);
   }
   kd_arg local[64];
   kd_tensor *temps[64];
+  int32_t written[64];
   uint32_t ntemps = 0;
   memcpy(local, args, info->nargs * sizeof *args);
-  kd_device home = kt ? kd_tensor_device(kt) : kd_device_cpu();
-  kd_status st = kd__enforce_inputs(op, info, r->plan, r->fell_back, local, temps, &ntemps);
+  kd_status st = kd__enforce_inputs(op, info, r->plan, kt, local, temps, written, &ntemps);
   if (st == KD_OK) {
     for (uint32_t i = 0; i < info->nrets; i++) rets[i] = kd_value_none();
     st = r->kernel->k.unboxed ? r->kernel->k.unboxed(c, local, rets)
                               : unboxed_via_boxed(info, r->kernel, c, local, rets);
-    if (st == KD_OK) st = finish_results(op, info, r->plan, r->fell_back ? &home : NULL, rets);
+    if (st == KD_OK) st = finish_results(op, info, r->plan, rets);
+    /* Tensor(a!) arguments brought for the call: written back (never lost). */
+    if (st == KD_OK && ntemps &&
+        (st = kd__enforce_write_back(op, info, r->plan, args, local, temps, written, ntemps, rets)))
+      for (uint32_t i = 0; i < info->nrets; i++) kd_value_destroy(&rets[i]);
   }
   for (uint32_t i = 0; i < ntemps; i++) kd_tensor_release(temps[i]);
   return st;
 }
 
-/* The same for a boxed call: read the arguments in place, run as above,
- * replace them with the results. */
+/* The same for a boxed call (or the CPU fallback of one, r->fallback, with
+ * the slot's entry e): read the arguments in place, run as above, replace
+ * them with the results. */
 static kd_status __attribute__((noinline))
 run_enforced_boxed(const kd_op *op, const kd__op_info *info, const resolved *r, const kd_call *c,
-                   const kd_tensor *kt, kd_stack *stack) {
+                   const kd__entry *e, const kd_tensor *kt, kd_stack *stack) {
   kd_arg args[64];
   kd_scalar scratch[64];
   kd_value rets[16];
@@ -343,7 +365,8 @@ run_enforced_boxed(const kd_op *op, const kd__op_info *info, const resolved *r, 
     kd_status st = kd__value_to_arg(info, i, &in[i], &args[i], scratch);
     if (st) return st;
   }
-  kd_status st = run_enforced(op, info, r, c, kt, args, rets);
+  kd_status st = r->fallback ? kd__cpu_fallback(op, info, c, e, kt, r->helper, args, rets)
+                             : run_enforced(op, info, r, c, kt, args, rets);
   if (st) return st;
   for (uint32_t i = 0; i < info->nargs; i++) drop_value(&in[i]);
   stack->size -= info->nargs;
@@ -375,10 +398,8 @@ static kd_status dispatch_unboxed_slow_in(kd_op *op, const kd__op_info *info, kd
     if (st) return st;
     if (KD__UNLIKELY(kd__record)) kd__record_call(op, r.key, kt ? (int)kt->dtype : -1);
     c.data = r.data;
-    if (r.plan || r.fell_back) {
-      c.key = r.key;
-      return run_enforced(op, info, &r, &c, kt, args, rets);
-    }
+    if (r.fallback) return kd__cpu_fallback(op, info, &c, e, kt, false, args, rets);
+    if (r.plan) return run_enforced(op, info, &r, &c, kt, args, rets);
     if (r.kernel->k.unboxed) return r.kernel->k.unboxed(&c, args, rets);
     return unboxed_via_boxed(info, r.kernel, &c, args, rets);
   }
@@ -434,7 +455,7 @@ kd_status kd__entry_slow(const kd_call *call, const kd_arg *args, kd_value *rets
     }
     if (cell && cell->plan) { /* argument definitions to enforce */
       kd_call c = {op, ks, key, cell->data};
-      resolved r = {cell->kernel, cell->data, cell->plan, key, false};
+      resolved r = {cell->kernel, cell->data, cell->plan, key, false, false};
       return run_enforced(op, info, &r, &c, kt, args, rets);
     }
   }
@@ -458,10 +479,7 @@ static kd_status dispatch_boxed_slow_in(kd_op *op, const kd__op_info *info, kd_k
     if (st) return st;
     if (KD__UNLIKELY(kd__record)) kd__record_call(op, r.key, kt ? (int)kt->dtype : -1);
     c.data = r.data;
-    if (r.plan || r.fell_back) {
-      c.key = r.key;
-      return run_enforced_boxed(op, info, &r, &c, kt, stack);
-    }
+    if (r.plan || r.fallback) return run_enforced_boxed(op, info, &r, &c, e, kt, stack);
     if (r.kernel->k.boxed) return r.kernel->k.boxed(&c, stack);
     return boxed_via_unboxed(info, r.kernel->k.unboxed, &c, stack);
   }
@@ -929,6 +947,27 @@ kd_status kd_op_fill_defaults(kd_op *op, kd_stack *stack, size_t given) {
       break;
     }
     st = kd_stack_push_copy(stack, &info->defaults[i]);
+  }
+  kd__read_exit(rd);
+  return st;
+}
+
+kd_status kd_cpu_fallback(const kd_call *call, kd_stack *stack) {
+  if (!call || !call->op || !stack) return kd_set_error(KD_EINVAL, "kd_cpu_fallback: NULL argument");
+  kd_op *op = call->op;
+  kd_dispatch_key key = call->key;
+  if (key != KD_KEY_CUDA && key != KD_KEY_PRIVATEUSE1 && key != KD_KEY_PRIVATEUSE2 &&
+      key != KD_KEY_PRIVATEUSE3)
+    return kd_set_error(KD_EINVAL,
+                        "kd_cpu_fallback('%s'): the call's key %s is not a device backend key "
+                        "(expected CUDA or PrivateUse1..3)",
+                        op->name, kd_dispatch_key_name(key));
+  uint64_t rd = kd__read_enter();
+  const kd__op_info *info = atomic_load_explicit(&op->info, memory_order_acquire);
+  kd_status st = info ? check_stack(op, info, stack) : kd__no_op_info(op);
+  if (st == KD_OK) {
+    resolved r = {NULL, NULL, NULL, key, true, true};
+    st = run_enforced_boxed(op, info, &r, call, NULL, NULL, stack);
   }
   kd__read_exit(rd);
   return st;

@@ -357,17 +357,46 @@ bool kd__device_of_backend(int backend, kd_device_type *out);
 
 /* ---- Enforcement and CPU fallback (src/dispatch/enforce.c) ---- */
 /* Brings a typed call's arguments (a copy the caller may change) to what
- * the plan asks for; `to_cpu` (CPU fallback) first moves every tensor
- * argument to the CPU. New tensors go to temps (room for nargs), released by
- * the caller after the call. */
+ * the plan asks for; a moved input lands on `kt`'s device index when it goes
+ * to kt's device type. New tensors go to temps (room for nargs), released by
+ * the caller after the call; temps[i] of a `Tensor(a!)` argument is recorded
+ * in written[] as its argument index (else -1), for kd__enforce_write_back. */
 kd_status kd__enforce_inputs(const kd_op *op, const struct kd__op_info *info, const kd__plan *plan,
-                             bool to_cpu, kd_arg *args, kd_tensor **temps, uint32_t *ntemps);
-/* Checks the results against the plan's outputs, then (home: CPU fallback)
- * moves tensor results to the home device. Results must be owned. */
-kd_status kd__enforce_outputs(const kd_op *op, const kd__plan *plan, const kd_device *home,
-                              kd_value *rets, uint32_t nrets);
-/* Warns the first time (op, backend, dtype) falls back. */
-void kd__warn_fallback_once(const kd_op *op, kd_dispatch_key backend, kd_dtype dtype);
+                             const kd_tensor *kt, kd_arg *args, kd_tensor **temps,
+                             int32_t *written, uint32_t *ntemps);
+/* After the kernel: every `Tensor(a!)` argument the plan moved or cast is
+ * written back into the caller's tensor (cast back, moved back), and a
+ * return aliasing it becomes the caller's tensor. Results must be owned. */
+kd_status kd__enforce_write_back(const kd_op *op, const struct kd__op_info *info,
+                                 const kd__plan *plan, const kd_arg *orig, const kd_arg *local,
+                                 kd_tensor *const *temps, const int32_t *written, uint32_t ntemps,
+                                 kd_value *rets);
+/* Checks the results against the plan's outputs. Results must be owned. */
+kd_status kd__enforce_outputs(const kd_op *op, const kd__plan *plan, kd_value *rets,
+                              uint32_t nrets);
+
+/* ---- The CPU fallback (src/dispatch/fallback.c) ---- */
+/* Runs a typed call of op for backend call->key on the CPU (kd/cpu_fallback.h):
+ * `e` and `kt` are the slot's entry (may be NULL) and key tensor, for the
+ * KD_ENOKERNEL message when it does not apply (`helper`: called through
+ * kd_cpu_fallback, whose message says so instead). rets as a typed kernel's. */
+kd_status kd__cpu_fallback(const kd_op *op, const struct kd__op_info *info, const kd_call *call,
+                           const struct kd__entry *e, const kd_tensor *kt, bool helper,
+                           const kd_arg *args, kd_value *rets);
+/* The KD_ENOKERNEL error of a slot with no kernel for the call (call.c): the
+ * missing-kernel or kernel-key message, then what became of the CPU fallback:
+ * `fallback_why` says why it did not apply, or NULL when it was not tried
+ * (for a device backend key the message then says it is off). */
+kd_status kd__no_kernel(const kd_op *op, const struct kd__entry *e, kd_dispatch_key key,
+                        const kd_tensor *kt, const char *fallback_why);
+/* The argument that return j aliases (shares an alias set name with, on
+ * the tensor or on a list's elements), or -1. */
+int kd__return_alias(const struct kd__op_info *info, uint32_t j);
+/* True when the CPU fallback is on for key. */
+static inline bool kd__fallback_on(kd_dispatch_key key) {
+  return (unsigned)key < 64 &&
+         (atomic_load_explicit(&kd__cpu_fallback_keys, memory_order_relaxed) & ((kd_keyset)1 << key));
+}
 
 /* ---- Kernel tracing for selective builds (src/registry/trace.c) ---- */
 /* True while KD_TRACE_KERNELS names a file: every call takes the slow path

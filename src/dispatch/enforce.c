@@ -31,9 +31,10 @@ static const char *arg_name(const kd__op_info *info, size_t i) {
 }
 
 /* t as the definition wants it: *out is t itself (nothing to do) or a new
- * tensor the caller releases. */
+ * tensor the caller releases. A move to the key tensor's device type lands on
+ * its index (kt may be NULL: index 0). */
 static kd_status conform(const kd_op *op, const kd__op_info *info, const kd__plan *plan, size_t i,
-                         kd_arg_def def, kd_tensor *t, kd_tensor **out) {
+                         kd_arg_def def, const kd_tensor *kt, kd_tensor *t, kd_tensor **out) {
   *out = t;
   if (def.layout != KD_ALL_LAYOUT && (int)t->layout != def.layout) {
     char want[96], key[96];
@@ -62,6 +63,7 @@ static kd_status conform(const kd_op *op, const kd__op_info *info, const kd__pla
   }
   if (move) {
     kd_device target = {want_type, 0};
+    if (kt && kd_tensor_device(kt).type == want_type) target = kd_tensor_device(kt);
     st = kd_tensor_to_device(cur, target, &next);
     if (cur != t) kd_tensor_release(cur);
     if (st) goto fail;
@@ -86,31 +88,18 @@ fail: {
 }
 
 kd_status kd__enforce_inputs(const kd_op *op, const kd__op_info *info, const kd__plan *plan,
-                             bool to_cpu, kd_arg *args, kd_tensor **temps, uint32_t *ntemps) {
+                             const kd_tensor *kt, kd_arg *args, kd_tensor **temps,
+                             int32_t *written, uint32_t *ntemps) {
   *ntemps = 0;
-  if (to_cpu) {
-    for (uint32_t i = 0; i < info->nargs; i++) {
-      kd_tensor *t = kd__is_tensor_kind(info->kinds[i]) ? args[i].t : NULL;
-      if (!t || kd_tensor_device(t).type == KD_DEVICE_CPU) continue;
-      kd_tensor *moved;
-      kd_status st = kd_tensor_to_device(t, kd_device_cpu(), &moved);
-      if (st) {
-        char why[512];
-        snprintf(why, sizeof why, "%s", kd_last_error());
-        return kd_set_error(st, "'%s': CPU fallback could not move argument %u '%s' to the CPU: %s",
-                            op->name, i, arg_name(info, i), why);
-      }
-      temps[(*ntemps)++] = moved;
-      args[i].t = moved;
-    }
-  }
   for (uint32_t j = 0; plan && j < plan->nin; j++) {
     const kd__plan_item *it = &plan->items[j];
     kd_tensor *t = args[it->index].t, *got;
     if (!t) continue; /* None for a Tensor? argument */
-    kd_status st = conform(op, info, plan, it->index, it->def, t, &got);
+    kd_status st = conform(op, info, plan, it->index, it->def, kt, t, &got);
     if (st) return st;
     if (got != t) {
+      written[*ntemps] =
+          kd_argument_is_write(kd_schema_argument(info->schema, it->index)) ? (int32_t)it->index : -1;
       temps[(*ntemps)++] = got;
       args[it->index].t = got;
     }
@@ -118,8 +107,41 @@ kd_status kd__enforce_inputs(const kd_op *op, const kd__op_info *info, const kd_
   return KD_OK;
 }
 
-kd_status kd__enforce_outputs(const kd_op *op, const kd__plan *plan, const kd_device *home,
-                              kd_value *rets, uint32_t nrets) {
+kd_status kd__enforce_write_back(const kd_op *op, const kd__op_info *info, const kd__plan *plan,
+                                 const kd_arg *orig, const kd_arg *local, kd_tensor *const *temps,
+                                 const int32_t *written, uint32_t ntemps, kd_value *rets) {
+  for (uint32_t k = 0; k < ntemps; k++) {
+    int32_t i = written[k];
+    if (i < 0) continue;
+    kd_tensor *o = orig[i].t;
+    const kd_tensor *t = local[i].t;
+    (void)temps;
+    bool same = o->ndim == t->ndim;
+    for (int d = 0; same && d < o->ndim; d++) same = o->sizes[d] == t->sizes[d];
+    kd_status st = same ? KD_OK : kd_tensor_resize_(o, t->ndim, t->sizes, NULL);
+    if (st == KD_OK) st = kd_tensor_copy_(o, t);
+    if (st) {
+      char why[512], key[96];
+      snprintf(why, sizeof why, "%s", kd_last_error());
+      format_kernel_key(plan, key, sizeof key);
+      return kd_set_error(st,
+                          "kernel '%s' %s: could not write mutated argument %d '%s' back from "
+                          "the copy its argument definition asked for: %s",
+                          op->name, key, i, arg_name(info, (size_t)i), why);
+    }
+    /* A return the schema says aliases it is the caller's tensor. */
+    for (uint32_t j = 0; j < info->nrets; j++) {
+      if (rets[j].tag != KD_VALUE_TENSOR || kd__return_alias(info, j) != i) continue;
+      kd_value_destroy(&rets[j]);
+      rets[j] = kd_value_tensor(o);
+    }
+  }
+  return KD_OK;
+}
+
+kd_status kd__enforce_outputs(const kd_op *op, const kd__plan *plan, kd_value *rets,
+                              uint32_t nrets) {
+  (void)nrets;
   for (uint32_t j = 0; plan && j < plan->nout; j++) {
     const kd__plan_item *it = &plan->items[plan->nin + j];
     const kd_value *v = &rets[it->index];
@@ -141,61 +163,5 @@ kd_status kd__enforce_outputs(const kd_op *op, const kd__plan *plan, const kd_de
                         "says %s",
                         op->name, key, it->index, got, want);
   }
-  if (home && home->type != KD_DEVICE_CPU) {
-    for (uint32_t j = 0; j < nrets; j++) {
-      kd_value *v = &rets[j];
-      if (v->tag != KD_VALUE_TENSOR || kd_tensor_device(v->u.t).type == home->type) continue;
-      kd_tensor *moved;
-      kd_status st = kd_tensor_to_device(v->u.t, *home, &moved);
-      if (st) {
-        char why[512];
-        snprintf(why, sizeof why, "%s", kd_last_error());
-        return kd_set_error(st, "'%s': CPU fallback could not move result %u back to %s: %s",
-                            op->name, j, kd_device_type_name(home->type), why);
-      }
-      kd_value_destroy(v);
-      *v = kd_value_tensor(moved);
-      kd_tensor_release(moved);
-    }
-  }
   return KD_OK;
-}
-
-/* ---- Warn once per (operator, backend, dtype) ---- */
-
-typedef struct warned {
-  const kd_op *op;
-  kd_dispatch_key key;
-  int dtype;
-  struct warned *next;
-} warned;
-static warned *warned_list;
-static pthread_mutex_t warned_lock = PTHREAD_MUTEX_INITIALIZER;
-
-void kd__warn_fallback_once(const kd_op *op, kd_dispatch_key backend, kd_dtype dtype) {
-  pthread_mutex_lock(&warned_lock);
-  for (const warned *w = warned_list; w; w = w->next)
-    if (w->op == op && w->key == backend && w->dtype == (int)dtype) {
-      pthread_mutex_unlock(&warned_lock);
-      return;
-    }
-  warned *w = kd__malloc(sizeof *w);
-  if (w) {
-    *w = (warned){op, backend, (int)dtype, warned_list};
-    warned_list = w;
-  }
-  pthread_mutex_unlock(&warned_lock);
-  kd_warn("'%s' has no %s kernel for dtype %s: falling back to the CPU kernel (inputs moved to "
-          "the CPU, results moved back); warned once per operator, backend and dtype",
-          op->name, kd_dispatch_key_name(backend), kd_dtype_name(dtype));
-}
-
-__attribute__((destructor)) static void free_warned(void) {
-  pthread_mutex_lock(&warned_lock);
-  while (warned_list) {
-    warned *w = warned_list;
-    warned_list = w->next;
-    kd__free(w);
-  }
-  pthread_mutex_unlock(&warned_lock);
 }

@@ -5,7 +5,8 @@
  * registration (exact key, then layout wildcard, then dtype wildcard, then a
  * plain kernel), with the plan of what the call must enforce (argument
  * definitions). Also: staged custom kernels and their merge, the CPU
- * fallback switch, and kd_op_select_kernel.
+ * fallback switch (the fallback itself: src/dispatch/fallback.c), and
+ * kd_op_select_kernel.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -405,35 +406,42 @@ kd_status kd_op_select_kernel(const kd_op *op, kd_dispatch_key key, kd_layout la
   kd_status st = KD_OK;
   const kd__entry *e = atomic_load_explicit(&op->table[key], memory_order_acquire);
   int cell = (int)layout * KD_DTYPE_COUNT + (int)dtype;
-  if (!e || e->reason == KD__REASON_MISSING || e->kernel->k.kind == KD_KERNEL_FALLTHROUGH) {
-    st = kd_set_error(KD_ENOKERNEL, "operator '%s' has no kernel for dispatch key %s", op->name,
-                      kd_dispatch_key_name(key));
-  } else if (!e->select) {
+  bool none = !e || e->reason == KD__REASON_MISSING || e->kernel->k.kind == KD_KERNEL_FALLTHROUGH;
+  if (!none && !e->select) {
     out->key = key;
     out->layout = KD_ALL_LAYOUT;
     out->dtypes = KD_ALL_DTYPES;
-  } else if (e->select[cell].kernel) {
+  } else if (!none && e->select[cell].kernel) {
     out->key = key;
     out->keyed = e->select[cell].keyed;
     out->layout = e->select[cell].layout;
     out->dtypes = e->select[cell].dtypes;
-  } else {
-    const kd__entry *cpu = atomic_load_explicit(&op->table[KD_KEY_CPU], memory_order_acquire);
-    bool fb = (atomic_load_explicit(&kd__cpu_fallback_keys, memory_order_relaxed) &
-               ((kd_keyset)1 << key)) != 0;
-    if (fb && cpu && cpu->select && cpu->select[cell].kernel) {
-      out->key = KD_KEY_CPU;
+  } else if (key != KD_KEY_CPU && kd__fallback_on(key)) {
+    /* The CPU fallback: what the CPU slot would run. */
+    st = kd_op_select_kernel(op, KD_KEY_CPU, layout, dtype, out);
+    if (st == KD_OK) {
       out->fell_back = true;
-      out->keyed = true;
-      out->layout = cpu->select[cell].layout;
-      out->dtypes = cpu->select[cell].dtypes;
     } else {
-      st = kd_set_error(KD_ENOKERNEL,
-                        "kernel '%s' has no %s kernel for dtype %s (layout %s); registered: %s%s",
-                        op->name, kd_dispatch_key_name(key), kd_dtype_name(dtype),
-                        kd_layout_name(layout), e->select_text,
-                        fb ? "; and no CPU kernel to fall back to" : "");
+      char why[1024];
+      snprintf(why, sizeof why, "%s", kd_last_error());
+      st = none ? kd_set_error(KD_ENOKERNEL,
+                               "operator '%s' has no kernel for dispatch key %s; the CPU fallback "
+                               "for it was tried and did not apply: %s",
+                               op->name, kd_dispatch_key_name(key), why)
+                : kd_set_error(KD_ENOKERNEL,
+                               "kernel '%s' has no %s kernel for dtype %s (layout %s); registered: "
+                               "%s; the CPU fallback for it was tried and did not apply: %s",
+                               op->name, kd_dispatch_key_name(key), kd_dtype_name(dtype),
+                               kd_layout_name(layout), e->select_text, why);
     }
+  } else if (none) {
+    st = kd_set_error(KD_ENOKERNEL, "operator '%s' has no kernel for dispatch key %s", op->name,
+                      kd_dispatch_key_name(key));
+  } else {
+    st = kd_set_error(KD_ENOKERNEL,
+                      "kernel '%s' has no %s kernel for dtype %s (layout %s); registered: %s",
+                      op->name, kd_dispatch_key_name(key), kd_dtype_name(dtype),
+                      kd_layout_name(layout), e->select_text);
   }
   kd__read_exit(rd);
   return st;

@@ -108,7 +108,27 @@ static int with_op(int argc, char **argv, size_t (*fn)(const kd_op *, char *, si
   return print_dump(stdout, fn, op) ? 1 : 0;
 }
 
-int kd__print_op_table(FILE *out, const kd_op *op) { return print_dump(out, kd_op_dump_table, op); }
+/* kd_op_dump_table, then a line per device backend whose CPU fallback ran
+ * the operator in this process ("  cpu fallback: PrivateUse1 3 calls"). */
+static size_t dump_table(const kd_op *op, char *buf, size_t cap) {
+  size_t n = kd_op_dump_table(op, buf, cap);
+  static const kd_dispatch_key keys[] = {KD_KEY_CUDA, KD_KEY_PRIVATEUSE1, KD_KEY_PRIVATEUSE2,
+                                         KD_KEY_PRIVATEUSE3};
+  for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+    uint64_t calls = kd_op_fallback_count(op, keys[i]);
+    if (!calls) continue;
+    char line[128];
+    int m = snprintf(line, sizeof line, "  cpu fallback: %s %llu call%s\n",
+                     kd_dispatch_key_name(keys[i]), (unsigned long long)calls,
+                     calls == 1 ? "" : "s");
+    if (m < 0) continue;
+    if (buf && n + (size_t)m < cap) memcpy(buf + n, line, (size_t)m + 1);
+    n += (size_t)m;
+  }
+  return n;
+}
+
+int kd__print_op_table(FILE *out, const kd_op *op) { return print_dump(out, dump_table, op); }
 
 int kd_cmd_dump(int argc, char **argv) {
   return with_op(argc, argv, kd_op_dump, "registrations per dispatch key", kd__json_dump,
@@ -116,7 +136,8 @@ int kd_cmd_dump(int argc, char **argv) {
 }
 
 int kd_cmd_table(int argc, char **argv) {
-  return with_op(argc, argv, kd_op_dump_table, "computed dispatch table, with the reason per key",
+  return with_op(argc, argv, dump_table,
+                 "computed dispatch table, with the reason per key (and the CPU fallback's calls)",
                  kd__json_table,
                  "a JSON object {\"op\", \"table\": [{\"key\", \"reason\", \"form\", ...}], \"missing\"}");
 }
