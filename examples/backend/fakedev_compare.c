@@ -20,7 +20,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <kd/backend.h>
+#include <kd/kd.h>
 #include <kd/ops.h>
 
 /* The plugin's extras (get_proc_address). */
@@ -52,8 +52,11 @@ __attribute__((format(printf, 3, 4))) static void FAIL(const char *name, kd_devi
 #define TS(...) \
   ((kd_tensors){(kd_tensor *const[]){__VA_ARGS__}, sizeof((kd_tensor *[]){__VA_ARGS__}) / sizeof(kd_tensor *)})
 
-/* A clone of x on its own device (what an in-place case mutates). */
-static kd_status dup(kd_tensor *x, kd_tensor **out) { return kd_clone(x, NULL, out); }
+/* A copy of x on its own device (what an in-place case mutates; not
+ * kd_clone, which is a case of its own). */
+static kd_status dup(kd_tensor *x, kd_tensor **out) {
+  return kd_tensor_to_device(x, kd_tensor_device(x), out);
+}
 
 /* An empty tensor of `dtype` on dev with no elements: an out= argument the
  * operator must resize. */
@@ -421,6 +424,22 @@ int main(int argc, char **argv) {
       printf("FAIL the plugin's %s kernel never ran\n", own[i]);
       failures++;
     }
+  /* ... and the CPU fallback ran the dtypes they do not serve, and nothing
+   * they do. */
+  const struct {
+    const char *op;
+    bool fell_back;
+  } fb[] = {{"aten::add.Tensor", true}, {"aten::mul.Tensor", true}, {"aten::exp", true},
+            {"aten::cat", true},        {"aten::sum", false},       {"aten::copy_", false},
+            {"aten::fill_.Scalar", false}};
+  for (size_t i = 0; i < sizeof fb / sizeof fb[0]; i++) {
+    kd_op *op;
+    uint64_t n = kd_op_find(fb[i].op, NULL, &op) ? 0 : kd_op_fallback_count(op, KD_KEY_PRIVATEUSE1);
+    if ((n > 0) != fb[i].fell_back) {
+      printf("FAIL %s fell back %llu times\n", fb[i].op, (unsigned long long)n);
+      failures++;
+    }
+  }
   for (int32_t index = 0; index < 2; index++)
     if (live(index) != 0) {
       printf("FAIL fakedev:%d still holds %lld bytes\n", (int)index, live(index));
