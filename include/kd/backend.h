@@ -171,11 +171,17 @@ typedef struct kd_plugin_desc {
 
 typedef const kd_plugin_desc *(*kd_plugin_entry_fn)(uint32_t host_version);
 
-#define KD_PLUGIN(desc)                                                                 \
-  KD_API const kd_plugin_desc *kd_plugin_entry(uint32_t host_version);                  \
-  KD_API const kd_plugin_desc *kd_plugin_entry(uint32_t host_version) {                 \
-    (void)host_version;                                                                 \
-    return &(desc);                                                                     \
+#ifdef __cplusplus
+#define KD__PLUGIN_LINKAGE extern "C"
+#else
+#define KD__PLUGIN_LINKAGE
+#endif
+/* Defines the exported entry point returning &desc (C linkage in C++ too). */
+#define KD_PLUGIN(desc)                                                                   \
+  KD__PLUGIN_LINKAGE KD_API const kd_plugin_desc *kd_plugin_entry(uint32_t host_version); \
+  KD__PLUGIN_LINKAGE KD_API const kd_plugin_desc *kd_plugin_entry(uint32_t host_version) { \
+    (void)host_version;                                                                   \
+    return &(desc);                                                                       \
   }
 
 /* Registers a backend as kd_backend_register, owned by the plugin: it is
