@@ -561,6 +561,104 @@ static void test_argdefs_write_back(void **state) {
   kd_library_close(def);
 }
 
+/* ---- Tensor?[] and a mutated Tensor(a!)[] (custom operators) ---- */
+
+/* self + every list item that is not None (float32, same sizes, on the CPU). */
+static kd_status k_pick(const kd_call *c, const kd_arg *a, kd_value *r) {
+  (void)c;
+  kd_tensor *out;
+  kd_status st = kd_tensor_to_device(a[0].t, kd_device_cpu(), &out); /* a copy */
+  if (st) return st;
+  float *po = kd_tensor_data(out);
+  for (int64_t j = 0; j < a[1].tensors.size; j++) {
+    const kd_tensor *t = a[1].tensors.data[j];
+    if (!t) continue;
+    if (kd_tensor_device(t).type != KD_DEVICE_CPU) {
+      kd_tensor_release(out);
+      return kd_set_error(KD_EINVAL, "k_pick: item %lld not on the cpu", (long long)j);
+    }
+    const float *pt = kd_tensor_data(t);
+    for (int64_t i = 0; i < kd_tensor_numel(out); i++) po[i] += pt[i];
+  }
+  r[0] = kd_value_tensor(out);
+  kd_tensor_release(out);
+  return KD_OK;
+}
+
+/* Adds 1 to every tensor of the list, in place (float32, on the CPU). */
+static kd_status k_bump(const kd_call *c, const kd_arg *a, kd_value *r) {
+  (void)c;
+  (void)r;
+  for (int64_t j = 0; j < a[0].tensors.size; j++) {
+    kd_tensor *t = a[0].tensors.data[j];
+    if (kd_tensor_device(t).type != KD_DEVICE_CPU)
+      return kd_set_error(KD_EINVAL, "k_bump: item %lld not on the cpu", (long long)j);
+    float *p = kd_tensor_data(t);
+    for (int64_t i = 0; i < kd_tensor_numel(t); i++) p[i] += 1.0f;
+  }
+  return KD_OK;
+}
+
+static void test_optional_list_and_mutated_list(void **state) {
+  (void)state;
+  KD_ASSERT_OK(kd_backend_set_cpu_fallback(KD_KEY_PRIVATEUSE1, true));
+  kd_library *def, *cpu;
+  KD_ASSERT_OK(kd_library_open(KD_LIBRARY_DEF, "fbl", KD_KEY_UNDEFINED, __FILE__, __LINE__, &def));
+  KD_ASSERT_OK(kd_library_def(def, "pick(Tensor self, Tensor?[] items) -> Tensor", NULL, 0, NULL));
+  KD_ASSERT_OK(kd_library_def(def, "bump_(Tensor(a!)[] self) -> ()", NULL, 0, NULL));
+  KD_ASSERT_OK(kd_library_open(KD_LIBRARY_IMPL, "fbl", KD_KEY_CPU, __FILE__, __LINE__, &cpu));
+  kd_kernel kp = kd_kernel_unboxed(k_pick, "(Tensor, Tensor?[]) -> Tensor");
+  kd_kernel kb = kd_kernel_unboxed(k_bump, "(Tensor[]) -> ()");
+  KD_ASSERT_OK(kd_library_impl(cpu, "pick", &kp, NULL));
+  KD_ASSERT_OK(kd_library_impl(cpu, "bump_", &kb, NULL));
+  kd_op *pick = op_named("fbl::pick", ""), *bump = op_named("fbl::bump_", "");
+  int64_t sz[1] = {5};
+  kd_tensor *x = cpu_f32(1, sz, 1.0f, 1.0f), *y = cpu_f32(1, sz, 10.0f, 0.5f),
+            *z = cpu_f32(1, sz, -4.0f, 2.0f);
+  kd_tensor *xd = on(x, D1), *yd = on(y, D1), *zd = on(z, D1);
+
+  /* Tensor?[] with a None, typed and boxed. */
+  kd_tensor *citems[3] = {y, NULL, z}, *ditems[3] = {yd, NULL, zd};
+  kd_arg a[2] = {{.t = x}, {.tensors = {citems, 3}}};
+  kd_value want = kd_value_none(), got = kd_value_none();
+  KD_ASSERT_OK(kd_call_unboxed(pick, a, &want));
+  a[0].t = xd;
+  a[1].tensors.data = ditems;
+  KD_ASSERT_OK(kd_call_unboxed(pick, a, &got));
+  same(got.u.t, D1, want.u.t);
+  kd_value_destroy(&got);
+  kd_stack s;
+  kd_stack_init(&s);
+  kd_value v0 = kd_value_tensor(xd), v1;
+  KD_ASSERT_OK(kd_value_opt_tensor_list(ditems, 3, &v1));
+  KD_ASSERT_OK(kd_stack_push(&s, &v0));
+  KD_ASSERT_OK(kd_stack_push(&s, &v1));
+  KD_ASSERT_OK(kd_call_boxed(pick, &s));
+  assert_int_equal(s.size, 1);
+  same(s.items[0].u.t, D1, want.u.t);
+  kd_stack_free(&s);
+  kd_value_destroy(&want);
+
+  /* Tensor(a!)[]: every device item written back; a CPU item written in place. */
+  kd_tensor *mixed[2] = {xd, y};
+  kd_arg b[1] = {{.tensors = {mixed, 2}}};
+  KD_ASSERT_OK(kd_call_unboxed(bump, b, NULL));
+  kd_tensor *x1 = cpu_f32(1, sz, 2.0f, 1.0f), *y1 = cpu_f32(1, sz, 11.0f, 0.5f);
+  same(xd, D1, x1);
+  same(y, kd_device_cpu(), y1);
+
+  kd_tensor_release(x1);
+  kd_tensor_release(y1);
+  kd_tensor_release(xd);
+  kd_tensor_release(yd);
+  kd_tensor_release(zd);
+  kd_tensor_release(x);
+  kd_tensor_release(y);
+  kd_tensor_release(z);
+  kd_library_close(cpu);
+  kd_library_close(def);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_teardown(test_functional, teardown),
@@ -569,6 +667,7 @@ int main(void) {
       cmocka_unit_test_teardown(test_messages_and_failures, teardown),
       cmocka_unit_test_teardown(test_precedence_and_helper, teardown),
       cmocka_unit_test_teardown(test_argdefs_write_back, teardown),
+      cmocka_unit_test_teardown(test_optional_list_and_mutated_list, teardown),
   };
   return cmocka_run_group_tests(tests, setup, NULL);
 }
