@@ -17,6 +17,9 @@
 #include "copy_native.h"
 #include "fill_native.h"
 #include "kd/ops/_to_copy.h"
+#include "kd/ops/copy.h"
+#include "kd/ops/empty_strided.h"
+#include "native/factories.h"
 #include "to_native.h"
 #include "zero_native.h"
 
@@ -193,11 +196,14 @@ kd_status kd__native__to_copy(kd_tensor *self, const kd_dtype *dtype, const kd_l
   if (!kd_dtype_valid(dt))
     return kd_set_error(KD_EINVAL, "_to_copy: invalid dtype %d", (int)dt);
   kd_device from = kd_tensor_device(self), to = device ? *device : from;
+  if (kd__off_host(&to) || kd__off_host(&from))
+    return kd__native__to_copy_composite(self, dtype, layout, device, pin_memory, non_blocking,
+                                         memory_format, out);
   int64_t strides[KD_MAX_DIMS];
   kd_status st = result_strides(self, memory_format, strides);
   if (st) return st;
 
-  if (to.type == KD_DEVICE_CPU || to.type == KD_DEVICE_META) {
+  {
     if (from.type == KD_DEVICE_META && to.type == KD_DEVICE_CPU)
       return kd_set_error(KD_EUNSUPPORTED,
                           "_to_copy: Cannot copy out of meta tensor; no data! (self is a meta "
@@ -217,12 +223,43 @@ kd_status kd__native__to_copy(kd_tensor *self, const kd_dtype *dtype, const kd_l
     *out = r;
     return KD_OK;
   }
-  /* Another device: convert on the host, then move (contiguous). */
-  kd_tensor *host = NULL, *r = NULL;
-  st = kd_tensor_to_dtype(self, dt, &host);
-  if (!st) st = kd_tensor_to_device(host, to, &r);
-  kd_tensor_release(host);
-  if (st) return with_op("_to_copy", st);
+}
+
+/* _to_copy on any device: the dispatched empty_strided on the target device
+ * and copy_, which the backend of the device involved serves (a copy between
+ * a device and the cpu reaches the device's copy_: its key is the higher). */
+kd_status kd__native__to_copy_composite(kd_tensor *self, const kd_dtype *dtype,
+                                        const kd_layout *layout, const kd_device *device,
+                                        const bool *pin_memory, bool non_blocking,
+                                        const kd_memory_format *memory_format, kd_tensor **out) {
+  if (!out) return kd_set_error(KD_EINVAL, "_to_copy: out is NULL");
+  *out = NULL;
+  if (!self) return kd_set_error(KD_EINVAL, "_to_copy: self is NULL: expected a tensor");
+  if (layout && *layout != KD_LAYOUT_STRIDED)
+    return kd_set_error(KD_EUNSUPPORTED, "_to_copy: layout %s is not supported: expected strided",
+                        kd_layout_name(*layout));
+  if (pin_memory && *pin_memory)
+    return kd_set_error(KD_EUNSUPPORTED,
+                        "_to_copy: pin_memory=True is not supported: expected False or None");
+  kd_dtype dt = dtype ? *dtype : kd_tensor_dtype(self);
+  if (!kd_dtype_valid(dt)) return kd_set_error(KD_EINVAL, "_to_copy: invalid dtype %d", (int)dt);
+  kd_device from = kd_tensor_device(self), to = device ? *device : from;
+  if (from.type == KD_DEVICE_META && to.type != KD_DEVICE_META)
+    return kd_set_error(KD_EUNSUPPORTED,
+                        "_to_copy: Cannot copy out of meta tensor; no data! (self is a meta "
+                        "tensor: expected a tensor with data to copy to %s)",
+                        kd_device_type_name(to.type));
+  int n = kd_tensor_ndim(self);
+  int64_t strides[KD_MAX_DIMS];
+  kd_status st = result_strides(self, memory_format, strides);
+  if (st) return st;
+  kd_tensor *r;
+  kd_ints sz = {kd_tensor_sizes(self), n}, sd = {strides, n};
+  if ((st = kd_empty_strided(sz, sd, &dt, NULL, &to, NULL, &r))) return st;
+  if (to.type != KD_DEVICE_META && (st = kd_copy_(r, self, non_blocking))) {
+    kd_tensor_release(r);
+    return st;
+  }
   *out = r;
   return KD_OK;
 }
@@ -242,17 +279,60 @@ static bool has_format(const kd_tensor *self, kd_memory_format f) {
   return true;
 }
 
-kd_status kd__native_to_dtype(kd_tensor *self, kd_dtype dtype, bool non_blocking, bool copy,
-                              const kd_memory_format *memory_format, kd_tensor **out) {
+/* PyTorch's to_impl: self itself when nothing changes and copy is false,
+ * else the dispatched _to_copy. A device without an index matches any index
+ * of its type. */
+static kd_status to_common(kd_tensor *self, const kd_dtype *dtype, const kd_layout *layout,
+                           const kd_device *device, const bool *pin_memory, bool non_blocking,
+                           bool copy, const kd_memory_format *memory_format, kd_tensor **out) {
   if (!out) return kd_set_error(KD_EINVAL, "to: out is NULL");
   *out = NULL;
   if (!self) return kd_set_error(KD_EINVAL, "to: self is NULL: expected a tensor");
-  if (!kd_dtype_valid(dtype)) return kd_set_error(KD_EINVAL, "to: invalid dtype %d", (int)dtype);
-  if (!copy && kd_tensor_dtype(self) == dtype &&
-      (!memory_format || has_format(self, *memory_format))) {
+  if (dtype && !kd_dtype_valid(*dtype))
+    return kd_set_error(KD_EINVAL, "to: invalid dtype %d", (int)*dtype);
+  kd_device have = kd_tensor_device(self);
+  bool same = !copy && (!dtype || kd_tensor_dtype(self) == *dtype) &&
+              (!layout || *layout == kd_tensor_layout(self)) &&
+              (!device || (device->type == have.type && device->index == have.index)) &&
+              !(pin_memory && *pin_memory) &&
+              (!memory_format || has_format(self, *memory_format));
+  if (same) {
     kd_tensor_retain(self);
     *out = self;
     return KD_OK;
   }
-  return kd__to_copy(self, &dtype, NULL, NULL, NULL, non_blocking, memory_format, out);
+  return kd__to_copy(self, dtype, layout, device, pin_memory, non_blocking, memory_format, out);
+}
+
+kd_status kd__native_to_dtype(kd_tensor *self, kd_dtype dtype, bool non_blocking, bool copy,
+                              const kd_memory_format *memory_format, kd_tensor **out) {
+  if (!kd_dtype_valid(dtype)) {
+    if (out) *out = NULL;
+    return kd_set_error(KD_EINVAL, "to: invalid dtype %d", (int)dtype);
+  }
+  return to_common(self, &dtype, NULL, NULL, NULL, non_blocking, copy, memory_format, out);
+}
+
+kd_status kd__native_to_device(kd_tensor *self, kd_device device, kd_dtype dtype,
+                               bool non_blocking, bool copy, const kd_memory_format *memory_format,
+                               kd_tensor **out) {
+  return to_common(self, &dtype, NULL, &device, NULL, non_blocking, copy, memory_format, out);
+}
+
+kd_status kd__native_to_dtype_layout(kd_tensor *self, const kd_dtype *dtype,
+                                     const kd_layout *layout, const kd_device *device,
+                                     const bool *pin_memory, bool non_blocking, bool copy,
+                                     const kd_memory_format *memory_format, kd_tensor **out) {
+  return to_common(self, dtype, layout, device, pin_memory, non_blocking, copy, memory_format, out);
+}
+
+kd_status kd__native_to_other(kd_tensor *self, kd_tensor *other, bool non_blocking, bool copy,
+                              const kd_memory_format *memory_format, kd_tensor **out) {
+  if (!other) {
+    if (out) *out = NULL;
+    return kd_set_error(KD_EINVAL, "to: other is NULL: expected a tensor");
+  }
+  kd_dtype dt = kd_tensor_dtype(other);
+  kd_device dev = kd_tensor_device(other);
+  return to_common(self, &dt, NULL, &dev, NULL, non_blocking, copy, memory_format, out);
 }

@@ -16,6 +16,16 @@
 #include "native/factories.h"
 #include "native/views.h"
 
+#include "kd/ops/copy.h"
+#include "kd/ops/empty.h"
+#include "empty_like_native.h"
+#include "full_like_native.h"
+#include "full_native.h"
+#include "ones_like_native.h"
+#include "ones_native.h"
+#include "zeros_like_native.h"
+#include "zeros_native.h"
+
 /* ---- Shared helpers ------------------------------------------------------------ */
 
 const char *kd__format_sizes(char *buf, size_t cap, int ndim, const int64_t *sizes) {
@@ -307,6 +317,9 @@ static kd_status like_common(const char *op, kd_tensor *self, const kd_dtype *dt
 kd_status kd__native_empty_like(kd_tensor *self, const kd_dtype *dtype, const kd_layout *layout,
                                 const kd_device *device, const bool *pin_memory,
                                 const kd_memory_format *memory_format, kd_tensor **out) {
+  if (kd__off_host(device))
+    return kd__native_empty_like_composite(self, dtype, layout, device, pin_memory, memory_format,
+                                           out);
   return like_common("empty_like", self, dtype, layout, device, pin_memory, memory_format, out);
 }
 
@@ -337,6 +350,8 @@ static kd_status full_common(const char *op, kd_ints size, const kd_scalar *valu
 static kd_status full_out_common(const char *op, kd_ints size, const kd_scalar *value,
                                  kd_tensor *out) {
   if (!out) return kd_set_error(KD_EINVAL, "%s: out is NULL", op);
+  kd_device od = kd_tensor_device(out);
+  if (kd__off_host(&od)) return kd__full_out_composite(op, size, value, out);
   kd_status st = kd__check_size_list(op, size);
   if (st) return st;
   /* Check the conversion before resizing, so that an error leaves out alone. */
@@ -364,6 +379,8 @@ static kd_status full_like_common(const char *op, kd_tensor *self, const kd_scal
 
 kd_status kd__native_zeros(kd_ints size, const kd_dtype *dtype, const kd_layout *layout,
                            const kd_device *device, const bool *pin_memory, kd_tensor **out) {
+  if (kd__off_host(device))
+    return kd__native_zeros_composite(size, dtype, layout, device, pin_memory, out);
   kd_scalar zero = kd_scalar_int(0);
   return full_common("zeros", size, &zero, dtype, kd_get_default_dtype(), layout, device,
                      pin_memory, out);
@@ -377,6 +394,9 @@ kd_status kd__native_zeros_out(kd_ints size, kd_tensor *out) {
 kd_status kd__native_zeros_like(kd_tensor *self, const kd_dtype *dtype, const kd_layout *layout,
                                 const kd_device *device, const bool *pin_memory,
                                 const kd_memory_format *memory_format, kd_tensor **out) {
+  if (kd__off_host(device))
+    return kd__native_zeros_like_composite(self, dtype, layout, device, pin_memory, memory_format,
+                                          out);
   kd_scalar zero = kd_scalar_int(0);
   return full_like_common("zeros_like", self, &zero, dtype, layout, device, pin_memory,
                           memory_format, out);
@@ -384,6 +404,8 @@ kd_status kd__native_zeros_like(kd_tensor *self, const kd_dtype *dtype, const kd
 
 kd_status kd__native_ones(kd_ints size, const kd_dtype *dtype, const kd_layout *layout,
                           const kd_device *device, const bool *pin_memory, kd_tensor **out) {
+  if (kd__off_host(device))
+    return kd__native_ones_composite(size, dtype, layout, device, pin_memory, out);
   kd_scalar one = kd_scalar_int(1);
   return full_common("ones", size, &one, dtype, kd_get_default_dtype(), layout, device,
                      pin_memory, out);
@@ -397,13 +419,15 @@ kd_status kd__native_ones_out(kd_ints size, kd_tensor *out) {
 kd_status kd__native_ones_like(kd_tensor *self, const kd_dtype *dtype, const kd_layout *layout,
                                const kd_device *device, const bool *pin_memory,
                                const kd_memory_format *memory_format, kd_tensor **out) {
+  if (kd__off_host(device))
+    return kd__native_ones_like_composite(self, dtype, layout, device, pin_memory, memory_format,
+                                         out);
   kd_scalar one = kd_scalar_int(1);
   return full_like_common("ones_like", self, &one, dtype, layout, device, pin_memory,
                           memory_format, out);
 }
 
-/* PyTorch's infer_full_options: the dtype a fill value gives when none is named. */
-static kd_dtype full_dtype_of(const kd_scalar *value) {
+kd_dtype kd__full_dtype_of(const kd_scalar *value) {
   switch (value->kind) {
   case KD_SCALAR_BOOL:
     return KD_BOOL;
@@ -419,11 +443,13 @@ static kd_dtype full_dtype_of(const kd_scalar *value) {
 kd_status kd__native_full(kd_ints size, const kd_scalar *fill_value, const kd_dtype *dtype,
                           const kd_layout *layout, const kd_device *device,
                           const bool *pin_memory, kd_tensor **out) {
+  if (kd__off_host(device))
+    return kd__native_full_composite(size, fill_value, dtype, layout, device, pin_memory, out);
   if (!fill_value) {
     *out = NULL;
     return kd_set_error(KD_EINVAL, "full: fill_value is NULL");
   }
-  return full_common("full", size, fill_value, dtype, full_dtype_of(fill_value), layout, device,
+  return full_common("full", size, fill_value, dtype, kd__full_dtype_of(fill_value), layout, device,
                      pin_memory, out);
 }
 
@@ -436,12 +462,33 @@ kd_status kd__native_full_like(kd_tensor *self, const kd_scalar *fill_value, con
                                const kd_layout *layout, const kd_device *device,
                                const bool *pin_memory, const kd_memory_format *memory_format,
                                kd_tensor **out) {
+  if (kd__off_host(device))
+    return kd__native_full_like_composite(self, fill_value, dtype, layout, device, pin_memory,
+                                          memory_format, out);
   if (!fill_value) {
     *out = NULL;
     return kd_set_error(KD_EINVAL, "full_like: fill_value is NULL");
   }
   return full_like_common("full_like", self, fill_value, dtype, layout, device, pin_memory,
                           memory_format, out);
+}
+
+/* A factory's cpu result `t` (owned, released) moved to `device` with the
+ * dispatched empty.memory_format and copy_: how arange and eye (whose values
+ * are computed on the host) reach any device whose backend implements the
+ * primitives. */
+static kd_status move_result(kd_tensor *t, const kd_device *device, kd_tensor **out) {
+  kd_ints sizes = {kd_tensor_sizes(t), kd_tensor_ndim(t)};
+  kd_dtype dt = kd_tensor_dtype(t);
+  kd_tensor *r = NULL;
+  kd_status st = kd_empty_memory_format(sizes, &dt, NULL, device, NULL, NULL, &r);
+  if (!st && (st = kd_copy_(r, t, false))) {
+    kd_tensor_release(r);
+    r = NULL;
+  }
+  kd_tensor_release(t);
+  *out = r;
+  return st;
 }
 
 /* ---- arange ------------------------------------------------------------------------- */
@@ -570,6 +617,8 @@ static kd_status arange_common(const kd_scalar *start, const kd_scalar *end, con
                                const kd_dtype *dtype, const kd_layout *layout,
                                const kd_device *device, const bool *pin_memory, kd_tensor **out) {
   *out = NULL;
+  const kd_device *target = kd__off_host(device) ? device : NULL;
+  if (target) device = NULL; /* computed on the cpu, then moved */
   kd_dtype def = KD_INT64;
   if (start && end && step &&
       !(scalar_is_integral(start) && scalar_is_integral(end) && scalar_is_integral(step)))
@@ -587,6 +636,7 @@ static kd_status arange_common(const kd_scalar *start, const kd_scalar *end, con
     kd_tensor_release(t);
     return st;
   }
+  if (target) return move_result(t, target, out);
   *out = t;
   return KD_OK;
 }
@@ -658,6 +708,8 @@ static kd_status eye_check(int64_t n, int64_t m) {
 kd_status kd__native_eye_m(int64_t n, int64_t m, const kd_dtype *dtype, const kd_layout *layout,
                            const kd_device *device, const bool *pin_memory, kd_tensor **out) {
   *out = NULL;
+  const kd_device *target = kd__off_host(device) ? device : NULL;
+  if (target) device = NULL; /* computed on the cpu, then moved */
   kd_dtype dt = KD_FLOAT32;
   kd_device dev;
   kd_status st = eye_check(n, m);
@@ -671,6 +723,7 @@ kd_status kd__native_eye_m(int64_t n, int64_t m, const kd_dtype *dtype, const kd
     kd_tensor_release(t);
     return st;
   }
+  if (target) return move_result(t, target, out);
   *out = t;
   return KD_OK;
 }

@@ -54,6 +54,21 @@ kd_status kd__fill(const char *op, kd_tensor *t, const kd_scalar *value);
 kd_status kd__write_contiguous(kd_tensor *out, kd_status (*write)(kd_tensor *dst, void *ctx),
                                void *ctx);
 
+/* True when `device` is given and is neither cpu nor meta: the CPU and Meta
+ * kernels of the factories hand such calls to their device-neutral kernels
+ * (ops/native/composite.c). */
+static inline bool kd__off_host(const kd_device *device) {
+  return device && device->type != KD_DEVICE_CPU && device->type != KD_DEVICE_META;
+}
+
+/* PyTorch's infer_full_options: the dtype a fill value gives when none is named. */
+kd_dtype kd__full_dtype_of(const kd_scalar *value);
+
+/* zeros.out, ones.out, full.out on any device: the dispatched resize_ (when
+ * out's sizes differ) and fill_. `out` is borrowed and written. */
+kd_status kd__full_out_composite(const char *op, kd_ints size, const kd_scalar *value,
+                                 kd_tensor *out);
+
 /* ---- empty --------------------------------------------------------------- */
 
 /* empty.memory_format: CPU: empty_cpu, Meta: empty_meta. New tensor, values

@@ -10,6 +10,7 @@
 #include "native/views.h"
 
 #include "core/checked.h"
+#include "kd/ops/clone.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -510,8 +511,25 @@ kd_status kd__native_reshape(kd_tensor *self, kd_ints shape, kd_tensor **out) {
     g.offset = kd_tensor_storage_offset(self);
     return view_of(self, &g, out);
   }
-  /* No view exists: a contiguous copy with the new sizes. */
-  if ((st = kd__vw_check_cpu_or_meta("reshape", self))) return st;
+  /* No view exists: a contiguous copy with the new sizes. Off the cpu and
+   * meta, the dispatched clone makes it (self's backend copies), viewed with
+   * the new sizes. */
+  kd_device_type dt = kd_tensor_device(self).type;
+  if (dt != KD_DEVICE_CPU && dt != KD_DEVICE_META) {
+    kd_memory_format mf = KD_MEMORY_FORMAT_CONTIGUOUS;
+    kd_tensor *c;
+    if ((st = kd_clone(self, &mf, &c))) return st;
+    geom_of(c, &g);
+    g.ndim = (int)shape.size;
+    if ((st = infer_size(shape, kd_tensor_numel(self), g.sizes)) ||
+        (st = kd__vw_format_strides(g.ndim, g.sizes, KD_MEMORY_FORMAT_CONTIGUOUS, g.strides))) {
+      kd_tensor_release(c);
+      return st;
+    }
+    st = view_of(c, &g, out);
+    kd_tensor_release(c);
+    return st;
+  }
   kd_tensor *r;
   if ((st = kd_tensor_empty(g.ndim, g.sizes, kd_tensor_dtype(self), kd_tensor_device(self), &r)))
     return st;
@@ -911,5 +929,6 @@ kd_status kd__native_contiguous(kd_tensor *self, kd_memory_format memory_format,
   if (memory_format == KD_MEMORY_FORMAT_PRESERVE)
     return kd_set_error(KD_EINVAL,
                         "preserve memory format is unsupported by the contiguous operator");
-  return kd__native_clone(self, &memory_format, out);
+  /* The dispatched clone: self's backend copies (any device). */
+  return kd_clone(self, &memory_format, out);
 }

@@ -241,13 +241,11 @@ kd_status kd__ops_backend_select(const kd_call *call, const kd_arg *args, kd_val
   kd_dispatch_key key = kd_backend_key(dev.type);
   if (key == KD_KEY_UNDEFINED)
     return kd_set_error(KD_EINVAL, "%s: invalid device type %d", kd_op_name(call->op), (int)dev.type);
-  /* Back here with the backend's key already in the set: that backend's slot
-   * holds this composite kernel (it covers every backend), so the backend has
-   * no kernel of its own. */
+  /* Registered for Undefined, so reached only by calls whose key set names
+   * no backend; a backend key already in the set would loop. */
   if (call->keys & kd_keyset_of(key))
-    return kd_set_error(KD_ENOKERNEL,
-                        "Could not run '%s' with arguments from the '%s' backend: no kernel is "
-                        "registered for it",
+    return kd_set_error(KD_EINTERNAL,
+                        "%s: BackendSelect reached again with the '%s' key in the call's key set",
                         kd_op_name(call->op), kd_dispatch_key_name(key));
   return kd_call_unboxed_keys(call->op, call->keys | kd_keyset_of(key), args, rets);
 }

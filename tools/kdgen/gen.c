@@ -228,10 +228,13 @@ static const char *key_for(const char *yaml_key) {
   return yaml_key;
 }
 
-/* A function without tensor arguments (a factory) dispatches on nothing: as
- * PyTorch's BackendSelect kernels do, a generated kernel for
- * CompositeImplicitAutograd (which fills the slot such calls reach) reads its
- * Device? argument and calls again with that device's backend key. */
+/* A function without tensor arguments (a factory) dispatches on nothing: its
+ * calls reach the Undefined slot. As PyTorch's BackendSelect kernels do, a
+ * generated kernel registered for Undefined (where a registration beats the
+ * composite kernels that would otherwise fill the slot) reads the Device?
+ * argument and calls again with that device's backend key, so the call
+ * reaches the backend's slot: its own kernel, else the composite, else its
+ * fallback or ENOKERNEL. */
 static int add_backend_select(const kdg_func *f, target *t, int n, int cap) {
   int device_arg = -1;
   size_t na = kd_schema_num_arguments(f->schema);
@@ -245,9 +248,9 @@ static int add_backend_select(const kdg_func *f, target *t, int n, int cap) {
   }
   if (device_arg < 0 || n >= cap) return n;
   for (int j = 0; j < n; j++)
-    if (!strcmp(t[j].key, "CompositeImplicitAutograd")) return n;
+    if (!strcmp(t[j].key, "Undefined")) return n;
   target *x = &t[n++];
-  snprintf(x->key, sizeof x->key, "CompositeImplicitAutograd");
+  snprintf(x->key, sizeof x->key, "Undefined");
   x->backend[0] = 0;
   x->kind = TARGET_BACKEND_SELECT;
   snprintf(x->fn, sizeof x->fn, "kd__ops_backend_select");
@@ -291,7 +294,7 @@ static int targets_of(const gen_ctx *g, const kdg_func *f, target *t, int cap) {
     x->kind = TARGET_NATIVE;
     snprintf(x->fn, sizeof x->fn, "kd__native_%s", f->cname);
     x->line = f->line;
-    return n;
+    return add_backend_select(f, t, n, cap);
   }
   for (size_t i = 0; i < f->ndispatch && n < cap; i++) {
     const char *key = key_for(f->dispatch[i].key);
