@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "kd/memory.h"
+#include "kd/ops/cat.h"
 
 static bool on_meta(const kd_tensor *t) { return kd_tensor_device(t).type == KD_DEVICE_META; }
 
@@ -227,7 +228,11 @@ static kd_status stack_impl(kd_tensors tensors, int64_t dim, kd_tensor *given, k
     st = kd__native_unsqueeze(tensors.data[i], wd, &parts[i]);
   if (st == KD_OK) {
     kd_tensors list = {parts, tensors.size};
-    st = given ? cat_impl(list, wd, given, NULL) : cat_impl(list, wd, NULL, result);
+    kd_device_type type = kd_tensor_device(t0).type;
+    if (type != KD_DEVICE_CPU && type != KD_DEVICE_META) /* the device's cat (or its fallback) */
+      st = given ? kd_cat_out(list, wd, given) : kd_cat(list, wd, result);
+    else
+      st = given ? cat_impl(list, wd, given, NULL) : cat_impl(list, wd, NULL, result);
   }
   for (int64_t i = 0; i < tensors.size; i++) kd_tensor_release(parts[i]);
   kd_host_free(parts);
