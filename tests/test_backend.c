@@ -2,6 +2,11 @@
  * registering installs (device name, allocator) and unregistering restores,
  * storage that outlives its backend, and the device services (device count,
  * current device, guard, a kernel's device context). */
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <time.h>
+
 #include "kd_test.h"
 
 /* A fake device in host memory, with counters. */
@@ -273,12 +278,78 @@ static void test_call_device_context(void **state) {
   kd_library_close(def);
 }
 
+/* kd_backend_unregister waits for a call in flight (the grace period): a
+ * kernel of the backend's key blocks until released; the unregistering
+ * thread must not return before. */
+static atomic_int entered, release_kernel, unregistered;
+static kd_status blocking_kernel(const kd_call *call, const kd_arg *a, kd_value *r) {
+  (void)call;
+  atomic_store(&entered, 1);
+  while (!atomic_load(&release_kernel)) sched_yield();
+  r[0] = kd_value_tensor(a[0].t);
+  return KD_OK;
+}
+static kd_op *block_op;
+static kd_tensor *block_t;
+static void *block_caller(void *arg) {
+  (void)arg;
+  kd_arg a[1] = {{.t = block_t}};
+  kd_value r = kd_value_none();
+  KD_ASSERT_OK((kd_call_unboxed)(block_op, a, &r));
+  kd_value_destroy(&r);
+  return NULL;
+}
+static void *unregisterer(void *b) {
+  kd_backend_unregister(b);
+  atomic_store(&unregistered, 1);
+  return NULL;
+}
+
+static void test_unregister_waits_for_calls(void **state) {
+  (void)state;
+  memset(&F, 0, sizeof F);
+  F.ndev = 1;
+  kd_library *def = kd_test_open_lib(KD_LIBRARY_DEF, "bewait", KD_KEY_UNDEFINED);
+  KD_ASSERT_OK(kd_library_def(def, "block(Tensor self) -> Tensor", NULL, 0, NULL));
+  kd_library *impl = kd_test_open_lib(KD_LIBRARY_IMPL, "bewait", KD_KEY_PRIVATEUSE1);
+  kd_kernel k = kd_kernel_unboxed(blocking_kernel, "(Tensor) -> Tensor");
+  KD_ASSERT_OK(kd_library_impl(impl, "block", &k, NULL));
+  KD_ASSERT_OK(kd_op_find("bewait::block", "", &block_op));
+  kd_backend_iface i = iface_for("fakedev", KD_DEVICE_PRIVATEUSE1);
+  kd_backend *b;
+  KD_ASSERT_OK(kd_backend_register(&i, &b));
+  KD_ASSERT_OK(kd_tensor_empty(1, (int64_t[]){2}, KD_FLOAT32, (kd_device){KD_DEVICE_PRIVATEUSE1, 0},
+                               &block_t));
+  atomic_store(&entered, 0);
+  atomic_store(&release_kernel, 0);
+  atomic_store(&unregistered, 0);
+  pthread_t caller, unreg;
+  assert_int_equal(pthread_create(&caller, NULL, block_caller, NULL), 0);
+  while (!atomic_load(&entered)) sched_yield();
+  assert_int_equal(pthread_create(&unreg, NULL, unregisterer, b), 0);
+  /* The backend is detached at once; unregister itself waits. */
+  for (int n = 0; n < 1000 && kd_backend_for_device(KD_DEVICE_PRIVATEUSE1); n++) sched_yield();
+  assert_null(kd_backend_for_device(KD_DEVICE_PRIVATEUSE1));
+  struct timespec ts = {0, 20 * 1000 * 1000};
+  nanosleep(&ts, NULL);
+  assert_int_equal(atomic_load(&unregistered), 0);
+  atomic_store(&release_kernel, 1);
+  pthread_join(caller, NULL);
+  pthread_join(unreg, NULL);
+  assert_int_equal(atomic_load(&unregistered), 1);
+  kd_tensor_release(block_t);
+  assert_int_equal(F.frees, 1);
+  kd_library_close(impl);
+  kd_library_close(def);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_refusals),
       cmocka_unit_test(test_register_unregister),
       cmocka_unit_test(test_device_services),
       cmocka_unit_test(test_call_device_context),
+      cmocka_unit_test(test_unregister_waits_for_calls),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -144,7 +144,8 @@ typedef struct kd_device_context {
 /* Fills *out for the call's key (a backend key; for another key the
  * highest backend key of call->keys): an array lookup, no lock.
  * KD_EINVAL for NULL arguments; KD_ENOTFOUND when the key is a private
- * key without a registered backend, or the call has no backend key (*out
+ * key without a registered backend (also for a call still in flight while
+ * its backend is being unregistered), or the call has no backend key (*out
  * untouched on error). */
 KD_API kd_status kd_call_device_context(const kd_call *call, kd_device_context *out);
 
@@ -212,8 +213,9 @@ KD_API const char *kd_plugin_name(const kd_plugin *p);
  * registration behind and is closed:
  *   KD_EINVAL      NULL path or out;
  *   KD_ENOTFOUND   dlopen failed (its message) or no entry point;
- *   KD_EUNSUPPORTED the entry returned NULL, or a wrong api_version (found
- *                  and expected named);
+ *   KD_EUNSUPPORTED the entry returned NULL, a wrong api_version (found
+ *                  and expected named), or the plugin brings a second copy of
+ *                  libkdispatch into the process (both files named);
  *   KD_ESTATE      called from inside an operator call or a plugin's init;
  *   whatever init returned (KD_EEXIST for a device type or name taken ...). */
 KD_API kd_status kd_backend_load(const char *path, kd_plugin **out);
@@ -228,7 +230,7 @@ KD_API kd_status kd_backend_load(const char *path, kd_plugin **out);
  * (Storage made during the unload itself, by a call in flight, keeps the
  * library mapped until it is freed; fini and dlclose happen then.)
  * KD_ESTATE from inside an operator call. NULL: KD_EINVAL. The handle is
- * invalid after KD_OK. */
+ * invalid after KD_OK. KD_EINVAL for a handle that is not loaded. */
 KD_API kd_status kd_backend_unload(kd_plugin *plugin);
 
 /* Loads every plugin of a ':'-separated list, as KD_BACKENDS does at start-up

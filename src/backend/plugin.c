@@ -272,11 +272,6 @@ fail:
 
 kd_status kd_backend_unload(kd_plugin *plugin) {
   if (!plugin) return kd_set_error(KD_EINVAL, "kd_backend_unload: NULL plugin");
-  if (in_call() || t_loading)
-    return kd_set_error(KD_ESTATE,
-                        "kd_backend_unload(%s): cannot unload a plugin from inside an operator "
-                        "call or a plugin's init",
-                        plugin->path);
   pthread_mutex_lock(&plugin_lock);
   kd_plugin **pp = &loaded;
   while (*pp && *pp != plugin) pp = &(*pp)->next;
@@ -284,6 +279,13 @@ kd_status kd_backend_unload(kd_plugin *plugin) {
     pthread_mutex_unlock(&plugin_lock);
     return kd_set_error(KD_EINVAL, "kd_backend_unload: %p is not a loaded plugin",
                         (void *)plugin);
+  }
+  if (in_call() || t_loading) {
+    pthread_mutex_unlock(&plugin_lock);
+    return kd_set_error(KD_ESTATE,
+                        "kd_backend_unload(%s): cannot unload a plugin from inside an operator "
+                        "call or a plugin's init",
+                        plugin->path);
   }
   size_t live = 0;
   const char *which = NULL;

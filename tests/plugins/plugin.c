@@ -12,8 +12,9 @@
  * What it registers: through constructors (run inside dlopen) a DEF library
  * PLUG_NS with hello(Tensor) -> Tensor and a CPU kernel-key kernel for it;
  * through the plugin handle in init a backend, a CPU kernel (a closure with
- * plugin-allocated data) for the host's pt::work, and a kernel for hello
- * under the backend's key. It reports init, kernel-data destruction and fini
+ * plugin-allocated data) for the host's pt::work, a kernel for hello
+ * under the backend's key, and a described library (kd_plugin_open_desc)
+ * defining extra(Tensor) -> Tensor. It reports init, kernel-data destruction and fini
  * to the host through kd_test_plugin_event, when the host defines it.
  */
 #include <stdlib.h>
@@ -120,6 +121,14 @@ static kd_status hello_dev(const kd_call *c, const kd_arg *a, kd_value *r) {
   return KD_OK;
 }
 
+/* A described library opened by init through the plugin handle. */
+static void extra_body(kd_library *m) {
+  kd_library_def(m, "extra(Tensor self) -> Tensor", NULL, 0, NULL);
+}
+static const kd_library_desc extra_desc = {KD_LIBRARY_DESC_VERSION, KD_LIBRARY_FRAGMENT,
+                                           PLUG_STR(PLUG_NS), KD_KEY_UNDEFINED, extra_body,
+                                           __FILE__, __LINE__};
+
 static kd_status init(kd_plugin *p) {
   kd_backend_iface iface;
   memset(&iface, 0, sizeof iface);
@@ -152,6 +161,8 @@ static kd_status init(kd_plugin *p) {
   if (st) return st;
   kd_kernel h = kd_kernel_unboxed(hello_dev, "(Tensor) -> Tensor");
   st = kd_library_impl(dev, "hello", &h, NULL);
+  if (st) return st;
+  st = kd_plugin_open_desc(p, &extra_desc);
   if (st) return st;
   event("init");
 #ifdef PLUG_FAIL_INIT

@@ -71,6 +71,8 @@ static void test_load_unload(void **state) {
     /* Its kernel for the host's operator, its constructors' operator. */
     KD_ASSERT_OK(call1("pt::work", t));
     KD_ASSERT_OK(call1("plug::hello", t));
+    kd_op *extra;
+    KD_ASSERT_OK(kd_op_find("plug::extra", "", &extra));
     kd_tensor *d;
     KD_ASSERT_OK(kd_tensor_to_device(t, (kd_device){KD_DEVICE_PRIVATEUSE1, 0}, &d));
     KD_ASSERT_OK(call1("plug::hello", d));
@@ -84,6 +86,7 @@ static void test_load_unload(void **state) {
     KD_ASSERT_STR_EQ(kd_device_type_name(KD_DEVICE_PRIVATEUSE1), "privateuseone");
     kd_op *op;
     KD_ASSERT_ERR(kd_op_find("plug::hello", "", &op), KD_ENOTFOUND, "plug::hello");
+    KD_ASSERT_ERR(kd_op_find("plug::extra", "", &op), KD_ENOTFOUND, "plug::extra");
     KD_ASSERT_ERR(call1("pt::work", t), KD_ENOKERNEL, "pt::work");
     char *after = snapshot();
     KD_ASSERT_STR_EQ(after, before);
@@ -151,6 +154,8 @@ static void test_refusals(void **state) {
   free(before);
 
   KD_ASSERT_ERR(kd_backend_unload(NULL), KD_EINVAL, "NULL plugin");
+  /* A handle already unloaded (or never loaded) is not touched. */
+  KD_ASSERT_ERR(kd_backend_unload(good), KD_EINVAL, "is not a loaded plugin");
 }
 
 /* A plugin linked with libkdispatch.so in this static host: a second copy of
