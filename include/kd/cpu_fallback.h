@@ -16,9 +16,10 @@
  *      in-place) that was moved is written back into the caller's tensor
  *      (resized first when the CPU kernel resized its copy), and a return
  *      that the schema says aliases it is that same tensor object;
- *   4. every other tensor result is moved to the device (type and index) of
- *      the first tensor argument on the backend's device type (or of the
- *      Device argument when no tensor is on it).
+ *   4. every other tensor result is moved to the device the call asked for
+ *      with its first Device argument (results asked for on the CPU stay
+ *      there), else to the device (type and index) of the first tensor
+ *      argument on the backend's device type.
  * It works for typed and boxed calls alike.
  *
  * Precedence: the fallback is the last resort of a slot. The key's own

@@ -331,7 +331,8 @@ typedef struct kd__argdef_override {
 
 /* Staged custom kernels (newest first, linked by op_next), under the lock. */
 extern kd_registration *kd__staged;
-/* Backends whose calls fall back to CPU kernel-key kernels. */
+/* Backends whose CPU fallback is on (kd_backend_set_cpu_fallback): read on
+ * the slow path of a call that finds no kernel (call.c, prepare). */
 extern _Atomic kd_keyset kd__cpu_fallback_keys;
 
 bool kd__slot_is_keyed(const kd_op *op, kd_dispatch_key key);

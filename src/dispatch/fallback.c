@@ -191,12 +191,14 @@ static kd_status fb_move(const kd_op *op, const kd__op_info *info, fb_state *s, 
   return KD_OK;
 }
 
-/* Where the fallback applies: the home device (the first tensor on the
- * backend's device type, else a Device argument of that type, else index
- * 0), or a reason in `why` when an argument is on a third device type. */
+/* Where the fallback applies: the home device of the results (the first
+ * Device argument given, which says where the caller wants them, even the
+ * CPU; else the first tensor on the backend's device type; else its index
+ * 0), or a reason in `why` when a tensor argument is on a third device type. */
 static bool fb_home(const kd__op_info *info, const kd_arg *args, kd_device_type devtype,
                     kd_device *home, char *why, size_t cap) {
-  bool found = false;
+  bool found = false, asked = false;
+  kd_device wanted = {devtype, 0};
   *home = (kd_device){devtype, 0};
   for (uint32_t i = 0; i < info->nargs; i++) {
     uint8_t k = info->kinds[i];
@@ -211,8 +213,8 @@ static bool fb_home(const kd__op_info *info, const kd_arg *args, kd_device_type 
       items = args[i].tensors.data;
       n = args[i].tensors.size;
     } else if (k == KD__ARG_DEVICE || (k == KD__ARG_OPT_DEVICE && args[i].opt.has)) {
-      kd_device d = k == KD__ARG_DEVICE ? args[i].device : args[i].opt.v.device;
-      if (!found && d.type == devtype) *home = d;
+      if (!asked) wanted = k == KD__ARG_DEVICE ? args[i].device : args[i].opt.v.device;
+      asked = true;
       continue;
     }
     for (int64_t e = 0; e < n; e++) {
@@ -233,6 +235,24 @@ static bool fb_home(const kd__op_info *info, const kd_arg *args, kd_device_type 
         found = true;
       }
     }
+  }
+  if (asked) *home = wanted;
+  return true;
+}
+
+/* A return that is a view of an argument on the device (`Tensor(a)`, not
+ * written) cannot come from a CPU copy: a reason in `why` then. */
+static bool fb_no_device_view(const kd__op_info *info, const kd_arg *args, char *why, size_t cap) {
+  for (uint32_t j = 0; j < info->nrets; j++) {
+    int a = kd__return_alias(info, j);
+    if (a < 0 || arg_is_write(info, (size_t)a) || !kd__is_tensor_kind(info->kinds[a])) continue;
+    const kd_tensor *t = args[a].t;
+    if (!t || kd_tensor_device(t).type == KD_DEVICE_CPU) continue;
+    snprintf(why, cap,
+             "return %u is a view of argument %d '%s' (Tensor(a)), and a copy on the CPU cannot "
+             "be a view of a device tensor",
+             j, a, arg_name(info, (size_t)a));
+    return false;
   }
   return true;
 }
@@ -294,14 +314,7 @@ static kd_status fb_results(const kd_op *op, const kd__op_info *info, const fb_s
     kd_value *v = &rets[j];
     if (v->tag != KD_VALUE_TENSOR && v->tag != KD_VALUE_TENSOR_LIST) continue;
     int a = kd__return_alias(info, j);
-    if (a >= 0 && s->first_moved[a] >= 0) {
-      if (!arg_is_write(info, (size_t)a))
-        return kd_set_error(KD_ENOKERNEL,
-                            "'%s' returns a view of argument %d '%s' (return %u): the CPU "
-                            "fallback cannot return a view of a device tensor; register a %s "
-                            "kernel for it",
-                            op->name, a, arg_name(info, (size_t)a), j,
-                            kd_device_type_name(home.type));
+    if (a >= 0 && s->first_moved[a] >= 0 && arg_is_write(info, (size_t)a)) {
       /* The caller's own tensor (or list), as the schema says. */
       kd_value nv;
       kd_status st = v->tag == KD_VALUE_TENSOR
@@ -312,7 +325,7 @@ static kd_status fb_results(const kd_op *op, const kd__op_info *info, const fb_s
       *v = nv;
       continue;
     }
-    if (a >= 0) continue; /* an alias of an argument that stayed where it was */
+    if (a >= 0 || home.type == KD_DEVICE_CPU) continue; /* stays where it is */
     if (v->tag == KD_VALUE_TENSOR) {
       if (kd_tensor_device(v->u.t).type != KD_DEVICE_CPU) continue;
       kd_tensor *moved;
@@ -356,6 +369,7 @@ kd_status kd__cpu_fallback(const kd_op *op, const kd__op_info *info, const kd_ca
   kd_device home;
   bool ok = kd__device_of_backend((int)key, &devtype) &&
             fb_home(info, args, devtype, &home, why, sizeof why) &&
+            fb_no_device_view(info, args, why, sizeof why) &&
             fb_cpu_has_kernel(op, info, args, why, sizeof why);
   if (!ok) {
     if (helper)

@@ -2,7 +2,6 @@
  * test_kd_fallback_table.c: `kd table` (and the language's table()) shows how
  * often the CPU fallback ran an operator for a device backend (issue 16).
  */
-#define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

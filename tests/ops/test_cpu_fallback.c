@@ -139,8 +139,12 @@ static void test_functional(void **state) {
   KD_ASSERT_ERR(kd_mul_Tensor(xd, yd, &got), KD_ENOKERNEL,
                 "The CPU fallback is off for PrivateUse1 (kd_backend_set_cpu_fallback turns it on).");
 
-  KD_ASSERT_OK(kd_backend_set_cpu_fallback(KD_KEY_PRIVATEUSE1, true));
   kd_op *mul = op_named("aten::mul", "Tensor");
+  char table_off[4096], table_on[4096];
+  kd_op_dump_table(mul, table_off, sizeof table_off);
+  KD_ASSERT_OK(kd_backend_set_cpu_fallback(KD_KEY_PRIVATEUSE1, true));
+  kd_op_dump_table(mul, table_on, sizeof table_on);
+  KD_ASSERT_STR_EQ(table_on, table_off); /* no table changes: off restores exactly */
   uint64_t before = kd_op_fallback_count(mul, KD_KEY_PRIVATEUSE1);
   warnings = 0;
   kd_set_warning_handler(on_warning, NULL);
@@ -361,10 +365,13 @@ static void test_messages_and_failures(void **state) {
   KD_ASSERT_OK(kd_library_open(KD_LIBRARY_DEF, "fbt", KD_KEY_UNDEFINED, __FILE__, __LINE__, &def));
   KD_ASSERT_OK(kd_library_def(def, "only_f32(Tensor self) -> Tensor", NULL, 0, NULL));
   KD_ASSERT_OK(kd_library_def(def, "nowhere(Tensor self) -> Tensor", NULL, 0, NULL));
+  KD_ASSERT_OK(kd_library_def(def, "view_of(Tensor(a) self) -> Tensor(a)", NULL, 0, NULL));
   KD_ASSERT_OK(kd_library_open(KD_LIBRARY_IMPL, "fbt", KD_KEY_CPU, __FILE__, __LINE__, &cpu));
   kd_kernel k = kd_kernel_unboxed(k_only_f32, "(Tensor) -> Tensor");
   KD_ASSERT_OK(kd_library_impl_keyed(cpu, "only_f32", KD_ALL_LAYOUT, KD_DTYPE_BIT(KD_FLOAT32), &k,
                                      NULL));
+  kd_kernel kv = kd_kernel_unboxed(k_only_f32, "(Tensor) -> Tensor");
+  KD_ASSERT_OK(kd_library_impl(cpu, "view_of", &kv, NULL));
   kd_op *only = op_named("fbt::only_f32", ""), *nowhere = op_named("fbt::nowhere", "");
   kd_tensor *h;
   KD_ASSERT_OK(kd_tensor_to_dtype(xd, KD_FLOAT64, &h)); /* a device cast, through the host */
@@ -377,6 +384,10 @@ static void test_messages_and_failures(void **state) {
   a[0].t = xd;
   KD_ASSERT_ERR(kd_call_unboxed(nowhere, a, &r), KD_ENOKERNEL,
                 "did not apply: 'fbt::nowhere' has no CPU kernel either");
+  /* A view of a device tensor cannot come from the CPU. */
+  KD_ASSERT_ERR(kd_call_unboxed(op_named("fbt::view_of", ""), a, &r), KD_ENOKERNEL,
+                "did not apply: return 0 is a view of argument 0 'self' (Tensor(a)), and a copy on "
+                "the CPU cannot be a view of a device tensor");
   /* The keyed CPU kernel itself runs for float32. */
   KD_ASSERT_OK(kd_call_unboxed(only, a, &r));
   same(r.u.t, D1, x);
@@ -599,6 +610,17 @@ static kd_status k_bump(const kd_call *c, const kd_arg *a, kd_value *r) {
   return KD_OK;
 }
 
+/* A copy of self made on `device` (the CPU kernel sees the CPU there). */
+static kd_status k_make(const kd_call *c, const kd_arg *a, kd_value *r) {
+  (void)c;
+  if (a[1].device.type != KD_DEVICE_CPU)
+    return kd_set_error(KD_EINVAL, "k_make: device argument not the cpu");
+  kd_tensor *t;
+  kd_status st = kd_tensor_to_device(a[0].t, a[1].device, &t);
+  if (st == KD_OK) r[0] = kd_value_tensor(t), kd_tensor_release(t);
+  return st;
+}
+
 static void test_optional_list_and_mutated_list(void **state) {
   (void)state;
   KD_ASSERT_OK(kd_backend_set_cpu_fallback(KD_KEY_PRIVATEUSE1, true));
@@ -606,11 +628,14 @@ static void test_optional_list_and_mutated_list(void **state) {
   KD_ASSERT_OK(kd_library_open(KD_LIBRARY_DEF, "fbl", KD_KEY_UNDEFINED, __FILE__, __LINE__, &def));
   KD_ASSERT_OK(kd_library_def(def, "pick(Tensor self, Tensor?[] items) -> Tensor", NULL, 0, NULL));
   KD_ASSERT_OK(kd_library_def(def, "bump_(Tensor(a!)[] self) -> ()", NULL, 0, NULL));
+  KD_ASSERT_OK(kd_library_def(def, "make(Tensor self, Device device) -> Tensor", NULL, 0, NULL));
   KD_ASSERT_OK(kd_library_open(KD_LIBRARY_IMPL, "fbl", KD_KEY_CPU, __FILE__, __LINE__, &cpu));
   kd_kernel kp = kd_kernel_unboxed(k_pick, "(Tensor, Tensor?[]) -> Tensor");
   kd_kernel kb = kd_kernel_unboxed(k_bump, "(Tensor[]) -> ()");
   KD_ASSERT_OK(kd_library_impl(cpu, "pick", &kp, NULL));
   KD_ASSERT_OK(kd_library_impl(cpu, "bump_", &kb, NULL));
+  kd_kernel km = kd_kernel_unboxed(k_make, "(Tensor, Device) -> Tensor");
+  KD_ASSERT_OK(kd_library_impl(cpu, "make", &km, NULL));
   kd_op *pick = op_named("fbl::pick", ""), *bump = op_named("fbl::bump_", "");
   int64_t sz[1] = {5};
   kd_tensor *x = cpu_f32(1, sz, 1.0f, 1.0f), *y = cpu_f32(1, sz, 10.0f, 0.5f),
@@ -638,6 +663,19 @@ static void test_optional_list_and_mutated_list(void **state) {
   same(s.items[0].u.t, D1, want.u.t);
   kd_stack_free(&s);
   kd_value_destroy(&want);
+
+  /* A Device argument says where the results go: another index of the
+   * device, or the CPU. */
+  kd_op *make = op_named("fbl::make", "");
+  kd_device p0 = {KD_DEVICE_PRIVATEUSE1, 0};
+  kd_arg mk[2] = {{.t = xd}, {.device = p0}};
+  KD_ASSERT_OK(kd_call_unboxed(make, mk, &got));
+  same(got.u.t, p0, x);
+  kd_value_destroy(&got);
+  mk[1].device = kd_device_cpu();
+  KD_ASSERT_OK(kd_call_unboxed(make, mk, &got));
+  same(got.u.t, kd_device_cpu(), x);
+  kd_value_destroy(&got);
 
   /* Tensor(a!)[]: every device item written back; a CPU item written in place. */
   kd_tensor *mixed[2] = {xd, y};
