@@ -19,6 +19,8 @@
 #include "native/binary.h"
 
 #include "kd/ops/add.h"
+#include "kd/ops/copy.h"
+#include "kd/ops/empty.h"
 #include "kd/ops/div.h"
 #include "kd/ops/fill.h"
 #include "kd/ops/logical_and.h"
@@ -724,8 +726,15 @@ static kd_status masked_fill_functional(kd_tensor *self, kd_tensor *mask, const 
     shape[i] = a == 1 ? b : a;
   }
   kd_tensor *r = NULL;
-  st = kd_tensor_empty(n, shape, kd_tensor_dtype(self), kd_tensor_device(self), &r);
-  if (!st) st = kd_tensor_copy_(r, self);
+  kd_device dev = kd_tensor_device(self);
+  if (dev.type == KD_DEVICE_CPU || dev.type == KD_DEVICE_META) {
+    st = kd_tensor_empty(n, shape, kd_tensor_dtype(self), dev, &r);
+    if (!st) st = kd_tensor_copy_(r, self);
+  } else { /* another device: the dispatched primitives (docs/OPS.md) */
+    kd_dtype dt = kd_tensor_dtype(self);
+    st = kd_empty_memory_format((kd_ints){shape, n}, &dt, NULL, &dev, NULL, NULL, &r);
+    if (!st) st = kd_copy_(r, self, false);
+  }
   if (!st) st = sv ? kd_masked_fill__Scalar(r, mask, sv) : kd_masked_fill__Tensor(r, mask, tv);
   if (st) {
     kd_tensor_release(r);

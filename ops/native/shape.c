@@ -9,10 +9,11 @@
  */
 #include "native/views.h"
 
+#include "kd/ops/cat.h"
+
 #include <stdlib.h>
 #include <string.h>
 #include "kd/memory.h"
-#include "kd/ops/cat.h"
 
 static bool on_meta(const kd_tensor *t) { return kd_tensor_device(t).type == KD_DEVICE_META; }
 
@@ -228,11 +229,13 @@ static kd_status stack_impl(kd_tensors tensors, int64_t dim, kd_tensor *given, k
     st = kd__native_unsqueeze(tensors.data[i], wd, &parts[i]);
   if (st == KD_OK) {
     kd_tensors list = {parts, tensors.size};
-    kd_device_type type = kd_tensor_device(t0).type;
-    if (type != KD_DEVICE_CPU && type != KD_DEVICE_META) /* the device's cat (or its fallback) */
-      st = given ? kd_cat_out(list, wd, given) : kd_cat(list, wd, result);
-    else
+    /* cat directly on the cpu and meta; elsewhere the dispatched cat, which
+     * the tensors' backend (or its fallback) serves. */
+    kd_device_type ty = kd_tensor_device(t0).type;
+    if (ty == KD_DEVICE_CPU || ty == KD_DEVICE_META)
       st = given ? cat_impl(list, wd, given, NULL) : cat_impl(list, wd, NULL, result);
+    else
+      st = given ? kd_cat_out(list, wd, given) : kd_cat(list, wd, result);
   }
   for (int64_t i = 0; i < tensors.size; i++) kd_tensor_release(parts[i]);
   kd_host_free(parts);

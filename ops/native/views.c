@@ -929,6 +929,9 @@ kd_status kd__native_contiguous(kd_tensor *self, kd_memory_format memory_format,
   if (memory_format == KD_MEMORY_FORMAT_PRESERVE)
     return kd_set_error(KD_EINVAL,
                         "preserve memory format is unsupported by the contiguous operator");
-  /* The dispatched clone: self's backend copies (any device). */
+  /* On the cpu and meta the clone kernel directly (no second dispatch);
+   * elsewhere the dispatched clone: self's backend copies. */
+  kd_device_type dt = kd_tensor_device(self).type;
+  if (dt == KD_DEVICE_CPU || dt == KD_DEVICE_META) return kd__native_clone(self, &memory_format, out);
   return kd_clone(self, &memory_format, out);
 }

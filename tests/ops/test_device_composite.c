@@ -291,6 +291,52 @@ static void test_backend_select_reaches_the_device_slot(void **state) {
   kd_tensor_release(t);
 }
 
+static int calls_own_ones;
+
+/* A backend's own kernel for a composite factory (ones): it must win in the
+ * backend's slot, which the factory call reaches through BackendSelect. */
+static kd_status k_own_ones(const kd_call *call, const kd_arg *a, kd_value *r) {
+  calls_own_ones++;
+  assert_int_equal(call->key, KD_KEY_PRIVATEUSE1);
+  kd_tensor *t;
+  kd_status st = kd_empty_memory_format((kd_ints){a[0].ints.data, a[0].ints.size},
+                                        a[1].opt.has ? &a[1].opt.v.dtype : NULL, NULL,
+                                        &a[3].opt.v.device, NULL, NULL, &t);
+  if (st) return st;
+  kd_scalar one = kd_scalar_int(1);
+  if ((st = kd_fill__Scalar(t, &one))) {
+    kd_tensor_release(t);
+    return st;
+  }
+  r[0] = kd_value_tensor(t);
+  kd_tensor_release(t);
+  return KD_OK;
+}
+
+static void test_backend_select_prefers_the_backends_own_kernel(void **state) {
+  (void)state;
+  kd_library *own;
+  KD_ASSERT_OK(kd_library_open(KD_LIBRARY_IMPL, "aten", KD_KEY_PRIVATEUSE1, __FILE__, __LINE__,
+                               &own));
+  reg(own, "aten::ones", k_own_ones, "(int[], ScalarType?, Layout?, Device?, bool?) -> Tensor");
+  kd_tensor *g = NULL, *w = NULL;
+  KD_ASSERT_OK(kd_ones(INTS(3), NULL, NULL, &DEV1, NULL, &g));
+  assert_int_equal(calls_own_ones, 1);
+  assert_int_equal(kd_tensor_device(g).index, 1);
+  KD_ASSERT_OK(kd_ones(INTS(3), NULL, NULL, NULL, NULL, &w));
+  expect_same(g, w);
+  /* cpu calls still reach the CPU kernel */
+  KD_ASSERT_OK(kd_ones(INTS(3), NULL, NULL, NULL, NULL, &w));
+  assert_int_equal(calls_own_ones, 1);
+  kd_tensor_release(w);
+  kd_library_close(own);
+  /* closed: the composite serves the device again */
+  KD_ASSERT_OK(kd_ones(INTS(3), NULL, NULL, &DEV, NULL, &g));
+  assert_int_equal(calls_own_ones, 1);
+  KD_ASSERT_OK(kd_ones(INTS(3), NULL, NULL, NULL, NULL, &w));
+  expect_same(g, w);
+}
+
 /* ---- Factories ------------------------------------------------------------------ */
 
 static void test_factories_match_the_cpu(void **state) {
@@ -619,6 +665,31 @@ static void test_a_backend_without_fill_fails_naming_fill(void **state) {
   kd_tensor_release(t);
 }
 
+/* Composites built on computing operators reach the backend's slot of
+ * those operators (where its kernels, or the CPU fallback, serve them): with
+ * only the five primitives, the error names the computing operator. */
+static void test_composites_reach_computing_operators_on_the_device(void **state) {
+  (void)state;
+  kd_tensor *c = IOTA(KD_FLOAT32, 2, 2), *d = on_dev(c), *r = (kd_tensor *)1;
+  kd_tensors both = TENSORS(d, d);
+  KD_ASSERT_ERR(kd_stack_op(both, 0, &r), KD_ENOKERNEL,
+                "Could not run 'aten::cat' with arguments from the 'PrivateUse1' backend");
+  assert_null(r);
+  kd_tensor *mask = NULL, *dmask = NULL;
+  KD_ASSERT_OK(kd_tensor_to_dtype(c, KD_BOOL, &mask));
+  dmask = on_dev(mask);
+  kd_scalar v = kd_scalar_int(5);
+  r = (kd_tensor *)1;
+  KD_ASSERT_ERR(kd_masked_fill_Scalar(d, dmask, &v, &r), KD_ENOKERNEL,
+                "Could not run 'aten::masked_fill_.Scalar' with arguments from the 'PrivateUse1' "
+                "backend");
+  assert_null(r);
+  kd_tensor_release(mask);
+  kd_tensor_release(dmask);
+  kd_tensor_release(d);
+  kd_tensor_release(c);
+}
+
 static void test_a_device_without_allocator_fails_cleanly(void **state) {
   (void)state;
   kd_tensor *t = (kd_tensor *)1;
@@ -636,6 +707,7 @@ static void test_a_device_without_allocator_fails_cleanly(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_backend_select_reaches_the_device_slot),
+      cmocka_unit_test(test_backend_select_prefers_the_backends_own_kernel),
       cmocka_unit_test(test_factories_match_the_cpu),
       cmocka_unit_test(test_like_and_new_factories),
       cmocka_unit_test(test_out_and_inplace_factories),
@@ -643,6 +715,7 @@ int main(void) {
       cmocka_unit_test(test_to_and_to_copy),
       cmocka_unit_test(test_views_on_the_device),
       cmocka_unit_test(test_a_backend_without_fill_fails_naming_fill),
+      cmocka_unit_test(test_composites_reach_computing_operators_on_the_device),
       cmocka_unit_test(test_a_device_without_allocator_fails_cleanly),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
