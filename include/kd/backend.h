@@ -217,6 +217,9 @@ KD_API const char *kd_plugin_name(const kd_plugin *p);
  *                  and expected named), or the plugin brings a second copy of
  *                  libkdispatch into the process (both files named);
  *   KD_ESTATE      called from inside an operator call or a plugin's init;
+ *   the status of a registration of a library its constructors (or
+ *                  kd_plugin_open_desc) opened that failed, naming the
+ *                  library's file:line;
  *   whatever init returned (KD_EEXIST for a device type or name taken ...). */
 KD_API kd_status kd_backend_load(const char *path, kd_plugin **out);
 

@@ -37,8 +37,14 @@ void kd__plugin_put(kd_plugin *p);
 
 /* Called by kd_library_open_desc after it opened a described library: when
  * this thread is loading a plugin, the library becomes the plugin's (closed
- * at unload). KD_ENOMEM when it cannot be recorded (the caller closes it). */
-kd_status kd__plugin_note_desc(const kd_library_desc *desc);
+ * at unload), and a registration of its body that failed (body_status,
+ * body_error) fails the load. KD_ENOMEM when it cannot be recorded (the
+ * caller closes the library). */
+kd_status kd__plugin_note_desc(const kd_library_desc *desc, kd_status body_status,
+                               const char *body_error);
+/* Called by kd_library_open_desc when it could not open a described library
+ * (or undid it): while a plugin loads, that fails the load. */
+void kd__plugin_note_failure(const kd_library_desc *desc, kd_status st, const char *msg);
 
 /* Start-up (startup.c): the second-copy check (1 when another copy of the
  * library was found in this process, which it warns about) and

@@ -38,6 +38,10 @@ struct kd_plugin {
   const kd_library_desc **descs;
   size_t ndescs, cap_descs;
   struct kd_plugin *next; /* the list of loaded plugins */
+  /* The first failure of a described library opened while loading (a
+   * constructor has no caller to tell): it fails the load. */
+  kd_status desc_status;
+  char desc_error[900];
 };
 
 static pthread_mutex_t plugin_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -60,13 +64,33 @@ const char *kd_plugin_name(const kd_plugin *p) {
   return p && p->desc && p->desc->name ? p->desc->name : "";
 }
 
-kd_status kd__plugin_note_desc(const kd_library_desc *desc) {
+void kd__plugin_note_failure(const kd_library_desc *desc, kd_status st, const char *msg) {
+  kd_plugin *p = t_loading;
+  if (!p || !st || p->desc_status) return;
+  p->desc_status = st;
+  snprintf(p->desc_error, sizeof p->desc_error, "the library of '%s' at %s:%d: %s", desc->ns,
+           desc->file ? desc->file : "?", desc->line, msg);
+}
+
+kd_status kd__plugin_note_desc(const kd_library_desc *desc, kd_status body_status,
+                               const char *body_error) {
   kd_plugin *p = t_loading;
   if (!p) return KD_OK;
-  if (!grow((void **)&p->descs, &p->cap_descs, p->ndescs, sizeof *p->descs))
-    return kd__oom("plugin library list");
+  if (!grow((void **)&p->descs, &p->cap_descs, p->ndescs, sizeof *p->descs)) {
+    kd_status st = kd__oom("plugin library list");
+    kd__plugin_note_failure(desc, st, kd_last_error()); /* the caller closes it */
+    return st;
+  }
   p->descs[p->ndescs++] = desc;
+  kd__plugin_note_failure(desc, body_status, body_error);
   return KD_OK;
+}
+
+/* A registration of a described library failed during the load. */
+static kd_status desc_failed(kd_plugin *p) {
+  return kd_set_error(p->desc_status,
+                      "kd_backend_load: the plugin %s is not loaded: a registration failed: %s",
+                      p->path, p->desc_error);
 }
 
 static kd_status check_handle(kd_plugin *p, const char *fn) {
@@ -114,9 +138,11 @@ kd_status kd_plugin_open_desc(kd_plugin *p, const kd_library_desc *desc) {
   /* Attributed through t_loading when this thread loads p; otherwise (a
    * plugin opening a descriptor later, from another thread) here. */
   kd_plugin *saved = t_loading;
+  kd_status before = p->desc_status;
   t_loading = p;
   st = kd_library_open_desc(desc);
   t_loading = saved;
+  if (st == KD_OK && p->desc_status && !before) st = desc_failed(p);
   return st;
 }
 
@@ -201,6 +227,10 @@ kd_status kd_backend_load(const char *path, kd_plugin **out) {
       goto fail;
     }
   }
+  if (p->desc_status) {
+    st = desc_failed(p);
+    goto fail;
+  }
   kd_plugin_entry_fn entry;
   {
     void *sym = dlsym(p->dl, KD_PLUGIN_ENTRY_SYMBOL);
@@ -246,8 +276,12 @@ kd_status kd_backend_load(const char *path, kd_plugin **out) {
                    kd_plugin_name(p), msg);
     goto fail;
   }
+  p->initialized = true; /* fini is due from here on, even if the load fails */
+  if (p->desc_status) {
+    st = desc_failed(p);
+    goto fail;
+  }
   t_loading = NULL;
-  p->initialized = true;
   pthread_mutex_lock(&plugin_lock);
   p->next = loaded;
   loaded = p;

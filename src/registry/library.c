@@ -797,6 +797,7 @@ kd_status kd_library_open_desc(const kd_library_desc *desc) {
     pthread_mutex_unlock(&desc_lock);
     kd_warn("could not open the library of '%s' at %s:%d: %s", desc->ns,
             desc->file ? desc->file : "?", desc->line, kd_last_error());
+    kd__plugin_note_failure(desc, st, kd_last_error());
     return st;
   }
   o->desc = desc;
@@ -809,7 +810,7 @@ kd_status kd_library_open_desc(const kd_library_desc *desc) {
   lib->in_body = false;
   if (lib->body_status != KD_ENOMEM) {
     /* A library opened while a plugin loads is the plugin's. */
-    st = kd__plugin_note_desc(desc);
+    st = kd__plugin_note_desc(desc, lib->body_status, lib->body_error);
     if (st == KD_OK) return KD_OK;
     kd_library_close_desc(desc);
     kd_warn("%s", kd_last_error());
@@ -821,6 +822,7 @@ kd_status kd_library_open_desc(const kd_library_desc *desc) {
                     desc->file ? desc->file : "?", desc->line, lib->body_error);
   kd_library_close_desc(desc);
   kd_warn("%s", kd_last_error());
+  kd__plugin_note_failure(desc, st, kd_last_error());
   return st;
 }
 

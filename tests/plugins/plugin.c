@@ -8,6 +8,7 @@
  *   PLUG_NULL_DESC   the entry point returns NULL
  *   PLUG_VERSION     the descriptor's api_version (KD_PLUGIN_API_VERSION)
  *   PLUG_FAIL_INIT   init registers everything, then fails
+ *   PLUG_BAD_CTOR    a registration of its KD_LIBRARY constructor fails
  *
  * What it registers: through constructors (run inside dlopen) a DEF library
  * PLUG_NS with hello(Tensor) -> Tensor and a CPU kernel-key kernel for it;
@@ -55,7 +56,12 @@ static kd_status hello_cpu(const kd_call *c, const kd_arg *a, kd_value *r) {
 #define PLUG_REGISTER(ns, op, key, fn, sig, ...) \
   KD_REGISTER_KERNEL(ns, op, key, KD_ALL_LAYOUT, fn, sig, __VA_ARGS__)
 
-PLUG_LIBRARY(PLUG_NS, m) { kd_library_def(m, "hello(Tensor self) -> Tensor", NULL, 0, NULL); }
+PLUG_LIBRARY(PLUG_NS, m) {
+  kd_library_def(m, "hello(Tensor self) -> Tensor", NULL, 0, NULL);
+#ifdef PLUG_BAD_CTOR
+  kd_library_def(m, "broken(Tensor self -> Tensor", NULL, 0, NULL); /* a syntax error */
+#endif
+}
 PLUG_REGISTER(PLUG_NS, hello, CPU, hello_cpu, "(Tensor) -> Tensor", KD_FLOAT32) {}
 
 /* ---- The backend: a device in host memory ------------------------------------ */

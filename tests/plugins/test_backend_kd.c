@@ -35,6 +35,9 @@ static void test_load_option(void **state) {
   expect("", args, 0, "PrivateUse1                ALL_LAYOUT ALL_DTYPE  unboxed  " KD_PLUGIN_GOOD);
   snprintf(args, sizeof args, "--load '%s' call plug::hello '[1.5, 2.5]'", P);
   expect("", args, 0, "tensor([1.5000, 2.5000])");
+  /* And in the little language. */
+  snprintf(args, sizeof args, "run --load '%s' -e 'print(plug::hello([1.5, 2.5]))'", P);
+  expect("", args, 0, "tensor([1.5000, 2.5000])");
   /* Two plugins claiming one device type: the second is refused. */
   snprintf(args, sizeof args, "--load '%s' --load '%s' ops", P, KD_PLUGIN_TAKEN);
   expect("", args, 1, "the type already has the backend 'plugdev'");

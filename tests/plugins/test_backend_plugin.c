@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 
 #include "kd_test.h"
+#include "kd_oom.h"
 
 /* The plugins report init, destroy_data and fini here. */
 static char events[512];
@@ -151,8 +152,23 @@ static void test_refusals(void **state) {
   after = snapshot();
   KD_ASSERT_STR_EQ(after, before);
   free(after);
-  free(before);
 
+  /* A registration of its constructors fails: the load fails (a constructor
+   * cannot), naming the library, before init; nothing stays. */
+  events[0] = '\0';
+  KD_ASSERT_ERR(kd_backend_load(KD_PLUGIN_BADCTOR, &p), KD_ESYNTAX,
+                "kd_backend_load: the plugin " KD_PLUGIN_BADCTOR
+                " is not loaded: a registration failed: the library of 'plugb' at ");
+  assert_non_null(strstr(kd_last_error(), "plugin.c:"));
+  assert_null(p);
+  KD_ASSERT_STR_EQ(events, "");
+  KD_ASSERT_ERR(kd_op_find("plugb::hello", "", &op), KD_ENOTFOUND, "plugb::hello");
+  assert_null(kd_backend_for_device(KD_DEVICE_PRIVATEUSE2));
+  after = snapshot();
+  KD_ASSERT_STR_EQ(after, before);
+  free(after);
+
+  free(before);
   KD_ASSERT_ERR(kd_backend_unload(NULL), KD_EINVAL, "NULL plugin");
   /* A handle already unloaded (or never loaded) is not touched. */
   KD_ASSERT_ERR(kd_backend_unload(good), KD_EINVAL, "is not a loaded plugin");
@@ -273,6 +289,52 @@ static void test_unload_under_load(void **state) {
   KD_ASSERT_OK(kd_dispatcher_check());
 }
 
+/* Every allocation of a load fails in turn: each failure is KD_ENOMEM with
+ * a message and leaves the registry, the device type and its allocator as
+ * they were; the first run that fires nothing loads the plugin. */
+static void test_load_out_of_memory(void **state) {
+  (void)state;
+  char *before = snapshot();
+  kd_oom_install();
+  long n;
+  for (n = 1;; n++) {
+    kd_oom_arm(n);
+    kd_plugin *p = NULL;
+    kd_status st = kd_backend_load(KD_PLUGIN_GOOD, &p);
+    bool fired = kd_oom_fired();
+    kd_oom_disarm();
+    if (st == KD_OK) {
+      /* Loaded means whole: what its constructors and init register. */
+      kd_op *op;
+      KD_ASSERT_OK(kd_op_find("plug::hello", "", &op));
+      KD_ASSERT_OK(kd_op_find("plug::extra", "", &op));
+      kd_tensor *t = cpu_tensor();
+      KD_ASSERT_OK(call1("plug::hello", t));
+      KD_ASSERT_OK(call1("pt::work", t));
+      kd_tensor_release(t);
+      assert_non_null(kd_backend_for_device(KD_DEVICE_PRIVATEUSE1));
+      KD_ASSERT_OK(kd_backend_unload(p));
+      if (!fired) break;
+      continue;
+    }
+    if (st != KD_ENOMEM || !kd_last_error()[0])
+      fail_msg("allocation %ld: kd_backend_load returned %s: %s", n, kd_status_name(st),
+               kd_last_error());
+    assert_null(p);
+    assert_null(kd_backend_for_device(KD_DEVICE_PRIVATEUSE1));
+    KD_ASSERT_STR_EQ(kd_device_type_name(KD_DEVICE_PRIVATEUSE1), "privateuseone");
+    char *after = snapshot();
+    if (strcmp(after, before) != 0)
+      fail_msg("allocation %ld failed (%s) and changed the registry:\n%s\n---\n%s", n,
+               kd_last_error(), before, after);
+    free(after);
+  }
+  kd_oom_uninstall();
+  print_message("kd_backend_load: %ld allocation failure points, each refused cleanly\n", n - 1);
+  assert_true(n > 10);
+  free(before);
+}
+
 /* "second-copy" runs test_second_copy alone (its own CTest test: two copies
  * of the library's globals in one process are an ODR violation that
  * AddressSanitizer reports, which that test turns off); else the rest. */
@@ -286,6 +348,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_refusals),
       cmocka_unit_test(test_busy),
       cmocka_unit_test(test_unload_inside_call),
+      cmocka_unit_test(test_load_out_of_memory),
       cmocka_unit_test(test_unload_under_load),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
