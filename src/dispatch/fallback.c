@@ -242,12 +242,20 @@ static bool fb_home(const kd__op_info *info, const kd_arg *args, kd_device_type 
 
 /* A return that is a view of an argument on the device (`Tensor(a)`, not
  * written) cannot come from a CPU copy: a reason in `why` then. */
-static bool fb_no_device_view(const kd__op_info *info, const kd_arg *args, char *why, size_t cap) {
+static bool fb_no_device_view(const kd__op_info *info, const kd_arg *args, const int8_t *ret_alias,
+                              uint64_t writes, char *why, size_t cap) {
   for (uint32_t j = 0; j < info->nrets; j++) {
-    int a = kd__return_alias(info, j);
-    if (a < 0 || arg_is_write(info, (size_t)a) || !kd__is_tensor_kind(info->kinds[a])) continue;
-    const kd_tensor *t = args[a].t;
-    if (!t || kd_tensor_device(t).type == KD_DEVICE_CPU) continue;
+    int a = ret_alias[j];
+    if (a < 0 || (writes >> a & 1)) continue;
+    bool on_device = false;
+    if (kd__is_tensor_kind(info->kinds[a])) {
+      on_device = args[a].t && kd_tensor_device(args[a].t).type != KD_DEVICE_CPU;
+    } else if (info->kinds[a] == KD__ARG_TENSORS || info->kinds[a] == KD__ARG_OPT_TENSORS) {
+      for (int64_t e = 0; e < args[a].tensors.size && !on_device; e++)
+        on_device = args[a].tensors.data[e] &&
+                    kd_tensor_device(args[a].tensors.data[e]).type != KD_DEVICE_CPU;
+    }
+    if (!on_device) continue;
     snprintf(why, cap,
              "return %u is a view of argument %d '%s' (Tensor(a)), and a copy on the CPU cannot "
              "be a view of a device tensor",
@@ -309,12 +317,13 @@ static kd_status fb_result_home(const kd_op *op, uint32_t j, kd_device home, kd_
 
 /* The results as the schema promises them (rets owned on entry). */
 static kd_status fb_results(const kd_op *op, const kd__op_info *info, const fb_state *s,
-                            const kd_arg *args, kd_device home, kd_value *rets) {
+                            const kd_arg *args, const int8_t *ret_alias, uint64_t writes,
+                            kd_device home, kd_value *rets) {
   for (uint32_t j = 0; j < info->nrets; j++) {
     kd_value *v = &rets[j];
     if (v->tag != KD_VALUE_TENSOR && v->tag != KD_VALUE_TENSOR_LIST) continue;
-    int a = kd__return_alias(info, j);
-    if (a >= 0 && s->first_moved[a] >= 0 && arg_is_write(info, (size_t)a)) {
+    int a = ret_alias[j];
+    if (a >= 0 && s->first_moved[a] >= 0 && (writes >> a & 1)) {
       /* The caller's own tensor (or list), as the schema says. */
       kd_value nv;
       kd_status st = v->tag == KD_VALUE_TENSOR
@@ -367,9 +376,16 @@ kd_status kd__cpu_fallback(const kd_op *op, const kd__op_info *info, const kd_ca
   kd_device_type devtype;
   char why[768];
   kd_device home;
+  /* The schema's mutated arguments and the argument each return aliases,
+   * read once. */
+  uint64_t writes = 0;
+  int8_t ret_alias[16];
+  for (uint32_t i = 0; i < info->nargs; i++)
+    if (arg_is_write(info, i)) writes |= (uint64_t)1 << i;
+  for (uint32_t j = 0; j < info->nrets; j++) ret_alias[j] = (int8_t)kd__return_alias(info, j);
   bool ok = kd__device_of_backend((int)key, &devtype) &&
             fb_home(info, args, devtype, &home, why, sizeof why) &&
-            fb_no_device_view(info, args, why, sizeof why) &&
+            fb_no_device_view(info, args, ret_alias, writes, why, sizeof why) &&
             fb_cpu_has_kernel(op, info, args, why, sizeof why);
   if (!ok) {
     if (helper)
@@ -378,14 +394,8 @@ kd_status kd__cpu_fallback(const kd_op *op, const kd__op_info *info, const kd_ca
     return kd__no_kernel(op, e, key, kt, why);
   }
 
-  char lacked[80] = "";
-  if (e && e->select && kt)
-    snprintf(lacked, sizeof lacked, " for dtype %s (layout %s)", kd_dtype_name(kt->dtype),
-             kd_layout_name(kt->layout));
-  fb_count(op, key, lacked, home);
-
-  fb_state *s = kd__malloc(sizeof *s);
-  if (!s) return kd_set_error(KD_ENOMEM, "'%s': CPU fallback: out of memory", op->name);
+  fb_state state;
+  fb_state *s = &state;
   memcpy(s->local, args, info->nargs * sizeof *args);
   s->moved = s->inline_moved;
   s->nmoved = 0;
@@ -425,6 +435,12 @@ kd_status kd__cpu_fallback(const kd_op *op, const kd__op_info *info, const kd_ca
     }
   }
   if (st == KD_OK) {
+    /* Counted (and warned about) as it runs the CPU kernel. */
+    char lacked[80] = "";
+    if (e && e->select && kt)
+      snprintf(lacked, sizeof lacked, " for dtype %s (layout %s)", kd_dtype_name(kt->dtype),
+               kd_layout_name(kt->layout));
+    fb_count(op, key, lacked, home);
     kd_keyset ks = (kd_keyset_below(call->keys, key) & ~KD__BACKEND_KEYS) | kd_keyset_of(KD_KEY_CPU);
     for (uint32_t j = 0; j < info->nrets; j++) rets[j] = kd_value_none();
     st = kd_call_unboxed_keys((kd_op *)op, ks, s->local, rets);
@@ -433,13 +449,12 @@ kd_status kd__cpu_fallback(const kd_op *op, const kd__op_info *info, const kd_ca
       for (uint32_t j = 0; j < info->nrets; j++)
         if (rets[j].flags & KD_VALUE_BORROWED) kd_value_own(&rets[j]);
       for (size_t m = 0; st == KD_OK && m < s->nmoved; m++)
-        if (arg_is_write(info, s->moved[m].arg)) st = fb_write_back(op, info, &s->moved[m]);
-      if (st == KD_OK) st = fb_results(op, info, s, args, home, rets);
+        if (writes >> s->moved[m].arg & 1) st = fb_write_back(op, info, &s->moved[m]);
+      if (st == KD_OK) st = fb_results(op, info, s, args, ret_alias, writes, home, rets);
       if (st)
         for (uint32_t j = 0; j < info->nrets; j++) kd_value_destroy(&rets[j]);
     }
   }
   fb_release(s, info->nargs);
-  kd__free(s);
   return st;
 }

@@ -396,11 +396,14 @@ static void test_messages_and_failures(void **state) {
   /* A failing move to the CPU: its error, the caller's tensors unchanged. */
   kd_tensor *y = cpu_f32(1, sz, 5.0f, -1.0f), *yd = on(y, D1);
   kd_scalar one = kd_scalar_int(1);
+  kd_op *add_ = op_named("aten::add_", "Tensor");
+  uint64_t ran = kd_op_fallback_count(add_, KD_KEY_PRIVATEUSE1);
   dev.fail_to_host = 2; /* self moves, other does not */
   KD_ASSERT_ERR(kd_add__Tensor(xd, yd, &one), KD_EINTERNAL,
                 "'aten::add_.Tensor': CPU fallback could not move argument 1 'other' to the CPU");
   dev.fail_to_host = 0;
   same(xd, D1, x);
+  assert_int_equal(kd_op_fallback_count(add_, KD_KEY_PRIVATEUSE1), ran); /* the kernel never ran */
   /* A failing write-back: its error; the caller's tensor holds what the
    * device copy left (here: nothing written). */
   dev.fail_from_host = 1;
