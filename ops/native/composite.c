@@ -27,7 +27,6 @@
 #include "native/factories.h"
 #include "native/views.h"
 
-#include "kd/ops/clone.h"
 #include "kd/ops/copy.h"
 #include "kd/ops/empty.h"
 #include "kd/ops/empty_like.h"
@@ -39,7 +38,6 @@
 #include "kd/ops/zeros.h"
 
 #include "clone_native.h"
-#include "copy_native.h"
 #include "empty_like_native.h"
 #include "empty_strided_native.h"
 #include "full_like_native.h"
@@ -105,6 +103,12 @@ kd_status kd__native_resize_(kd_tensor *self, kd_ints size, const kd_memory_form
   if (!self) return kd_set_error(KD_EINVAL, "resize_: self is NULL: expected a tensor");
   kd_status st = kd__check_size_list("resize_", size);
   if (st) return st;
+  /* As PyTorch's resize_impl_cpu_: the same sizes and no format keep the
+   * strides (an expanded or transposed self stays as it is). */
+  if (!memory_format && kd_tensor_ndim(self) == size.size &&
+      (size.size == 0 ||
+       !memcmp(kd_tensor_sizes(self), size.data, (size_t)size.size * sizeof(int64_t))))
+    return KD_OK;
   kd_memory_format mf = memory_format ? *memory_format : KD_MEMORY_FORMAT_CONTIGUOUS;
   if (mf == KD_MEMORY_FORMAT_PRESERVE)
     return kd_set_error(KD_EINVAL, "resize_: Unsupported memory format. Preserve");
@@ -301,7 +305,7 @@ kd_status kd__native_zero_composite_(kd_tensor *self) {
   return kd_fill__Scalar(self, &zero);
 }
 
-/* ---- clone, copy ------------------------------------------------------------------ */
+/* ---- clone ------------------------------------------------------------------ */
 
 kd_status kd__native_clone_composite(kd_tensor *self, const kd_memory_format *memory_format,
                                      kd_tensor **out) {
@@ -311,20 +315,6 @@ kd_status kd__native_clone_composite(kd_tensor *self, const kd_memory_format *me
   kd_status st = kd_empty_like(self, NULL, NULL, NULL, NULL, memory_format, &r);
   if (st) return st;
   if ((st = kd_copy_(r, self, false))) {
-    kd_tensor_release(r);
-    return st;
-  }
-  *out = r;
-  return KD_OK;
-}
-
-kd_status kd__native_copy(kd_tensor *self, kd_tensor *src, bool non_blocking, kd_tensor **out) {
-  if (out) *out = NULL;
-  if (!self || !src || !out) return kd_set_error(KD_EINVAL, "copy: NULL argument");
-  kd_tensor *r;
-  kd_status st = kd_clone(self, NULL, &r);
-  if (st) return st;
-  if ((st = kd_copy_(r, src, non_blocking))) {
     kd_tensor_release(r);
     return st;
   }

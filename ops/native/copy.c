@@ -279,9 +279,9 @@ static bool has_format(const kd_tensor *self, kd_memory_format f) {
   return true;
 }
 
-/* PyTorch's to_impl: self itself when nothing changes and copy is false,
- * else the dispatched _to_copy. A device without an index matches any index
- * of its type. */
+/* PyTorch's to_impl: self itself when nothing changes and copy is false
+ * (pin_memory is not looked at then, as in to_will_alias), else the
+ * dispatched _to_copy. */
 static kd_status to_common(kd_tensor *self, const kd_dtype *dtype, const kd_layout *layout,
                            const kd_device *device, const bool *pin_memory, bool non_blocking,
                            bool copy, const kd_memory_format *memory_format, kd_tensor **out) {
@@ -294,7 +294,6 @@ static kd_status to_common(kd_tensor *self, const kd_dtype *dtype, const kd_layo
   bool same = !copy && (!dtype || kd_tensor_dtype(self) == *dtype) &&
               (!layout || *layout == kd_tensor_layout(self)) &&
               (!device || (device->type == have.type && device->index == have.index)) &&
-              !(pin_memory && *pin_memory) &&
               (!memory_format || has_format(self, *memory_format));
   if (same) {
     kd_tensor_retain(self);

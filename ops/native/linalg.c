@@ -27,6 +27,8 @@
 #include "native/factories.h"
 #include "native/linalg.h"
 #include "kd/memory.h"
+#include "kd/ops/copy.h"
+#include "kd/ops/dot.h"
 
 /* ---- Checks ------------------------------------------------------------------------ */
 
@@ -718,6 +720,18 @@ static kd_status copy_to_out(const char *op, kd_tensor *res, kd_tensor *out) {
 kd_status kd__native_dot_out(kd_tensor *self, kd_tensor *tensor, kd_tensor *out) {
   if (!out) return kd_set_error(KD_EINVAL, "dot: out is NULL");
   kd_tensor *r;
+  kd_device sd = self ? kd_tensor_device(self) : kd_device_cpu();
+  if (kd__off_host(&sd)) {
+    /* This composite fills a device backend's slot: the dispatched dot
+     * (the backend's kernel or its fallback), then resize and copy_. */
+    kd_status st = kd_dot(self, tensor, &r);
+    if (st) return st;
+    st = check_out("dot", out, kd_tensor_device(r), kd_tensor_dtype(r), kd_tensor_ndim(r),
+                   kd_tensor_sizes(r));
+    if (!st) st = kd_copy_(out, r, false);
+    kd_tensor_release(r);
+    return st;
+  }
   kd_status st = dot_impl(self, tensor, KD_DEVICE_TYPE_COUNT, &r);
   if (st) return st;
   st = copy_to_out("dot", r, out);

@@ -150,6 +150,9 @@ static kd_status converted(kd_tensor *self, const kd_dtype *dtype, kd_tensor **o
     return KD_OK;
   }
   if (!kd_dtype_valid(*dtype)) return kd_set_error(KD_EINVAL, "softmax: invalid dtype %d", (int)*dtype);
+  kd_device_type ty = kd_tensor_device(self).type;
+  if (ty != KD_DEVICE_CPU && ty != KD_DEVICE_META) /* the dispatched _to_copy: any device */
+    return kd_to_dtype(self, *dtype, false, false, NULL, out);
   return kd_tensor_to_dtype(self, *dtype, out);
 }
 

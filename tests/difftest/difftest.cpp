@@ -450,7 +450,8 @@ OpInfo make_opinfo(kd_op *op) {
   oi.name = oi.full.substr(0, dot);
   oi.overload = dot == std::string::npos ? "" : oi.full.substr(dot + 1);
   oi.nondet = oi.name == "empty" || oi.name == "empty_like" || oi.name == "rand" ||
-              oi.name == "randn";
+              oi.name == "randn" || oi.name == "empty_strided" || oi.name == "new_empty" ||
+              oi.name == "new_empty_strided" || oi.name == "resize_";
   size_t n = kd_schema_num_arguments(s);
   for (size_t i = 0; i < n; i++) {
     const kd_argument *arg = kd_schema_argument(s, i);
