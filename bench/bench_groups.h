@@ -6,5 +6,6 @@ int kd_bench_schema(int argc, char **argv);
 int kd_bench_dispatch(int argc, char **argv);
 int kd_bench_kernels(int argc, char **argv);
 int kd_bench_ops(int argc, char **argv);
+int kd_bench_backend(int argc, char **argv);
 
 #endif

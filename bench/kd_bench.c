@@ -17,6 +17,7 @@ static const group groups[] = {
     {"dispatch", kd_bench_dispatch, "dispatch      calls, lookup, registration (see docs/PERFORMANCE.md)"},
 #ifdef KD_BENCH_HAVE_OPS
     {"ops", kd_bench_ops, "ops           the operator library: small-op latency, bandwidth, mm (docs/PERFORMANCE.md)"},
+    {"backend", kd_bench_backend, "backend       a plugin backend: typed calls, the CPU fallback, load/unload (docs/PERFORMANCE.md)"},
 #endif
     {"kernels", kd_bench_kernels, "kernels       prepared kernels (kernel definitions) against a direct call"},
     {"schema", kd_bench_schema, "schema FILE   parse+print every schema of FILE (one per line, or native_functions.yaml)"},
