@@ -58,8 +58,11 @@ typedef struct kd_backend_iface {
   kd_status (*copy_device)(void *ctx, kd_device dst_device, void *dst, kd_device src_device,
                            const void *src, size_t n);
   kd_status (*synchronize)(void *ctx, kd_device device);
-  /* Optional (NULL: the library goes through the host). fill writes `count`
-   * copies of the `elem_size` bytes at `elem` (host memory) to `dst`. */
+  /* Optional: writes `count` copies of the `elem_size` bytes at `elem`
+   * (host memory) to `dst`, asynchronously on `device`'s queue. A service for
+   * the backend's own kernels (its fill_ kernel reaches it through
+   * kd_backend_iface_of(kd_device_context.backend), as examples/backend does);
+   * the library does not call it itself. NULL: the backend has none. */
   kd_status (*fill)(void *ctx, kd_device device, void *dst, const void *elem, size_t elem_size,
                     size_t count);
   /* Optional (NULL: through the host): converts `count` elements of
