@@ -88,4 +88,32 @@ static inline char *kd_test_run(const char *cmd, int *status) {
   return buf;
 }
 
+/* A private device whose memory is plain host memory (malloc, memcpy): a
+ * version-2 allocator for tests that only need tensors to live on another
+ * device type (tests that must catch host reads of device memory scramble
+ * the bytes instead: tests/ops/test_cpu_fallback.c, examples/backend). */
+static inline void *kd_test_host_alloc_(void *ctx, kd_device d, size_t n) {
+  (void)ctx;
+  (void)d;
+  return malloc(n);
+}
+static inline void kd_test_host_free_(void *ctx, kd_device d, void *p, size_t n) {
+  (void)ctx;
+  (void)d;
+  (void)n;
+  free(p);
+}
+static inline kd_status kd_test_host_copy_(void *ctx, kd_device d, void *dst, const void *src,
+                                           size_t n) {
+  (void)ctx;
+  (void)d;
+  memcpy(dst, src, n);
+  return KD_OK;
+}
+static inline kd_allocator kd_test_host_allocator(void) {
+  kd_allocator a = {KD_ALLOCATOR_API_VERSION, kd_test_host_alloc_, kd_test_host_free_, NULL,
+                    kd_test_host_copy_, kd_test_host_copy_};
+  return a;
+}
+
 #endif /* KD_TEST_H */

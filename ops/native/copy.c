@@ -179,10 +179,10 @@ static kd_status result_strides(const kd_tensor *self, const kd_memory_format *m
   }
 }
 
-kd_status kd__native__to_copy(kd_tensor *self, const kd_dtype *dtype, const kd_layout *layout,
-                              const kd_device *device, const bool *pin_memory, bool non_blocking,
-                              const kd_memory_format *memory_format, kd_tensor **out) {
-  (void)non_blocking;
+/* _to_copy's argument checks, shared by the direct and the composite
+ * kernel: *dt is the result's dtype. */
+static kd_status to_copy_args(const kd_tensor *self, const kd_dtype *dtype, const kd_layout *layout,
+                              const bool *pin_memory, kd_tensor **out, kd_dtype *dt) {
   if (!out) return kd_set_error(KD_EINVAL, "_to_copy: out is NULL");
   *out = NULL;
   if (!self) return kd_set_error(KD_EINVAL, "_to_copy: self is NULL: expected a tensor");
@@ -192,9 +192,18 @@ kd_status kd__native__to_copy(kd_tensor *self, const kd_dtype *dtype, const kd_l
   if (pin_memory && *pin_memory)
     return kd_set_error(KD_EUNSUPPORTED,
                         "_to_copy: pin_memory=True is not supported: expected False or None");
-  kd_dtype dt = dtype ? *dtype : kd_tensor_dtype(self);
-  if (!kd_dtype_valid(dt))
-    return kd_set_error(KD_EINVAL, "_to_copy: invalid dtype %d", (int)dt);
+  *dt = dtype ? *dtype : kd_tensor_dtype(self);
+  if (!kd_dtype_valid(*dt)) return kd_set_error(KD_EINVAL, "_to_copy: invalid dtype %d", (int)*dt);
+  return KD_OK;
+}
+
+kd_status kd__native__to_copy(kd_tensor *self, const kd_dtype *dtype, const kd_layout *layout,
+                              const kd_device *device, const bool *pin_memory, bool non_blocking,
+                              const kd_memory_format *memory_format, kd_tensor **out) {
+  (void)non_blocking;
+  kd_dtype dt;
+  kd_status ast = to_copy_args(self, dtype, layout, pin_memory, out, &dt);
+  if (ast) return ast;
   kd_device from = kd_tensor_device(self), to = device ? *device : from;
   if (kd__off_host(&to) || kd__off_host(&from))
     return kd__native__to_copy_composite(self, dtype, layout, device, pin_memory, non_blocking,
@@ -232,17 +241,9 @@ kd_status kd__native__to_copy_composite(kd_tensor *self, const kd_dtype *dtype,
                                         const kd_layout *layout, const kd_device *device,
                                         const bool *pin_memory, bool non_blocking,
                                         const kd_memory_format *memory_format, kd_tensor **out) {
-  if (!out) return kd_set_error(KD_EINVAL, "_to_copy: out is NULL");
-  *out = NULL;
-  if (!self) return kd_set_error(KD_EINVAL, "_to_copy: self is NULL: expected a tensor");
-  if (layout && *layout != KD_LAYOUT_STRIDED)
-    return kd_set_error(KD_EUNSUPPORTED, "_to_copy: layout %s is not supported: expected strided",
-                        kd_layout_name(*layout));
-  if (pin_memory && *pin_memory)
-    return kd_set_error(KD_EUNSUPPORTED,
-                        "_to_copy: pin_memory=True is not supported: expected False or None");
-  kd_dtype dt = dtype ? *dtype : kd_tensor_dtype(self);
-  if (!kd_dtype_valid(dt)) return kd_set_error(KD_EINVAL, "_to_copy: invalid dtype %d", (int)dt);
+  kd_dtype dt;
+  kd_status ast = to_copy_args(self, dtype, layout, pin_memory, out, &dt);
+  if (ast) return ast;
   kd_device from = kd_tensor_device(self), to = device ? *device : from;
   if (from.type == KD_DEVICE_META && to.type != KD_DEVICE_META)
     return kd_set_error(KD_EUNSUPPORTED,

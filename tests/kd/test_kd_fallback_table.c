@@ -12,24 +12,6 @@
 #include "kd/ops.h"
 #include "kd/ops_all.h"
 
-static void *h_alloc(void *ctx, kd_device d, size_t n) {
-  (void)ctx;
-  (void)d;
-  return malloc(n);
-}
-static void h_free(void *ctx, kd_device d, void *p, size_t n) {
-  (void)ctx;
-  (void)d;
-  (void)n;
-  free(p);
-}
-static kd_status h_copy(void *ctx, kd_device d, void *dst, const void *src, size_t n) {
-  (void)ctx;
-  (void)d;
-  memcpy(dst, src, n);
-  return KD_OK;
-}
-
 static char *table_of(const kd_op *op) {
   char *text = NULL;
   size_t len = 0;
@@ -43,7 +25,7 @@ static char *table_of(const kd_op *op) {
 static void test_table_shows_fallback_calls(void **state) {
   (void)state;
   KD_ASSERT_OK(kd_ops_open());
-  kd_allocator a = {KD_ALLOCATOR_API_VERSION, h_alloc, h_free, NULL, h_copy, h_copy};
+  kd_allocator a = kd_test_host_allocator();
   KD_ASSERT_OK(kd_allocator_set(KD_DEVICE_PRIVATEUSE1, &a));
   KD_ASSERT_OK(kd_backend_set_cpu_fallback(KD_KEY_PRIVATEUSE1, true));
   kd_op *neg;

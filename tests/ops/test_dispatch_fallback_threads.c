@@ -13,24 +13,6 @@
 #include "kd/ops.h"
 #include "kd/ops_all.h"
 
-static void *h_alloc(void *ctx, kd_device d, size_t n) {
-  (void)ctx;
-  (void)d;
-  return malloc(n);
-}
-static void h_free(void *ctx, kd_device d, void *p, size_t n) {
-  (void)ctx;
-  (void)d;
-  (void)n;
-  free(p);
-}
-static kd_status h_copy(void *ctx, kd_device d, void *dst, const void *src, size_t n) {
-  (void)ctx;
-  (void)d;
-  memcpy(dst, src, n);
-  return KD_OK;
-}
-
 static atomic_int warnings;
 static void on_warning(const char *msg, void *user) {
   (void)user;
@@ -88,7 +70,7 @@ static void *worker(void *arg) {
 static void test_threads(void **state) {
   (void)state;
   KD_ASSERT_OK(kd_ops_open());
-  kd_allocator al = {KD_ALLOCATOR_API_VERSION, h_alloc, h_free, NULL, h_copy, h_copy};
+  kd_allocator al = kd_test_host_allocator();
   KD_ASSERT_OK(kd_allocator_set(KD_DEVICE_PRIVATEUSE1, &al));
   kd_library *def, *cpu;
   KD_ASSERT_OK(kd_library_open(KD_LIBRARY_DEF, "fbth", KD_KEY_UNDEFINED, __FILE__, __LINE__, &def));
