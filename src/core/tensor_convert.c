@@ -360,23 +360,27 @@ static kd_status copy_allocator(const kd_storage *storage, kd_device_type type, 
     *out = storage->allocator;
     return KD_OK;
   }
+  /* The destination's name is formatted only for a message (this runs on
+   * every move from the cpu). */
   char dest[48];
-  kd_device_format(to, dest, sizeof dest);
   kd_allocator a;
-  if (kd_allocator_get(type, &a) != KD_OK)
+  bool found = kd_allocator_get(type, &a) == KD_OK;
+  if (found && has_copy_fns(&a)) {
+    *out = a;
+    return KD_OK;
+  }
+  kd_device_format(to, dest, sizeof dest);
+  if (!found)
     return kd_set_error(KD_EUNSUPPORTED,
                         "kd_tensor_to_device: device type '%s' has no allocator (kd_allocator_set "
                         "with kd_allocator v2 copy_to_host/copy_from_host); cannot move a tensor "
                         "to %s",
                         kd_device_type_name(type), dest);
-  if (!has_copy_fns(&a))
-    return kd_set_error(KD_EUNSUPPORTED,
-                        "kd_tensor_to_device: device type '%s' has no copy functions in its "
-                        "allocator (kd_allocator v2 copy_to_host/copy_from_host); cannot move a "
-                        "tensor to %s",
-                        kd_device_type_name(type), dest);
-  *out = a;
-  return KD_OK;
+  return kd_set_error(KD_EUNSUPPORTED,
+                      "kd_tensor_to_device: device type '%s' has no copy functions in its "
+                      "allocator (kd_allocator v2 copy_to_host/copy_from_host); cannot move a "
+                      "tensor to %s",
+                      kd_device_type_name(type), dest);
 }
 
 /* Calls a copy function; a failure keeps the backend's message when it left a

@@ -23,6 +23,10 @@ typedef struct fb_stat {
   const kd_op *op;
   kd_dispatch_key key;
   _Atomic uint64_t calls;
+  /* The schema's facts the fallback reads on every call, computed once
+   * (written before publication, never changed). */
+  uint64_t writes;      /* bit i: argument i is mutated (Tensor(a!)) */
+  int8_t ret_alias[16]; /* per return: the argument it aliases, or -1 */
   struct fb_stat *next;     /* in its bucket (written before publication) */
   struct fb_stat *all_next; /* every entry, newest first */
 } fb_stat;
@@ -44,14 +48,18 @@ static fb_stat *fb_find(const kd_op *op, kd_dispatch_key key) {
   return NULL;
 }
 
-/* Counts one fallback of (op, key); warns the first time. `why` says what
- * the backend lacked ("" or " for dtype float32"). */
-static void fb_count(const kd_op *op, kd_dispatch_key key, const char *why, kd_device home) {
-  fb_stat *s = fb_find(op, key);
-  if (__builtin_expect(s != NULL, 1)) {
-    atomic_fetch_add_explicit(&s->calls, 1, memory_order_relaxed);
+/* Counts one fallback of (op, key), whose entry `st` the caller found
+ * (NULL the first time); warns the first time. `e` and `kt` say what the
+ * backend lacked (a dtype when its slot selects kernels by dtype), formatted
+ * only for the warning. `writes` and `ret_alias` are stored in a new entry. */
+static void fb_count(const kd_op *op, kd_dispatch_key key, fb_stat *st, const kd__entry *e,
+                     const kd_tensor *kt, kd_device home, uint64_t writes,
+                     const int8_t *ret_alias, uint32_t nrets) {
+  if (__builtin_expect(st != NULL, 1)) {
+    atomic_fetch_add_explicit(&st->calls, 1, memory_order_relaxed);
     return;
   }
+  fb_stat *s;
   bool first = false;
   pthread_mutex_lock(&fb_lock);
   s = fb_find(op, key);
@@ -59,6 +67,8 @@ static void fb_count(const kd_op *op, kd_dispatch_key key, const char *why, kd_d
     size_t b = fb_bucket(op, key);
     s->op = op;
     s->key = key;
+    s->writes = writes;
+    memcpy(s->ret_alias, ret_alias, nrets * sizeof *ret_alias);
     s->next = atomic_load_explicit(&fb_buckets[b], memory_order_relaxed);
     s->all_next = atomic_load_explicit(&fb_all, memory_order_relaxed);
     atomic_store_explicit(&fb_buckets[b], s, memory_order_release);
@@ -68,6 +78,10 @@ static void fb_count(const kd_op *op, kd_dispatch_key key, const char *why, kd_d
   if (s) atomic_fetch_add_explicit(&s->calls, 1, memory_order_relaxed);
   pthread_mutex_unlock(&fb_lock);
   if (first) {
+    char why[80] = "";
+    if (e && e->select && kt)
+      snprintf(why, sizeof why, " for dtype %s (layout %s)", kd_dtype_name(kt->dtype),
+               kd_layout_name(kt->layout));
     char dev[48];
     kd_device_format(home, dev, sizeof dev);
     kd_warn("'%s' has no %s kernel%s: falling back to the CPU kernel (tensor arguments moved to "
@@ -378,11 +392,17 @@ kd_status kd__cpu_fallback(const kd_op *op, const kd__op_info *info, const kd_ca
   kd_device home;
   /* The schema's mutated arguments and the argument each return aliases,
    * read once. */
+  fb_stat *stat = fb_find(op, key); /* NULL the first time */
   uint64_t writes = 0;
   int8_t ret_alias[16];
-  for (uint32_t i = 0; i < info->nargs; i++)
-    if (arg_is_write(info, i)) writes |= (uint64_t)1 << i;
-  for (uint32_t j = 0; j < info->nrets; j++) ret_alias[j] = (int8_t)kd__return_alias(info, j);
+  if (__builtin_expect(stat != NULL, 1)) {
+    writes = stat->writes;
+    memcpy(ret_alias, stat->ret_alias, info->nrets * sizeof *ret_alias);
+  } else {
+    for (uint32_t i = 0; i < info->nargs; i++)
+      if (arg_is_write(info, i)) writes |= (uint64_t)1 << i;
+    for (uint32_t j = 0; j < info->nrets; j++) ret_alias[j] = (int8_t)kd__return_alias(info, j);
+  }
   bool ok = kd__device_of_backend((int)key, &devtype) &&
             fb_home(info, args, devtype, &home, why, sizeof why) &&
             fb_no_device_view(info, args, ret_alias, writes, why, sizeof why) &&
@@ -436,11 +456,7 @@ kd_status kd__cpu_fallback(const kd_op *op, const kd__op_info *info, const kd_ca
   }
   if (st == KD_OK) {
     /* Counted (and warned about) as it runs the CPU kernel. */
-    char lacked[80] = "";
-    if (e && e->select && kt)
-      snprintf(lacked, sizeof lacked, " for dtype %s (layout %s)", kd_dtype_name(kt->dtype),
-               kd_layout_name(kt->layout));
-    fb_count(op, key, lacked, home);
+    fb_count(op, key, stat, e, kt, home, writes, ret_alias, info->nrets);
     kd_keyset ks = (kd_keyset_below(call->keys, key) & ~KD__BACKEND_KEYS) | kd_keyset_of(KD_KEY_CPU);
     for (uint32_t j = 0; j < info->nrets; j++) rets[j] = kd_value_none();
     st = kd_call_unboxed_keys((kd_op *)op, ks, s->local, rets);

@@ -319,6 +319,37 @@ static void test_lists_optional_multi(void **state) {
   kd_tensor_release(gv);
   kd_tensor_release(gi);
 
+  /* max.dim_max: two out= arguments, both written back and returned as the
+   * caller's tensors; the second and later calls read the schema's facts
+   * (which argument each return aliases) from the fallback's cache, so the
+   * call is made three times, on fresh outs each time. */
+  kd_op *max_out = op_named("aten::max", "dim_max");
+  KD_ASSERT_OK(kd_max_dim(y, 1, false, &wv, &wi));
+  for (int rep = 0; rep < 3; rep++) {
+    kd_tensor *ov, *oi, *ovd, *oid;
+    KD_ASSERT_OK(kd_tensor_empty(1, (int64_t[]){0}, KD_FLOAT32, kd_device_cpu(), &ov));
+    KD_ASSERT_OK(kd_tensor_empty(1, (int64_t[]){0}, KD_INT64, kd_device_cpu(), &oi));
+    ovd = on(ov, D1);
+    oid = on(oi, D1);
+    kd_arg ma[5] = {{.t = yd}, {.i = 1}, {.b = false}, {.t = ovd}, {.t = oid}};
+    kd_value mr[2] = {kd_value_none(), kd_value_none()};
+    KD_ASSERT_OK(kd_call_unboxed(max_out, ma, mr));
+    assert_int_equal(mr[0].tag, KD_VALUE_TENSOR);
+    assert_int_equal(mr[1].tag, KD_VALUE_TENSOR);
+    assert_ptr_equal(mr[0].u.t, ovd);
+    assert_ptr_equal(mr[1].u.t, oid);
+    same(ovd, D1, wv);
+    same(oid, D1, wi);
+    kd_value_destroy(&mr[0]);
+    kd_value_destroy(&mr[1]);
+    kd_tensor_release(ovd);
+    kd_tensor_release(oid);
+    kd_tensor_release(ov);
+    kd_tensor_release(oi);
+  }
+  kd_tensor_release(wv);
+  kd_tensor_release(wi);
+
   /* Boxed: cat of a Tensor[] value. */
   kd_op *cat = op_named("aten::cat", "");
   kd_stack s;
