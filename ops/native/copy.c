@@ -183,6 +183,7 @@ static kd_status result_strides(const kd_tensor *self, const kd_memory_format *m
  * kernel: *dt is the result's dtype. */
 static kd_status to_copy_args(const kd_tensor *self, const kd_dtype *dtype, const kd_layout *layout,
                               const bool *pin_memory, kd_tensor **out, kd_dtype *dt) {
+  *dt = KD_FLOAT32; /* set on every path (the callers read it only on KD_OK) */
   if (!out) return kd_set_error(KD_EINVAL, "_to_copy: out is NULL");
   *out = NULL;
   if (!self) return kd_set_error(KD_EINVAL, "_to_copy: self is NULL: expected a tensor");
