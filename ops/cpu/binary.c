@@ -761,15 +761,15 @@ static void ctx_init(bin_ctx *c) {
   atomic_init(&c->bad, 0);
 }
 
-static kd_status run(kd_iter *iter, loop2d_fn *loop, bin_ctx *c) {
-  kd_iter_for_each(iter, loop, c, KD_GRAIN_SIZE);
+static kd_status run(kdk_iter *iter, loop2d_fn *loop, bin_ctx *c) {
+  kdk_iter_for_each(iter, loop, c, KD_GRAIN_SIZE);
   if (atomic_load(&c->bad)) return kd_set_error(KD_EINVAL, "ZeroDivisionError");
   return KD_OK;
 }
 
 /* A kernel over one table, on the common dtype, no parameters. */
-static kd_status run_table(kd_iter *iter, loop2d_fn *const *table, const char *name) {
-  kd_dtype dt = kd_iter_common_dtype(iter);
+static kd_status run_table(kdk_iter *iter, loop2d_fn *const *table, const char *name) {
+  kd_dtype dt = kdk_iter_common_dtype(iter);
   loop2d_fn *loop = kd_dtype_valid(dt) ? table[dt] : NULL;
   if (!loop) return not_implemented(name, dt);
   bin_ctx c;
@@ -778,9 +778,9 @@ static kd_status run_table(kd_iter *iter, loop2d_fn *const *table, const char *n
 }
 
 /* Comparisons and logical operators: the output is bool or the common dtype. */
-static kd_status run_cmp(kd_iter *iter, loop2d_fn *const *to_bool, loop2d_fn *const *same,
+static kd_status run_cmp(kdk_iter *iter, loop2d_fn *const *to_bool, loop2d_fn *const *same,
                          const char *name) {
-  kd_dtype dt = kd_iter_common_dtype(iter), odt = kd_iter_dtype(iter, 0);
+  kd_dtype dt = kdk_iter_common_dtype(iter), odt = kdk_iter_dtype(iter, 0);
   if (!kd_dtype_valid(dt)) return not_implemented(name, dt);
   loop2d_fn *loop = odt == KD_BOOL ? to_bool[dt] : odt == dt ? same[dt] : NULL;
   if (!loop) {
@@ -793,9 +793,9 @@ static kd_status run_cmp(kd_iter *iter, loop2d_fn *const *to_bool, loop2d_fn *co
   return run(iter, loop, &c);
 }
 
-static kd_status add_kernel(kd_iter *iter, const kd_scalar *alpha, const kd_scalar *unused) {
+static kd_status add_kernel(kdk_iter *iter, const kd_scalar *alpha, const kd_scalar *unused) {
   (void)unused;
-  kd_dtype dt = kd_iter_common_dtype(iter);
+  kd_dtype dt = kdk_iter_common_dtype(iter);
   loop2d_fn *loop = kd_dtype_valid(dt) ? add_loops[dt] : NULL;
   if (!loop) return not_implemented("add_cpu", dt);
   bin_ctx c;
@@ -811,7 +811,7 @@ static kd_status add_kernel(kd_iter *iter, const kd_scalar *alpha, const kd_scal
 }
 
 #define KD__SIMPLE_KERNEL(fname, table, name)                                           \
-  static kd_status fname(kd_iter *iter, const kd_scalar *p0, const kd_scalar *p1) {    \
+  static kd_status fname(kdk_iter *iter, const kd_scalar *p0, const kd_scalar *p1) {    \
     (void)p0;                                                                          \
     (void)p1;                                                                          \
     return run_table(iter, table, name);                                               \
@@ -821,10 +821,10 @@ KD__SIMPLE_KERNEL(div_true_kernel, divt_loops, "div_true_cpu")
 /* Integer division and remainder: the divisor is checked for zeros first,
  * so that ZeroDivisionError leaves the output unwritten. */
 #define KD__IDIV_KERNEL(fname, table, name)                                             \
-  static kd_status fname(kd_iter *iter, const kd_scalar *p0, const kd_scalar *p1) {    \
+  static kd_status fname(kdk_iter *iter, const kd_scalar *p0, const kd_scalar *p1) {    \
     (void)p0;                                                                          \
     (void)p1;                                                                          \
-    kd_dtype dt = kd_iter_common_dtype(iter);                                          \
+    kd_dtype dt = kdk_iter_common_dtype(iter);                                          \
     if (kd_dtype_valid(dt) && zchk_loops[dt]) {                                        \
       bin_ctx c;                                                                       \
       ctx_init(&c);                                                                    \
@@ -848,7 +848,7 @@ KD__SIMPLE_KERNEL(rsh_kernel, rsh_loops, "rshift_cpu")
 KD__SIMPLE_KERNEL(clamp3_kernel, clamp3_loops, "clamp_cpu")
 
 #define KD__CMP_KERNEL(fname, op, name)                                                 \
-  static kd_status fname(kd_iter *iter, const kd_scalar *p0, const kd_scalar *p1) {    \
+  static kd_status fname(kdk_iter *iter, const kd_scalar *p0, const kd_scalar *p1) {    \
     (void)p0;                                                                          \
     (void)p1;                                                                          \
     return run_cmp(iter, op##_loops, op##_same_loops, name);                           \
@@ -863,9 +863,9 @@ KD__CMP_KERNEL(land_kernel, land, "logical_and_cpu")
 KD__CMP_KERNEL(lor_kernel, lor, "logical_or_cpu")
 KD__CMP_KERNEL(lxor_kernel, lxor, "logical_xor_cpu")
 
-static kd_status pow_ts_kernel(kd_iter *iter, const kd_scalar *exponent, const kd_scalar *unused) {
+static kd_status pow_ts_kernel(kdk_iter *iter, const kd_scalar *exponent, const kd_scalar *unused) {
   (void)unused;
-  kd_dtype dt = kd_iter_common_dtype(iter);
+  kd_dtype dt = kdk_iter_common_dtype(iter);
   loop2d_fn *loop = kd_dtype_valid(dt) ? pows_loops[dt] : NULL;
   if (!loop) return not_implemented("pow", dt);
   bin_ctx c;
@@ -892,8 +892,8 @@ static kd_status pow_ts_kernel(kd_iter *iter, const kd_scalar *exponent, const k
   return run(iter, loop, &c);
 }
 
-static kd_status clamp_scalar_kernel(kd_iter *iter, const kd_scalar *lo, const kd_scalar *hi) {
-  kd_dtype dt = kd_iter_common_dtype(iter);
+static kd_status clamp_scalar_kernel(kdk_iter *iter, const kd_scalar *lo, const kd_scalar *hi) {
+  kd_dtype dt = kdk_iter_common_dtype(iter);
   const char *name = lo && hi ? "clamp_scalar_cpu" : lo ? "clamp_min_scalar_cpu" : "clamp_max_scalar_cpu";
   loop2d_fn *const *table = lo && hi ? clamp_loops : lo ? clampmin_loops : clampmax_loops;
   loop2d_fn *loop = kd_dtype_valid(dt) ? table[dt] : NULL;
@@ -906,10 +906,10 @@ static kd_status clamp_scalar_kernel(kd_iter *iter, const kd_scalar *lo, const k
   return run(iter, loop, &c);
 }
 
-static kd_status where_kernel(kd_iter *iter, const kd_scalar *p0, const kd_scalar *p1) {
+static kd_status where_kernel(kdk_iter *iter, const kd_scalar *p0, const kd_scalar *p1) {
   (void)p0;
   (void)p1;
-  kd_dtype dt = kd_iter_dtype(iter, 0);
+  kd_dtype dt = kdk_iter_dtype(iter, 0);
   loop2d_fn *loop;
   switch (kd_dtype_size(dt)) {
   case 1: loop = where_1; break;
@@ -924,9 +924,9 @@ static kd_status where_kernel(kd_iter *iter, const kd_scalar *p0, const kd_scala
   return run(iter, loop, &c);
 }
 
-static kd_status masked_fill_kernel(kd_iter *iter, const kd_scalar *value, const kd_scalar *unused) {
+static kd_status masked_fill_kernel(kdk_iter *iter, const kd_scalar *value, const kd_scalar *unused) {
   (void)unused;
-  kd_dtype dt = kd_iter_dtype(iter, 0);
+  kd_dtype dt = kdk_iter_dtype(iter, 0);
   bin_ctx c;
   ctx_init(&c);
   kd_status st = kd_scalar_to_element(value, dt, c.v);

@@ -16,11 +16,11 @@
  * than one by one down their strides, with the same operations per row
  * (rows_loop), so a result never depends on the path.
  *
- * Threads: rows are split over threads by kd_iter_for_each. One long row is
- * cut into pieces: sum, prod, mean, max and min through kd_iter_reduce_rows
+ * Threads: rows are split over threads by kdk_iter_for_each. One long row is
+ * cut into pieces: sum, prod, mean, max and min through kdk_iter_reduce_rows
  * (each piece reduced into a partial of the output's dtype, the partials
  * reduced by the same loop), all, any, argmax, argmin and the float16 /
- * bfloat16 sums through kd_iter_split_row (one accumulator per piece,
+ * bfloat16 sums through kdk_iter_split_row (one accumulator per piece,
  * combined in order).
  *
  * Accumulation: integers and bool in 64 bits (wrapping); float16, bfloat16
@@ -558,9 +558,9 @@ static void wr_allany(const red_acc *a, char *o, char *o1, kd_dtype od) {
 /* ---- The table ---------------------------------------------------------------------- */
 
 /* The functions of `kind` (MEAN counts as SUM) over elements of dtype dt;
- * false when there are none. combine is set only for what kd_iter_split_row
+ * false when there are none. combine is set only for what kdk_iter_split_row
  * runs: ALL, ANY, ARGMAX, ARGMIN, and float16 / bfloat16 sums (whose
- * partials would otherwise be rounded to 16 bits, as kd_iter_reduce_rows
+ * partials would otherwise be rounded to 16 bits, as kdk_iter_reduce_rows
  * keeps them in the output's dtype). */
 static bool get_vt(kd__red_kind kind, kd_dtype dt, red_vt *vt) {
   memset(vt, 0, sizeof *vt);
@@ -693,7 +693,7 @@ typedef struct red_run {
   bool index_only;   /* ARGMAX / ARGMIN with one output: it takes the indices */
   kd_dtype dtype;    /* the input's dtype (and the values') */
   int64_t in_size;   /* its element size */
-  red_acc *pieces;   /* kd_iter_split_row: one accumulator per piece */
+  red_acc *pieces;   /* kdk_iter_split_row: one accumulator per piece */
 } red_run;
 
 /* Writes acc into the outputs at o0 (and o1). */
@@ -750,7 +750,7 @@ static void rows_loop(void *ctx, char **data, const int64_t *strides, int64_t si
   }
 }
 
-/* kd_iter_split_row: piece `part` of the one row into its accumulator
+/* kdk_iter_split_row: piece `part` of the one row into its accumulator
  * (`begin` makes the indices count from the row's start). */
 static void piece_loop(void *ctx, int part, char **data, const int64_t *strides, int64_t begin,
                        int64_t len) {
@@ -797,11 +797,11 @@ static const char *kind_kernel(kd__red_kind kind) {
   }
 }
 
-static kd_status reduce_kernel(const kd_iter *it, kd__red_kind kind) {
-  if (kd_iter_is_meta(it)) return KD_OK;
+static kd_status reduce_kernel(const kdk_iter *it, kd__red_kind kind) {
+  if (kdk_iter_is_meta(it)) return KD_OK;
   red_run r;
-  r.nt = kd_iter_ntensors(it);
-  r.dtype = kd_iter_input_dtype(it, 0);
+  r.nt = kdk_iter_ntensors(it);
+  r.dtype = kdk_iter_input_dtype(it, 0);
   r.in_size = (int64_t)kd_dtype_size(r.dtype);
   r.index_only = (kind == KD__RED_ARGMAX || kind == KD__RED_ARGMIN) && r.nt == 2;
   r.pieces = NULL;
@@ -812,26 +812,26 @@ static kd_status reduce_kernel(const kd_iter *it, kd__red_kind kind) {
                         kd_dtype_name(r.dtype));
   if (!r.vt.combine) {
     /* sum, prod, mean, max, min: output and input of one dtype, partials in it */
-    kd_status st = kd_iter_reduce_rows(it, rows_loop, &r, KD_GRAIN_SIZE);
+    kd_status st = kdk_iter_reduce_rows(it, rows_loop, &r, KD_GRAIN_SIZE);
     if (st) return st;
     if (kind != KD__RED_MEAN) return KD_OK;
     /* one division per row: threads only for many rows */
-    if (kd_iter_num_rows(it) < KD_GRAIN_SIZE)
-      kd_iter_serial_for_each(it, divide_loop, &r);
+    if (kdk_iter_num_rows(it) < KD_GRAIN_SIZE)
+      kdk_iter_serial_for_each(it, divide_loop, &r);
     else
-      kd_iter_for_each(it, divide_loop, &r, KD_GRAIN_SIZE);
+      kdk_iter_for_each(it, divide_loop, &r, KD_GRAIN_SIZE);
     return KD_OK;
   }
   red_acc pieces[MAX_PIECES];
   r.pieces = pieces;
-  int n = kd_iter_split_row(it, piece_loop, &r, MAX_PIECES, KD_GRAIN_SIZE);
+  int n = kdk_iter_split_row(it, piece_loop, &r, MAX_PIECES, KD_GRAIN_SIZE);
   if (n == 0) {
-    kd_iter_for_each(it, rows_loop, &r, KD_GRAIN_SIZE);
+    kdk_iter_for_each(it, rows_loop, &r, KD_GRAIN_SIZE);
     return KD_OK;
   }
   red_acc acc = pieces[0];
   for (int i = 1; i < n; i++) r.vt.combine(&acc, &pieces[i]);
-  emit(&r, &acc, kd_iter_data(it, 0), r.nt == 3 ? kd_iter_data(it, 1) : NULL);
+  emit(&r, &acc, kdk_iter_data(it, 0), r.nt == 3 ? kdk_iter_data(it, 1) : NULL);
   return KD_OK;
 }
 
@@ -910,9 +910,9 @@ static void cumsum_rows(void *ctx, char **data, const int64_t *strides, int64_t 
           strides[0] / c->size);
 }
 
-static kd_status cumsum_kernel(const kd_iter *it) {
-  if (kd_iter_is_meta(it)) return KD_OK;
-  kd_dtype dt = kd_iter_dtype(it, 0);
+static kd_status cumsum_kernel(const kdk_iter *it) {
+  if (kdk_iter_is_meta(it)) return KD_OK;
+  kd_dtype dt = kdk_iter_dtype(it, 0);
   cumsum_run c = {NULL, (int64_t)kd_dtype_size(dt)};
   switch (dt) {
   case KD_BOOL: c.fn = cumsum_b8; break;
@@ -930,10 +930,10 @@ static kd_status cumsum_kernel(const kd_iter *it) {
   default: break;
   }
   if (!c.fn) return kd_set_error(KD_ETYPE, "\"cumsum_cpu\" not implemented for '%s'", kd_dtype_name(dt));
-  if (kd_iter_ntensors(it) != 2 || kd_iter_input_dtype(it, 0) != dt)
+  if (kdk_iter_ntensors(it) != 2 || kdk_iter_input_dtype(it, 0) != dt)
     return kd_set_error(KD_ETYPE, "cumsum_cpu: the output (%s) and the input (%s) differ in dtype",
-                        kd_dtype_name(dt), kd_dtype_name(kd_iter_input_dtype(it, 0)));
-  kd_iter_for_each(it, cumsum_rows, &c, KD_GRAIN_SIZE);
+                        kd_dtype_name(dt), kd_dtype_name(kdk_iter_input_dtype(it, 0)));
+  kdk_iter_for_each(it, cumsum_rows, &c, KD_GRAIN_SIZE);
   return KD_OK;
 }
 

@@ -571,11 +571,11 @@ static void u_loop2d(void *ctx, char **data, const int64_t *strides, int64_t siz
   }
 }
 
-static kd_status unary_kernel(kd_iter *iter, kd__unary_op op, const kd__unary_extra *extra) {
-  if (kd_iter_ntensors(iter) != 2 || kd_iter_noutputs(iter) != 1)
+static kd_status unary_kernel(kdk_iter *iter, kd__unary_op op, const kd__unary_extra *extra) {
+  if (kdk_iter_ntensors(iter) != 2 || kdk_iter_noutputs(iter) != 1)
     return kd_set_error(KD_EINTERNAL, "%s: the unary kernel needs one output and one input, got %d operands",
-                        kd__unary_kernel_name(op), kd_iter_ntensors(iter));
-  kd_dtype in = kd_iter_input_dtype(iter, 0), out = kd_iter_dtype(iter, 0);
+                        kd__unary_kernel_name(op), kdk_iter_ntensors(iter));
+  kd_dtype in = kdk_iter_input_dtype(iter, 0), out = kdk_iter_dtype(iter, 0);
   kd__unary_extra ex;
   if (extra)
     ex = *extra;
@@ -600,9 +600,9 @@ static kd_status unary_kernel(kd_iter *iter, kd__unary_op op, const kd__unary_ex
     return kd_set_error(KD_ETYPE, "%s: \"%s\" not implemented for '%s'", name,
                         kd__unary_kernel_name(op), kd_dtype_name(in));
   }
-  if (kd_iter_is_meta(iter) || kd_iter_numel(iter) == 0) return KD_OK;
+  if (kdk_iter_is_meta(iter) || kdk_iter_numel(iter) == 0) return KD_OK;
   u_ctx c = {loop, &ex};
-  kd_iter_for_each(iter, u_loop2d, &c, 0);
+  kdk_iter_for_each(iter, u_loop2d, &c, 0);
   return KD_OK;
 }
 

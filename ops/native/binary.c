@@ -8,7 +8,7 @@
  *
  * Meta builds the iterator as PyTorch's meta function does (binary_op,
  * binary_float_op, comparison_op, unary_op on the promoted input); impl
- * calls the stub. Scalar overloads wrap the scalar (kd_iter_wrap_scalar) and
+ * calls the stub. Scalar overloads wrap the scalar (kdk_iter_wrap_scalar) and
  * call the Tensor overload's entry point, as PyTorch's composites do.
  */
 #include <math.h>
@@ -61,7 +61,7 @@ KD__BINARY_STUBS(KD__BINARY_DEFINE)
 
 /* ---- Helpers ------------------------------------------------------------------- */
 
-static const char *op_of(const kd_structured *s, const char *fallback) {
+static const char *op_of(const kdk_structured *s, const char *fallback) {
   return s && s->op ? s->op : fallback;
 }
 
@@ -131,32 +131,32 @@ static kd_scalar negate(const kd_scalar *a) {
 
 /* ---- Structured: meta and impl --------------------------------------------------- */
 
-kd_status kd__meta_add_Tensor(kd_structured *s, kd_iter *iter, kd_tensor *self, kd_tensor *other,
+kd_status kd__meta_add_Tensor(kdk_structured *s, kdk_iter *iter, kd_tensor *self, kd_tensor *other,
                               const kd_scalar *alpha) {
-  kd_status st = kd_iter_build_binary_op(iter, NULL, self, other);
+  kd_status st = kdk_iter_build_binary_op(iter, NULL, self, other);
   if (st) return st;
   /* an int alpha (the default 1) passes every check of alpha_check */
   if (!alpha || alpha->kind == KD_SCALAR_INT) return KD_OK;
-  return alpha_check(op_of(s, "add"), kd_iter_common_dtype(iter), alpha);
+  return alpha_check(op_of(s, "add"), kdk_iter_common_dtype(iter), alpha);
 }
 
-kd_status kd__native_add_out_cpu(kd_structured *s, kd_iter *iter, kd_tensor *self,
+kd_status kd__native_add_out_cpu(kdk_structured *s, kdk_iter *iter, kd_tensor *self,
                                  kd_tensor *other, const kd_scalar *alpha, kd_tensor *out) {
   (void)s, (void)self, (void)other, (void)out;
   return KD_STUB(add_stub)(iter, alpha, NULL);
 }
 
-kd_status kd__meta_sub_Tensor(kd_structured *s, kd_iter *iter, kd_tensor *self, kd_tensor *other,
+kd_status kd__meta_sub_Tensor(kdk_structured *s, kdk_iter *iter, kd_tensor *self, kd_tensor *other,
                               const kd_scalar *alpha) {
   const char *op = op_of(s, "sub");
   kd_status st = null_check(op, self, other);
   if (st || (st = sub_check(op, self, other))) return st;
-  st = kd_iter_build_binary_op(iter, NULL, self, other);
+  st = kdk_iter_build_binary_op(iter, NULL, self, other);
   if (st) return st;
-  return alpha_check(op, kd_iter_common_dtype(iter), alpha);
+  return alpha_check(op, kdk_iter_common_dtype(iter), alpha);
 }
 
-kd_status kd__native_sub_out_cpu(kd_structured *s, kd_iter *iter, kd_tensor *self,
+kd_status kd__native_sub_out_cpu(kdk_structured *s, kdk_iter *iter, kd_tensor *self,
                                  kd_tensor *other, const kd_scalar *alpha, kd_tensor *out) {
   (void)s, (void)self, (void)other, (void)out;
   kd_scalar one = kd_scalar_int(1);
@@ -166,41 +166,41 @@ kd_status kd__native_sub_out_cpu(kd_structured *s, kd_iter *iter, kd_tensor *sel
 
 /* Operators whose meta is one builder call and whose impl is one stub. */
 #define KD__BINARY_SIMPLE(meta, impl, builder, stub)                                          \
-  kd_status kd__meta_##meta(kd_structured *s, kd_iter *iter, kd_tensor *self,                 \
+  kd_status kd__meta_##meta(kdk_structured *s, kdk_iter *iter, kd_tensor *self,                 \
                             kd_tensor *other) {                                               \
     (void)s;                                                                                  \
     return builder(iter, NULL, self, other);                                                  \
   }                                                                                           \
-  kd_status kd__native_##impl(kd_structured *s, kd_iter *iter, kd_tensor *self,               \
+  kd_status kd__native_##impl(kdk_structured *s, kdk_iter *iter, kd_tensor *self,               \
                               kd_tensor *other, kd_tensor *out) {                             \
     (void)s, (void)self, (void)other, (void)out;                                              \
     return KD_STUB(stub)(iter, NULL, NULL);                                                   \
   }
-KD__BINARY_SIMPLE(mul_Tensor, mul_out_cpu, kd_iter_build_binary_op, mul_stub)
-KD__BINARY_SIMPLE(div_Tensor, div_out_cpu, kd_iter_build_binary_float_op, div_true_stub)
-KD__BINARY_SIMPLE(remainder_Tensor, remainder_out_cpu, kd_iter_build_binary_op, remainder_stub)
-KD__BINARY_SIMPLE(atan2, atan2_out_cpu, kd_iter_build_binary_float_op, atan2_stub)
-KD__BINARY_SIMPLE(pow_Tensor_Tensor, pow_Tensor_Tensor_out_cpu, kd_iter_build_binary_op,
+KD__BINARY_SIMPLE(mul_Tensor, mul_out_cpu, kdk_iter_build_binary_op, mul_stub)
+KD__BINARY_SIMPLE(div_Tensor, div_out_cpu, kdk_iter_build_binary_float_op, div_true_stub)
+KD__BINARY_SIMPLE(remainder_Tensor, remainder_out_cpu, kdk_iter_build_binary_op, remainder_stub)
+KD__BINARY_SIMPLE(atan2, atan2_out_cpu, kdk_iter_build_binary_float_op, atan2_stub)
+KD__BINARY_SIMPLE(pow_Tensor_Tensor, pow_Tensor_Tensor_out_cpu, kdk_iter_build_binary_op,
                   pow_tensor_tensor_stub)
-KD__BINARY_SIMPLE(eq_Tensor, eq_Tensor_out_cpu, kd_iter_build_comparison_op, eq_stub)
-KD__BINARY_SIMPLE(ne_Tensor, ne_Tensor_out_cpu, kd_iter_build_comparison_op, ne_stub)
-KD__BINARY_SIMPLE(lt_Tensor, lt_Tensor_out_cpu, kd_iter_build_comparison_op, lt_stub)
-KD__BINARY_SIMPLE(le_Tensor, le_Tensor_out_cpu, kd_iter_build_comparison_op, le_stub)
-KD__BINARY_SIMPLE(gt_Tensor, gt_Tensor_out_cpu, kd_iter_build_comparison_op, gt_stub)
-KD__BINARY_SIMPLE(ge_Tensor, ge_Tensor_out_cpu, kd_iter_build_comparison_op, ge_stub)
+KD__BINARY_SIMPLE(eq_Tensor, eq_Tensor_out_cpu, kdk_iter_build_comparison_op, eq_stub)
+KD__BINARY_SIMPLE(ne_Tensor, ne_Tensor_out_cpu, kdk_iter_build_comparison_op, ne_stub)
+KD__BINARY_SIMPLE(lt_Tensor, lt_Tensor_out_cpu, kdk_iter_build_comparison_op, lt_stub)
+KD__BINARY_SIMPLE(le_Tensor, le_Tensor_out_cpu, kdk_iter_build_comparison_op, le_stub)
+KD__BINARY_SIMPLE(gt_Tensor, gt_Tensor_out_cpu, kdk_iter_build_comparison_op, gt_stub)
+KD__BINARY_SIMPLE(ge_Tensor, ge_Tensor_out_cpu, kdk_iter_build_comparison_op, ge_stub)
 
 /* maximum / minimum refuse complex inputs before building. */
 #define KD__MINMAX(name, stub)                                                                 \
-  kd_status kd__meta_##name(kd_structured *s, kd_iter *iter, kd_tensor *self,                  \
+  kd_status kd__meta_##name(kdk_structured *s, kdk_iter *iter, kd_tensor *self,                  \
                             kd_tensor *other) {                                                \
     kd_status st = null_check(op_of(s, #name), self, other);                                   \
     if (st) return st;                                                                         \
     if (kd_dtype_is_complex(kd_tensor_dtype(self)) || kd_dtype_is_complex(kd_tensor_dtype(other))) \
       return kd_set_error(KD_EUNSUPPORTED, "%s: " #name " not implemented for complex tensors.", \
                           op_of(s, #name));                                                    \
-    return kd_iter_build_binary_op(iter, NULL, self, other);                                   \
+    return kdk_iter_build_binary_op(iter, NULL, self, other);                                   \
   }                                                                                            \
-  kd_status kd__native_##name##_out_cpu(kd_structured *s, kd_iter *iter, kd_tensor *self,      \
+  kd_status kd__native_##name##_out_cpu(kdk_structured *s, kdk_iter *iter, kd_tensor *self,      \
                                         kd_tensor *other, kd_tensor *out) {                    \
     (void)s, (void)self, (void)other, (void)out;                                               \
     return KD_STUB(stub)(iter, NULL, NULL);                                                    \
@@ -217,7 +217,7 @@ static int rounding_mode_of(const char *mode) {
   return -1;
 }
 
-kd_status kd__meta_div_Tensor_mode(kd_structured *s, kd_iter *iter, kd_tensor *self,
+kd_status kd__meta_div_Tensor_mode(kdk_structured *s, kdk_iter *iter, kd_tensor *self,
                                    kd_tensor *other, const char *rounding_mode) {
   int m = rounding_mode_of(rounding_mode);
   if (m < 0)
@@ -225,11 +225,11 @@ kd_status kd__meta_div_Tensor_mode(kd_structured *s, kd_iter *iter, kd_tensor *s
                         "%s: div expected rounding_mode to be one of None, 'trunc', or 'floor' "
                         "but found '%s'",
                         op_of(s, "div"), rounding_mode);
-  if (m == 0) return kd_iter_build_binary_float_op(iter, NULL, self, other);
-  return kd_iter_build_binary_op(iter, NULL, self, other);
+  if (m == 0) return kdk_iter_build_binary_float_op(iter, NULL, self, other);
+  return kdk_iter_build_binary_op(iter, NULL, self, other);
 }
 
-kd_status kd__native_div_out_mode_cpu(kd_structured *s, kd_iter *iter, kd_tensor *self,
+kd_status kd__native_div_out_mode_cpu(kdk_structured *s, kdk_iter *iter, kd_tensor *self,
                                       kd_tensor *other, const char *rounding_mode,
                                       kd_tensor *out) {
   (void)s, (void)self, (void)other, (void)out;
@@ -242,33 +242,33 @@ kd_status kd__native_div_out_mode_cpu(kd_structured *s, kd_iter *iter, kd_tensor
 
 /* Comparisons with a Scalar: the comparison builder with a wrapped scalar
  * the iterator owns (PyTorch's build_borrowing_except_last_argument_comparison_op). */
-static kd_status build_comparison_scalar(kd_structured *s, kd_iter *iter, kd_tensor *self,
+static kd_status build_comparison_scalar(kdk_structured *s, kdk_iter *iter, kd_tensor *self,
                                          const kd_scalar *other) {
   const char *op = op_of(s, "comparison");
   if (!self || !other) return kd_set_error(KD_EINVAL, "%s: NULL argument", op);
   kd_tensor *w = NULL;
-  kd_status st = kd_iter_wrap_scalar(other, &w);
+  kd_status st = kdk_iter_wrap_scalar(other, &w);
   if (st) return st;
-  kd_iter_add_output(iter, NULL);
-  kd_iter_add_input(iter, self);
-  kd_iter_add_owned_input(iter, w);
-  kd_iter_promote_inputs_to_common_dtype(iter, true);
-  kd_tensor *given = s && (s->mode == KD_STRUCTURED_OUT || s->mode == KD_STRUCTURED_INPLACE)
+  kdk_iter_add_output(iter, NULL);
+  kdk_iter_add_input(iter, self);
+  kdk_iter_add_owned_input(iter, w);
+  kdk_iter_promote_inputs_to_common_dtype(iter, true);
+  kd_tensor *given = s && (s->mode == KDK_STRUCTURED_OUT || s->mode == KDK_STRUCTURED_INPLACE)
                          ? s->given[0]
                          : NULL;
   if (!given)
-    kd_iter_declare_static_dtype(iter, KD_BOOL);
+    kdk_iter_declare_static_dtype(iter, KD_BOOL);
   else if (kd_tensor_dtype(given) != KD_BOOL)
-    kd_iter_cast_common_dtype_to_outputs(iter, true);
-  return kd_iter_build(iter);
+    kdk_iter_cast_common_dtype_to_outputs(iter, true);
+  return kdk_iter_build(iter);
 }
 
 #define KD__CMP_SCALAR(name, stub)                                                             \
-  kd_status kd__meta_##name##_Scalar(kd_structured *s, kd_iter *iter, kd_tensor *self,         \
+  kd_status kd__meta_##name##_Scalar(kdk_structured *s, kdk_iter *iter, kd_tensor *self,         \
                                      const kd_scalar *other) {                                 \
     return build_comparison_scalar(s, iter, self, other);                                      \
   }                                                                                            \
-  kd_status kd__native_##name##_Scalar_out_cpu(kd_structured *s, kd_iter *iter,                \
+  kd_status kd__native_##name##_Scalar_out_cpu(kdk_structured *s, kdk_iter *iter,                \
                                                kd_tensor *self, const kd_scalar *other,        \
                                                kd_tensor *out) {                               \
     (void)s, (void)self, (void)other, (void)out;                                               \
@@ -285,24 +285,24 @@ KD__CMP_SCALAR(ge, ge_stub)
  * build_unary_op(out, self.to(dtype))): the iterator converts the input; a
  * given output (out=, or self in place) must have `dtype` already, as
  * build_unary_op's check_all_same_dtype demands: nothing is cast to it. */
-static kd_status build_unary_as(kd_iter *iter, kd_tensor *self, kd_dtype dtype) {
-  kd_structured *s = iter->s;
-  if (s && (s->mode == KD_STRUCTURED_OUT || s->mode == KD_STRUCTURED_INPLACE) && s->given[0] &&
+static kd_status build_unary_as(kdk_iter *iter, kd_tensor *self, kd_dtype dtype) {
+  kdk_structured *s = iter->s;
+  if (s && (s->mode == KDK_STRUCTURED_OUT || s->mode == KDK_STRUCTURED_INPLACE) && s->given[0] &&
       kd_tensor_dtype(s->given[0]) != dtype)
     return kd_set_error(KD_ETYPE, "%s: Found dtype %s but expected %s", op_of(s, "unary operator"),
                         kd_dtype_name(kd_tensor_dtype(s->given[0])), kd_dtype_name(dtype));
-  kd_iter_add_output(iter, NULL);
-  kd_iter_add_input(iter, self);
-  kd_iter_set_common_dtype(iter, dtype);
-  kd_iter_promote_inputs_to_common_dtype(iter, true);
-  return kd_iter_build(iter);
+  kdk_iter_add_output(iter, NULL);
+  kdk_iter_add_input(iter, self);
+  kdk_iter_set_common_dtype(iter, dtype);
+  kdk_iter_promote_inputs_to_common_dtype(iter, true);
+  return kdk_iter_build(iter);
 }
 
 static bool scalar_is_integral(const kd_scalar *v) {
   return v->kind == KD_SCALAR_INT || v->kind == KD_SCALAR_BOOL;
 }
 
-kd_status kd__meta_pow_Tensor_Scalar(kd_structured *s, kd_iter *iter, kd_tensor *self,
+kd_status kd__meta_pow_Tensor_Scalar(kdk_structured *s, kdk_iter *iter, kd_tensor *self,
                                      const kd_scalar *exponent) {
   const char *op = op_of(s, "pow");
   if (!self || !exponent) return kd_set_error(KD_EINVAL, "%s: NULL argument", op);
@@ -325,7 +325,7 @@ static bool scalar_equals(const kd_scalar *v, double x) {
   }
 }
 
-kd_status kd__native_pow_Tensor_Scalar_out_cpu(kd_structured *s, kd_iter *iter, kd_tensor *self,
+kd_status kd__native_pow_Tensor_Scalar_out_cpu(kdk_structured *s, kdk_iter *iter, kd_tensor *self,
                                                const kd_scalar *exponent, kd_tensor *out) {
   (void)s;
   if (scalar_equals(exponent, 0.0) || (exponent->kind == KD_SCALAR_BOOL && !exponent->v.b)) {
@@ -337,10 +337,10 @@ kd_status kd__native_pow_Tensor_Scalar_out_cpu(kd_structured *s, kd_iter *iter, 
   return KD_STUB(pow_tensor_scalar_stub)(iter, exponent, NULL);
 }
 
-kd_status kd__meta_pow_Scalar(kd_structured *s, const kd_scalar *self, kd_tensor *exponent) {
+kd_status kd__meta_pow_Scalar(kdk_structured *s, const kd_scalar *self, kd_tensor *exponent) {
   if (!self || !exponent) return kd_set_error(KD_EINVAL, "%s: NULL argument", op_of(s, "pow"));
   kd_dtype dt;
-  if (s->mode == KD_STRUCTURED_OUT && s->given[0]) {
+  if (s->mode == KDK_STRUCTURED_OUT && s->given[0]) {
     dt = kd_tensor_dtype(s->given[0]);
   } else {
     kd_result_type_state rt;
@@ -349,11 +349,11 @@ kd_status kd__meta_pow_Scalar(kd_structured *s, const kd_scalar *self, kd_tensor
     kd_result_type_add_scalar(&rt, kd_scalar_dtype(self));
     dt = kd_result_type_finish(&rt);
   }
-  return kd_structured_set_output(s, 0, kd_tensor_ndim(exponent), kd_tensor_sizes(exponent), NULL,
+  return kdk_structured_set_output(s, 0, kd_tensor_ndim(exponent), kd_tensor_sizes(exponent), NULL,
                                   dt);
 }
 
-kd_status kd__native_pow_Scalar_out_cpu(kd_structured *s, const kd_scalar *self,
+kd_status kd__native_pow_Scalar_out_cpu(kdk_structured *s, const kd_scalar *self,
                                         kd_tensor *exponent, kd_tensor *out) {
   (void)s;
   if (scalar_equals(self, 1.0)) {
@@ -361,7 +361,7 @@ kd_status kd__native_pow_Scalar_out_cpu(kd_structured *s, const kd_scalar *self,
     return kd_fill__Scalar(out, &one);
   }
   kd_tensor *w = NULL;
-  kd_status st = kd_iter_wrap_scalar(self, &w);
+  kd_status st = kdk_iter_wrap_scalar(self, &w);
   if (st) return st;
   st = kd_pow_Tensor_Tensor_out(w, exponent, out);
   kd_tensor_release(w);
@@ -370,7 +370,7 @@ kd_status kd__native_pow_Scalar_out_cpu(kd_structured *s, const kd_scalar *self,
 
 /* clamp with Scalar bounds: manual promotion (the bounds take part as
  * scalars) for non-floating self, then a unary iterator. */
-kd_status kd__meta_clamp(kd_structured *s, kd_iter *iter, kd_tensor *self, const kd_scalar *min,
+kd_status kd__meta_clamp(kdk_structured *s, kdk_iter *iter, kd_tensor *self, const kd_scalar *min,
                          const kd_scalar *max) {
   const char *op = op_of(s, "clamp");
   if (!self) return kd_set_error(KD_EINVAL, "%s: NULL argument", op);
@@ -387,7 +387,7 @@ kd_status kd__meta_clamp(kd_structured *s, kd_iter *iter, kd_tensor *self, const
     if (min) kd_result_type_add_scalar(&rt, kd_scalar_dtype(min));
     if (max) kd_result_type_add_scalar(&rt, kd_scalar_dtype(max));
     kd_dtype r = kd_result_type_finish(&rt);
-    if (r != dt && s && s->mode == KD_STRUCTURED_INPLACE)
+    if (r != dt && s && s->mode == KDK_STRUCTURED_INPLACE)
       return kd_set_error(KD_ETYPE, "%s: result type %s can't be cast to the desired output type %s",
                           op, kd_dtype_name(r), kd_dtype_name(dt));
     dt = r;
@@ -397,7 +397,7 @@ kd_status kd__meta_clamp(kd_structured *s, kd_iter *iter, kd_tensor *self, const
   return build_unary_as(iter, self, dt);
 }
 
-kd_status kd__native_clamp_out_cpu(kd_structured *s, kd_iter *iter, kd_tensor *self,
+kd_status kd__native_clamp_out_cpu(kdk_structured *s, kdk_iter *iter, kd_tensor *self,
                                    const kd_scalar *min, const kd_scalar *max, kd_tensor *out) {
   (void)s, (void)self;
   if (min && max) {
@@ -410,7 +410,7 @@ kd_status kd__native_clamp_out_cpu(kd_structured *s, kd_iter *iter, kd_tensor *s
   return KD_STUB(clamp_scalar_stub)(iter, min, max);
 }
 
-kd_status kd__meta_clamp_Tensor(kd_structured *s, kd_iter *iter, kd_tensor *self, kd_tensor *min,
+kd_status kd__meta_clamp_Tensor(kdk_structured *s, kdk_iter *iter, kd_tensor *self, kd_tensor *min,
                                 kd_tensor *max) {
   const char *op = op_of(s, "clamp");
   if (!self) return kd_set_error(KD_EINVAL, "%s: NULL argument", op);
@@ -419,17 +419,17 @@ kd_status kd__meta_clamp_Tensor(kd_structured *s, kd_iter *iter, kd_tensor *self
                         op);
   if (kd_dtype_is_complex(kd_tensor_dtype(self)))
     return kd_set_error(KD_EUNSUPPORTED, "%s: clamp is not supported for complex types", op);
-  kd_iter_add_output(iter, NULL);
-  kd_iter_add_input(iter, self);
-  if (min) kd_iter_add_input(iter, min);
-  if (max) kd_iter_add_input(iter, max);
-  kd_iter_promote_inputs_to_common_dtype(iter, true);
-  kd_iter_cast_common_dtype_to_outputs(iter, true);
-  kd_iter_enforce_safe_casting_to_output(iter, true);
-  return kd_iter_build(iter);
+  kdk_iter_add_output(iter, NULL);
+  kdk_iter_add_input(iter, self);
+  if (min) kdk_iter_add_input(iter, min);
+  if (max) kdk_iter_add_input(iter, max);
+  kdk_iter_promote_inputs_to_common_dtype(iter, true);
+  kdk_iter_cast_common_dtype_to_outputs(iter, true);
+  kdk_iter_enforce_safe_casting_to_output(iter, true);
+  return kdk_iter_build(iter);
 }
 
-kd_status kd__native_clamp_Tensor_out_cpu(kd_structured *s, kd_iter *iter, kd_tensor *self,
+kd_status kd__native_clamp_Tensor_out_cpu(kdk_structured *s, kdk_iter *iter, kd_tensor *self,
                                           kd_tensor *min, kd_tensor *max, kd_tensor *out) {
   (void)s, (void)self, (void)out;
   if (min && max) return KD_STUB(clamp_tensor_stub)(iter, NULL, NULL);
@@ -443,7 +443,7 @@ kd_status kd__native_clamp_Tensor_out_cpu(kd_structured *s, kd_iter *iter, kd_te
 #define KD__WITH_WRAPPED(v, CALL)              \
   do {                                         \
     kd_tensor *w = NULL;                       \
-    kd_status st_ = kd_iter_wrap_scalar(v, &w); \
+    kd_status st_ = kdk_iter_wrap_scalar(v, &w); \
     if (st_) return st_;                       \
     st_ = (CALL);                              \
     kd_tensor_release(w);                      \
@@ -504,13 +504,13 @@ kd_status kd__native_remainder_Scalar_Tensor(const kd_scalar *self, kd_tensor *o
   kd_status kd__native_##n##_out(kd_tensor *self, kd_tensor *other, kd_tensor *out) {          \
     kd_status st = null_check(#n ".out", self, other);                                         \
     if (st || (st = null_check(#n ".out", out, out))) return st;                               \
-    kd_iter it;                                                                                \
-    kd_iter_init(&it, NULL);                                                                   \
-    kd_iter_set_op_name(&it, "aten::" #n ".out");                                              \
-    st = kd_iter_build_comparison_op(&it, out, self, other);                                   \
-    if (!st && !kd_iter_is_meta(&it)) st = KD_STUB(stub)(&it, NULL, NULL);                     \
-    if (!st) st = kd_iter_finish(&it);                                                         \
-    kd_iter_release(&it);                                                                      \
+    kdk_iter it;                                                                                \
+    kdk_iter_init(&it, NULL);                                                                   \
+    kdk_iter_set_op_name(&it, "aten::" #n ".out");                                              \
+    st = kdk_iter_build_comparison_op(&it, out, self, other);                                   \
+    if (!st && !kdk_iter_is_meta(&it)) st = KD_STUB(stub)(&it, NULL, NULL);                     \
+    if (!st) st = kdk_iter_finish(&it);                                                         \
+    kdk_iter_release(&it);                                                                      \
     return st;                                                                                 \
   }                                                                                            \
   kd_status kd__native_##n(kd_tensor *self, kd_tensor *other, kd_tensor **out) {               \
@@ -572,21 +572,21 @@ kd_status kd__native_where_self_out(kd_tensor *condition, kd_tensor *self, kd_te
     for (int i = 0; i < 3; i++) kd_tensor_release(conv[i]);
     return st;
   }
-  kd_iter it;
-  kd_iter_init(&it, NULL);
-  kd_iter_set_op_name(&it, op);
-  kd_iter_check_all_same_dtype(&it, false);
-  kd_iter_add_output(&it, out);
+  kdk_iter it;
+  kdk_iter_init(&it, NULL);
+  kdk_iter_set_op_name(&it, op);
+  kdk_iter_check_all_same_dtype(&it, false);
+  kdk_iter_add_output(&it, out);
   for (int i = 0; i < 3; i++) {
     if (conv[i])
-      kd_iter_add_owned_input(&it, conv[i]);
+      kdk_iter_add_owned_input(&it, conv[i]);
     else
-      kd_iter_add_input(&it, src[i]);
+      kdk_iter_add_input(&it, src[i]);
   }
-  st = kd_iter_build(&it);
-  if (!st && !kd_iter_is_meta(&it)) st = KD_STUB(where_stub)(&it, NULL, NULL);
-  if (!st) st = kd_iter_finish(&it);
-  kd_iter_release(&it);
+  st = kdk_iter_build(&it);
+  if (!st && !kdk_iter_is_meta(&it)) st = KD_STUB(where_stub)(&it, NULL, NULL);
+  if (!st) st = kdk_iter_finish(&it);
+  kdk_iter_release(&it);
   return st;
 }
 
@@ -664,18 +664,18 @@ static kd_status masked_fill_impl(kd_tensor *self, kd_tensor *mask, const kd_sca
                         "%s: masked_fill_ only supports boolean masks, but got mask with dtype %s",
                         op, kd_dtype_name(mdt));
   }
-  kd_iter it;
-  kd_iter_init(&it, NULL);
-  kd_iter_set_op_name(&it, op);
-  kd_iter_check_mem_overlap(&it, false);
-  kd_iter_check_all_same_dtype(&it, false);
-  kd_iter_resize_outputs(&it, false);
-  kd_iter_add_output(&it, self);
-  kd_iter_add_input(&it, mask);
-  kd_status st = kd_iter_build(&it);
-  if (!st && !kd_iter_is_meta(&it)) st = KD_STUB(masked_fill_stub)(&it, value, NULL);
-  if (!st) st = kd_iter_finish(&it);
-  kd_iter_release(&it);
+  kdk_iter it;
+  kdk_iter_init(&it, NULL);
+  kdk_iter_set_op_name(&it, op);
+  kdk_iter_check_mem_overlap(&it, false);
+  kdk_iter_check_all_same_dtype(&it, false);
+  kdk_iter_resize_outputs(&it, false);
+  kdk_iter_add_output(&it, self);
+  kdk_iter_add_input(&it, mask);
+  kd_status st = kdk_iter_build(&it);
+  if (!st && !kdk_iter_is_meta(&it)) st = KD_STUB(masked_fill_stub)(&it, value, NULL);
+  if (!st) st = kdk_iter_finish(&it);
+  kdk_iter_release(&it);
   kd_tensor_release(bmask);
   return st;
 }

@@ -26,7 +26,7 @@
 
 KD_EXTERN_C_BEGIN
 
-typedef kd_status kd__binary_fn(kd_iter *iter, const kd_scalar *p0, const kd_scalar *p1);
+typedef kd_status kd__binary_fn(kdk_iter *iter, const kd_scalar *p0, const kd_scalar *p1);
 
 /* The flat list of stubs: X(name). */
 #define KD__BINARY_STUBS(X)                                                          \

@@ -27,11 +27,11 @@
  * PyTorch.
  *
  * Every kernel runs the flow of a generated structured wrapper on the
- * kd_structured runtime (ops/src/structured.h): kd_structured_init, the
+ * kdk_structured runtime (ops/src/structured.h): kdk_structured_init, the
  * iterator built as PyTorch's meta function builds it (binary_op, or
  * unary_op for bitwise_not: inputs promoted to the common dtype, the output
- * allocated, checked or resized through kd_structured_set_output), the loop
- * (CPU only), kd_iter_finish, kd_structured_finish, kd_structured_release.
+ * allocated, checked or resized through kdk_structured_set_output), the loop
+ * (CPU only), kdk_iter_finish, kdk_structured_finish, kdk_structured_release.
  * One function, run(), does it for every operator and variant,
  * parameterised by a descriptor (bw_op); the registered kernels are
  * one-line trampolines.
@@ -47,7 +47,7 @@
  *
  * The Scalar overloads are composites (CompositeExplicitAutograd, or
  * CompositeImplicitAutograd where PyTorch has no dispatch entry) that wrap
- * the scalar (kd_iter_wrap_scalar) and call the Tensor overload's entry
+ * the scalar (kdk_iter_wrap_scalar) and call the Tensor overload's entry
  * point, as PyTorch's do.
  */
 #include <stdio.h>
@@ -84,7 +84,7 @@ typedef struct bw_op {
   kd__stub *stub;       /* the binary loop's stub; NULL for bitwise_not (the unary stub) */
 } bw_op;
 
-static kd_status run_loop(const bw_op *op, kd_iter *it) {
+static kd_status run_loop(const bw_op *op, kdk_iter *it) {
   if (!op->stub) {
     kd__unary_fn *fn = KD_STUB(unary_stub);
     if (!fn) return kd_set_error(KD_EINTERNAL, "%s: the unary stub has no kernel", op->names[0]);
@@ -104,24 +104,24 @@ static kd_status run(const bw_op *op, bw_variant v, bool meta, const kd_arg *a, 
   int nin = binary ? 2 : 1;
   kd_tensor *self = a[0].t, *other = binary ? a[1].t : NULL;
   kd_tensor *given[1] = {v == BW_INPLACE ? self : v == BW_OUT ? a[nin].t : NULL};
-  kd_structured_mode mode = v == BW_INPLACE ? KD_STRUCTURED_INPLACE
-                            : v == BW_OUT   ? KD_STRUCTURED_OUT
-                            : meta          ? KD_STRUCTURED_META
-                                            : KD_STRUCTURED_FUNCTIONAL;
+  kdk_structured_mode mode = v == BW_INPLACE ? KDK_STRUCTURED_INPLACE
+                            : v == BW_OUT   ? KDK_STRUCTURED_OUT
+                            : meta          ? KDK_STRUCTURED_META
+                                            : KDK_STRUCTURED_FUNCTIONAL;
   kd_device dev = meta ? (kd_device){KD_DEVICE_META, 0}
                        : kd__device_of_first((kd_tensor *const[]){self, other}, nin);
-  kd_structured s;
-  kd_structured_init(&s, op->names[v], mode, 1, v == BW_FUNCTIONAL ? NULL : given, dev);
-  kd_iter it;
-  kd_iter_init(&it, &s);
-  kd_status st = binary ? kd_iter_build_binary_op(&it, NULL, self, other)
-                        : kd_iter_build_unary_op(&it, NULL, self);
+  kdk_structured s;
+  kdk_structured_init(&s, op->names[v], mode, 1, v == BW_FUNCTIONAL ? NULL : given, dev);
+  kdk_iter it;
+  kdk_iter_init(&it, &s);
+  kd_status st = binary ? kdk_iter_build_binary_op(&it, NULL, self, other)
+                        : kdk_iter_build_unary_op(&it, NULL, self);
   if (!st && !meta) st = run_loop(op, &it);
-  if (!st) st = kd_iter_finish(&it);
-  if (!st) st = kd_structured_finish(&s);
-  kd_iter_release(&it);
+  if (!st) st = kdk_iter_finish(&it);
+  if (!st) st = kdk_structured_finish(&s);
+  kdk_iter_release(&it);
   kd_tensor *take[1] = {NULL};
-  kd_structured_release(&s, v == BW_FUNCTIONAL && !st ? take : NULL);
+  kdk_structured_release(&s, v == BW_FUNCTIONAL && !st ? take : NULL);
   if (st) return st;
   r[0] = v == BW_FUNCTIONAL ? kd__value_take_tensor(take[0]) : kd_value_tensor(given[0]);
   return KD_OK;
@@ -335,7 +335,7 @@ kd_status kd__bitwise_check(void) {
 #define KD__WITH_WRAPPED(v, CALL)               \
   do {                                          \
     kd_tensor *w = NULL;                        \
-    kd_status st_ = kd_iter_wrap_scalar(v, &w); \
+    kd_status st_ = kdk_iter_wrap_scalar(v, &w); \
     if (st_) return st_;                        \
     st_ = (CALL);                               \
     kd_tensor_release(w);                       \

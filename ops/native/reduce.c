@@ -4,7 +4,7 @@
  * cumsum. The loops are in ops/cpu/reduce.c (reduce_stub, cumsum_stub).
  *
  * As in PyTorch, meta checks the arguments and sets up the outputs (the
- * reduced shape, keepdim, the dtype), and impl builds a kd_iter in
+ * reduced shape, keepdim, the dtype), and impl builds a kdk_iter in
  * reduction mode over them (make_reduction: the outputs given, the input
  * converted to the computation dtype) whose rows the stub reduces, on
  * threads above the grain size (in stages when the reduced dims are several
@@ -77,11 +77,11 @@ static int reduced_shape(const kd_tensor *self, const bool *mask, bool keepdim, 
   return n;
 }
 
-static kd_status set_reduced_output(kd_structured *s, int i, const kd_tensor *self,
+static kd_status set_reduced_output(kdk_structured *s, int i, const kd_tensor *self,
                                     const bool *mask, bool keepdim, kd_dtype dtype) {
   int64_t sizes[KD_MAX_DIMS];
   int n = reduced_shape(self, mask, keepdim, sizes);
-  return kd_structured_set_output(s, i, n, sizes, NULL, dtype);
+  return kdk_structured_set_output(s, i, n, sizes, NULL, dtype);
 }
 
 /* An out= (out variants) that overlaps self: refused before it is resized,
@@ -92,9 +92,9 @@ static kd_status set_reduced_output(kd_structured *s, int i, const kd_tensor *se
  * of size 1) reads each element before writing it, and is accepted. max.dim
  * and min.dim do this as PyTorch's TensorIterator; sum, mean and prod (which
  * 1.13 does not check: undefined there) by decision. */
-static kd_status check_out_vs_self(const kd_structured *s, int nout, const kd_tensor *self,
+static kd_status check_out_vs_self(const kdk_structured *s, int nout, const kd_tensor *self,
                                    const bool *mask, bool keepdim) {
-  if (s->mode != KD_STRUCTURED_OUT) return KD_OK;
+  if (s->mode != KDK_STRUCTURED_OUT) return KD_OK;
   int64_t sizes[KD_MAX_DIMS];
   int n = reduced_shape(self, mask, keepdim, sizes);
   for (int i = 0; i < nout; i++) {
@@ -132,8 +132,8 @@ static kd_status check_self(const char *op, const kd_tensor *self) {
 }
 
 /* The dtype of out when s runs an out variant. */
-static bool given_dtype(const kd_structured *s, int i, kd_dtype *dt) {
-  if (s->mode != KD_STRUCTURED_OUT || !s->given[i]) return false;
+static bool given_dtype(const kdk_structured *s, int i, kd_dtype *dt) {
+  if (s->mode != KDK_STRUCTURED_OUT || !s->given[i]) return false;
   *dt = kd_tensor_dtype(s->given[i]);
   return true;
 }
@@ -147,7 +147,7 @@ static kd_dtype promoted_dtype(const kd_tensor *self, const kd_dtype *dtype) {
 
 /* infer_dtype_from_optional: dtype, else out's dtype (out variants), else
  * the promoted input dtype. */
-static kd_dtype infer_dtype(const kd_structured *s, const kd_tensor *self, const kd_dtype *dtype) {
+static kd_dtype infer_dtype(const kdk_structured *s, const kd_tensor *self, const kd_dtype *dtype) {
   kd_dtype dt;
   if (dtype) return *dtype;
   if (given_dtype(s, 0, &dt)) return dt;
@@ -176,33 +176,33 @@ static kd_status check_device(const char *op, const kd_tensor *t) {
  * new_dtype, allocated by the iterator). in_dtype: the dtype the loops read,
  * self converted to it (KD_DTYPE_UNDEFINED: self's). cast_out: out0 has
  * another dtype than in_dtype and the loops write a temporary of in_dtype,
- * copied into out0 by kd_iter_finish (mean of float16). The meta function
+ * copied into out0 by kdk_iter_finish (mean of float16). The meta function
  * checked the dims and set up the outputs already. */
-static kd_status make_reduction(kd_iter *it, const char *op, const kd_tensor *self,
+static kd_status make_reduction(kdk_iter *it, const char *op, const kd_tensor *self,
                                 const int64_t *dims, int n, bool keepdim, kd_tensor *out0,
                                 kd_tensor *out1, kd_dtype in_dtype, kd_dtype new_dtype,
                                 bool cast_out) {
-  kd_iter_init(it, NULL);
-  kd_iter_set_op_name(it, op);
-  kd_iter_add_output_dtype(it, out0, new_dtype);
-  if (out1) kd_iter_add_output(it, out1);
-  kd_iter_add_input(it, self);
-  kd_iter_check_all_same_dtype(it, false);
-  kd_iter_check_mem_overlap(it, false);
+  kdk_iter_init(it, NULL);
+  kdk_iter_set_op_name(it, op);
+  kdk_iter_add_output_dtype(it, out0, new_dtype);
+  if (out1) kdk_iter_add_output(it, out1);
+  kdk_iter_add_input(it, self);
+  kdk_iter_check_all_same_dtype(it, false);
+  kdk_iter_check_mem_overlap(it, false);
   if (in_dtype != KD_DTYPE_UNDEFINED) {
-    kd_iter_set_common_dtype(it, in_dtype);
-    kd_iter_promote_inputs_to_common_dtype(it, true);
+    kdk_iter_set_common_dtype(it, in_dtype);
+    kdk_iter_promote_inputs_to_common_dtype(it, true);
   }
-  kd_iter_cast_common_dtype_to_outputs(it, cast_out);
-  kd_iter_set_reduction(it, n > 0 ? dims : NULL, n > 0 ? n : 0, keepdim);
-  return kd_iter_build(it);
+  kdk_iter_cast_common_dtype_to_outputs(it, cast_out);
+  kdk_iter_set_reduction(it, n > 0 ? dims : NULL, n > 0 ? n : 0, keepdim);
+  return kdk_iter_build(it);
 }
 
 /* Runs reduction `kind` over a built iterator and finishes it. */
-static kd_status run_iter(const char *op, kd_iter *it, kd__red_kind kind) {
+static kd_status run_iter(const char *op, kdk_iter *it, kd__red_kind kind) {
   kd__reduce_fn *fn = KD_STUB(reduce_stub);
   kd_status st = fn ? fn(it, kind) : kd_set_error(KD_EINTERNAL, "%s: no reduction kernel", op);
-  return st ? st : kd_iter_finish(it);
+  return st ? st : kdk_iter_finish(it);
 }
 
 /* ---- Stages --------------------------------------------------------------------------
@@ -269,23 +269,23 @@ static kd_status run_reduction(const char *op, kd__red_kind kind, kd_tensor *sel
       int k = 0;
       for (int d = 0; d < nd; d++)
         if (run[d]) dims[k++] = d;
-      kd_iter it;
+      kdk_iter it;
       st = make_reduction(&it, op, t, dims, k, true, NULL, NULL, in_dtype, tmp_dtype, false);
       if (!st) st = run_iter(op, &it, kind);
-      kd_tensor *next = st ? NULL : kd_iter_output(&it, 0);
+      kd_tensor *next = st ? NULL : kdk_iter_output(&it, 0);
       if (next) kd_tensor_retain(next);
-      kd_iter_release(&it);
+      kdk_iter_release(&it);
       if (st) break;
       kd_tensor_release(t);
       t = next;
     }
   }
   if (!st) {
-    kd_iter it;
+    kdk_iter it;
     st = make_reduction(&it, op, t, dim.data, n, keepdim, out0, out1, in_dtype,
                         KD_DTYPE_UNDEFINED, cast_out);
     if (!st) st = run_iter(op, &it, kind);
-    kd_iter_release(&it);
+    kdk_iter_release(&it);
   }
   kd_tensor_release(t);
   return st;
@@ -311,7 +311,7 @@ static kd_status reduce_all_new(const char *op, kd__red_kind kind, kd_tensor *se
 
 /* ---- sum ---------------------------------------------------------------------------- */
 
-kd_status kd__meta_sum_dim_IntList(kd_structured *s, kd_tensor *self, kd_ints dim, bool keepdim,
+kd_status kd__meta_sum_dim_IntList(kdk_structured *s, kd_tensor *self, kd_ints dim, bool keepdim,
                                    const kd_dtype *dtype) {
   const char *op = "sum";
   kd_status st = check_self(op, self);
@@ -322,7 +322,7 @@ kd_status kd__meta_sum_dim_IntList(kd_structured *s, kd_tensor *self, kd_ints di
   return set_reduced_output(s, 0, self, mask, keepdim, infer_dtype(s, self, dtype));
 }
 
-kd_status kd__native_sum_out_cpu(kd_structured *s, kd_tensor *self, kd_ints dim, bool keepdim,
+kd_status kd__native_sum_out_cpu(kdk_structured *s, kd_tensor *self, kd_ints dim, bool keepdim,
                                  const kd_dtype *dtype, kd_tensor *out) {
   (void)s, (void)dtype;
   return run_reduction("sum", KD__RED_SUM, self, dim, keepdim, out, NULL, kd_tensor_dtype(out),
@@ -336,7 +336,7 @@ kd_status kd__native_sum(kd_tensor *self, const kd_dtype *dtype, kd_tensor **out
 
 /* ---- mean --------------------------------------------------------------------------- */
 
-kd_status kd__meta_mean_dim(kd_structured *s, kd_tensor *self, kd_ints dim, bool keepdim,
+kd_status kd__meta_mean_dim(kdk_structured *s, kd_tensor *self, kd_ints dim, bool keepdim,
                             const kd_dtype *dtype) {
   const char *op = "mean";
   kd_status st = check_self(op, self);
@@ -354,7 +354,7 @@ kd_status kd__meta_mean_dim(kd_structured *s, kd_tensor *self, kd_ints dim, bool
   return set_reduced_output(s, 0, self, mask, keepdim, infer_dtype(s, self, dtype));
 }
 
-kd_status kd__native_mean_out_cpu(kd_structured *s, kd_tensor *self, kd_ints dim, bool keepdim,
+kd_status kd__native_mean_out_cpu(kdk_structured *s, kd_tensor *self, kd_ints dim, bool keepdim,
                                   const kd_dtype *dtype, kd_tensor *out) {
   (void)s, (void)dtype;
   kd_dtype dt = kd_tensor_dtype(out);
@@ -375,7 +375,7 @@ kd_status kd__native_mean(kd_tensor *self, const kd_dtype *dtype, kd_tensor **ou
 
 /* ---- prod --------------------------------------------------------------------------- */
 
-kd_status kd__meta_prod_dim_int(kd_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
+kd_status kd__meta_prod_dim_int(kdk_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
                                 const kd_dtype *dtype) {
   const char *op = "prod";
   kd_status st = check_self(op, self);
@@ -387,7 +387,7 @@ kd_status kd__meta_prod_dim_int(kd_structured *s, kd_tensor *self, int64_t dim, 
   return set_reduced_output(s, 0, self, mask, keepdim, infer_dtype(s, self, dtype));
 }
 
-kd_status kd__native_prod_out_cpu(kd_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
+kd_status kd__native_prod_out_cpu(kdk_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
                                   const kd_dtype *dtype, kd_tensor *out) {
   (void)s, (void)dtype;
   kd_ints dims = {&dim, 1};
@@ -405,7 +405,7 @@ kd_status kd__native_prod_all(kd_tensor *self, const kd_dtype *dtype, kd_tensor 
 
 /* ---- amax / amin ----------------------------------------------------------------------- */
 
-static kd_status meta_amaxmin(const char *fn, kd_structured *s, kd_tensor *self, kd_ints dim,
+static kd_status meta_amaxmin(const char *fn, kdk_structured *s, kd_tensor *self, kd_ints dim,
                               bool keepdim) {
   kd_status st = check_self(fn, self);
   if (st) return st;
@@ -432,20 +432,20 @@ static kd_status meta_amaxmin(const char *fn, kd_structured *s, kd_tensor *self,
   return set_reduced_output(s, 0, self, mask, keepdim, dt);
 }
 
-kd_status kd__meta_amax(kd_structured *s, kd_tensor *self, kd_ints dim, bool keepdim) {
+kd_status kd__meta_amax(kdk_structured *s, kd_tensor *self, kd_ints dim, bool keepdim) {
   return meta_amaxmin("amax()", s, self, dim, keepdim);
 }
-kd_status kd__meta_amin(kd_structured *s, kd_tensor *self, kd_ints dim, bool keepdim) {
+kd_status kd__meta_amin(kdk_structured *s, kd_tensor *self, kd_ints dim, bool keepdim) {
   return meta_amaxmin("amin()", s, self, dim, keepdim);
 }
 
-kd_status kd__native_amax_out_cpu(kd_structured *s, kd_tensor *self, kd_ints dim, bool keepdim,
+kd_status kd__native_amax_out_cpu(kdk_structured *s, kd_tensor *self, kd_ints dim, bool keepdim,
                                   kd_tensor *out) {
   (void)s;
   return run_reduction("amax", KD__RED_MAX, self, dim, keepdim, out, NULL, KD_DTYPE_UNDEFINED,
                        false);
 }
-kd_status kd__native_amin_out_cpu(kd_structured *s, kd_tensor *self, kd_ints dim, bool keepdim,
+kd_status kd__native_amin_out_cpu(kdk_structured *s, kd_tensor *self, kd_ints dim, bool keepdim,
                                   kd_tensor *out) {
   (void)s;
   return run_reduction("amin", KD__RED_MIN, self, dim, keepdim, out, NULL, KD_DTYPE_UNDEFINED,
@@ -454,7 +454,7 @@ kd_status kd__native_amin_out_cpu(kd_structured *s, kd_tensor *self, kd_ints dim
 
 /* ---- argmax / argmin -------------------------------------------------------------------- */
 
-static kd_status meta_arg(const char *fn, kd_structured *s, kd_tensor *self, const int64_t *dim,
+static kd_status meta_arg(const char *fn, kdk_structured *s, kd_tensor *self, const int64_t *dim,
                           bool keepdim) {
   kd_status st = check_self(fn, self);
   if (st) return st;
@@ -476,21 +476,21 @@ static kd_status meta_arg(const char *fn, kd_structured *s, kd_tensor *self, con
   return set_reduced_output(s, 0, self, mask, keepdim, KD_INT64);
 }
 
-kd_status kd__meta_argmax(kd_structured *s, kd_tensor *self, const int64_t *dim, bool keepdim) {
+kd_status kd__meta_argmax(kdk_structured *s, kd_tensor *self, const int64_t *dim, bool keepdim) {
   return meta_arg("argmax()", s, self, dim, keepdim);
 }
-kd_status kd__meta_argmin(kd_structured *s, kd_tensor *self, const int64_t *dim, bool keepdim) {
+kd_status kd__meta_argmin(kdk_structured *s, kd_tensor *self, const int64_t *dim, bool keepdim) {
   return meta_arg("argmin()", s, self, dim, keepdim);
 }
 
-kd_status kd__native_argmax_out_cpu(kd_structured *s, kd_tensor *self, const int64_t *dim,
+kd_status kd__native_argmax_out_cpu(kdk_structured *s, kd_tensor *self, const int64_t *dim,
                                     bool keepdim, kd_tensor *out) {
   (void)s;
   kd_ints dims = {dim, dim ? 1 : -1};
   return run_reduction("argmax", KD__RED_ARGMAX, self, dims, keepdim, out, NULL,
                        KD_DTYPE_UNDEFINED, false);
 }
-kd_status kd__native_argmin_out_cpu(kd_structured *s, kd_tensor *self, const int64_t *dim,
+kd_status kd__native_argmin_out_cpu(kdk_structured *s, kd_tensor *self, const int64_t *dim,
                                     bool keepdim, kd_tensor *out) {
   (void)s;
   kd_ints dims = {dim, dim ? 1 : -1};
@@ -500,7 +500,7 @@ kd_status kd__native_argmin_out_cpu(kd_structured *s, kd_tensor *self, const int
 
 /* ---- max.dim / min.dim --------------------------------------------------------------------- */
 
-static kd_status meta_dim_idx(const char *fn, kd_structured *s, kd_tensor *self, int64_t dim,
+static kd_status meta_dim_idx(const char *fn, kdk_structured *s, kd_tensor *self, int64_t dim,
                               bool keepdim, int64_t *pre_dim) {
   kd_status st = check_self(fn, self);
   if (st) return st;
@@ -521,23 +521,23 @@ static kd_status meta_dim_idx(const char *fn, kd_structured *s, kd_tensor *self,
   return KD_OK;
 }
 
-kd_status kd__meta_max_dim(kd_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
+kd_status kd__meta_max_dim(kdk_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
                            kd__precompute_max_dim *pre) {
   return meta_dim_idx("max()", s, self, dim, keepdim, &pre->dim);
 }
-kd_status kd__meta_min_dim(kd_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
+kd_status kd__meta_min_dim(kdk_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
                            kd__precompute_min_dim *pre) {
   return meta_dim_idx("min()", s, self, dim, keepdim, &pre->dim);
 }
 
-kd_status kd__native_max_out_cpu(kd_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
+kd_status kd__native_max_out_cpu(kdk_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
                                  kd_tensor *values, kd_tensor *indices) {
   (void)s;
   kd_ints dims = {&dim, 1};
   return run_reduction("max", KD__RED_ARGMAX, self, dims, keepdim, values, indices,
                        KD_DTYPE_UNDEFINED, false);
 }
-kd_status kd__native_min_out_cpu(kd_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
+kd_status kd__native_min_out_cpu(kdk_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
                                  kd_tensor *values, kd_tensor *indices) {
   (void)s;
   kd_ints dims = {&dim, 1};
@@ -572,7 +572,7 @@ kd_status kd__native_min_all(kd_tensor *self, kd_tensor **out) {
 
 /* ---- all / any ------------------------------------------------------------------------------ */
 
-static kd_status meta_allany(const char *fn, kd_structured *s, kd_tensor *self, kd_ints dim,
+static kd_status meta_allany(const char *fn, kdk_structured *s, kd_tensor *self, kd_ints dim,
                              bool keepdim, int64_t *pre_dim) {
   kd_status st = check_self(fn, self);
   if (st) return st;
@@ -595,45 +595,45 @@ static kd_status meta_allany(const char *fn, kd_structured *s, kd_tensor *self, 
 }
 
 /* all.dim / any.dim need the generated precomputed structs. */
-kd_status kd__meta_all_dim(kd_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
+kd_status kd__meta_all_dim(kdk_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
                            kd__precompute_all_dim *pre) {
   kd_ints dims = {&dim, 1};
   return meta_allany("all", s, self, dims, keepdim, &pre->dim);
 }
-kd_status kd__meta_any_dim(kd_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
+kd_status kd__meta_any_dim(kdk_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
                            kd__precompute_any_dim *pre) {
   kd_ints dims = {&dim, 1};
   return meta_allany("any", s, self, dims, keepdim, &pre->dim);
 }
 
-kd_status kd__meta_all(kd_structured *s, kd_tensor *self) {
+kd_status kd__meta_all(kdk_structured *s, kd_tensor *self) {
   kd_ints all = {NULL, -1};
   return meta_allany("all", s, self, all, false, NULL);
 }
-kd_status kd__meta_any(kd_structured *s, kd_tensor *self) {
+kd_status kd__meta_any(kdk_structured *s, kd_tensor *self) {
   kd_ints all = {NULL, -1};
   return meta_allany("any", s, self, all, false, NULL);
 }
-kd_status kd__native_all_out_cpu(kd_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
+kd_status kd__native_all_out_cpu(kdk_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
                                  kd_tensor *out) {
   (void)s;
   kd_ints dims = {&dim, 1};
   return run_reduction("all", KD__RED_ALL, self, dims, keepdim, out, NULL, KD_DTYPE_UNDEFINED,
                        false);
 }
-kd_status kd__native_any_out_cpu(kd_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
+kd_status kd__native_any_out_cpu(kdk_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
                                  kd_tensor *out) {
   (void)s;
   kd_ints dims = {&dim, 1};
   return run_reduction("any", KD__RED_ANY, self, dims, keepdim, out, NULL, KD_DTYPE_UNDEFINED,
                        false);
 }
-kd_status kd__native_all_all_out_cpu(kd_structured *s, kd_tensor *self, kd_tensor *out) {
+kd_status kd__native_all_all_out_cpu(kdk_structured *s, kd_tensor *self, kd_tensor *out) {
   (void)s;
   kd_ints all = {NULL, -1};
   return run_reduction("all", KD__RED_ALL, self, all, false, out, NULL, KD_DTYPE_UNDEFINED, false);
 }
-kd_status kd__native_any_all_out_cpu(kd_structured *s, kd_tensor *self, kd_tensor *out) {
+kd_status kd__native_any_all_out_cpu(kdk_structured *s, kd_tensor *self, kd_tensor *out) {
   (void)s;
   kd_ints all = {NULL, -1};
   return run_reduction("any", KD__RED_ANY, self, all, false, out, NULL, KD_DTYPE_UNDEFINED, false);
@@ -641,7 +641,7 @@ kd_status kd__native_any_all_out_cpu(kd_structured *s, kd_tensor *self, kd_tenso
 
 /* ---- cumsum ------------------------------------------------------------------------------------ */
 
-kd_status kd__meta_cumsum(kd_structured *s, kd_tensor *self, int64_t dim, const kd_dtype *dtype) {
+kd_status kd__meta_cumsum(kdk_structured *s, kd_tensor *self, int64_t dim, const kd_dtype *dtype) {
   const char *op = "cumsum";
   kd_status st = check_self(op, self);
   if (st || (st = check_dtype_arg(op, dtype))) return st;
@@ -649,16 +649,16 @@ kd_status kd__meta_cumsum(kd_structured *s, kd_tensor *self, int64_t dim, const 
   if ((st = wrap_dim(op, dim, kd_tensor_ndim(self), &d))) return st;
   kd_dtype od;
   if (dtype) od = *dtype;
-  else if (s->mode == KD_STRUCTURED_OUT || s->mode == KD_STRUCTURED_INPLACE) od = kd_tensor_dtype(s->given[0]);
+  else if (s->mode == KDK_STRUCTURED_OUT || s->mode == KDK_STRUCTURED_INPLACE) od = kd_tensor_dtype(s->given[0]);
   else od = promoted_dtype(self, NULL);
-  return kd_structured_set_output(s, 0, kd_tensor_ndim(self), kd_tensor_sizes(self), NULL, od);
+  return kdk_structured_set_output(s, 0, kd_tensor_ndim(self), kd_tensor_sizes(self), NULL, od);
 }
 
 /* An iterator whose row is `dim` (out and the input keep self's shape), as
  * PyTorch's cumulative kernels squash that dim out of a TensorIterator. The
  * input is self converted to out's dtype; it is a copy also when self shares
  * out's storage (cumsum_ writes self while reading it). */
-kd_status kd__native_cumsum_out_cpu(kd_structured *s, kd_tensor *self, int64_t dim,
+kd_status kd__native_cumsum_out_cpu(kdk_structured *s, kd_tensor *self, int64_t dim,
                                     const kd_dtype *dtype, kd_tensor *out) {
   (void)s, (void)dtype;
   const char *op = "cumsum";
@@ -676,18 +676,18 @@ kd_status kd__native_cumsum_out_cpu(kd_structured *s, kd_tensor *self, int64_t d
   } else if ((st = kd_tensor_to_dtype(self, dt, &in))) {
     return st;
   }
-  kd_iter it;
-  kd_iter_init(&it, NULL);
-  kd_iter_set_op_name(&it, op);
-  kd_iter_add_output(&it, out);
-  kd_iter_add_input(&it, in);
-  kd_iter_set_row_dim(&it, dim);
-  st = kd_iter_build(&it);
+  kdk_iter it;
+  kdk_iter_init(&it, NULL);
+  kdk_iter_set_op_name(&it, op);
+  kdk_iter_add_output(&it, out);
+  kdk_iter_add_input(&it, in);
+  kdk_iter_set_row_dim(&it, dim);
+  st = kdk_iter_build(&it);
   if (!st) {
     kd__cumsum_fn *fn = KD_STUB(cumsum_stub);
     st = fn ? fn(&it) : kd_set_error(KD_EINTERNAL, "%s: no cumsum kernel", op);
   }
-  kd_iter_release(&it);
+  kdk_iter_release(&it);
   kd_tensor_release(in);
   return st;
 }

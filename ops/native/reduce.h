@@ -4,7 +4,7 @@
  * max.dim, min.dim, max, min, all, any, cumsum) and ops/cpu/reduce.c (the
  * typed loops, compiled once per CPU capability). Private to libkdops.
  *
- * The impl functions build a kd_iter in reduction mode (PyTorch's
+ * The impl functions build a kdk_iter in reduction mode (PyTorch's
  * make_reduction: the outputs the meta functions set up, the input converted
  * to the computation dtype) and hand it to reduce_stub, which runs the loops
  * over the iterator's rows (ops/src/iter.h, "Reductions and rows"); several
@@ -33,7 +33,7 @@ typedef enum kd__red_kind {
   KD__RED_ARGMIN = 8,
 } kd__red_kind;
 
-/* Runs reduction `kind` over `it`, a reduction iterator (kd_iter_set_reduction)
+/* Runs reduction `kind` over `it`, a reduction iterator (kdk_iter_set_reduction)
  * with one input (the last operand) and these outputs:
  *   SUM, PROD, MEAN, MAX, MIN: one, of the input's dtype (mean: floating or
  *     complex);
@@ -44,12 +44,12 @@ typedef enum kd__red_kind {
  * Runs over threads above KD_GRAIN_SIZE elements, a single long row in
  * pieces. Nothing on meta. KD_ETYPE ("\"sum_cpu\" not implemented for
  * 'complex64'") when no loop handles the dtypes; nothing is written then. */
-typedef kd_status kd__reduce_fn(const kd_iter *it, kd__red_kind kind);
+typedef kd_status kd__reduce_fn(const kdk_iter *it, kd__red_kind kind);
 KD_DECLARE_STUB(reduce_stub, kd__reduce_fn);
 
-/* Cumulative sum along the row of `it` (kd_iter_set_row_dim): output 0 and
+/* Cumulative sum along the row of `it` (kdk_iter_set_row_dim): output 0 and
  * input 1 of the same dtype; rows over threads. KD_ETYPE as reduce_stub. */
-typedef kd_status kd__cumsum_fn(const kd_iter *it);
+typedef kd_status kd__cumsum_fn(const kdk_iter *it);
 KD_DECLARE_STUB(cumsum_stub, kd__cumsum_fn);
 
 /* ---- Kernels (ops/native/reduce.c) ------------------------------------------------
@@ -59,61 +59,61 @@ KD_DECLARE_STUB(cumsum_stub, kd__cumsum_fn);
  * generated headers only. */
 #include "structured.h"
 
-kd_status kd__meta_sum_dim_IntList(kd_structured *s, kd_tensor *self, kd_ints dim, bool keepdim,
+kd_status kd__meta_sum_dim_IntList(kdk_structured *s, kd_tensor *self, kd_ints dim, bool keepdim,
                                    const kd_dtype *dtype);
-kd_status kd__native_sum_out_cpu(kd_structured *s, kd_tensor *self, kd_ints dim, bool keepdim,
+kd_status kd__native_sum_out_cpu(kdk_structured *s, kd_tensor *self, kd_ints dim, bool keepdim,
                                  const kd_dtype *dtype, kd_tensor *out);
-kd_status kd__meta_mean_dim(kd_structured *s, kd_tensor *self, kd_ints dim, bool keepdim,
+kd_status kd__meta_mean_dim(kdk_structured *s, kd_tensor *self, kd_ints dim, bool keepdim,
                             const kd_dtype *dtype);
-kd_status kd__native_mean_out_cpu(kd_structured *s, kd_tensor *self, kd_ints dim, bool keepdim,
+kd_status kd__native_mean_out_cpu(kdk_structured *s, kd_tensor *self, kd_ints dim, bool keepdim,
                                   const kd_dtype *dtype, kd_tensor *out);
-kd_status kd__meta_prod_dim_int(kd_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
+kd_status kd__meta_prod_dim_int(kdk_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
                                 const kd_dtype *dtype);
-kd_status kd__native_prod_out_cpu(kd_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
+kd_status kd__native_prod_out_cpu(kdk_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
                                   const kd_dtype *dtype, kd_tensor *out);
 /* prod(): CPU, Meta: prod_all. */
 kd_status kd__native_prod_all(kd_tensor *self, const kd_dtype *dtype, kd_tensor **out);
-kd_status kd__meta_amax(kd_structured *s, kd_tensor *self, kd_ints dim, bool keepdim);
-kd_status kd__meta_amin(kd_structured *s, kd_tensor *self, kd_ints dim, bool keepdim);
-kd_status kd__native_amax_out_cpu(kd_structured *s, kd_tensor *self, kd_ints dim, bool keepdim,
+kd_status kd__meta_amax(kdk_structured *s, kd_tensor *self, kd_ints dim, bool keepdim);
+kd_status kd__meta_amin(kdk_structured *s, kd_tensor *self, kd_ints dim, bool keepdim);
+kd_status kd__native_amax_out_cpu(kdk_structured *s, kd_tensor *self, kd_ints dim, bool keepdim,
                                   kd_tensor *out);
-kd_status kd__native_amin_out_cpu(kd_structured *s, kd_tensor *self, kd_ints dim, bool keepdim,
+kd_status kd__native_amin_out_cpu(kdk_structured *s, kd_tensor *self, kd_ints dim, bool keepdim,
                                   kd_tensor *out);
-kd_status kd__meta_argmax(kd_structured *s, kd_tensor *self, const int64_t *dim, bool keepdim);
-kd_status kd__meta_argmin(kd_structured *s, kd_tensor *self, const int64_t *dim, bool keepdim);
-kd_status kd__native_argmax_out_cpu(kd_structured *s, kd_tensor *self, const int64_t *dim,
+kd_status kd__meta_argmax(kdk_structured *s, kd_tensor *self, const int64_t *dim, bool keepdim);
+kd_status kd__meta_argmin(kdk_structured *s, kd_tensor *self, const int64_t *dim, bool keepdim);
+kd_status kd__native_argmax_out_cpu(kdk_structured *s, kd_tensor *self, const int64_t *dim,
                                     bool keepdim, kd_tensor *out);
-kd_status kd__native_argmin_out_cpu(kd_structured *s, kd_tensor *self, const int64_t *dim,
+kd_status kd__native_argmin_out_cpu(kdk_structured *s, kd_tensor *self, const int64_t *dim,
                                     bool keepdim, kd_tensor *out);
-kd_status kd__native_max_out_cpu(kd_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
+kd_status kd__native_max_out_cpu(kdk_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
                                  kd_tensor *values, kd_tensor *indices);
-kd_status kd__native_min_out_cpu(kd_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
+kd_status kd__native_min_out_cpu(kdk_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
                                  kd_tensor *values, kd_tensor *indices);
 /* max(), min(): CPU, Meta: max_all / min_all. */
 kd_status kd__native_max_all(kd_tensor *self, kd_tensor **out);
 kd_status kd__native_min_all(kd_tensor *self, kd_tensor **out);
-kd_status kd__meta_all(kd_structured *s, kd_tensor *self);
-kd_status kd__meta_any(kd_structured *s, kd_tensor *self);
-kd_status kd__native_all_out_cpu(kd_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
+kd_status kd__meta_all(kdk_structured *s, kd_tensor *self);
+kd_status kd__meta_any(kdk_structured *s, kd_tensor *self);
+kd_status kd__native_all_out_cpu(kdk_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
                                  kd_tensor *out);
-kd_status kd__native_any_out_cpu(kd_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
+kd_status kd__native_any_out_cpu(kdk_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
                                  kd_tensor *out);
-kd_status kd__native_all_all_out_cpu(kd_structured *s, kd_tensor *self, kd_tensor *out);
-kd_status kd__native_any_all_out_cpu(kd_structured *s, kd_tensor *self, kd_tensor *out);
-kd_status kd__meta_cumsum(kd_structured *s, kd_tensor *self, int64_t dim, const kd_dtype *dtype);
-kd_status kd__native_cumsum_out_cpu(kd_structured *s, kd_tensor *self, int64_t dim,
+kd_status kd__native_all_all_out_cpu(kdk_structured *s, kd_tensor *self, kd_tensor *out);
+kd_status kd__native_any_all_out_cpu(kdk_structured *s, kd_tensor *self, kd_tensor *out);
+kd_status kd__meta_cumsum(kdk_structured *s, kd_tensor *self, int64_t dim, const kd_dtype *dtype);
+kd_status kd__native_cumsum_out_cpu(kdk_structured *s, kd_tensor *self, int64_t dim,
                                     const kd_dtype *dtype, kd_tensor *out);
 /* Composites (generated builds only): sum(), mean(). */
 kd_status kd__native_sum(kd_tensor *self, const kd_dtype *dtype, kd_tensor **out);
 kd_status kd__native_mean(kd_tensor *self, const kd_dtype *dtype, kd_tensor **out);
 
 /* softmax.c */
-kd_status kd__meta__softmax(kd_structured *s, kd_tensor *self, int64_t dim, bool half_to_float);
-kd_status kd__meta__log_softmax(kd_structured *s, kd_tensor *self, int64_t dim,
+kd_status kd__meta__softmax(kdk_structured *s, kd_tensor *self, int64_t dim, bool half_to_float);
+kd_status kd__meta__log_softmax(kdk_structured *s, kd_tensor *self, int64_t dim,
                                 bool half_to_float);
-kd_status kd__native_softmax_cpu_out(kd_structured *s, kd_tensor *self, int64_t dim,
+kd_status kd__native_softmax_cpu_out(kdk_structured *s, kd_tensor *self, int64_t dim,
                                      bool half_to_float, kd_tensor *out);
-kd_status kd__native_log_softmax_cpu_out(kd_structured *s, kd_tensor *self, int64_t dim,
+kd_status kd__native_log_softmax_cpu_out(kdk_structured *s, kd_tensor *self, int64_t dim,
                                          bool half_to_float, kd_tensor *out);
 kd_status kd__native_softmax_int(kd_tensor *self, int64_t dim, const kd_dtype *dtype,
                                  kd_tensor **out);

@@ -18,7 +18,7 @@
 #include "kdgen_all_native.h"
 #include "kd/ops_all.h"
 
-static kd_status softmax_meta(const char *op, kd_structured *s, kd_tensor *self, int64_t dim,
+static kd_status softmax_meta(const char *op, kdk_structured *s, kd_tensor *self, int64_t dim,
                               bool half_to_float) {
   if (!self) return kd_set_error(KD_EINVAL, "%s: self is NULL", op);
   int ndim = kd_tensor_ndim(self);
@@ -29,13 +29,13 @@ static kd_status softmax_meta(const char *op, kd_structured *s, kd_tensor *self,
                         "got %lld)",
                         op, (long long)-n, (long long)(n - 1), (long long)dim);
   kd_dtype dt = half_to_float ? KD_FLOAT32 : kd_tensor_dtype(self);
-  return kd_structured_set_output(s, 0, ndim, kd_tensor_sizes(self), NULL, dt);
+  return kdk_structured_set_output(s, 0, ndim, kd_tensor_sizes(self), NULL, dt);
 }
 
-kd_status kd__meta__softmax(kd_structured *s, kd_tensor *self, int64_t dim, bool half_to_float) {
+kd_status kd__meta__softmax(kdk_structured *s, kd_tensor *self, int64_t dim, bool half_to_float) {
   return softmax_meta("_softmax", s, self, dim, half_to_float);
 }
-kd_status kd__meta__log_softmax(kd_structured *s, kd_tensor *self, int64_t dim,
+kd_status kd__meta__log_softmax(kdk_structured *s, kd_tensor *self, int64_t dim,
                                 bool half_to_float) {
   return softmax_meta("_log_softmax", s, self, dim, half_to_float);
 }
@@ -130,12 +130,12 @@ static kd_status softmax_impl(const char *op, kd_tensor *self, int64_t dim, bool
   return KD_OK;
 }
 
-kd_status kd__native_softmax_cpu_out(kd_structured *s, kd_tensor *self, int64_t dim,
+kd_status kd__native_softmax_cpu_out(kdk_structured *s, kd_tensor *self, int64_t dim,
                                      bool half_to_float, kd_tensor *out) {
   (void)s;
   return softmax_impl("_softmax", self, dim, half_to_float, false, out);
 }
-kd_status kd__native_log_softmax_cpu_out(kd_structured *s, kd_tensor *self, int64_t dim,
+kd_status kd__native_log_softmax_cpu_out(kdk_structured *s, kd_tensor *self, int64_t dim,
                                          bool half_to_float, kd_tensor *out) {
   (void)s;
   return softmax_impl("_log_softmax", self, dim, half_to_float, true, out);

@@ -73,22 +73,22 @@ const char *kd__unary_kernel_name(kd__unary_op op) {
 }
 
 /* Runs loop `op` (the stub checks the dtype). */
-static kd_status run(kd_iter *iter, kd__unary_op op, const kd__unary_extra *extra) {
+static kd_status run(kdk_iter *iter, kd__unary_op op, const kd__unary_extra *extra) {
   kd__unary_fn *fn = KD_STUB(unary_stub);
   if (!fn) return kd_set_error(KD_EINTERNAL, "%s: the unary stub has no kernel", kd__unary_kernel_name(op));
   return fn(iter, op, extra);
 }
 
-static const char *op_name(const kd_structured *s) { return s && s->op ? s->op : "unary operator"; }
+static const char *op_name(const kdk_structured *s) { return s && s->op ? s->op : "unary operator"; }
 
 /* ---- Structured: floating operators (integers promote to the default dtype) ----- */
 
 #define KD__FLOAT_UNARY(name, OP)                                                        \
-  kd_status kd__meta_##name(kd_structured *s, kd_iter *iter, kd_tensor *self) {          \
+  kd_status kd__meta_##name(kdk_structured *s, kdk_iter *iter, kd_tensor *self) {          \
     (void)s;                                                                             \
-    return kd_iter_build_unary_float_op(iter, NULL, self);                               \
+    return kdk_iter_build_unary_float_op(iter, NULL, self);                               \
   }                                                                                      \
-  kd_status kd__native_##name##_out(kd_structured *s, kd_iter *iter, kd_tensor *self,   \
+  kd_status kd__native_##name##_out(kdk_structured *s, kdk_iter *iter, kd_tensor *self,   \
                                     kd_tensor *out) {                                    \
     (void)s, (void)self, (void)out;                                                      \
     return run(iter, OP, NULL);                                                          \
@@ -112,25 +112,25 @@ KD__FLOAT_UNARY(reciprocal, KD__UNARY_RECIPROCAL)
 
 /* PRE: checks on self before the iterator is built (NULL-safe: self exists). */
 #define KD__SAME_UNARY(name, OP, CHECK)                                                  \
-  kd_status kd__meta_##name(kd_structured *s, kd_iter *iter, kd_tensor *self) {          \
+  kd_status kd__meta_##name(kdk_structured *s, kdk_iter *iter, kd_tensor *self) {          \
     if (self) {                                                                          \
       kd_status st_ = CHECK(s, self);                                                    \
       if (st_) return st_;                                                               \
     }                                                                                    \
-    return kd_iter_build_unary_op(iter, NULL, self);                                     \
+    return kdk_iter_build_unary_op(iter, NULL, self);                                     \
   }                                                                                      \
-  kd_status kd__native_##name##_out(kd_structured *s, kd_iter *iter, kd_tensor *self,   \
+  kd_status kd__native_##name##_out(kdk_structured *s, kdk_iter *iter, kd_tensor *self,   \
                                     kd_tensor *out) {                                    \
     (void)s, (void)self, (void)out;                                                      \
     return run(iter, OP, NULL);                                                          \
   }
 
-static kd_status check_none(const kd_structured *s, const kd_tensor *self) {
+static kd_status check_none(const kdk_structured *s, const kd_tensor *self) {
   (void)s, (void)self;
   return KD_OK;
 }
 
-static kd_status check_neg(const kd_structured *s, const kd_tensor *self) {
+static kd_status check_neg(const kdk_structured *s, const kd_tensor *self) {
   if (kd_tensor_dtype(self) == KD_BOOL)
     return kd_set_error(KD_ETYPE,
                         "%s: Negation, the `-` operator, on a bool tensor is not supported. If you "
@@ -140,7 +140,7 @@ static kd_status check_neg(const kd_structured *s, const kd_tensor *self) {
   return KD_OK;
 }
 
-static kd_status check_sign(const kd_structured *s, const kd_tensor *self) {
+static kd_status check_sign(const kdk_structured *s, const kd_tensor *self) {
   if (kd_dtype_is_complex(kd_tensor_dtype(self)))
     return kd_set_error(KD_ETYPE,
                         "%s: Unlike NumPy, torch.sign is not intended to support complex numbers. "
@@ -150,7 +150,7 @@ static kd_status check_sign(const kd_structured *s, const kd_tensor *self) {
 }
 
 #define KD__CHECK_NOT_COMPLEX(fn, what)                                                      \
-  static kd_status fn(const kd_structured *s, const kd_tensor *self) {                       \
+  static kd_status fn(const kdk_structured *s, const kd_tensor *self) {                       \
     if (kd_dtype_is_complex(kd_tensor_dtype(self)))                                          \
       return kd_set_error(KD_ETYPE, "%s: " what " is not supported for complex inputs (got %s)", \
                           op_name(s), kd_dtype_name(kd_tensor_dtype(self)));                 \
@@ -173,16 +173,16 @@ KD__SAME_UNARY(round, KD__UNARY_ROUND, check_none)
 
 /* round.decimals: floating dtypes only, also for decimals == 0 (PyTorch's
  * round_decimals_out runs round_stub then, which has no integer loop). */
-kd_status kd__meta_round_decimals(kd_structured *s, kd_iter *iter, kd_tensor *self,
+kd_status kd__meta_round_decimals(kdk_structured *s, kdk_iter *iter, kd_tensor *self,
                                   int64_t decimals) {
   (void)s, (void)decimals;
-  return kd_iter_build_unary_op(iter, NULL, self);
+  return kdk_iter_build_unary_op(iter, NULL, self);
 }
 
-kd_status kd__native_round_decimals_out(kd_structured *s, kd_iter *iter, kd_tensor *self,
+kd_status kd__native_round_decimals_out(kdk_structured *s, kdk_iter *iter, kd_tensor *self,
                                         int64_t decimals, kd_tensor *out) {
   (void)self, (void)out;
-  kd_dtype dt = kd_iter_input_dtype(iter, 0);
+  kd_dtype dt = kdk_iter_input_dtype(iter, 0);
   if (!kd_dtype_is_floating(dt))
     return kd_set_error(KD_ETYPE, "%s: \"round_cpu\" not implemented for '%s'", op_name(s),
                         kd_dtype_name(dt));
@@ -197,7 +197,7 @@ kd_status kd__native_round_decimals_out(kd_structured *s, kd_iter *iter, kd_tens
 }
 
 /* gelu: approximate is 'none' or 'tanh'. */
-static kd_status gelu_kind(const kd_structured *s, const char *approximate, bool *tanh_kind) {
+static kd_status gelu_kind(const kdk_structured *s, const char *approximate, bool *tanh_kind) {
   if (!approximate || !strcmp(approximate, "none")) {
     *tanh_kind = false;
     return KD_OK;
@@ -211,14 +211,14 @@ static kd_status gelu_kind(const kd_structured *s, const char *approximate, bool
                       op_name(s), approximate);
 }
 
-kd_status kd__meta_gelu(kd_structured *s, kd_iter *iter, kd_tensor *self, const char *approximate) {
+kd_status kd__meta_gelu(kdk_structured *s, kdk_iter *iter, kd_tensor *self, const char *approximate) {
   bool t;
   kd_status st = gelu_kind(s, approximate, &t);
   if (st) return st;
-  return kd_iter_build_unary_op(iter, NULL, self);
+  return kdk_iter_build_unary_op(iter, NULL, self);
 }
 
-kd_status kd__native_gelu_out_cpu(kd_structured *s, kd_iter *iter, kd_tensor *self,
+kd_status kd__native_gelu_out_cpu(kdk_structured *s, kdk_iter *iter, kd_tensor *self,
                                   const char *approximate, kd_tensor *out) {
   (void)self, (void)out;
   bool t;
@@ -232,51 +232,51 @@ kd_status kd__native_gelu_out_cpu(kd_structured *s, kd_iter *iter, kd_tensor *se
 /* Runs one hand-made structured call: mode, output (given or NULL), a builder
  * for the iterator, the loop. Meta tensors: build only. `take` receives a
  * functional call's output. */
-typedef kd_status (*builder)(kd_iter *it, kd_tensor *self);
+typedef kd_status (*builder)(kdk_iter *it, kd_tensor *self);
 
-static kd_status run_call(const char *op, kd_structured_mode mode, kd_tensor *given,
+static kd_status run_call(const char *op, kdk_structured_mode mode, kd_tensor *given,
                           kd_tensor *self, builder build, kd__unary_op loop, kd_tensor **take) {
   if (!self) return kd_set_error(KD_EINVAL, "%s: self is NULL: expected a tensor", op);
-  if (mode != KD_STRUCTURED_FUNCTIONAL && !given)
+  if (mode != KDK_STRUCTURED_FUNCTIONAL && !given)
     return kd_set_error(KD_EINVAL, "%s: out is NULL: expected a tensor", op);
   kd_device dev = kd_tensor_device(self);
   bool meta = dev.type == KD_DEVICE_META;
-  if (meta && mode == KD_STRUCTURED_FUNCTIONAL) mode = KD_STRUCTURED_META;
-  kd_structured s;
+  if (meta && mode == KDK_STRUCTURED_FUNCTIONAL) mode = KDK_STRUCTURED_META;
+  kdk_structured s;
   kd_tensor *g[1] = {given};
-  kd_structured_init(&s, op, mode, 1, mode == KD_STRUCTURED_FUNCTIONAL || mode == KD_STRUCTURED_META ? NULL : g, dev);
-  kd_iter it;
-  kd_iter_init(&it, &s);
+  kdk_structured_init(&s, op, mode, 1, mode == KDK_STRUCTURED_FUNCTIONAL || mode == KDK_STRUCTURED_META ? NULL : g, dev);
+  kdk_iter it;
+  kdk_iter_init(&it, &s);
   kd_status st = build(&it, self);
-  if (!st && !kd_iter_is_meta(&it)) st = run(&it, loop, NULL);
-  if (!st) st = kd_iter_finish(&it);
-  if (!st) st = kd_structured_finish(&s);
-  kd_iter_release(&it);
+  if (!st && !kdk_iter_is_meta(&it)) st = run(&it, loop, NULL);
+  if (!st) st = kdk_iter_finish(&it);
+  if (!st) st = kdk_structured_finish(&s);
+  kdk_iter_release(&it);
   kd_tensor *t[1] = {NULL};
-  bool functional = mode == KD_STRUCTURED_FUNCTIONAL || mode == KD_STRUCTURED_META;
-  kd_structured_release(&s, functional && !st ? t : NULL);
+  bool functional = mode == KDK_STRUCTURED_FUNCTIONAL || mode == KDK_STRUCTURED_META;
+  kdk_structured_release(&s, functional && !st ? t : NULL);
   if (take) *take = t[0];
   return st;
 }
 
-static kd_status build_unary(kd_iter *it, kd_tensor *self) {
-  return kd_iter_build_unary_op(it, NULL, self);
+static kd_status build_unary(kdk_iter *it, kd_tensor *self) {
+  return kdk_iter_build_unary_op(it, NULL, self);
 }
 
 /* complex in, its real dtype out: no dtype check, no promotion. */
-static kd_status build_to_real(kd_iter *it, kd_tensor *self) {
-  kd_iter_add_output(it, NULL);
-  kd_iter_add_input(it, self);
-  kd_iter_check_all_same_dtype(it, false);
-  return kd_iter_build(it);
+static kd_status build_to_real(kdk_iter *it, kd_tensor *self) {
+  kdk_iter_add_output(it, NULL);
+  kdk_iter_add_input(it, self);
+  kdk_iter_check_all_same_dtype(it, false);
+  return kdk_iter_build(it);
 }
 
 /* logical_not: any dtype in, the output's own dtype out. */
-static kd_status build_any(kd_iter *it, kd_tensor *self) {
-  kd_iter_add_output(it, NULL);
-  kd_iter_add_input(it, self);
-  kd_iter_check_all_same_dtype(it, false);
-  return kd_iter_build(it);
+static kd_status build_any(kdk_iter *it, kd_tensor *self) {
+  kdk_iter_add_output(it, NULL);
+  kdk_iter_add_input(it, self);
+  kdk_iter_check_all_same_dtype(it, false);
+  return kdk_iter_build(it);
 }
 
 /* |self| of a complex self in its real dtype, then resized into `out` (of
@@ -287,15 +287,15 @@ static kd_status abs_to_real_cast(const char *op, kd_tensor *self, kd_tensor *ou
   kd_status st = kd_tensor_empty(1, (int64_t[]){0}, kd_dtype_to_real(kd_tensor_dtype(self)),
                                  kd_tensor_device(self), &r);
   if (st) return st;
-  st = run_call(op, KD_STRUCTURED_OUT, r, self, build_to_real, KD__UNARY_ABS_TO_REAL, NULL);
+  st = run_call(op, KDK_STRUCTURED_OUT, r, self, build_to_real, KD__UNARY_ABS_TO_REAL, NULL);
   if (!st) {
-    kd_structured s;
-    kd_structured_init(&s, op, KD_STRUCTURED_OUT, 1, (kd_tensor *[]){out}, kd_tensor_device(out));
-    st = kd_structured_set_output(&s, 0, kd_tensor_ndim(r), kd_tensor_sizes(r), NULL,
+    kdk_structured s;
+    kdk_structured_init(&s, op, KDK_STRUCTURED_OUT, 1, (kd_tensor *[]){out}, kd_tensor_device(out));
+    st = kdk_structured_set_output(&s, 0, kd_tensor_ndim(r), kd_tensor_sizes(r), NULL,
                                   kd_tensor_dtype(out));
-    if (!st) st = kd_tensor_copy_(kd_structured_output(&s, 0), r);
-    if (!st) st = kd_structured_finish(&s);
-    kd_structured_release(&s, NULL);
+    if (!st) st = kd_tensor_copy_(kdk_structured_output(&s, 0), r);
+    if (!st) st = kdk_structured_finish(&s);
+    kdk_structured_release(&s, NULL);
   }
   kd_tensor_release(r);
   return st;
@@ -312,14 +312,14 @@ kd_status kd__native_abs_out(kd_tensor *self, kd_tensor *out) {
      * too); an integral or bool out is refused. */
     kd_dtype real = kd_dtype_to_real(dt);
     if (odt == real)
-      return run_call(op, KD_STRUCTURED_OUT, out, self, build_to_real, KD__UNARY_ABS_TO_REAL,
+      return run_call(op, KDK_STRUCTURED_OUT, out, self, build_to_real, KD__UNARY_ABS_TO_REAL,
                       NULL);
     if (!kd__can_cast(real, odt))
       return kd_set_error(KD_ETYPE, "%s: result type %s can't be cast to the desired output type %s",
                           op, kd_dtype_name(real), kd_dtype_name(odt));
     return abs_to_real_cast(op, self, out);
   }
-  return run_call(op, KD_STRUCTURED_OUT, out, self, build_unary, KD__UNARY_ABS, NULL);
+  return run_call(op, KDK_STRUCTURED_OUT, out, self, build_unary, KD__UNARY_ABS, NULL);
 }
 
 /* out = empty of dtype dt (0 elements, so the out kernel just sizes it), then
@@ -359,7 +359,7 @@ kd_status kd__native_abs_(kd_tensor *self) {
 }
 
 kd_status kd__native_logical_not_out(kd_tensor *self, kd_tensor *out) {
-  return run_call("aten::logical_not.out", KD_STRUCTURED_OUT, out, self, build_any,
+  return run_call("aten::logical_not.out", KDK_STRUCTURED_OUT, out, self, build_any,
                   KD__UNARY_LOGICAL_NOT, NULL);
 }
 
@@ -389,12 +389,12 @@ kd_status kd__native_relu(kd_tensor *self, kd_tensor **out) {
   *out = NULL;
   kd_status st = check_relu(op, self);
   if (st) return st;
-  return run_call(op, KD_STRUCTURED_FUNCTIONAL, NULL, self, build_unary, KD__UNARY_RELU, out);
+  return run_call(op, KDK_STRUCTURED_FUNCTIONAL, NULL, self, build_unary, KD__UNARY_RELU, out);
 }
 
 kd_status kd__native_relu_(kd_tensor *self) {
   static const char op[] = "aten::relu_";
   kd_status st = check_relu(op, self);
   if (st) return st;
-  return run_call(op, KD_STRUCTURED_INPLACE, self, self, build_unary, KD__UNARY_RELU, NULL);
+  return run_call(op, KDK_STRUCTURED_INPLACE, self, self, build_unary, KD__UNARY_RELU, NULL);
 }

@@ -61,7 +61,7 @@ const char *kd__unary_kernel_name(kd__unary_op op);
  * output's, except for ABS_TO_REAL and LOGICAL_NOT). KD_ETYPE ("\"exp_cpu\" not
  * implemented for 'int64'") when the operator has no loop for that dtype;
  * nothing is written then. `extra` may be NULL for loops that read none. */
-typedef kd_status kd__unary_fn(kd_iter *iter, kd__unary_op op, const kd__unary_extra *extra);
+typedef kd_status kd__unary_fn(kdk_iter *iter, kd__unary_op op, const kd__unary_extra *extra);
 KD_DECLARE_STUB(unary_stub, kd__unary_fn);
 
 /* ---- Kernels (docs/CODEGEN.md; with kdgen also declared by the generated
@@ -72,18 +72,18 @@ KD_DECLARE_STUB(unary_stub, kd__unary_fn);
   X(neg) X(sign) X(floor) X(ceil) X(trunc) X(round) X(exp) X(log) X(log1p) \
   X(expm1) X(sqrt) X(rsqrt) X(sin) X(cos) X(tan) X(tanh) X(sigmoid) X(erf) X(reciprocal)
 #define KD__UNARY_DECLARE(name)                                                          \
-  kd_status kd__meta_##name(kd_structured *s, kd_iter *iter, kd_tensor *self);           \
-  kd_status kd__native_##name##_out(kd_structured *s, kd_iter *iter, kd_tensor *self,   \
+  kd_status kd__meta_##name(kdk_structured *s, kdk_iter *iter, kd_tensor *self);           \
+  kd_status kd__native_##name##_out(kdk_structured *s, kdk_iter *iter, kd_tensor *self,   \
                                     kd_tensor *out);
 KD__UNARY_STRUCTURED(KD__UNARY_DECLARE)
 #undef KD__UNARY_DECLARE
 
-kd_status kd__meta_round_decimals(kd_structured *s, kd_iter *iter, kd_tensor *self,
+kd_status kd__meta_round_decimals(kdk_structured *s, kdk_iter *iter, kd_tensor *self,
                                   int64_t decimals);
-kd_status kd__native_round_decimals_out(kd_structured *s, kd_iter *iter, kd_tensor *self,
+kd_status kd__native_round_decimals_out(kdk_structured *s, kdk_iter *iter, kd_tensor *self,
                                         int64_t decimals, kd_tensor *out);
-kd_status kd__meta_gelu(kd_structured *s, kd_iter *iter, kd_tensor *self, const char *approximate);
-kd_status kd__native_gelu_out_cpu(kd_structured *s, kd_iter *iter, kd_tensor *self,
+kd_status kd__meta_gelu(kdk_structured *s, kdk_iter *iter, kd_tensor *self, const char *approximate);
+kd_status kd__native_gelu_out_cpu(kdk_structured *s, kdk_iter *iter, kd_tensor *self,
                                   const char *approximate, kd_tensor *out);
 
 /* Not structured: abs and logical_not (CompositeExplicitAutograd functional

@@ -1,5 +1,5 @@
 /*
- * iter.c: kd_iter, PyTorch's TensorIterator (iter.h).
+ * iter.c: kdk_iter, PyTorch's TensorIterator (iter.h).
  *
  * build follows TensorIteratorBase::build: operands, memory-overlap checks,
  * broadcast shape, output resize marks, dtypes (with casts), a fast set-up
@@ -17,7 +17,7 @@
 
 /* Only the owned operands need anything; the rest are forgotten with
  * ntensors (every reader stops at ntensors). */
-void kd__iter_release_owned(kd_iter *it) {
+void kdk__iter_release_owned(kdk_iter *it) {
   for (unsigned o = it->owned; o; o &= o - 1) {
     int k = __builtin_ctz(o);
     kd_tensor_release(it->tensors[k]);
@@ -28,14 +28,14 @@ void kd__iter_release_owned(kd_iter *it) {
 
 /* ---- Configuration ----------------------------------------------------------- */
 
-static void cfg_error(kd_iter *it, kd_status st, const char *what) {
+static void cfg_error(kdk_iter *it, kd_status st, const char *what) {
   if (it->cfg_status) return;
   it->cfg_status = st;
   it->cfg_msg = what;
 }
 
-static bool add_operand(kd_iter *it, kd_tensor *t) {
-  if (it->ntensors >= KD_ITER_MAX_TENSORS) {
+static bool add_operand(kdk_iter *it, kd_tensor *t) {
+  if (it->ntensors >= KDK_ITER_MAX_TENSORS) {
     cfg_error(it, KD_EINVAL, "too many operands for the tensor iterator (at most 8)");
     return false;
   }
@@ -46,7 +46,7 @@ static bool add_operand(kd_iter *it, kd_tensor *t) {
   return true;
 }
 
-void kd__iter_add_output_slow(kd_iter *it, kd_tensor *out, kd_dtype dtype) {
+void kdk__iter_add_output_slow(kdk_iter *it, kd_tensor *out, kd_dtype dtype) {
   if (it->ntensors != it->noutputs) {
     cfg_error(it, KD_EINVAL, "tensor iterator: outputs must be added before inputs");
     return;
@@ -55,7 +55,7 @@ void kd__iter_add_output_slow(kd_iter *it, kd_tensor *out, kd_dtype dtype) {
   it->out_dtype[it->noutputs++] = dtype;
 }
 
-void kd__iter_add_input_slow(kd_iter *it, const kd_tensor *in) {
+void kdk__iter_add_input_slow(kdk_iter *it, const kd_tensor *in) {
   if (!in) {
     cfg_error(it, KD_EINVAL, "tensor iterator: an input is NULL");
     return;
@@ -63,7 +63,7 @@ void kd__iter_add_input_slow(kd_iter *it, const kd_tensor *in) {
   add_operand(it, (kd_tensor *)in);
 }
 
-void kd_iter_add_owned_input(kd_iter *it, kd_tensor *in) {
+void kdk_iter_add_owned_input(kdk_iter *it, kd_tensor *in) {
   if (!in) {
     cfg_error(it, KD_EINVAL, "tensor iterator: an input is NULL");
     return;
@@ -74,7 +74,7 @@ void kd_iter_add_owned_input(kd_iter *it, kd_tensor *in) {
     kd_tensor_release(in);
 }
 
-void kd_iter_declare_static_shape(kd_iter *it, int ndim, const int64_t *shape) {
+void kdk_iter_declare_static_shape(kdk_iter *it, int ndim, const int64_t *shape) {
   if (ndim < 0 || ndim > KD_MAX_DIMS) {
     cfg_error(it, KD_EINVAL, "tensor iterator: static shape with a bad number of dimensions");
     return;
@@ -83,19 +83,19 @@ void kd_iter_declare_static_shape(kd_iter *it, int ndim, const int64_t *shape) {
   for (int d = 0; d < ndim; d++) it->static_shape[d] = shape[d];
 }
 
-void kd_iter_set_reduction(kd_iter *it, const int64_t *dims, int n, bool keepdim) {
+void kdk_iter_set_reduction(kdk_iter *it, const int64_t *dims, int n, bool keepdim) {
   if (n > KD_MAX_DIMS) {
     cfg_error(it, KD_EINVAL, "tensor iterator: too many reduction dims");
     return;
   }
   it->flags |= KD__ITER_REDUCTION;
   it->flags &= ~(unsigned)KD__ITER_ROW_DIM;
-  kd__iter_flag(it, KD__ITER_KEEPDIM, keepdim);
+  kdk__iter_flag(it, KD__ITER_KEEPDIM, keepdim);
   it->nreduce = dims && n > 0 ? n : 0;
   for (int i = 0; i < it->nreduce; i++) it->reduce_dims[i] = dims[i];
 }
 
-void kd_iter_set_row_dim(kd_iter *it, int64_t dim) {
+void kdk_iter_set_row_dim(kdk_iter *it, int64_t dim) {
   it->flags |= KD__ITER_ROW_DIM;
   it->flags &= ~(unsigned)(KD__ITER_REDUCTION | KD__ITER_KEEPDIM);
   it->nreduce = 1;
@@ -121,7 +121,7 @@ static bool same_shape(int na, const int64_t *a, int nb, const int64_t *b) {
 
 /* Re-records the current error with the operator's name in front (unless it
  * already starts with it). */
-static kd_status with_op(const kd_iter *it, kd_status st) {
+static kd_status with_op(const kdk_iter *it, kd_status st) {
   const char *msg = kd_last_error();
   size_t n = strlen(it->op);
   if (strncmp(msg, it->op, n) == 0 && msg[n] == ':') return st;
@@ -159,7 +159,7 @@ static bool non_overlapping_dense(const kd_tensor *t) {
   return true;
 }
 
-static kd_status check_overlap(const kd_iter *it, const kd_tensor *out, const kd_tensor *const *ins,
+static kd_status check_overlap(const kdk_iter *it, const kd_tensor *out, const kd_tensor *const *ins,
                                int nin) {
   int nd = kd__t_ndim(out);
   const int64_t *sz = kd__t_sizes(out), *st = kd__t_strides(out);
@@ -201,7 +201,7 @@ static kd_status check_overlap(const kd_iter *it, const kd_tensor *out, const kd
 }
 
 /* shape (nd, in/out) = broadcast(shape, sizes); PyTorch's infer_size. */
-static kd_status broadcast_into(const kd_iter *it, int *nd, int64_t *shape, int nb,
+static kd_status broadcast_into(const kdk_iter *it, int *nd, int64_t *shape, int nb,
                                 const int64_t *b) {
   int n = *nd > nb ? *nd : nb;
   int64_t res[KD_MAX_DIMS];
@@ -244,8 +244,8 @@ typedef struct opinfo {
 } opinfo;
 
 typedef struct build_state {
-  opinfo info[KD_ITER_MAX_TENSORS];
-  int64_t ostr[KD_ITER_MAX_TENSORS][KD_MAX_DIMS]; /* bytes, in dim order of the full shape */
+  opinfo info[KDK_ITER_MAX_TENSORS];
+  int64_t ostr[KDK_ITER_MAX_TENSORS][KD_MAX_DIMS]; /* bytes, in dim order of the full shape */
   int perm[KD_MAX_DIMS];                          /* iteration dim i <- full dim perm[i] */
   bool reduced[KD_MAX_DIMS];                      /* row / reduced dims of the full shape */
   int out_ndim;
@@ -253,7 +253,7 @@ typedef struct build_state {
   kd_device device;
 } build_state;
 
-static kd_status resolve_reduce_dims(kd_iter *it, build_state *b) {
+static kd_status resolve_reduce_dims(kdk_iter *it, build_state *b) {
   int nd = it->full_ndim;
   for (int d = 0; d < nd; d++) b->reduced[d] = false;
   bool row_dim = (it->flags & KD__ITER_ROW_DIM) != 0;
@@ -327,7 +327,7 @@ static kd_status convert_input(const kd_tensor *t, kd_dtype dtype, kd_tensor **o
 }
 
 /* Common dtype and output dtypes (compute_types). */
-static kd_status compute_types(kd_iter *it, build_state *b, bool all_scalars) {
+static kd_status compute_types(kdk_iter *it, build_state *b, bool all_scalars) {
   int nout = it->noutputs, nt = it->ntensors;
   kd_dtype common = KD_DTYPE_UNDEFINED;
   bool different = false;
@@ -416,7 +416,7 @@ static kd_status compute_types(kd_iter *it, build_state *b, bool all_scalars) {
 }
 
 /* PyTorch's reorder_dimensions: b->perm over the full dims. */
-static void reorder(const kd_iter *it, build_state *b) {
+static void reorder(const kdk_iter *it, build_state *b) {
   int nd = it->full_ndim;
   for (int i = 0; i < nd; i++) b->perm[i] = nd - 1 - i;
   if (nd <= 1 || (it->flags & KD__ITER_LINEAR)) return;
@@ -456,7 +456,7 @@ static void reorder(const kd_iter *it, build_state *b) {
 
 /* Element strides for a new output of the full shape following perm; false
  * when that is plain row-major (then NULL strides are passed). */
-static bool layout_strides(const kd_iter *it, const build_state *b, int64_t *strides) {
+static bool layout_strides(const kdk_iter *it, const build_state *b, int64_t *strides) {
   int nd = it->full_ndim;
   int64_t next = 1;
   bool rowmajor = true;
@@ -474,17 +474,17 @@ static bool layout_strides(const kd_iter *it, const build_state *b, int64_t *str
 
 /* Output k gets its tensor: structured set_output, resize, or allocation;
  * then a temporary when it needs one. */
-static kd_status set_up_output(kd_iter *it, build_state *b, int k, int ndim, const int64_t *sizes,
+static kd_status set_up_output(kdk_iter *it, build_state *b, int k, int ndim, const int64_t *sizes,
                                const int64_t *strides, const int64_t *temp_strides) {
   opinfo *o = &b->info[k];
   kd_dtype dt = o->t ? kd__t_dtype(o->t) : it->dtypes[k];
   kd_tensor *t;
   kd_status st;
   if (o->structured) {
-    st = kd_structured_set_output(it->s, k, ndim, sizes, o->will_resize || !o->t ? strides : NULL,
+    st = kdk_structured_set_output(it->s, k, ndim, sizes, o->will_resize || !o->t ? strides : NULL,
                                   dt);
     if (st) return st;
-    t = kd_structured_output(it->s, k);
+    t = kdk_structured_output(it->s, k);
   } else if (it->tensors[k]) {
     t = it->tensors[k];
     if (o->will_resize) {
@@ -514,7 +514,7 @@ static kd_status set_up_output(kd_iter *it, build_state *b, int k, int ndim, con
 }
 
 /* A copy of input k whose row dims are innermost and row-major. */
-static kd_status copy_for_rows(kd_iter *it, build_state *b, int k) {
+static kd_status copy_for_rows(kdk_iter *it, build_state *b, int k) {
   int nd = it->full_ndim;
   int64_t strides[KD_MAX_DIMS], next = 1;
   for (int pass = 0; pass < 2; pass++) /* row dims first (innermost), then the others */
@@ -542,7 +542,7 @@ static kd_status copy_for_rows(kd_iter *it, build_state *b, int k) {
 
 /* Row length and per-operand row strides; copies inputs whose row dims are
  * not one run. */
-static kd_status compute_row(kd_iter *it, build_state *b) {
+static kd_status compute_row(kdk_iter *it, build_state *b) {
   int nd = it->full_ndim;
   int64_t len = 1;
   for (int d = 0; d < nd; d++)
@@ -583,7 +583,7 @@ static kd_status compute_row(kd_iter *it, build_state *b) {
 }
 
 /* Permuted, row dims dropped, coalesced iteration geometry. */
-static void finish_geometry(kd_iter *it, build_state *b) {
+static void finish_geometry(kdk_iter *it, build_state *b) {
   int nt = it->ntensors, n = 0;
   for (int i = 0; i < it->full_ndim; i++) {
     int d = b->perm[i];
@@ -633,17 +633,17 @@ static void finish_geometry(kd_iter *it, build_state *b) {
  * shape, dtype and device, contiguous, and not partly overlapping an input.
  * Then nothing is converted, resized or cast, the layout is row-major, and
  * the geometry is one dimension of numel elements (the general path would
- * compute the same; kd_iter_build_general is what tests compare with).
+ * compute the same; kdk_iter_build_general is what tests compare with).
  * Returns 1 when the case does not apply, with nothing changed. */
-static int build_fast(kd_iter *it, kd_status *status) {
+static int build_fast(kdk_iter *it, kd_status *status) {
   unsigned f = it->flags;
   int nt = it->ntensors, nout = it->noutputs;
   if ((f & (KD__ITER_REDUCTION | KD__ITER_ROW_DIM)) || it->static_ndim >= 0 ||
       it->forced_common != KD_DTYPE_UNDEFINED || nt <= nout || nout < 1)
     return 1;
-  kd_structured *s = it->s;
-  if (s && s->mode != KD_STRUCTURED_FUNCTIONAL && s->mode != KD_STRUCTURED_OUT &&
-      s->mode != KD_STRUCTURED_INPLACE)
+  kdk_structured *s = it->s;
+  if (s && s->mode != KDK_STRUCTURED_FUNCTIONAL && s->mode != KDK_STRUCTURED_OUT &&
+      s->mode != KDK_STRUCTURED_INPLACE)
     return 1;
   const kd_tensor *first = it->tensors[nout];
   kd_dtype common = kd__t_dtype(first);
@@ -671,7 +671,7 @@ static int build_fast(kd_iter *it, kd_status *status) {
     const kd_tensor *o = it->tensors[k];
     if (!o && s) {
       if (k >= s->nout) return 1;
-      if (s->mode != KD_STRUCTURED_FUNCTIONAL) o = s->given[k];
+      if (s->mode != KDK_STRUCTURED_FUNCTIONAL) o = s->given[k];
       else if (!kd_device_equal(s->device, dev)) return 1;
     }
     if (!o) continue; /* a new output, allocated below */
@@ -706,16 +706,16 @@ static int build_fast(kd_iter *it, kd_status *status) {
     kd_tensor *t = it->tensors[k];
     kd_status st;
     if (!t && s) {
-      const kd_tensor *g = s->mode == KD_STRUCTURED_FUNCTIONAL ? NULL : s->given[k];
+      const kd_tensor *g = s->mode == KDK_STRUCTURED_FUNCTIONAL ? NULL : s->given[k];
       if (g) dt = kd__t_dtype(g);
       /* a given tensor passed every check of set_output above */
-      st = g ? kd__structured_adopt_given(s, k)
-             : kd_structured_set_output(s, k, nd, it->full_shape, NULL, dt);
+      st = g ? kdk__structured_adopt_given(s, k)
+             : kdk_structured_set_output(s, k, nd, it->full_shape, NULL, dt);
       if (st) {
         *status = st;
         return 0;
       }
-      t = kd_structured_output(s, k);
+      t = kdk_structured_output(s, k);
     } else if (t) {
       dt = kd__t_dtype(t);
     } else {
@@ -750,28 +750,28 @@ static int build_fast(kd_iter *it, kd_status *status) {
   return 0;
 }
 
-kd_status kd_iter_build(kd_iter *it) {
+kd_status kdk_iter_build(kdk_iter *it) {
   if (it->cfg_status) return kd_set_error(it->cfg_status, "%s: %s", it->op, it->cfg_msg);
   if (it->built) return kd_set_error(KD_ESTATE, "%s: the tensor iterator was built twice", it->op);
   kd_status st;
   if (!build_fast(it, &st)) return st;
-  return kd__iter_build_general(it);
+  return kdk__iter_build_general(it);
 }
 
-kd_status kd__iter_build_general(kd_iter *it) {
+kd_status kdk__iter_build_general(kdk_iter *it) {
   if (it->cfg_status) return kd_set_error(it->cfg_status, "%s: %s", it->op, it->cfg_msg);
   if (it->built) return kd_set_error(KD_ESTATE, "%s: the tensor iterator was built twice", it->op);
   build_state bs;
   build_state *b = &bs;
   int nt = it->ntensors, nout = it->noutputs;
-  kd_structured *s = it->s;
+  kdk_structured *s = it->s;
   unsigned f = it->flags;
   bool reduction = (f & KD__ITER_REDUCTION) != 0;
   bool rows = reduction || (f & KD__ITER_ROW_DIM);
   kd_status st;
 
   /* operands */
-  it->is_meta = s && s->mode == KD_STRUCTURED_META;
+  it->is_meta = s && s->mode == KDK_STRUCTURED_META;
   b->device = s ? s->device : kd_device_cpu();
   bool have_device = false;
   for (int k = nout; k < nt; k++) {
@@ -795,8 +795,8 @@ kd_status kd__iter_build_general(kd_iter *it) {
         return kd_set_error(KD_EINVAL, "%s: output %d of the iterator is not an output of the call",
                             it->op, k);
       o->structured = true;
-      if (s->mode == KD_STRUCTURED_INPLACE || s->mode == KD_STRUCTURED_OUT) t = s->given[k];
-      if (s->mode == KD_STRUCTURED_INPLACE) o->read_write = true;
+      if (s->mode == KDK_STRUCTURED_INPLACE || s->mode == KDK_STRUCTURED_OUT) t = s->given[k];
+      if (s->mode == KDK_STRUCTURED_INPLACE) o->read_write = true;
     }
     o->t = t;
     if (!t) continue;
@@ -1010,7 +1010,7 @@ kd_status kd__iter_build_general(kd_iter *it) {
   return KD_OK;
 }
 
-kd_status kd__iter_copy_temps(kd_iter *it) {
+kd_status kdk__iter_copy_temps(kdk_iter *it) {
   if (!it->built || it->is_meta) return KD_OK;
   for (int k = 0; k < it->noutputs; k++) {
     if (!(it->temps & (1u << k)) || !it->originals[k]) continue;
@@ -1022,77 +1022,77 @@ kd_status kd__iter_copy_temps(kd_iter *it) {
 
 /* ---- Convenience builders ----------------------------------------------------- */
 
-kd_status kd_iter_build_binary_op(kd_iter *it, kd_tensor *out, const kd_tensor *a,
+kd_status kdk_iter_build_binary_op(kdk_iter *it, kd_tensor *out, const kd_tensor *a,
                                   const kd_tensor *b) {
-  kd_iter_add_output(it, out);
-  kd_iter_add_input(it, a);
-  kd_iter_add_input(it, b);
+  kdk_iter_add_output(it, out);
+  kdk_iter_add_input(it, a);
+  kdk_iter_add_input(it, b);
   it->flags = (it->flags | KD__ITER_PROMOTE_INPUTS | KD__ITER_CAST_OUTPUTS | KD__ITER_SAFE_CAST) &
               ~(unsigned)KD__ITER_CHECK_SAME_DTYPE;
-  return kd_iter_build(it);
+  return kdk_iter_build(it);
 }
 
-kd_status kd_iter_build_binary_float_op(kd_iter *it, kd_tensor *out, const kd_tensor *a,
+kd_status kdk_iter_build_binary_float_op(kdk_iter *it, kd_tensor *out, const kd_tensor *a,
                                         const kd_tensor *b) {
   it->flags |= KD__ITER_INT_TO_FLOAT;
-  return kd_iter_build_binary_op(it, out, a, b);
+  return kdk_iter_build_binary_op(it, out, a, b);
 }
 
-kd_status kd_iter_build_comparison_op(kd_iter *it, kd_tensor *out, const kd_tensor *a,
+kd_status kdk_iter_build_comparison_op(kdk_iter *it, kd_tensor *out, const kd_tensor *a,
                                       const kd_tensor *b) {
-  kd_iter_add_output(it, out);
-  kd_iter_add_input(it, a);
-  kd_iter_add_input(it, b);
+  kdk_iter_add_output(it, out);
+  kdk_iter_add_input(it, a);
+  kdk_iter_add_input(it, b);
   it->flags = (it->flags | KD__ITER_PROMOTE_INPUTS) & ~(unsigned)KD__ITER_CHECK_SAME_DTYPE;
   /* the output the call will write: given, or structured given */
   const kd_tensor *o = out;
   if (!o && it->s && it->noutputs > 0 &&
-      (it->s->mode == KD_STRUCTURED_INPLACE || it->s->mode == KD_STRUCTURED_OUT))
+      (it->s->mode == KDK_STRUCTURED_INPLACE || it->s->mode == KDK_STRUCTURED_OUT))
     o = it->s->given[0];
   if (!o)
     it->static_dtype = KD_BOOL;
   else if (kd__t_dtype(o) != KD_BOOL)
     it->flags |= KD__ITER_CAST_OUTPUTS;
-  return kd_iter_build(it);
+  return kdk_iter_build(it);
 }
 
 /* PyTorch's build_borrowing_unary_op: check_all_same_dtype, no casts. */
-kd_status kd_iter_build_unary_op(kd_iter *it, kd_tensor *out, const kd_tensor *a) {
-  kd_iter_add_output(it, out);
-  kd_iter_add_input(it, a);
+kd_status kdk_iter_build_unary_op(kdk_iter *it, kd_tensor *out, const kd_tensor *a) {
+  kdk_iter_add_output(it, out);
+  kdk_iter_add_input(it, a);
   it->flags = (it->flags | KD__ITER_CHECK_SAME_DTYPE) &
               ~(unsigned)(KD__ITER_PROMOTE_INPUTS | KD__ITER_CAST_OUTPUTS | KD__ITER_SAFE_CAST);
-  return kd_iter_build(it);
+  return kdk_iter_build(it);
 }
 
 /* PyTorch's build_borrowing_unary_float_op: promote (integers to float),
  * cast to a given output after the safe-casting check. */
-kd_status kd_iter_build_unary_float_op(kd_iter *it, kd_tensor *out, const kd_tensor *a) {
-  kd_iter_add_output(it, out);
-  kd_iter_add_input(it, a);
+kd_status kdk_iter_build_unary_float_op(kdk_iter *it, kd_tensor *out, const kd_tensor *a) {
+  kdk_iter_add_output(it, out);
+  kdk_iter_add_input(it, a);
   it->flags = (it->flags | KD__ITER_PROMOTE_INPUTS | KD__ITER_INT_TO_FLOAT |
                KD__ITER_CAST_OUTPUTS | KD__ITER_SAFE_CAST) &
               ~(unsigned)KD__ITER_CHECK_SAME_DTYPE;
-  return kd_iter_build(it);
+  return kdk_iter_build(it);
 }
 
-kd_status kd_iter_build_nullary_op(kd_iter *it, kd_tensor *out) {
-  kd_iter_add_output(it, out);
+kd_status kdk_iter_build_nullary_op(kdk_iter *it, kd_tensor *out) {
+  kdk_iter_add_output(it, out);
   it->flags = (it->flags & ~(unsigned)(KD__ITER_CHECK_SAME_DTYPE | KD__ITER_RESIZE_OUTPUTS));
-  return kd_iter_build(it);
+  return kdk_iter_build(it);
 }
 
-kd_status kd_iter_build_reduce_op(kd_iter *it, kd_tensor *out, const kd_tensor *a,
+kd_status kdk_iter_build_reduce_op(kdk_iter *it, kd_tensor *out, const kd_tensor *a,
                                   const int64_t *dims, int n, bool keepdim, kd_dtype out_dtype) {
-  kd_iter_add_output_dtype(it, out, out_dtype);
-  kd_iter_add_input(it, a);
+  kdk_iter_add_output_dtype(it, out, out_dtype);
+  kdk_iter_add_input(it, a);
   it->flags &= ~(unsigned)(KD__ITER_CHECK_SAME_DTYPE | KD__ITER_CHECK_OVERLAP);
-  kd_iter_set_reduction(it, dims, n, keepdim);
-  return kd_iter_build(it);
+  kdk_iter_set_reduction(it, dims, n, keepdim);
+  return kdk_iter_build(it);
 }
 
-kd_status kd_iter_wrap_scalar(const kd_scalar *v, kd_tensor **out) {
-  if (!v || !out) return kd_set_error(KD_EINVAL, "kd_iter_wrap_scalar: NULL argument");
+kd_status kdk_iter_wrap_scalar(const kd_scalar *v, kd_tensor **out) {
+  if (!v || !out) return kd_set_error(KD_EINVAL, "kdk_iter_wrap_scalar: NULL argument");
   kd_status st = kd_tensor_from_scalar(v, kd_scalar_dtype(v), out);
   if (st) return st;
   kd_tensor_set_wrapped_number(*out, true);
@@ -1109,14 +1109,14 @@ static union {
   char c[64];
 } no_bytes;
 
-static void serial_range_nd(const kd_iter *it, kd_iter_loop2d loop, void *ctx, int64_t begin,
+static void serial_range_nd(const kdk_iter *it, kdk_iter_loop2d loop, void *ctx, int64_t begin,
                             int64_t end);
 
-void kd_iter_serial_for_each_range(const kd_iter *it, kd_iter_loop2d loop, void *ctx,
+void kdk_iter_serial_for_each_range(const kdk_iter *it, kdk_iter_loop2d loop, void *ctx,
                                    int64_t begin, int64_t end) {
   if (!it->built || it->is_meta || begin >= end) return;
   int nt = it->ntensors;
-  char *ptrs[KD_ITER_MAX_TENSORS];
+  char *ptrs[KDK_ITER_MAX_TENSORS];
   if (begin == 0 && it->loop_ready) { /* the whole of a fast-built iterator */
     for (int k = 0; k < nt; k++) ptrs[k] = it->data[k];
     loop(ctx, ptrs, it->loop_strides, end, 1);
@@ -1127,7 +1127,7 @@ void kd_iter_serial_for_each_range(const kd_iter *it, kd_iter_loop2d loop, void 
     return;
   }
   /* the common case, kept lean: one (coalesced) dimension */
-  int64_t st[2 * KD_ITER_MAX_TENSORS];
+  int64_t st[2 * KDK_ITER_MAX_TENSORS];
   for (int k = 0; k < nt; k++) {
     int64_t s0 = it->strides[0][k];
     char *d = it->data[k];
@@ -1139,12 +1139,12 @@ void kd_iter_serial_for_each_range(const kd_iter *it, kd_iter_loop2d loop, void 
 }
 
 /* Every other geometry: 0-dim, several dimensions, rows. */
-__attribute__((noinline)) static void serial_range_nd(const kd_iter *it, kd_iter_loop2d loop,
+__attribute__((noinline)) static void serial_range_nd(const kdk_iter *it, kdk_iter_loop2d loop,
                                                       void *ctx, int64_t begin, int64_t end) {
   int nt = it->ntensors, nd = it->ndim;
   bool row = it->has_row;
-  char *ptrs[KD_ITER_MAX_TENSORS];
-  int64_t st[2 * KD_ITER_MAX_TENSORS];
+  char *ptrs[KDK_ITER_MAX_TENSORS];
+  int64_t st[2 * KDK_ITER_MAX_TENSORS];
   if (nd == 0) {
     for (int k = 0; k < nt; k++) {
       ptrs[k] = it->data[k] ? it->data[k] : no_bytes.c;
@@ -1208,29 +1208,29 @@ __attribute__((noinline)) static void serial_range_nd(const kd_iter *it, kd_iter
   }
 }
 
-void kd_iter_serial_for_each(const kd_iter *it, kd_iter_loop2d loop, void *ctx) {
-  kd_iter_serial_for_each_range(it, loop, ctx, 0, it->outer_numel);
+void kdk_iter_serial_for_each(const kdk_iter *it, kdk_iter_loop2d loop, void *ctx) {
+  kdk_iter_serial_for_each_range(it, loop, ctx, 0, it->outer_numel);
 }
 
 typedef struct for_each_ctx {
-  const kd_iter *it;
-  kd_iter_loop2d loop;
+  const kdk_iter *it;
+  kdk_iter_loop2d loop;
   void *ctx;
 } for_each_ctx;
 
 static void for_each_chunk(void *p, int64_t b, int64_t e) {
   const for_each_ctx *c = p;
-  kd_iter_serial_for_each_range(c->it, c->loop, c->ctx, b, e);
+  kdk_iter_serial_for_each_range(c->it, c->loop, c->ctx, b, e);
 }
 
-void kd_iter_for_each(const kd_iter *it, kd_iter_loop2d loop, void *ctx, int64_t grain) {
+void kdk_iter_for_each(const kdk_iter *it, kdk_iter_loop2d loop, void *ctx, int64_t grain) {
   if (!it->built || it->is_meta) return;
   int64_t n = it->outer_numel;
   if (n <= 0) return;
   if (grain <= 0) grain = KD_GRAIN_SIZE;
   int64_t per = it->has_row && it->row_len > 1 ? it->row_len : 1;
   if (n == 1 || n * per < grain || kd__in_parallel_region() || kd_get_num_threads() <= 1) {
-    kd_iter_serial_for_each_range(it, loop, ctx, 0, n);
+    kdk_iter_serial_for_each_range(it, loop, ctx, 0, n);
     return;
   }
   int64_t g = (grain + per - 1) / per;
@@ -1238,24 +1238,24 @@ void kd_iter_for_each(const kd_iter *it, kd_iter_loop2d loop, void *ctx, int64_t
   kd__parallel_for(0, n, g, for_each_chunk, &c);
 }
 
-void kd_iter_for_each_row(const kd_iter *it, kd_iter_loop2d loop, void *ctx, int64_t grain) {
-  kd_iter_for_each(it, loop, ctx, grain);
+void kdk_iter_for_each_row(const kdk_iter *it, kdk_iter_loop2d loop, void *ctx, int64_t grain) {
+  kdk_iter_for_each(it, loop, ctx, grain);
 }
 
 #define MAX_PARTIALS 64
 
 typedef struct split_ctx {
-  const kd_iter *it;
-  kd_iter_row_piece piece;
+  const kdk_iter *it;
+  kdk_iter_row_piece piece;
   void *ctx;
   int64_t chunk;
 } split_ctx;
 
 static void split_chunk(void *p, int64_t b, int64_t e) {
   const split_ctx *c = p;
-  const kd_iter *it = c->it;
+  const kdk_iter *it = c->it;
   int nt = it->ntensors;
-  char *ptrs[KD_ITER_MAX_TENSORS];
+  char *ptrs[KDK_ITER_MAX_TENSORS];
   for (int64_t i = b; i < e; i++) {
     int64_t lo = i * c->chunk, hi = lo + c->chunk < it->row_len ? lo + c->chunk : it->row_len;
     for (int k = 0; k < nt; k++) ptrs[k] = it->data[k] + lo * it->row_strides[k];
@@ -1263,7 +1263,7 @@ static void split_chunk(void *p, int64_t b, int64_t e) {
   }
 }
 
-int kd_iter_split_row(const kd_iter *it, kd_iter_row_piece piece, void *ctx, int max_parts,
+int kdk_iter_split_row(const kdk_iter *it, kdk_iter_row_piece piece, void *ctx, int max_parts,
                       int64_t grain) {
   if (!it->built || it->is_meta || !it->has_row || it->outer_numel != 1 || max_parts < 2)
     return 0;
@@ -1280,13 +1280,13 @@ int kd_iter_split_row(const kd_iter *it, kd_iter_row_piece piece, void *ctx, int
 }
 
 typedef struct partial_ctx {
-  kd_iter_loop2d loop;
+  kdk_iter_loop2d loop;
   void *ctx;
   int64_t isz;
   char *partials;
 } partial_ctx;
 
-/* kd_iter_reduce_rows' pieces: the loop reduces piece i into partial i. */
+/* kdk_iter_reduce_rows' pieces: the loop reduces piece i into partial i. */
 static void partial_piece(void *p, int part, char **data, const int64_t *strides, int64_t begin,
                           int64_t len) {
   (void)begin;
@@ -1296,7 +1296,7 @@ static void partial_piece(void *p, int part, char **data, const int64_t *strides
   c->loop(c->ctx, ptrs, st, len, 1);
 }
 
-kd_status kd_iter_reduce_rows(const kd_iter *it, kd_iter_loop2d loop, void *ctx, int64_t grain) {
+kd_status kdk_iter_reduce_rows(const kdk_iter *it, kdk_iter_loop2d loop, void *ctx, int64_t grain) {
   if (!it->built || it->is_meta) return KD_OK;
   union {
     char bytes[MAX_PARTIALS * 16];
@@ -1305,9 +1305,9 @@ kd_status kd_iter_reduce_rows(const kd_iter *it, kd_iter_loop2d loop, void *ctx,
   partial_ctx c = {loop, ctx, (int64_t)kd_dtype_size(it->dtypes[0]), buf.bytes};
   int parts = 0;
   if (it->noutputs == 1 && it->ntensors == 2 && it->dtypes[0] == it->dtypes[1])
-    parts = kd_iter_split_row(it, partial_piece, &c, MAX_PARTIALS, grain);
+    parts = kdk_iter_split_row(it, partial_piece, &c, MAX_PARTIALS, grain);
   if (parts == 0) {
-    kd_iter_for_each(it, loop, ctx, grain);
+    kdk_iter_for_each(it, loop, ctx, grain);
     return KD_OK;
   }
   char *ptrs[2] = {it->data[0], buf.bytes};
@@ -1318,7 +1318,7 @@ kd_status kd_iter_reduce_rows(const kd_iter *it, kd_iter_loop2d loop, void *ctx,
 
 /* ---- Accessors --------------------------------------------------------------- */
 
-bool kd_iter_is_contiguous(const kd_iter *it) {
+bool kdk_iter_is_contiguous(const kdk_iter *it) {
   if (it->numel == 1) return true;
   if (it->has_row || it->ndim != 1) return false;
   for (int k = 0; k < it->ntensors; k++)
@@ -1326,7 +1326,7 @@ bool kd_iter_is_contiguous(const kd_iter *it) {
   return true;
 }
 
-bool kd_iter_is_scalar(const kd_iter *it, int k) {
+bool kdk_iter_is_scalar(const kdk_iter *it, int k) {
   if (k < 0 || k >= it->ntensors) return false;
   for (int d = 0; d < it->ndim; d++)
     if (it->strides[d][k] != 0 && it->shape[d] != 1) return false;
@@ -1334,13 +1334,13 @@ bool kd_iter_is_scalar(const kd_iter *it, int k) {
   return true;
 }
 
-kd_status kd_iter_scalar_value(const kd_iter *it, int k, kd_scalar *out) {
-  if (!it->built || !kd_iter_is_scalar(it, k) || !it->data[k])
+kd_status kdk_iter_scalar_value(const kdk_iter *it, int k, kd_scalar *out) {
+  if (!it->built || !kdk_iter_is_scalar(it, k) || !it->data[k])
     return kd_set_error(KD_EINVAL, "%s: operand %d of the iterator is not a scalar", it->op, k);
   return kd_scalar_from_element(it->data[k], it->dtypes[k], out);
 }
 
-void kd_iter_remove_operand(kd_iter *it, int k) {
+void kdk_iter_remove_operand(kdk_iter *it, int k) {
   if (k < it->noutputs || k >= it->ntensors) return;
   it->loop_ready = false;
   if (it->owned & (1u << k)) kd_tensor_release(it->tensors[k]);

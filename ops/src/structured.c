@@ -6,7 +6,7 @@
  */
 #include "structured.h"
 
-#include "iter.h" /* kd__structured_adopt_given */
+#include "iter.h" /* kdk__structured_adopt_given */
 
 #include <stdio.h>
 #include <string.h>
@@ -29,7 +29,7 @@ static const char *format_device(char *buf, size_t cap, kd_device d) {
 }
 
 /* Re-records the current error with the operator's name in front. */
-static kd_status with_op(const kd_structured *s, kd_status st) {
+static kd_status with_op(const kdk_structured *s, kd_status st) {
   char msg[1024];
   snprintf(msg, sizeof msg, "%s", kd_last_error());
   return kd_set_error(st, "%s: %s", s->op, msg);
@@ -53,7 +53,7 @@ static bool same_strides(const kd_tensor *t, int ndim, const int64_t *strides) {
 /* Output i of an INPLACE or OUT call becomes a fresh tensor with these
  * strides, copied into the given one by finish (PyTorch's
  * maybe_create_proxy). */
-static kd_status make_proxy(kd_structured *s, int i, int ndim, const int64_t *sizes,
+static kd_status make_proxy(kdk_structured *s, int i, int ndim, const int64_t *sizes,
                             const int64_t *strides, kd_dtype dtype, kd_device device) {
   kd_tensor *p = NULL;
   kd_status st = kd_tensor_empty_strided(ndim, sizes, strides, dtype, device, &p);
@@ -63,7 +63,7 @@ static kd_status make_proxy(kd_structured *s, int i, int ndim, const int64_t *si
   return KD_OK;
 }
 
-static kd_status set_inplace(kd_structured *s, int i, kd_tensor *t, int ndim,
+static kd_status set_inplace(kdk_structured *s, int i, kd_tensor *t, int ndim,
                              const int64_t *sizes, const int64_t *strides, kd_dtype dtype) {
   if (!same_sizes(t, ndim, sizes)) {
     char have[256], want[256];
@@ -93,7 +93,7 @@ static kd_status set_inplace(kd_structured *s, int i, kd_tensor *t, int ndim,
   return KD_OK;
 }
 
-static kd_status set_out(kd_structured *s, int i, kd_tensor *t, int ndim, const int64_t *sizes,
+static kd_status set_out(kdk_structured *s, int i, kd_tensor *t, int ndim, const int64_t *sizes,
                          const int64_t *strides, kd_dtype dtype) {
   if (kd__t_dtype(t) != dtype)
     return kd_set_error(KD_ETYPE, "%s: Expected out tensor to have dtype %s, but got %s instead",
@@ -129,16 +129,16 @@ static kd_status set_out(kd_structured *s, int i, kd_tensor *t, int ndim, const 
   return KD_OK;
 }
 
-kd_status kd_structured_set_output(kd_structured *s, int i, int ndim, const int64_t *sizes,
+kd_status kdk_structured_set_output(kdk_structured *s, int i, int ndim, const int64_t *sizes,
                                    const int64_t *strides, kd_dtype dtype) {
-  if (i < 0 || i >= s->nout || s->nout > KD_STRUCTURED_MAX_OUT)
+  if (i < 0 || i >= s->nout || s->nout > KDK_STRUCTURED_MAX_OUT)
     return kd_set_error(KD_EINVAL, "%s: output index %d out of range: the call has %d outputs",
                         s->op, i, s->nout);
   if (s->outputs[i])
     return kd_set_error(KD_ESTATE, "%s: output %d was set twice", s->op, i);
-  if (s->mode == KD_STRUCTURED_FUNCTIONAL || s->mode == KD_STRUCTURED_META) {
+  if (s->mode == KDK_STRUCTURED_FUNCTIONAL || s->mode == KDK_STRUCTURED_META) {
     kd_device dev = s->device;
-    if (s->mode == KD_STRUCTURED_META) {
+    if (s->mode == KDK_STRUCTURED_META) {
       dev.type = KD_DEVICE_META;
       dev.index = 0;
     }
@@ -147,7 +147,7 @@ kd_status kd_structured_set_output(kd_structured *s, int i, int ndim, const int6
                        : kd_tensor_empty(ndim, sizes, dtype, dev, &s->outputs[i]);
     return st ? with_op(s, st) : KD_OK;
   }
-  if (s->mode != KD_STRUCTURED_INPLACE && s->mode != KD_STRUCTURED_OUT)
+  if (s->mode != KDK_STRUCTURED_INPLACE && s->mode != KDK_STRUCTURED_OUT)
     return kd_set_error(KD_EINVAL, "%s: invalid structured mode %d", s->op, (int)s->mode);
   if (ndim < 0 || ndim > KD_MAX_DIMS || (ndim > 0 && !sizes))
     return kd_set_error(KD_EINVAL, "%s: output %d: bad shape (ndim %d%s)", s->op, i, ndim,
@@ -157,13 +157,13 @@ kd_status kd_structured_set_output(kd_structured *s, int i, int ndim, const int6
   kd_tensor *t = s->given[i];
   if (!t)
     return kd_set_error(KD_EINVAL, "%s: output %d: no tensor was given for the %s variant", s->op,
-                        i, s->mode == KD_STRUCTURED_INPLACE ? "in-place" : "out");
-  return s->mode == KD_STRUCTURED_INPLACE ? set_inplace(s, i, t, ndim, sizes, strides, dtype)
+                        i, s->mode == KDK_STRUCTURED_INPLACE ? "in-place" : "out");
+  return s->mode == KDK_STRUCTURED_INPLACE ? set_inplace(s, i, t, ndim, sizes, strides, dtype)
                                           : set_out(s, i, t, ndim, sizes, strides, dtype);
 }
 
-kd_status kd__structured_adopt_given(kd_structured *s, int i) {
-  if (i < 0 || i >= s->nout || s->nout > KD_STRUCTURED_MAX_OUT)
+kd_status kdk__structured_adopt_given(kdk_structured *s, int i) {
+  if (i < 0 || i >= s->nout || s->nout > KDK_STRUCTURED_MAX_OUT)
     return kd_set_error(KD_EINVAL, "%s: output index %d out of range: the call has %d outputs",
                         s->op, i, s->nout);
   if (s->outputs[i]) return kd_set_error(KD_ESTATE, "%s: output %d was set twice", s->op, i);
@@ -171,7 +171,7 @@ kd_status kd__structured_adopt_given(kd_structured *s, int i) {
   return KD_OK;
 }
 
-kd_status kd__structured_copy_proxies(kd_structured *s) {
+kd_status kdk__structured_copy_proxies(kdk_structured *s) {
   for (unsigned p = s->proxies; p; p &= p - 1) {
     int i = __builtin_ctz(p);
     kd_status st = kd_tensor_copy_(s->given[i], s->outputs[i]);
@@ -180,9 +180,9 @@ kd_status kd__structured_copy_proxies(kd_structured *s) {
   return KD_OK;
 }
 
-void kd__structured_release_outputs(kd_structured *s, kd_tensor **take) {
-  int n = s->nout < 0 ? 0 : s->nout < KD_STRUCTURED_MAX_OUT ? s->nout : KD_STRUCTURED_MAX_OUT;
-  bool owned = s->mode == KD_STRUCTURED_FUNCTIONAL || s->mode == KD_STRUCTURED_META;
+void kdk__structured_release_outputs(kdk_structured *s, kd_tensor **take) {
+  int n = s->nout < 0 ? 0 : s->nout < KDK_STRUCTURED_MAX_OUT ? s->nout : KDK_STRUCTURED_MAX_OUT;
+  bool owned = s->mode == KDK_STRUCTURED_FUNCTIONAL || s->mode == KDK_STRUCTURED_META;
   if (owned) {
     for (int i = 0; i < n; i++) {
       if (take)

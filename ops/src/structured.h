@@ -1,43 +1,43 @@
 /*
  * structured.h: the runtime of structured kernels (docs/CODEGEN.md).
  *
- * A generated wrapper puts a kd_structured on its stack, runs the operator's
- * meta function (which asks for outputs with kd_structured_set_output), then
- * its impl (which writes kd_structured_output(s, i)), then
- * kd_structured_finish (copies proxies back), and always
- * kd_structured_release. Private to libkdops.
+ * A generated wrapper puts a kdk_structured on its stack, runs the operator's
+ * meta function (which asks for outputs with kdk_structured_set_output), then
+ * its impl (which writes kdk_structured_output(s, i)), then
+ * kdk_structured_finish (copies proxies back), and always
+ * kdk_structured_release. Private to libkdops.
  */
 #ifndef KD_OPS_STRUCTURED_H
 #define KD_OPS_STRUCTURED_H
 
 #include "kd/ops.h"
 
-#define KD_STRUCTURED_MAX_OUT 4
+#define KDK_STRUCTURED_MAX_OUT 4
 
-typedef enum kd_structured_mode {
-  KD_STRUCTURED_FUNCTIONAL = 0, /* outputs allocated by set_output */
-  KD_STRUCTURED_INPLACE = 1,    /* output i is the given self: it must fit exactly */
-  KD_STRUCTURED_OUT = 2,        /* output i is the given out: resized, proxied, checked */
-  KD_STRUCTURED_META = 3,       /* as FUNCTIONAL, on the meta device; impl is not run */
-} kd_structured_mode;
+typedef enum kdk_structured_mode {
+  KDK_STRUCTURED_FUNCTIONAL = 0, /* outputs allocated by set_output */
+  KDK_STRUCTURED_INPLACE = 1,    /* output i is the given self: it must fit exactly */
+  KDK_STRUCTURED_OUT = 2,        /* output i is the given out: resized, proxied, checked */
+  KDK_STRUCTURED_META = 3,       /* as FUNCTIONAL, on the meta device; impl is not run */
+} kdk_structured_mode;
 
-typedef struct kd_structured {
+typedef struct kdk_structured {
   const char *op;          /* "aten::add.out", for messages (static) */
-  kd_structured_mode mode;
-  int nout;                /* number of outputs, <= KD_STRUCTURED_MAX_OUT */
+  kdk_structured_mode mode;
+  int nout;                /* number of outputs, <= KDK_STRUCTURED_MAX_OUT */
   kd_device device;        /* where FUNCTIONAL outputs are allocated */
   /* INPLACE / OUT: the caller's tensors (borrowed). */
-  kd_tensor *given[KD_STRUCTURED_MAX_OUT];
+  kd_tensor *given[KDK_STRUCTURED_MAX_OUT];
   /* What impl writes: owned when allocated or a proxy, else == given[i];
    * NULL until set_output(i). */
-  kd_tensor *outputs[KD_STRUCTURED_MAX_OUT];
+  kd_tensor *outputs[KDK_STRUCTURED_MAX_OUT];
   unsigned proxies;        /* bit i: outputs[i] is a proxy (owned), copied by finish */
-} kd_structured;
+} kdk_structured;
 
 /* Starts a structured call. `given` has nout entries for INPLACE/OUT (NULL
  * for the others). `device` is where FUNCTIONAL outputs go (the device of
  * the first tensor argument, or cpu); META allocates on the meta device. */
-static inline void kd_structured_init(kd_structured *s, const char *op, kd_structured_mode mode,
+static inline void kdk_structured_init(kdk_structured *s, const char *op, kdk_structured_mode mode,
                                       int nout, kd_tensor *const *given, kd_device device) {
   s->op = op ? op : "structured operator";
   s->mode = mode;
@@ -45,8 +45,8 @@ static inline void kd_structured_init(kd_structured *s, const char *op, kd_struc
   s->device = device;
   s->proxies = 0;
   /* Only the first nout entries are ever read: every access checks the
-   * index against nout (kd_structured_output's callers pass i < nout). */
-  int n = nout < 0 ? 0 : nout < KD_STRUCTURED_MAX_OUT ? nout : KD_STRUCTURED_MAX_OUT;
+   * index against nout (kdk_structured_output's callers pass i < nout). */
+  int n = nout < 0 ? 0 : nout < KDK_STRUCTURED_MAX_OUT ? nout : KDK_STRUCTURED_MAX_OUT;
   for (int i = 0; i < n; i++) {
     s->given[i] = given ? given[i] : NULL;
     s->outputs[i] = NULL;
@@ -67,29 +67,29 @@ static inline void kd_structured_init(kd_structured *s, const char *op, kd_struc
  * strides, so it never needs a proxy. Messages name s->op. Calling it twice
  * for one output is KD_ESTATE; an index outside 0..nout-1 or a given tensor
  * that is NULL is KD_EINVAL. */
-kd_status kd_structured_set_output(kd_structured *s, int i, int ndim, const int64_t *sizes,
+kd_status kdk_structured_set_output(kdk_structured *s, int i, int ndim, const int64_t *sizes,
                                    const int64_t *strides, kd_dtype dtype);
 
 /* The tensor impl writes for output i (borrowed from s); NULL before
  * set_output(i). */
-static inline kd_tensor *kd_structured_output(const kd_structured *s, int i) {
+static inline kd_tensor *kdk_structured_output(const kdk_structured *s, int i) {
   return s->outputs[i];
 }
 
 /* After impl: copies every proxy into its given tensor. Errors of the copy. */
-kd_status kd__structured_copy_proxies(kd_structured *s);
-static inline kd_status kd_structured_finish(kd_structured *s) {
-  return s->proxies ? kd__structured_copy_proxies(s) : KD_OK;
+kd_status kdk__structured_copy_proxies(kdk_structured *s);
+static inline kd_status kdk_structured_finish(kdk_structured *s) {
+  return s->proxies ? kdk__structured_copy_proxies(s) : KD_OK;
 }
 
 /* Ends the call. FUNCTIONAL/META: when `take` is not NULL, moves output i's
  * reference to take[i] (nout entries) and s keeps nothing; otherwise frees
  * them. INPLACE/OUT: drops proxies. Always call it, also after errors. */
-void kd__structured_release_outputs(kd_structured *s, kd_tensor **take);
-static inline void kd_structured_release(kd_structured *s, kd_tensor **take) {
+void kdk__structured_release_outputs(kdk_structured *s, kd_tensor **take);
+static inline void kdk_structured_release(kdk_structured *s, kd_tensor **take) {
   /* INPLACE / OUT without proxies: the outputs are the caller's tensors */
-  if ((s->mode == KD_STRUCTURED_INPLACE || s->mode == KD_STRUCTURED_OUT) && !s->proxies) return;
-  kd__structured_release_outputs(s, take);
+  if ((s->mode == KDK_STRUCTURED_INPLACE || s->mode == KDK_STRUCTURED_OUT) && !s->proxies) return;
+  kdk__structured_release_outputs(s, take);
 }
 
 #endif

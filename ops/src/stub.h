@@ -3,12 +3,12 @@
  * (docs/CODEGEN.md, "Dispatch stubs"). Private to libkdops.
  *
  *   // a header: the stub's function type
- *   typedef void kd__add_fn(kd_iter *iter, const kd_scalar *alpha);
+ *   typedef void kd__add_fn(kdk_iter *iter, const kd_scalar *alpha);
  *   KD_DECLARE_STUB(add_stub, kd__add_fn);
  *   // one ordinary .c file of ops/src or ops/native
  *   KD_DEFINE_STUB(add_stub);
  *   // ops/cpu/binary.c, compiled once per capability
- *   static void add_kernel(kd_iter *iter, const kd_scalar *alpha) { ... }
+ *   static void add_kernel(kdk_iter *iter, const kd_scalar *alpha) { ... }
  *   KD_REGISTER_STUB(add_stub, add_kernel);
  *   // impl
  *   KD_STUB(add_stub)(iter, alpha);

@@ -22,7 +22,7 @@ static kd_tensor *empty(int ndim, const int64_t *sizes, kd_dtype dt) {
 
 static kd_tensor *wrapped(kd_scalar v) {
   kd_tensor *t = NULL;
-  KD_ASSERT_OK(kd_iter_wrap_scalar(&v, &t));
+  KD_ASSERT_OK(kdk_iter_wrap_scalar(&v, &t));
   return t;
 }
 
@@ -104,17 +104,17 @@ static void cumsum_rows(void *ctx, char **data, const int64_t *st, int64_t n0, i
 
 /* Builds a binary op without a structured call and returns the dtype. */
 static kd_dtype binary_dtype(const kd_tensor *a, const kd_tensor *b, bool float_op) {
-  kd_iter it;
-  kd_iter_init(&it, NULL);
+  kdk_iter it;
+  kdk_iter_init(&it, NULL);
   if (float_op)
-    KD_ASSERT_OK(kd_iter_build_binary_float_op(&it, NULL, a, b));
+    KD_ASSERT_OK(kdk_iter_build_binary_float_op(&it, NULL, a, b));
   else
-    KD_ASSERT_OK(kd_iter_build_binary_op(&it, NULL, a, b));
-  kd_dtype d = kd_tensor_dtype(kd_iter_output(&it, 0));
-  assert_int_equal(d, kd_iter_common_dtype(&it));
-  assert_int_equal(kd_iter_dtype(&it, 1), d);
-  assert_int_equal(kd_iter_dtype(&it, 2), d);
-  kd_iter_release(&it);
+    KD_ASSERT_OK(kdk_iter_build_binary_op(&it, NULL, a, b));
+  kd_dtype d = kd_tensor_dtype(kdk_iter_output(&it, 0));
+  assert_int_equal(d, kdk_iter_common_dtype(&it));
+  assert_int_equal(kdk_iter_dtype(&it, 1), d);
+  assert_int_equal(kdk_iter_dtype(&it, 2), d);
+  kdk_iter_release(&it);
   return d;
 }
 
@@ -124,42 +124,42 @@ static void test_broadcast(void **state) {
   (void)state;
   kd_tensor *a = empty(3, (int64_t[]){2, 1, 3}, KD_FLOAT32);
   kd_tensor *b = empty(2, (int64_t[]){4, 1}, KD_FLOAT32);
-  kd_iter it;
-  kd_iter_init(&it, NULL);
-  KD_ASSERT_OK(kd_iter_build_binary_op(&it, NULL, a, b));
-  assert_shape(kd_iter_output(&it, 0), 3, (int64_t[]){2, 4, 3});
-  assert_int_equal(kd_iter_numel(&it), 24);
-  assert_int_equal(kd_iter_ntensors(&it), 3);
-  assert_int_equal(kd_iter_noutputs(&it), 1);
-  assert_int_equal(kd_iter_full_ndim(&it), 3);
-  kd_iter_release(&it);
-  kd_iter_release(&it); /* twice is fine */
+  kdk_iter it;
+  kdk_iter_init(&it, NULL);
+  KD_ASSERT_OK(kdk_iter_build_binary_op(&it, NULL, a, b));
+  assert_shape(kdk_iter_output(&it, 0), 3, (int64_t[]){2, 4, 3});
+  assert_int_equal(kdk_iter_numel(&it), 24);
+  assert_int_equal(kdk_iter_ntensors(&it), 3);
+  assert_int_equal(kdk_iter_noutputs(&it), 1);
+  assert_int_equal(kdk_iter_full_ndim(&it), 3);
+  kdk_iter_release(&it);
+  kdk_iter_release(&it); /* twice is fine */
 
   kd_tensor *c = empty(2, (int64_t[]){2, 3}, KD_FLOAT32);
   kd_tensor *d = empty(2, (int64_t[]){2, 4}, KD_FLOAT32);
-  kd_iter_init(&it, NULL);
-  kd_iter_set_op_name(&it, "aten::add.Tensor");
-  KD_ASSERT_ERR(kd_iter_build_binary_op(&it, NULL, c, d), KD_EINVAL,
+  kdk_iter_init(&it, NULL);
+  kdk_iter_set_op_name(&it, "aten::add.Tensor");
+  KD_ASSERT_ERR(kdk_iter_build_binary_op(&it, NULL, c, d), KD_EINVAL,
                 "aten::add.Tensor: The size of tensor a (3) must match the size of tensor b (4) "
                 "at non-singleton dimension 1");
-  kd_iter_release(&it);
+  kdk_iter_release(&it);
   /* the dimension is counted in the broadcast shape */
   kd_tensor *e = empty(3, (int64_t[]){5, 2, 3}, KD_FLOAT32);
-  kd_iter_init(&it, NULL);
-  KD_ASSERT_ERR(kd_iter_build_binary_op(&it, NULL, e, d), KD_EINVAL,
+  kdk_iter_init(&it, NULL);
+  KD_ASSERT_ERR(kdk_iter_build_binary_op(&it, NULL, e, d), KD_EINVAL,
                 "The size of tensor a (3) must match the size of tensor b (4) at non-singleton "
                 "dimension 2");
-  kd_iter_release(&it);
+  kdk_iter_release(&it);
   /* a given output of another shape is resized; an in-place one is not */
   kd_tensor *out = empty(1, (int64_t[]){7}, KD_FLOAT32);
-  kd_iter_init(&it, NULL);
-  KD_ASSERT_OK(kd_iter_build_binary_op(&it, out, a, b));
+  kdk_iter_init(&it, NULL);
+  KD_ASSERT_OK(kdk_iter_build_binary_op(&it, out, a, b));
   assert_shape(out, 3, (int64_t[]){2, 4, 3});
-  kd_iter_release(&it);
-  kd_iter_init(&it, NULL);
-  KD_ASSERT_ERR(kd_iter_build_binary_op(&it, b, b, a), KD_EINVAL,
+  kdk_iter_release(&it);
+  kdk_iter_init(&it, NULL);
+  KD_ASSERT_ERR(kdk_iter_build_binary_op(&it, b, b, a), KD_EINVAL,
                 "output with shape [4, 1] doesn't match the broadcast shape [2, 4, 3]");
-  kd_iter_release(&it);
+  kdk_iter_release(&it);
   kd_tensor_release(a);
   kd_tensor_release(b);
   kd_tensor_release(c);
@@ -208,47 +208,47 @@ static void test_promotion(void **state) {
   KD_ASSERT_OK(kd_set_default_dtype(KD_FLOAT32));
 
   /* the wrapped input is converted; its value survives */
-  kd_iter it;
-  kd_iter_init(&it, NULL);
-  KD_ASSERT_OK(kd_iter_build_binary_op(&it, NULL, i32, w25));
-  assert_true(kd_iter_is_scalar(&it, 2));
-  assert_false(kd_iter_is_scalar(&it, 1));
+  kdk_iter it;
+  kdk_iter_init(&it, NULL);
+  KD_ASSERT_OK(kdk_iter_build_binary_op(&it, NULL, i32, w25));
+  assert_true(kdk_iter_is_scalar(&it, 2));
+  assert_false(kdk_iter_is_scalar(&it, 1));
   kd_scalar v;
-  KD_ASSERT_OK(kd_iter_scalar_value(&it, 2, &v));
+  KD_ASSERT_OK(kdk_iter_scalar_value(&it, 2, &v));
   assert_int_equal(v.kind, KD_SCALAR_DOUBLE);
   assert_true(v.v.d == 2.5);
-  assert_int_equal(kd_tensor_dtype(kd_iter_input(&it, 1)), KD_FLOAT32);
-  KD_ASSERT_ERR(kd_iter_scalar_value(&it, 1, &v), KD_EINVAL, "not a scalar");
-  kd_iter_remove_operand(&it, 2);
-  assert_int_equal(kd_iter_ntensors(&it), 2);
-  assert_int_equal(kd_iter_dtype(&it, 1), KD_FLOAT32);
-  kd_iter_release(&it);
+  assert_int_equal(kd_tensor_dtype(kdk_iter_input(&it, 1)), KD_FLOAT32);
+  KD_ASSERT_ERR(kdk_iter_scalar_value(&it, 1, &v), KD_EINVAL, "not a scalar");
+  kdk_iter_remove_operand(&it, 2);
+  assert_int_equal(kdk_iter_ntensors(&it), 2);
+  assert_int_equal(kdk_iter_dtype(&it, 1), KD_FLOAT32);
+  kdk_iter_release(&it);
 
   /* comparison: bool output, promoted inputs */
-  kd_iter_init(&it, NULL);
-  KD_ASSERT_OK(kd_iter_build_comparison_op(&it, NULL, i32, f32));
-  assert_int_equal(kd_iter_common_dtype(&it), KD_FLOAT32);
-  assert_int_equal(kd_iter_dtype(&it, 0), KD_BOOL);
-  assert_int_equal(kd_iter_input_dtype(&it, 0), KD_FLOAT32);
-  kd_iter_release(&it);
+  kdk_iter_init(&it, NULL);
+  KD_ASSERT_OK(kdk_iter_build_comparison_op(&it, NULL, i32, f32));
+  assert_int_equal(kdk_iter_common_dtype(&it), KD_FLOAT32);
+  assert_int_equal(kdk_iter_dtype(&it, 0), KD_BOOL);
+  assert_int_equal(kdk_iter_input_dtype(&it, 0), KD_FLOAT32);
+  kdk_iter_release(&it);
   /* a given float output of a comparison keeps its dtype (through a temporary) */
   kd_tensor *fo = empty(1, n3, KD_FLOAT64);
-  kd_iter_init(&it, NULL);
-  KD_ASSERT_OK(kd_iter_build_comparison_op(&it, fo, i32, i8));
-  assert_int_equal(kd_iter_dtype(&it, 0), KD_INT32);
-  assert_ptr_equal(kd_iter_output(&it, 0), fo);
-  kd_iter_release(&it);
+  kdk_iter_init(&it, NULL);
+  KD_ASSERT_OK(kdk_iter_build_comparison_op(&it, fo, i32, i8));
+  assert_int_equal(kdk_iter_dtype(&it, 0), KD_INT32);
+  assert_ptr_equal(kdk_iter_output(&it, 0), fo);
+  kdk_iter_release(&it);
 
   /* unary_float_op: int to the default float */
-  kd_iter_init(&it, NULL);
-  KD_ASSERT_OK(kd_iter_build_unary_float_op(&it, NULL, i8));
-  assert_int_equal(kd_iter_dtype(&it, 0), KD_FLOAT32);
-  assert_int_equal(kd_iter_dtype(&it, 1), KD_FLOAT32);
-  kd_iter_release(&it);
-  kd_iter_init(&it, NULL);
-  KD_ASSERT_OK(kd_iter_build_unary_op(&it, NULL, i8));
-  assert_int_equal(kd_iter_dtype(&it, 0), KD_INT8);
-  kd_iter_release(&it);
+  kdk_iter_init(&it, NULL);
+  KD_ASSERT_OK(kdk_iter_build_unary_float_op(&it, NULL, i8));
+  assert_int_equal(kdk_iter_dtype(&it, 0), KD_FLOAT32);
+  assert_int_equal(kdk_iter_dtype(&it, 1), KD_FLOAT32);
+  kdk_iter_release(&it);
+  kdk_iter_init(&it, NULL);
+  KD_ASSERT_OK(kdk_iter_build_unary_op(&it, NULL, i8));
+  assert_int_equal(kdk_iter_dtype(&it, 0), KD_INT8);
+  kdk_iter_release(&it);
 
   kd_tensor *all[] = {i8, u8, i32, f32, bl, w1000, w25, wtrue, wc, z64, zi64, fo};
   for (size_t i = 0; i < sizeof all / sizeof *all; i++) kd_tensor_release(all[i]);
@@ -260,60 +260,60 @@ static void test_casting_errors(void **state) {
   kd_tensor *f = ft(1, n2, (float[]){1.5f, 2.5f});
   kd_tensor *i64 = empty(1, n2, KD_INT64), *bo = empty(1, n2, KD_BOOL);
   kd_tensor *c = empty(1, n2, KD_COMPLEX64);
-  kd_iter it;
-  kd_iter_init(&it, NULL);
-  kd_iter_set_op_name(&it, "aten::add.out");
-  KD_ASSERT_ERR(kd_iter_build_binary_op(&it, i64, f, f), KD_ETYPE,
+  kdk_iter it;
+  kdk_iter_init(&it, NULL);
+  kdk_iter_set_op_name(&it, "aten::add.out");
+  KD_ASSERT_ERR(kdk_iter_build_binary_op(&it, i64, f, f), KD_ETYPE,
                 "aten::add.out: result type float32 can't be cast to the desired output type int64");
-  kd_iter_release(&it);
-  kd_iter_init(&it, NULL);
-  KD_ASSERT_ERR(kd_iter_build_binary_op(&it, bo, i64, i64), KD_ETYPE,
+  kdk_iter_release(&it);
+  kdk_iter_init(&it, NULL);
+  KD_ASSERT_ERR(kdk_iter_build_binary_op(&it, bo, i64, i64), KD_ETYPE,
                 "result type int64 can't be cast to the desired output type bool");
-  kd_iter_release(&it);
-  kd_iter_init(&it, NULL);
-  KD_ASSERT_ERR(kd_iter_build_binary_op(&it, f, c, f), KD_ETYPE,
+  kdk_iter_release(&it);
+  kdk_iter_init(&it, NULL);
+  KD_ASSERT_ERR(kdk_iter_build_binary_op(&it, f, c, f), KD_ETYPE,
                 "result type complex64 can't be cast to the desired output type float32");
-  kd_iter_release(&it);
+  kdk_iter_release(&it);
   assert_true(kd__can_cast(KD_INT64, KD_FLOAT32));
   assert_true(kd__can_cast(KD_BOOL, KD_BOOL));
   assert_false(kd__can_cast(KD_FLOAT16, KD_UINT8));
 
   /* check_all_same_dtype (the default without promotion) */
-  kd_iter_init(&it, NULL);
-  kd_iter_add_output(&it, NULL);
-  kd_iter_add_input(&it, f);
-  kd_iter_add_input(&it, i64);
-  KD_ASSERT_ERR(kd_iter_build(&it), KD_ETYPE, "kd_iter: Found dtype int64 but expected float32");
-  kd_iter_release(&it);
+  kdk_iter_init(&it, NULL);
+  kdk_iter_add_output(&it, NULL);
+  kdk_iter_add_input(&it, f);
+  kdk_iter_add_input(&it, i64);
+  KD_ASSERT_ERR(kdk_iter_build(&it), KD_ETYPE, "kdk_iter: Found dtype int64 but expected float32");
+  kdk_iter_release(&it);
 
   /* int output of a float computation without safe casting: a temporary,
    * truncated by finish */
   kd_tensor *io = empty(1, n2, KD_INT64);
-  kd_iter_init(&it, NULL);
-  kd_iter_add_output(&it, io);
-  kd_iter_add_input(&it, f);
-  kd_iter_add_input(&it, f);
-  kd_iter_promote_inputs_to_common_dtype(&it, true);
-  kd_iter_cast_common_dtype_to_outputs(&it, true);
-  KD_ASSERT_OK(kd_iter_build(&it));
-  assert_int_equal(kd_iter_dtype(&it, 0), KD_FLOAT32);
-  assert_ptr_equal(kd_iter_output(&it, 0), io);
-  kd_iter_for_each(&it, add_f32, NULL, 0);
-  KD_ASSERT_OK(kd_iter_finish(&it));
-  kd_iter_release(&it);
+  kdk_iter_init(&it, NULL);
+  kdk_iter_add_output(&it, io);
+  kdk_iter_add_input(&it, f);
+  kdk_iter_add_input(&it, f);
+  kdk_iter_promote_inputs_to_common_dtype(&it, true);
+  kdk_iter_cast_common_dtype_to_outputs(&it, true);
+  KD_ASSERT_OK(kdk_iter_build(&it));
+  assert_int_equal(kdk_iter_dtype(&it, 0), KD_FLOAT32);
+  assert_ptr_equal(kdk_iter_output(&it, 0), io);
+  kdk_iter_for_each(&it, add_f32, NULL, 0);
+  KD_ASSERT_OK(kdk_iter_finish(&it));
+  kdk_iter_release(&it);
   assert_true(get(io, (int64_t[]){0}) == 3.0);
   assert_true(get(io, (int64_t[]){1}) == 5.0);
 
   /* too many operands, inputs before outputs */
-  kd_iter_init(&it, NULL);
-  for (int i = 0; i < 9; i++) kd_iter_add_input(&it, f);
-  KD_ASSERT_ERR(kd_iter_build(&it), KD_EINVAL, "too many operands");
-  kd_iter_release(&it);
-  kd_iter_init(&it, NULL);
-  kd_iter_add_input(&it, f);
-  kd_iter_add_output(&it, NULL);
-  KD_ASSERT_ERR(kd_iter_build(&it), KD_EINVAL, "outputs must be added before inputs");
-  kd_iter_release(&it);
+  kdk_iter_init(&it, NULL);
+  for (int i = 0; i < 9; i++) kdk_iter_add_input(&it, f);
+  KD_ASSERT_ERR(kdk_iter_build(&it), KD_EINVAL, "too many operands");
+  kdk_iter_release(&it);
+  kdk_iter_init(&it, NULL);
+  kdk_iter_add_input(&it, f);
+  kdk_iter_add_output(&it, NULL);
+  KD_ASSERT_ERR(kdk_iter_build(&it), KD_EINVAL, "outputs must be added before inputs");
+  kdk_iter_release(&it);
 
   kd_tensor_release(f);
   kd_tensor_release(i64);
@@ -331,43 +331,43 @@ static void test_layout(void **state) {
   kd_tensor *tr = NULL;
   KD_ASSERT_OK(kd_tensor_as_strided(base, 2, (int64_t[]){3, 4}, (int64_t[]){1, 3}, 0, &tr));
   kd_tensor *one = wrapped(kd_scalar_double(1.0));
-  kd_iter it;
-  kd_iter_init(&it, NULL);
-  KD_ASSERT_OK(kd_iter_build_binary_op(&it, NULL, tr, one));
-  kd_tensor *out = kd_iter_output(&it, 0);
+  kdk_iter it;
+  kdk_iter_init(&it, NULL);
+  KD_ASSERT_OK(kdk_iter_build_binary_op(&it, NULL, tr, one));
+  kd_tensor *out = kdk_iter_output(&it, 0);
   assert_shape(out, 2, (int64_t[]){3, 4});
   assert_int_equal(kd_tensor_stride(out, 0), 1);
   assert_int_equal(kd_tensor_stride(out, 1), 3);
-  assert_int_equal(kd_iter_ndim(&it), 1); /* dense in the same order: one run */
-  assert_false(kd_iter_is_contiguous(&it)); /* the scalar has stride 0 */
-  assert_int_equal(kd_iter_stride(&it, 0, 0), 4);
-  assert_int_equal(kd_iter_stride(&it, 1, 0), 4);
-  kd_iter_for_each(&it, add_f32, NULL, 0);
+  assert_int_equal(kdk_iter_ndim(&it), 1); /* dense in the same order: one run */
+  assert_false(kdk_iter_is_contiguous(&it)); /* the scalar has stride 0 */
+  assert_int_equal(kdk_iter_stride(&it, 0, 0), 4);
+  assert_int_equal(kdk_iter_stride(&it, 1, 0), 4);
+  kdk_iter_for_each(&it, add_f32, NULL, 0);
   for (int64_t r = 0; r < 3; r++)
     for (int64_t c = 0; c < 4; c++) assert_true(get(out, (int64_t[]){r, c}) == (float)(c * 3 + r) + 1);
-  kd_iter_release(&it);
+  kdk_iter_release(&it);
 
   /* linear iteration: a contiguous output */
-  kd_iter_init(&it, NULL);
-  kd_iter_enforce_linear_iteration(&it, true);
-  KD_ASSERT_OK(kd_iter_build_binary_op(&it, NULL, tr, one));
-  assert_int_equal(kd_tensor_stride(kd_iter_output(&it, 0), 0), 4);
-  assert_int_equal(kd_iter_ndim(&it), 2);
-  kd_iter_release(&it);
+  kdk_iter_init(&it, NULL);
+  kdk_iter_enforce_linear_iteration(&it, true);
+  KD_ASSERT_OK(kdk_iter_build_binary_op(&it, NULL, tr, one));
+  assert_int_equal(kd_tensor_stride(kdk_iter_output(&it, 0), 0), 4);
+  assert_int_equal(kdk_iter_ndim(&it), 2);
+  kdk_iter_release(&it);
 
   /* a transposed input and a contiguous one: mixed; contiguous wins the tie of the first */
   kd_tensor *ct = ft(2, (int64_t[]){3, 4}, src);
-  kd_iter_init(&it, NULL);
-  KD_ASSERT_OK(kd_iter_build_binary_op(&it, NULL, ct, tr));
-  assert_int_equal(kd_tensor_stride(kd_iter_output(&it, 0), 1), 1);
-  assert_int_equal(kd_iter_ndim(&it), 2);
-  assert_false(kd_iter_is_contiguous(&it));
-  kd_iter_for_each(&it, add_f32, NULL, 0);
+  kdk_iter_init(&it, NULL);
+  KD_ASSERT_OK(kdk_iter_build_binary_op(&it, NULL, ct, tr));
+  assert_int_equal(kd_tensor_stride(kdk_iter_output(&it, 0), 1), 1);
+  assert_int_equal(kdk_iter_ndim(&it), 2);
+  assert_false(kdk_iter_is_contiguous(&it));
+  kdk_iter_for_each(&it, add_f32, NULL, 0);
   for (int64_t r = 0; r < 3; r++)
     for (int64_t c = 0; c < 4; c++)
-      assert_true(get(kd_iter_output(&it, 0), (int64_t[]){r, c}) ==
+      assert_true(get(kdk_iter_output(&it, 0), (int64_t[]){r, c}) ==
                   (float)(r * 4 + c) + (float)(c * 3 + r));
-  kd_iter_release(&it);
+  kdk_iter_release(&it);
   kd_tensor_release(base);
   kd_tensor_release(tr);
   kd_tensor_release(one);
@@ -378,44 +378,44 @@ static void test_coalesce(void **state) {
   (void)state;
   int64_t s3[] = {2, 3, 4};
   kd_tensor *a = empty(3, s3, KD_FLOAT32), *b = empty(3, s3, KD_FLOAT32);
-  kd_iter it;
-  kd_iter_init(&it, NULL);
-  KD_ASSERT_OK(kd_iter_build_binary_op(&it, NULL, a, b));
-  assert_int_equal(kd_iter_ndim(&it), 1);
-  assert_int_equal(kd_iter_shape(&it)[0], 24);
-  assert_true(kd_iter_is_contiguous(&it));
-  assert_int_equal(kd_iter_stride(&it, 1, 0), 4);
-  kd_iter_release(&it);
+  kdk_iter it;
+  kdk_iter_init(&it, NULL);
+  KD_ASSERT_OK(kdk_iter_build_binary_op(&it, NULL, a, b));
+  assert_int_equal(kdk_iter_ndim(&it), 1);
+  assert_int_equal(kdk_iter_shape(&it)[0], 24);
+  assert_true(kdk_iter_is_contiguous(&it));
+  assert_int_equal(kdk_iter_stride(&it, 1, 0), 4);
+  kdk_iter_release(&it);
   /* with a broadcast scalar (the general path) still one dimension */
   kd_tensor *w = wrapped(kd_scalar_int(2));
-  kd_iter_init(&it, NULL);
-  KD_ASSERT_OK(kd_iter_build_binary_op(&it, NULL, a, w));
-  assert_int_equal(kd_iter_ndim(&it), 1);
-  assert_int_equal(kd_iter_shape(&it)[0], 24);
-  assert_int_equal(kd_iter_stride(&it, 2, 0), 0);
-  assert_false(kd_iter_is_contiguous(&it));
-  kd_iter_release(&it);
+  kdk_iter_init(&it, NULL);
+  KD_ASSERT_OK(kdk_iter_build_binary_op(&it, NULL, a, w));
+  assert_int_equal(kdk_iter_ndim(&it), 1);
+  assert_int_equal(kdk_iter_shape(&it)[0], 24);
+  assert_int_equal(kdk_iter_stride(&it, 2, 0), 0);
+  assert_false(kdk_iter_is_contiguous(&it));
+  kdk_iter_release(&it);
   /* a row broadcast over the first dim: [2, 12] in iteration order {12, 2} */
   kd_tensor *row = empty(2, (int64_t[]){3, 4}, KD_FLOAT32);
-  kd_iter_init(&it, NULL);
-  KD_ASSERT_OK(kd_iter_build_binary_op(&it, NULL, a, row));
-  assert_int_equal(kd_iter_ndim(&it), 2);
-  assert_int_equal(kd_iter_shape(&it)[0], 12);
-  assert_int_equal(kd_iter_shape(&it)[1], 2);
-  assert_int_equal(kd_iter_stride(&it, 2, 1), 0);
-  kd_iter_release(&it);
+  kdk_iter_init(&it, NULL);
+  KD_ASSERT_OK(kdk_iter_build_binary_op(&it, NULL, a, row));
+  assert_int_equal(kdk_iter_ndim(&it), 2);
+  assert_int_equal(kdk_iter_shape(&it)[0], 12);
+  assert_int_equal(kdk_iter_shape(&it)[1], 2);
+  assert_int_equal(kdk_iter_stride(&it, 2, 1), 0);
+  kdk_iter_release(&it);
   /* 0-dim operands only */
   kd_tensor *z = zero_dim(KD_FLOAT32, 1.5);
-  kd_iter_init(&it, NULL);
-  KD_ASSERT_OK(kd_iter_build_binary_op(&it, NULL, z, z));
-  assert_int_equal(kd_iter_ndim(&it), 0);
-  assert_int_equal(kd_iter_numel(&it), 1);
-  assert_int_equal(kd_tensor_ndim(kd_iter_output(&it, 0)), 0);
+  kdk_iter_init(&it, NULL);
+  KD_ASSERT_OK(kdk_iter_build_binary_op(&it, NULL, z, z));
+  assert_int_equal(kdk_iter_ndim(&it), 0);
+  assert_int_equal(kdk_iter_numel(&it), 1);
+  assert_int_equal(kd_tensor_ndim(kdk_iter_output(&it, 0)), 0);
   loop_count c = {.main = pthread_self()};
-  kd_iter_for_each(&it, add_f32, &c, 0);
+  kdk_iter_for_each(&it, add_f32, &c, 0);
   assert_int_equal(atomic_load(&c.calls), 1);
-  assert_true(get(kd_iter_output(&it, 0), NULL) == 3.0);
-  kd_iter_release(&it);
+  assert_true(get(kdk_iter_output(&it, 0), NULL) == 3.0);
+  kdk_iter_release(&it);
   kd_tensor_release(a);
   kd_tensor_release(b);
   kd_tensor_release(w);
@@ -432,18 +432,18 @@ static void test_noncontiguous(void **state) {
   kd_tensor *a = NULL, *b = NULL;
   KD_ASSERT_OK(kd_tensor_as_strided(base, 2, (int64_t[]){4, 3}, (int64_t[]){6, 2}, 1, &a));
   KD_ASSERT_OK(kd_tensor_as_strided(base, 1, (int64_t[]){3}, (int64_t[]){1}, 20, &b));
-  kd_iter it;
-  kd_iter_init(&it, NULL);
-  KD_ASSERT_OK(kd_iter_build_binary_op(&it, NULL, a, b));
-  kd_tensor *out = kd_iter_output(&it, 0);
+  kdk_iter it;
+  kdk_iter_init(&it, NULL);
+  KD_ASSERT_OK(kdk_iter_build_binary_op(&it, NULL, a, b));
+  kd_tensor *out = kdk_iter_output(&it, 0);
   assert_true(kd_tensor_is_contiguous(out));
   loop_count c = {.main = pthread_self()};
-  kd_iter_for_each(&it, add_f32, &c, 0);
+  kdk_iter_for_each(&it, add_f32, &c, 0);
   assert_int_equal(atomic_load(&c.elements), 12);
   for (int64_t r = 0; r < 4; r++)
     for (int64_t k = 0; k < 3; k++)
       assert_true(get(out, (int64_t[]){r, k}) == (float)(r * 6 + 1 + 2 * k) + (float)(20 + k));
-  kd_iter_release(&it);
+  kdk_iter_release(&it);
   kd_tensor_release(a);
   kd_tensor_release(b);
   kd_tensor_release(base);
@@ -452,24 +452,24 @@ static void test_noncontiguous(void **state) {
 static void test_zero_size(void **state) {
   (void)state;
   kd_tensor *a = empty(2, (int64_t[]){0, 3}, KD_FLOAT32), *b = empty(1, (int64_t[]){3}, KD_FLOAT32);
-  kd_iter it;
-  kd_iter_init(&it, NULL);
-  KD_ASSERT_OK(kd_iter_build_binary_op(&it, NULL, a, b));
-  assert_shape(kd_iter_output(&it, 0), 2, (int64_t[]){0, 3});
-  assert_int_equal(kd_iter_numel(&it), 0);
+  kdk_iter it;
+  kdk_iter_init(&it, NULL);
+  KD_ASSERT_OK(kdk_iter_build_binary_op(&it, NULL, a, b));
+  assert_shape(kdk_iter_output(&it, 0), 2, (int64_t[]){0, 3});
+  assert_int_equal(kdk_iter_numel(&it), 0);
   loop_count c = {.main = pthread_self()};
-  kd_iter_for_each(&it, add_f32, &c, 0);
-  kd_iter_serial_for_each(&it, add_f32, &c);
+  kdk_iter_for_each(&it, add_f32, &c, 0);
+  kdk_iter_serial_for_each(&it, add_f32, &c);
   assert_int_equal(atomic_load(&c.calls), 0);
-  kd_iter_release(&it);
+  kdk_iter_release(&it);
   /* broadcasting 0 against 1 */
   kd_tensor *d = empty(2, (int64_t[]){1, 0}, KD_FLOAT32), *e = empty(2, (int64_t[]){4, 1}, KD_FLOAT32);
-  kd_iter_init(&it, NULL);
-  KD_ASSERT_OK(kd_iter_build_binary_op(&it, NULL, d, e));
-  assert_shape(kd_iter_output(&it, 0), 2, (int64_t[]){4, 0});
-  kd_iter_for_each(&it, add_f32, &c, 0);
+  kdk_iter_init(&it, NULL);
+  KD_ASSERT_OK(kdk_iter_build_binary_op(&it, NULL, d, e));
+  assert_shape(kdk_iter_output(&it, 0), 2, (int64_t[]){4, 0});
+  kdk_iter_for_each(&it, add_f32, &c, 0);
   assert_int_equal(atomic_load(&c.calls), 0);
-  kd_iter_release(&it);
+  kdk_iter_release(&it);
   kd_tensor_release(a);
   kd_tensor_release(b);
   kd_tensor_release(d);
@@ -487,20 +487,20 @@ static void test_huge_broadcast(void **state) {
   kd_tensor *one = empty(1, (int64_t[]){1}, KD_FLOAT32);
   /* [16, 2^60, 0]: 16 * 2^60 overflows before the 0 is reached */
   KD_ASSERT_OK(kd_tensor_as_strided(z0, 3, (int64_t[]){16, big, 0}, (int64_t[]){0, 1, 1}, 0, &z));
-  kd_iter it;
-  kd_iter_init(&it, NULL);
-  KD_ASSERT_ERR(kd_iter_build_binary_op(&it, NULL, z, one), KD_EOVERFLOW,
+  kdk_iter it;
+  kdk_iter_init(&it, NULL);
+  KD_ASSERT_ERR(kdk_iter_build_binary_op(&it, NULL, z, one), KD_EOVERFLOW,
                 "sizes=[16, 1152921504606846976, 0]");
-  kd_iter_release(&it);
+  kdk_iter_release(&it);
   /* expanded operands (stride 0 over one element): [2^33, 1] with [1, 2^31] */
   kd_tensor *a = NULL, *b = NULL;
   int64_t zero[2] = {0, 0};
   KD_ASSERT_OK(kd_tensor_as_strided(one, 2, (int64_t[]){(int64_t)1 << 33, 1}, zero, 0, &a));
   KD_ASSERT_OK(kd_tensor_as_strided(one, 2, (int64_t[]){1, (int64_t)1 << 31}, zero, 0, &b));
-  kd_iter_init(&it, NULL);
-  KD_ASSERT_ERR(kd_iter_build_binary_op(&it, NULL, a, b), KD_EOVERFLOW,
+  kdk_iter_init(&it, NULL);
+  KD_ASSERT_ERR(kdk_iter_build_binary_op(&it, NULL, a, b), KD_EOVERFLOW,
                 "the broadcast shape [8589934592, 2147483648] has more than 2^63 elements");
-  kd_iter_release(&it);
+  kdk_iter_release(&it);
   kd_tensor_release(a);
   kd_tensor_release(b);
   kd_tensor_release(z);
@@ -521,15 +521,15 @@ static void test_threads(void **state) {
     y[i] = 1.0f;
   }
   kd_tensor *a = ft(1, &n, x), *b = ft(1, &n, y);
-  kd_iter it;
-  kd_iter_init(&it, NULL);
-  KD_ASSERT_OK(kd_iter_build_binary_op(&it, NULL, a, b));
+  kdk_iter it;
+  kdk_iter_init(&it, NULL);
+  KD_ASSERT_OK(kdk_iter_build_binary_op(&it, NULL, a, b));
   loop_count c = {.main = pthread_self()};
-  kd_iter_for_each(&it, add_f32, &c, KD_GRAIN_SIZE);
+  kdk_iter_for_each(&it, add_f32, &c, KD_GRAIN_SIZE);
   assert_int_equal(atomic_load(&c.elements), n);
   assert_true(atomic_load(&c.calls) > 1);
   assert_true(atomic_load(&c.calls) <= 4);
-  const float *o = kd_tensor_data(kd_iter_output(&it, 0));
+  const float *o = kd_tensor_data(kdk_iter_output(&it, 0));
   double sum = 0;
   for (int64_t i = 0; i < n; i++) sum += o[i];
   double want = 0;
@@ -537,34 +537,34 @@ static void test_threads(void **state) {
   assert_true(sum == want);
   /* serial: one call on this thread */
   loop_count s = {.main = pthread_self()};
-  kd_iter_serial_for_each(&it, add_f32, &s);
+  kdk_iter_serial_for_each(&it, add_f32, &s);
   assert_int_equal(atomic_load(&s.calls), 1);
   assert_int_equal(atomic_load(&s.other_thread), 0);
-  kd_iter_release(&it);
+  kdk_iter_release(&it);
 
   /* below the grain: one call on this thread */
   int64_t small = 1000;
   kd_tensor *sa = ft(1, &small, x), *sb = ft(1, &small, y);
-  kd_iter_init(&it, NULL);
-  KD_ASSERT_OK(kd_iter_build_binary_op(&it, NULL, sa, sb));
+  kdk_iter_init(&it, NULL);
+  KD_ASSERT_OK(kdk_iter_build_binary_op(&it, NULL, sa, sb));
   loop_count t = {.main = pthread_self()};
-  kd_iter_for_each(&it, add_f32, &t, 0);
+  kdk_iter_for_each(&it, add_f32, &t, 0);
   assert_int_equal(atomic_load(&t.calls), 1);
   assert_int_equal(atomic_load(&t.other_thread), 0);
-  kd_iter_release(&it);
+  kdk_iter_release(&it);
 
   /* a 2-d non-contiguous iteration over threads: chunks cut inside rows */
   kd_tensor *m = NULL, *mt = NULL;
   KD_ASSERT_OK(kd_tensor_as_strided(a, 2, (int64_t[]){1024, 1000}, (int64_t[]){1, 1024}, 0, &mt));
   kd_tensor *cm = empty(2, (int64_t[]){1024, 1000}, KD_FLOAT32);
   KD_ASSERT_OK(kd_tensor_as_strided(b, 2, (int64_t[]){1024, 1000}, (int64_t[]){1000, 1}, 0, &m));
-  kd_iter_init(&it, NULL);
-  KD_ASSERT_OK(kd_iter_build_binary_op(&it, cm, mt, m));
-  assert_int_equal(kd_iter_ndim(&it), 2);
+  kdk_iter_init(&it, NULL);
+  KD_ASSERT_OK(kdk_iter_build_binary_op(&it, cm, mt, m));
+  assert_int_equal(kdk_iter_ndim(&it), 2);
   loop_count u = {.main = pthread_self()};
-  kd_iter_for_each(&it, add_f32, &u, 100000);
+  kdk_iter_for_each(&it, add_f32, &u, 100000);
   assert_int_equal(atomic_load(&u.elements), 1024 * 1000);
-  kd_iter_release(&it);
+  kdk_iter_release(&it);
   for (int64_t r = 0; r < 1024; r += 97)
     for (int64_t k = 0; k < 1000; k += 31)
       assert_true(get(cm, (int64_t[]){r, k}) == (float)((r + k * 1024) % 1000) + 1);
@@ -581,78 +581,78 @@ static void test_reduction(void **state) {
   float src[12];
   for (int i = 0; i < 12; i++) src[i] = (float)i;
   kd_tensor *a = ft(2, (int64_t[]){3, 4}, src);
-  kd_iter it;
+  kdk_iter it;
   /* sum over dim 1 */
-  kd_iter_init(&it, NULL);
-  KD_ASSERT_OK(kd_iter_build_reduce_op(&it, NULL, a, (int64_t[]){1}, 1, false, KD_DTYPE_UNDEFINED));
-  kd_tensor *out = kd_iter_output(&it, 0);
+  kdk_iter_init(&it, NULL);
+  KD_ASSERT_OK(kdk_iter_build_reduce_op(&it, NULL, a, (int64_t[]){1}, 1, false, KD_DTYPE_UNDEFINED));
+  kd_tensor *out = kdk_iter_output(&it, 0);
   assert_shape(out, 1, (int64_t[]){3});
-  assert_true(kd_iter_has_row(&it));
-  assert_int_equal(kd_iter_row_len(&it), 4);
-  assert_int_equal(kd_iter_num_rows(&it), 3);
-  kd_iter_for_each_row(&it, sum_rows_f32, NULL, 0);
+  assert_true(kdk_iter_has_row(&it));
+  assert_int_equal(kdk_iter_row_len(&it), 4);
+  assert_int_equal(kdk_iter_num_rows(&it), 3);
+  kdk_iter_for_each_row(&it, sum_rows_f32, NULL, 0);
   for (int64_t r = 0; r < 3; r++) assert_true(get(out, &r) == (float)(r * 16 + 6));
-  kd_iter_release(&it);
+  kdk_iter_release(&it);
   /* over dim 0, keepdim */
-  kd_iter_init(&it, NULL);
-  KD_ASSERT_OK(kd_iter_build_reduce_op(&it, NULL, a, (int64_t[]){-2}, 1, true, KD_DTYPE_UNDEFINED));
-  out = kd_iter_output(&it, 0);
+  kdk_iter_init(&it, NULL);
+  KD_ASSERT_OK(kdk_iter_build_reduce_op(&it, NULL, a, (int64_t[]){-2}, 1, true, KD_DTYPE_UNDEFINED));
+  out = kdk_iter_output(&it, 0);
   assert_shape(out, 2, (int64_t[]){1, 4});
-  kd_iter_for_each(&it, sum_rows_f32, NULL, 0);
+  kdk_iter_for_each(&it, sum_rows_f32, NULL, 0);
   for (int64_t c = 0; c < 4; c++) assert_true(get(out, (int64_t[]){0, c}) == (float)(12 + 3 * c));
-  kd_iter_release(&it);
+  kdk_iter_release(&it);
   /* all dims of a transposed view: copied so that the row is row-major */
   kd_tensor *tr = NULL;
   KD_ASSERT_OK(kd_tensor_as_strided(a, 2, (int64_t[]){4, 3}, (int64_t[]){1, 4}, 0, &tr));
-  kd_iter_init(&it, NULL);
-  KD_ASSERT_OK(kd_iter_build_reduce_op(&it, NULL, tr, NULL, 0, false, KD_INT64));
-  assert_int_equal(kd_tensor_ndim(kd_iter_output(&it, 0)), 0);
-  assert_int_equal(kd_iter_row_len(&it), 12);
-  kd_iter_for_each(&it, argmax_rows, NULL, 0);
-  assert_true(get(kd_iter_output(&it, 0), NULL) == 11.0);
-  kd_iter_release(&it);
+  kdk_iter_init(&it, NULL);
+  KD_ASSERT_OK(kdk_iter_build_reduce_op(&it, NULL, tr, NULL, 0, false, KD_INT64));
+  assert_int_equal(kd_tensor_ndim(kdk_iter_output(&it, 0)), 0);
+  assert_int_equal(kdk_iter_row_len(&it), 12);
+  kdk_iter_for_each(&it, argmax_rows, NULL, 0);
+  assert_true(get(kdk_iter_output(&it, 0), NULL) == 11.0);
+  kdk_iter_release(&it);
   /* argmax over dim 0 of the transposed view (rows of stride 4 elements) */
-  kd_iter_init(&it, NULL);
-  KD_ASSERT_OK(kd_iter_build_reduce_op(&it, NULL, tr, (int64_t[]){0}, 1, false, KD_INT64));
-  assert_int_equal(kd_iter_dtype(&it, 0), KD_INT64);
-  kd_iter_for_each(&it, argmax_rows, NULL, 0);
-  for (int64_t c = 0; c < 3; c++) assert_true(get(kd_iter_output(&it, 0), &c) == 3.0);
-  kd_iter_release(&it);
+  kdk_iter_init(&it, NULL);
+  KD_ASSERT_OK(kdk_iter_build_reduce_op(&it, NULL, tr, (int64_t[]){0}, 1, false, KD_INT64));
+  assert_int_equal(kdk_iter_dtype(&it, 0), KD_INT64);
+  kdk_iter_for_each(&it, argmax_rows, NULL, 0);
+  for (int64_t c = 0; c < 3; c++) assert_true(get(kdk_iter_output(&it, 0), &c) == 3.0);
+  kdk_iter_release(&it);
   /* errors */
-  kd_iter_init(&it, NULL);
-  KD_ASSERT_ERR(kd_iter_build_reduce_op(&it, NULL, a, (int64_t[]){2}, 1, false, KD_DTYPE_UNDEFINED),
+  kdk_iter_init(&it, NULL);
+  KD_ASSERT_ERR(kdk_iter_build_reduce_op(&it, NULL, a, (int64_t[]){2}, 1, false, KD_DTYPE_UNDEFINED),
                 KD_EINVAL, "Dimension out of range (expected to be in range of [-2, 1], but got 2)");
-  kd_iter_release(&it);
-  kd_iter_init(&it, NULL);
+  kdk_iter_release(&it);
+  kdk_iter_init(&it, NULL);
   KD_ASSERT_ERR(
-      kd_iter_build_reduce_op(&it, NULL, a, (int64_t[]){1, -1}, 2, false, KD_DTYPE_UNDEFINED),
+      kdk_iter_build_reduce_op(&it, NULL, a, (int64_t[]){1, -1}, 2, false, KD_DTYPE_UNDEFINED),
       KD_EINVAL, "dim 1 appears multiple times in the list of dims");
-  kd_iter_release(&it);
+  kdk_iter_release(&it);
   /* an empty reduced dim: rows of length 0 are visited */
   kd_tensor *e = empty(2, (int64_t[]){3, 0}, KD_FLOAT32);
-  kd_iter_init(&it, NULL);
-  KD_ASSERT_OK(kd_iter_build_reduce_op(&it, NULL, e, (int64_t[]){1}, 1, false, KD_DTYPE_UNDEFINED));
-  kd_iter_for_each(&it, sum_rows_f32, NULL, 0);
-  for (int64_t r = 0; r < 3; r++) assert_true(get(kd_iter_output(&it, 0), &r) == 0.0);
-  kd_iter_release(&it);
+  kdk_iter_init(&it, NULL);
+  KD_ASSERT_OK(kdk_iter_build_reduce_op(&it, NULL, e, (int64_t[]){1}, 1, false, KD_DTYPE_UNDEFINED));
+  kdk_iter_for_each(&it, sum_rows_f32, NULL, 0);
+  for (int64_t r = 0; r < 3; r++) assert_true(get(kdk_iter_output(&it, 0), &r) == 0.0);
+  kdk_iter_release(&it);
   /* a 0-dim input */
   kd_tensor *z = zero_dim(KD_FLOAT32, 4.5);
-  kd_iter_init(&it, NULL);
-  KD_ASSERT_OK(kd_iter_build_reduce_op(&it, NULL, z, NULL, 0, false, KD_DTYPE_UNDEFINED));
-  kd_iter_for_each(&it, sum_rows_f32, NULL, 0);
-  assert_true(get(kd_iter_output(&it, 0), NULL) == 4.5);
-  kd_iter_release(&it);
+  kdk_iter_init(&it, NULL);
+  KD_ASSERT_OK(kdk_iter_build_reduce_op(&it, NULL, z, NULL, 0, false, KD_DTYPE_UNDEFINED));
+  kdk_iter_for_each(&it, sum_rows_f32, NULL, 0);
+  assert_true(get(kdk_iter_output(&it, 0), NULL) == 4.5);
+  kdk_iter_release(&it);
 
   /* row dim: cumsum over dim 1 of the transposed view; output follows the layout */
-  kd_iter_init(&it, NULL);
-  kd_iter_add_output(&it, NULL);
-  kd_iter_add_input(&it, tr);
-  kd_iter_set_row_dim(&it, 1);
-  KD_ASSERT_OK(kd_iter_build(&it));
-  out = kd_iter_output(&it, 0);
+  kdk_iter_init(&it, NULL);
+  kdk_iter_add_output(&it, NULL);
+  kdk_iter_add_input(&it, tr);
+  kdk_iter_set_row_dim(&it, 1);
+  KD_ASSERT_OK(kdk_iter_build(&it));
+  out = kdk_iter_output(&it, 0);
   assert_shape(out, 2, (int64_t[]){4, 3});
   assert_int_equal(kd_tensor_stride(out, 0), 1);
-  kd_iter_for_each(&it, cumsum_rows, NULL, 0);
+  kdk_iter_for_each(&it, cumsum_rows, NULL, 0);
   for (int64_t r = 0; r < 4; r++) {
     float acc = 0;
     for (int64_t c = 0; c < 3; c++) {
@@ -660,7 +660,7 @@ static void test_reduction(void **state) {
       assert_true(get(out, (int64_t[]){r, c}) == acc);
     }
   }
-  kd_iter_release(&it);
+  kdk_iter_release(&it);
   kd_tensor_release(a);
   kd_tensor_release(tr);
   kd_tensor_release(e);
@@ -678,24 +678,24 @@ static void test_reduction_threads(void **state) {
   double want = 0;
   for (int64_t i = 0; i < n; i++) want += x[i];
   kd_tensor *a = ft(1, &n, x);
-  kd_iter it;
-  kd_iter_init(&it, NULL);
-  KD_ASSERT_OK(kd_iter_build_reduce_op(&it, NULL, a, NULL, 0, false, KD_DTYPE_UNDEFINED));
-  KD_ASSERT_OK(kd_iter_reduce_rows(&it, sum_rows_f32, NULL, 0));
-  assert_true(get(kd_iter_output(&it, 0), NULL) == (float)want);
-  kd_iter_release(&it);
+  kdk_iter it;
+  kdk_iter_init(&it, NULL);
+  KD_ASSERT_OK(kdk_iter_build_reduce_op(&it, NULL, a, NULL, 0, false, KD_DTYPE_UNDEFINED));
+  KD_ASSERT_OK(kdk_iter_reduce_rows(&it, sum_rows_f32, NULL, 0));
+  assert_true(get(kdk_iter_output(&it, 0), NULL) == (float)want);
+  kdk_iter_release(&it);
   /* many rows: split over rows */
   kd_tensor *m = NULL;
   KD_ASSERT_OK(kd_tensor_as_strided(a, 2, (int64_t[]){1024, 1024}, (int64_t[]){1024, 1}, 0, &m));
-  kd_iter_init(&it, NULL);
-  KD_ASSERT_OK(kd_iter_build_reduce_op(&it, NULL, m, (int64_t[]){1}, 1, false, KD_DTYPE_UNDEFINED));
-  KD_ASSERT_OK(kd_iter_reduce_rows(&it, sum_rows_f32, NULL, 0));
+  kdk_iter_init(&it, NULL);
+  KD_ASSERT_OK(kdk_iter_build_reduce_op(&it, NULL, m, (int64_t[]){1}, 1, false, KD_DTYPE_UNDEFINED));
+  KD_ASSERT_OK(kdk_iter_reduce_rows(&it, sum_rows_f32, NULL, 0));
   for (int64_t r = 0; r < 1024; r += 101) {
     double s = 0;
     for (int64_t c = 0; c < 1024; c++) s += x[r * 1024 + c];
-    assert_true(get(kd_iter_output(&it, 0), &r) == (float)s);
+    assert_true(get(kdk_iter_output(&it, 0), &r) == (float)s);
   }
-  kd_iter_release(&it);
+  kdk_iter_release(&it);
   kd_tensor_release(a);
   kd_tensor_release(m);
   free(x);
@@ -709,20 +709,20 @@ static void test_overlap(void **state) {
   KD_ASSERT_OK(kd_tensor_as_strided(a, 1, (int64_t[]){3}, (int64_t[]){1}, 0, &lo));
   KD_ASSERT_OK(kd_tensor_as_strided(a, 1, (int64_t[]){3}, (int64_t[]){1}, 1, &hi));
   KD_ASSERT_OK(kd_tensor_as_strided(a, 1, (int64_t[]){3}, (int64_t[]){0}, 0, &bc));
-  kd_iter it;
-  kd_iter_init(&it, NULL);
-  KD_ASSERT_ERR(kd_iter_build_binary_op(&it, hi, lo, lo), KD_EINVAL,
+  kdk_iter it;
+  kdk_iter_init(&it, NULL);
+  KD_ASSERT_ERR(kdk_iter_build_binary_op(&it, hi, lo, lo), KD_EINVAL,
                 "some elements of the input tensor and the written-to tensor refer to a single "
                 "memory location");
-  kd_iter_release(&it);
-  kd_iter_init(&it, NULL);
-  KD_ASSERT_ERR(kd_iter_build_binary_op(&it, bc, lo, lo), KD_EINVAL,
+  kdk_iter_release(&it);
+  kdk_iter_init(&it, NULL);
+  KD_ASSERT_ERR(kdk_iter_build_binary_op(&it, bc, lo, lo), KD_EINVAL,
                 "more than one element of the written-to tensor refers to a single memory location");
-  kd_iter_release(&it);
+  kdk_iter_release(&it);
   /* in place is fine */
-  kd_iter_init(&it, NULL);
-  KD_ASSERT_OK(kd_iter_build_binary_op(&it, lo, lo, lo));
-  kd_iter_release(&it);
+  kdk_iter_init(&it, NULL);
+  KD_ASSERT_OK(kdk_iter_build_binary_op(&it, lo, lo, lo));
+  kdk_iter_release(&it);
   kd_tensor_release(a);
   kd_tensor_release(lo);
   kd_tensor_release(hi);
@@ -730,22 +730,22 @@ static void test_overlap(void **state) {
 }
 
 /* A structured add (meta + impl) as generated wrappers run it. */
-static kd_status structured_add(kd_structured_mode mode, kd_tensor *given, kd_tensor *a,
+static kd_status structured_add(kdk_structured_mode mode, kd_tensor *given, kd_tensor *a,
                                 kd_tensor *b, kd_tensor **result) {
-  kd_structured s;
+  kdk_structured s;
   kd_tensor *g[1] = {given};
-  kd_structured_init(&s, mode == KD_STRUCTURED_OUT ? "aten::add.out" : "aten::add.Tensor", mode, 1,
-                     given ? g : NULL, mode == KD_STRUCTURED_META ? (kd_device){KD_DEVICE_META, 0} : kd_device_cpu());
-  kd_iter it;
-  kd_iter_init(&it, &s);
-  kd_status st = kd_iter_build_binary_op(&it, NULL, a, b);
-  if (!st && mode != KD_STRUCTURED_META) kd_iter_for_each(&it, add_f32, NULL, 0);
-  if (!st) st = kd_iter_finish(&it);
-  if (!st) st = kd_structured_finish(&s);
-  kd_iter_release(&it);
+  kdk_structured_init(&s, mode == KDK_STRUCTURED_OUT ? "aten::add.out" : "aten::add.Tensor", mode, 1,
+                     given ? g : NULL, mode == KDK_STRUCTURED_META ? (kd_device){KD_DEVICE_META, 0} : kd_device_cpu());
+  kdk_iter it;
+  kdk_iter_init(&it, &s);
+  kd_status st = kdk_iter_build_binary_op(&it, NULL, a, b);
+  if (!st && mode != KDK_STRUCTURED_META) kdk_iter_for_each(&it, add_f32, NULL, 0);
+  if (!st) st = kdk_iter_finish(&it);
+  if (!st) st = kdk_structured_finish(&s);
+  kdk_iter_release(&it);
   kd_tensor *take[1] = {NULL};
-  bool functional = mode == KD_STRUCTURED_FUNCTIONAL || mode == KD_STRUCTURED_META;
-  kd_structured_release(&s, st || !functional ? NULL : take);
+  bool functional = mode == KDK_STRUCTURED_FUNCTIONAL || mode == KDK_STRUCTURED_META;
+  kdk_structured_release(&s, st || !functional ? NULL : take);
   if (result) *result = take[0];
   return st;
 }
@@ -755,37 +755,37 @@ static void test_structured(void **state) {
   kd_tensor *a = ft(2, (int64_t[]){2, 2}, (float[]){1, 2, 3, 4});
   kd_tensor *b = ft(1, (int64_t[]){2}, (float[]){10, 20});
   kd_tensor *r = NULL;
-  KD_ASSERT_OK(structured_add(KD_STRUCTURED_FUNCTIONAL, NULL, a, b, &r));
+  KD_ASSERT_OK(structured_add(KDK_STRUCTURED_FUNCTIONAL, NULL, a, b, &r));
   assert_shape(r, 2, (int64_t[]){2, 2});
   assert_true(get(r, (int64_t[]){1, 1}) == 24.0);
   assert_int_equal(kd_tensor_refcount(r), 1);
   kd_tensor_release(r);
   /* in place: self is output and input */
-  KD_ASSERT_OK(structured_add(KD_STRUCTURED_INPLACE, a, a, b, NULL));
+  KD_ASSERT_OK(structured_add(KDK_STRUCTURED_INPLACE, a, a, b, NULL));
   assert_true(get(a, (int64_t[]){0, 1}) == 22.0);
-  KD_ASSERT_ERR(structured_add(KD_STRUCTURED_INPLACE, b, b, a, NULL), KD_EINVAL,
+  KD_ASSERT_ERR(structured_add(KDK_STRUCTURED_INPLACE, b, b, a, NULL), KD_EINVAL,
                 "aten::add.Tensor: output with shape [2] doesn't match the broadcast shape [2, 2]");
   kd_tensor *i64 = empty(2, (int64_t[]){2, 2}, KD_INT64);
-  KD_ASSERT_ERR(structured_add(KD_STRUCTURED_INPLACE, i64, i64, a, NULL), KD_ETYPE,
+  KD_ASSERT_ERR(structured_add(KDK_STRUCTURED_INPLACE, i64, i64, a, NULL), KD_ETYPE,
                 "aten::add.Tensor: result type float32 can't be cast to the desired output type "
                 "int64");
   /* out: resized, and of another dtype through a temporary */
   kd_tensor *o = empty(1, (int64_t[]){0}, KD_FLOAT64);
-  KD_ASSERT_OK(structured_add(KD_STRUCTURED_OUT, o, a, b, NULL));
+  KD_ASSERT_OK(structured_add(KDK_STRUCTURED_OUT, o, a, b, NULL));
   assert_shape(o, 2, (int64_t[]){2, 2});
   assert_int_equal(kd_tensor_dtype(o), KD_FLOAT64);
   assert_true(get(o, (int64_t[]){1, 0}) == 23.0);
   /* a non-contiguous out of the right shape is written in place */
   kd_tensor *ob = empty(2, (int64_t[]){2, 2}, KD_FLOAT32), *ot = NULL;
   KD_ASSERT_OK(kd_tensor_as_strided(ob, 2, (int64_t[]){2, 2}, (int64_t[]){1, 2}, 0, &ot));
-  KD_ASSERT_OK(structured_add(KD_STRUCTURED_OUT, ot, a, b, NULL));
+  KD_ASSERT_OK(structured_add(KDK_STRUCTURED_OUT, ot, a, b, NULL));
   assert_true(get(ot, (int64_t[]){0, 1}) == 22.0 + 20.0);
   assert_true(get(ot, (int64_t[]){1, 0}) == 23.0);
   /* meta: shapes and dtypes only */
   kd_tensor *ma = NULL, *mb = NULL, *mr = NULL;
   KD_ASSERT_OK(kd_tensor_to_device(a, (kd_device){KD_DEVICE_META, 0}, &ma));
   KD_ASSERT_OK(kd_tensor_to_device(i64, (kd_device){KD_DEVICE_META, 0}, &mb));
-  KD_ASSERT_OK(structured_add(KD_STRUCTURED_META, NULL, mb, ma, &mr));
+  KD_ASSERT_OK(structured_add(KDK_STRUCTURED_META, NULL, mb, ma, &mr));
   assert_int_equal(kd_tensor_device(mr).type, KD_DEVICE_META);
   assert_int_equal(kd_tensor_dtype(mr), KD_FLOAT32);
   assert_shape(mr, 2, (int64_t[]){2, 2});
@@ -796,48 +796,48 @@ static void test_structured(void **state) {
 static void test_nullary_and_static(void **state) {
   (void)state;
   kd_tensor *o = empty(2, (int64_t[]){2, 3}, KD_INT32);
-  kd_iter it;
-  kd_iter_init(&it, NULL);
-  KD_ASSERT_OK(kd_iter_build_nullary_op(&it, o));
-  assert_int_equal(kd_iter_ntensors(&it), 1);
-  assert_int_equal(kd_iter_numel(&it), 6);
-  assert_int_equal(kd_iter_dtype(&it, 0), KD_INT32);
-  kd_iter_release(&it);
+  kdk_iter it;
+  kdk_iter_init(&it, NULL);
+  KD_ASSERT_OK(kdk_iter_build_nullary_op(&it, o));
+  assert_int_equal(kdk_iter_ntensors(&it), 1);
+  assert_int_equal(kdk_iter_numel(&it), 6);
+  assert_int_equal(kdk_iter_dtype(&it, 0), KD_INT32);
+  kdk_iter_release(&it);
   /* static shape and dtype, no inputs */
-  kd_iter_init(&it, NULL);
-  kd_iter_add_output(&it, NULL);
-  kd_iter_declare_static_shape(&it, 2, (int64_t[]){3, 5});
-  kd_iter_declare_static_dtype(&it, KD_FLOAT64);
-  KD_ASSERT_OK(kd_iter_build(&it));
-  assert_shape(kd_iter_output(&it, 0), 2, (int64_t[]){3, 5});
-  assert_int_equal(kd_tensor_dtype(kd_iter_output(&it, 0)), KD_FLOAT64);
-  kd_iter_release(&it);
+  kdk_iter_init(&it, NULL);
+  kdk_iter_add_output(&it, NULL);
+  kdk_iter_declare_static_shape(&it, 2, (int64_t[]){3, 5});
+  kdk_iter_declare_static_dtype(&it, KD_FLOAT64);
+  KD_ASSERT_OK(kdk_iter_build(&it));
+  assert_shape(kdk_iter_output(&it, 0), 2, (int64_t[]){3, 5});
+  assert_int_equal(kd_tensor_dtype(kdk_iter_output(&it, 0)), KD_FLOAT64);
+  kdk_iter_release(&it);
   /* no dtype at all */
-  kd_iter_init(&it, NULL);
-  kd_iter_add_output(&it, NULL);
-  KD_ASSERT_ERR(kd_iter_build(&it), KD_EINVAL, "cannot infer the dtype of output 0");
-  kd_iter_release(&it);
+  kdk_iter_init(&it, NULL);
+  kdk_iter_add_output(&it, NULL);
+  KD_ASSERT_ERR(kdk_iter_build(&it), KD_EINVAL, "cannot infer the dtype of output 0");
+  kdk_iter_release(&it);
   /* a forced computation dtype converts inputs */
   kd_tensor *i = empty(1, (int64_t[]){4}, KD_INT32);
-  kd_iter_init(&it, NULL);
-  kd_iter_add_output(&it, NULL);
-  kd_iter_add_input(&it, i);
-  kd_iter_set_common_dtype(&it, KD_INT64);
-  kd_iter_promote_inputs_to_common_dtype(&it, true);
-  KD_ASSERT_OK(kd_iter_build(&it));
-  assert_int_equal(kd_iter_dtype(&it, 0), KD_INT64);
-  assert_int_equal(kd_iter_dtype(&it, 1), KD_INT64);
-  kd_iter_release(&it);
+  kdk_iter_init(&it, NULL);
+  kdk_iter_add_output(&it, NULL);
+  kdk_iter_add_input(&it, i);
+  kdk_iter_set_common_dtype(&it, KD_INT64);
+  kdk_iter_promote_inputs_to_common_dtype(&it, true);
+  KD_ASSERT_OK(kdk_iter_build(&it));
+  assert_int_equal(kdk_iter_dtype(&it, 0), KD_INT64);
+  assert_int_equal(kdk_iter_dtype(&it, 1), KD_INT64);
+  kdk_iter_release(&it);
   /* an owned input is released by the iterator */
   kd_tensor *w = wrapped(kd_scalar_int(3));
-  kd_iter_init(&it, NULL);
-  kd_iter_add_output(&it, NULL);
-  kd_iter_add_input(&it, i);
-  kd_iter_add_owned_input(&it, w);
-  kd_iter_promote_inputs_to_common_dtype(&it, true);
-  KD_ASSERT_OK(kd_iter_build(&it));
-  assert_int_equal(kd_iter_common_dtype(&it), KD_INT32);
-  kd_iter_release(&it);
+  kdk_iter_init(&it, NULL);
+  kdk_iter_add_output(&it, NULL);
+  kdk_iter_add_input(&it, i);
+  kdk_iter_add_owned_input(&it, w);
+  kdk_iter_promote_inputs_to_common_dtype(&it, true);
+  KD_ASSERT_OK(kdk_iter_build(&it));
+  assert_int_equal(kdk_iter_common_dtype(&it), KD_INT32);
+  kdk_iter_release(&it);
   kd_tensor_release(o);
   kd_tensor_release(i);
 }

@@ -1,5 +1,5 @@
-/* The tensor iterator's short path (kd_iter_build on same-shape contiguous
- * operands) against the general path (kd__iter_build_general) on the same
+/* The tensor iterator's short path (kdk_iter_build on same-shape contiguous
+ * operands) against the general path (kdk__iter_build_general) on the same
  * inputs: the same geometry, dtypes, outputs and results, and the same
  * errors where the short path does not apply. */
 #include "iter.h"
@@ -8,30 +8,30 @@
 typedef enum { BINARY, BINARY_FLOAT, COMPARISON, UNARY } builder;
 
 /* Configures `it` as the builder would (without building). */
-static void configure(kd_iter *it, builder b, kd_tensor *out, kd_tensor *x, kd_tensor *y) {
-  kd_iter_add_output(it, out);
-  kd_iter_add_input(it, x);
-  if (b != UNARY) kd_iter_add_input(it, y);
+static void configure(kdk_iter *it, builder b, kd_tensor *out, kd_tensor *x, kd_tensor *y) {
+  kdk_iter_add_output(it, out);
+  kdk_iter_add_input(it, x);
+  if (b != UNARY) kdk_iter_add_input(it, y);
   switch (b) {
   case BINARY_FLOAT:
-    kd_iter_promote_integer_inputs_to_float(it, true);
+    kdk_iter_promote_integer_inputs_to_float(it, true);
     /* fall through */
   case BINARY:
-    kd_iter_promote_inputs_to_common_dtype(it, true);
-    kd_iter_cast_common_dtype_to_outputs(it, true);
-    kd_iter_enforce_safe_casting_to_output(it, true);
+    kdk_iter_promote_inputs_to_common_dtype(it, true);
+    kdk_iter_cast_common_dtype_to_outputs(it, true);
+    kdk_iter_enforce_safe_casting_to_output(it, true);
     break;
   case COMPARISON:
-    kd_iter_promote_inputs_to_common_dtype(it, true);
+    kdk_iter_promote_inputs_to_common_dtype(it, true);
     if (!out)
-      kd_iter_declare_static_dtype(it, KD_BOOL);
+      kdk_iter_declare_static_dtype(it, KD_BOOL);
     else if (kd_tensor_dtype(out) != KD_BOOL)
-      kd_iter_cast_common_dtype_to_outputs(it, true);
+      kdk_iter_cast_common_dtype_to_outputs(it, true);
     break;
   case UNARY:
-    kd_iter_cast_common_dtype_to_outputs(it, true);
-    kd_iter_enforce_safe_casting_to_output(it, true);
-    kd_iter_check_all_same_dtype(it, false);
+    kdk_iter_cast_common_dtype_to_outputs(it, true);
+    kdk_iter_enforce_safe_casting_to_output(it, true);
+    kdk_iter_check_all_same_dtype(it, false);
     break;
   }
 }
@@ -69,57 +69,57 @@ static void sum_loop(void *p, char **data, const int64_t *strides, int64_t n0, i
  * s == NULL and NULL (or given) outputs, and compares everything. For given
  * outputs, `out1` / `out2` are two equal tensors (one per build). */
 static void compare(builder b, kd_tensor *x, kd_tensor *y, kd_tensor *out1, kd_tensor *out2) {
-  kd_iter f, g;
-  kd_iter_init(&f, NULL);
-  kd_iter_init(&g, NULL);
+  kdk_iter f, g;
+  kdk_iter_init(&f, NULL);
+  kdk_iter_init(&g, NULL);
   configure(&f, b, out1, x, y);
   configure(&g, b, out2, x, y);
-  kd_status sf = kd_iter_build(&f);
+  kd_status sf = kdk_iter_build(&f);
   char msg[1024];
   snprintf(msg, sizeof msg, "%s", kd_last_error());
-  kd_status sg = kd__iter_build_general(&g);
+  kd_status sg = kdk__iter_build_general(&g);
   assert_int_equal(sf, sg);
   if (sf) {
     assert_string_equal(msg, kd_last_error());
   } else {
-    assert_int_equal(kd_iter_ntensors(&f), kd_iter_ntensors(&g));
-    assert_int_equal(kd_iter_ndim(&f), kd_iter_ndim(&g));
-    assert_int_equal(kd_iter_numel(&f), kd_iter_numel(&g));
-    assert_int_equal(kd_iter_num_rows(&f), kd_iter_num_rows(&g));
-    assert_int_equal(kd_iter_has_row(&f), kd_iter_has_row(&g));
-    assert_int_equal(kd_iter_common_dtype(&f), kd_iter_common_dtype(&g));
-    assert_int_equal(kd_iter_is_contiguous(&f), kd_iter_is_contiguous(&g));
-    assert_int_equal(kd_iter_is_meta(&f), kd_iter_is_meta(&g));
-    assert_int_equal(kd_iter_full_ndim(&f), kd_iter_full_ndim(&g));
-    for (int d = 0; d < kd_iter_full_ndim(&f); d++)
-      assert_int_equal(kd_iter_full_shape(&f)[d], kd_iter_full_shape(&g)[d]);
-    for (int d = 0; d < kd_iter_ndim(&f); d++) {
-      assert_int_equal(kd_iter_shape(&f)[d], kd_iter_shape(&g)[d]);
-      for (int k = 0; k < kd_iter_ntensors(&f); k++)
-        assert_int_equal(kd_iter_stride(&f, k, d), kd_iter_stride(&g, k, d));
+    assert_int_equal(kdk_iter_ntensors(&f), kdk_iter_ntensors(&g));
+    assert_int_equal(kdk_iter_ndim(&f), kdk_iter_ndim(&g));
+    assert_int_equal(kdk_iter_numel(&f), kdk_iter_numel(&g));
+    assert_int_equal(kdk_iter_num_rows(&f), kdk_iter_num_rows(&g));
+    assert_int_equal(kdk_iter_has_row(&f), kdk_iter_has_row(&g));
+    assert_int_equal(kdk_iter_common_dtype(&f), kdk_iter_common_dtype(&g));
+    assert_int_equal(kdk_iter_is_contiguous(&f), kdk_iter_is_contiguous(&g));
+    assert_int_equal(kdk_iter_is_meta(&f), kdk_iter_is_meta(&g));
+    assert_int_equal(kdk_iter_full_ndim(&f), kdk_iter_full_ndim(&g));
+    for (int d = 0; d < kdk_iter_full_ndim(&f); d++)
+      assert_int_equal(kdk_iter_full_shape(&f)[d], kdk_iter_full_shape(&g)[d]);
+    for (int d = 0; d < kdk_iter_ndim(&f); d++) {
+      assert_int_equal(kdk_iter_shape(&f)[d], kdk_iter_shape(&g)[d]);
+      for (int k = 0; k < kdk_iter_ntensors(&f); k++)
+        assert_int_equal(kdk_iter_stride(&f, k, d), kdk_iter_stride(&g, k, d));
     }
-    for (int k = 0; k < kd_iter_ntensors(&f); k++) {
-      assert_int_equal(kd_iter_dtype(&f, k), kd_iter_dtype(&g, k));
-      assert_int_equal(kd_iter_data(&f, k) != NULL, kd_iter_data(&g, k) != NULL);
-      assert_int_equal(kd_iter_is_scalar(&f, k), kd_iter_is_scalar(&g, k));
+    for (int k = 0; k < kdk_iter_ntensors(&f); k++) {
+      assert_int_equal(kdk_iter_dtype(&f, k), kdk_iter_dtype(&g, k));
+      assert_int_equal(kdk_iter_data(&f, k) != NULL, kdk_iter_data(&g, k) != NULL);
+      assert_int_equal(kdk_iter_is_scalar(&f, k), kdk_iter_is_scalar(&g, k));
     }
-    for (int k = 0; k < kd_iter_ninputs(&f); k++) /* the same, or equal converted copies */
-      assert_same_tensor_geometry(kd_iter_input(&f, k), kd_iter_input(&g, k));
-    kd_tensor *of = kd_iter_output(&f, 0), *og = kd_iter_output(&g, 0);
+    for (int k = 0; k < kdk_iter_ninputs(&f); k++) /* the same, or equal converted copies */
+      assert_same_tensor_geometry(kdk_iter_input(&f, k), kdk_iter_input(&g, k));
+    kd_tensor *of = kdk_iter_output(&f, 0), *og = kdk_iter_output(&g, 0);
     assert_same_tensor_geometry(of, og);
     if (out1) {
       assert_ptr_equal(of, out1);
       assert_ptr_equal(og, out2);
     }
-    if (b != UNARY && kd_iter_ninputs(&f) == 2 && kd_dtype_is_floating(kd_iter_dtype(&f, 1)) ==
-                                                    kd_dtype_is_floating(kd_iter_dtype(&g, 1))) {
-      sum_ctx cf = {kd_iter_dtype(&f, 1), kd_iter_dtype(&f, 0)};
-      sum_ctx cg = {kd_iter_dtype(&g, 1), kd_iter_dtype(&g, 0)};
+    if (b != UNARY && kdk_iter_ninputs(&f) == 2 && kd_dtype_is_floating(kdk_iter_dtype(&f, 1)) ==
+                                                    kd_dtype_is_floating(kdk_iter_dtype(&g, 1))) {
+      sum_ctx cf = {kdk_iter_dtype(&f, 1), kdk_iter_dtype(&f, 0)};
+      sum_ctx cg = {kdk_iter_dtype(&g, 1), kdk_iter_dtype(&g, 0)};
       if (!kd_dtype_is_complex(cf.in) && !kd_dtype_is_complex(cf.out)) {
-        kd_iter_for_each(&f, sum_loop, &cf, 0);
-        kd_iter_for_each(&g, sum_loop, &cg, 0);
-        assert_int_equal(kd_iter_finish(&f), KD_OK);
-        assert_int_equal(kd_iter_finish(&g), KD_OK);
+        kdk_iter_for_each(&f, sum_loop, &cf, 0);
+        kdk_iter_for_each(&g, sum_loop, &cg, 0);
+        assert_int_equal(kdk_iter_finish(&f), KD_OK);
+        assert_int_equal(kdk_iter_finish(&g), KD_OK);
         int64_t n = kd_tensor_numel(of);
         size_t isz = kd_tensor_itemsize(of);
         if (n > 0 && kd_tensor_is_contiguous(of))
@@ -127,8 +127,8 @@ static void compare(builder b, kd_tensor *x, kd_tensor *y, kd_tensor *out1, kd_t
       }
     }
   }
-  kd_iter_release(&f);
-  kd_iter_release(&g);
+  kdk_iter_release(&f);
+  kdk_iter_release(&g);
 }
 
 static kd_tensor *filled(int ndim, const int64_t *sizes, kd_dtype dt, int seed) {
@@ -191,7 +191,7 @@ static void test_mixed_operands(void **state) {
   KD_ASSERT_OK(kd_tensor_as_strided(a, 2, (int64_t[]){3, 2}, (int64_t[]){1, 3}, 0, &t));
   kd_tensor *t2 = filled(2, (int64_t[]){3, 2}, KD_FLOAT32, 4);
   kd_scalar one = kd_scalar_double(1.5);
-  KD_ASSERT_OK(kd_iter_wrap_scalar(&one, &w));
+  KD_ASSERT_OK(kdk_iter_wrap_scalar(&one, &w));
   KD_ASSERT_OK(kd_tensor_from_scalar(&one, KD_FLOAT64, &z));
   KD_ASSERT_OK(kd_tensor_from_scalar(&one, KD_FLOAT32, &v));
   kd_tensor *ints = filled(2, (int64_t[]){2, 3}, KD_INT32, 5);
@@ -211,15 +211,15 @@ static void test_mixed_operands(void **state) {
   KD_ASSERT_OK(kd_tensor_as_strided(base, 1, (int64_t[]){5}, (int64_t[]){1}, 0, &lo));
   KD_ASSERT_OK(kd_tensor_as_strided(base, 1, (int64_t[]){5}, (int64_t[]){1}, 0, &lo2));
   KD_ASSERT_OK(kd_tensor_as_strided(base, 1, (int64_t[]){5}, (int64_t[]){1}, 3, &hi));
-  kd_iter it;
-  kd_iter_init(&it, NULL);
+  kdk_iter it;
+  kdk_iter_init(&it, NULL);
   configure(&it, BINARY, hi, lo, lo);
-  KD_ASSERT_ERR(kd_iter_build(&it), KD_EINVAL, "some elements of the input tensor and the written-to");
-  kd_iter_release(&it);
-  kd_iter_init(&it, NULL);
+  KD_ASSERT_ERR(kdk_iter_build(&it), KD_EINVAL, "some elements of the input tensor and the written-to");
+  kdk_iter_release(&it);
+  kdk_iter_init(&it, NULL);
   configure(&it, BINARY, lo2, lo, lo);
-  KD_ASSERT_OK(kd_iter_build(&it));
-  kd_iter_release(&it);
+  KD_ASSERT_OK(kdk_iter_build(&it));
+  kdk_iter_release(&it);
   kd_tensor *all[] = {a, b, c, t, t2, w, z, v, ints, base, lo, hi, lo2};
   for (size_t i = 0; i < sizeof all / sizeof *all; i++) kd_tensor_release(all[i]);
 }
@@ -230,39 +230,39 @@ static void test_structured_short_path(void **state) {
   kd_tensor *a = filled(1, (int64_t[]){4}, KD_FLOAT32, 1);
   kd_tensor *b = filled(1, (int64_t[]){4}, KD_FLOAT32, 2);
   kd_tensor *o = filled(1, (int64_t[]){4}, KD_FLOAT32, 0);
-  kd_structured s;
-  kd_iter it;
-  kd_structured_init(&s, "aten::add.Tensor", KD_STRUCTURED_FUNCTIONAL, 1, NULL, kd_device_cpu());
-  kd_iter_init(&it, &s);
-  KD_ASSERT_OK(kd_iter_build_binary_op(&it, NULL, a, b));
-  kd_tensor *r = kd_structured_output(&s, 0);
+  kdk_structured s;
+  kdk_iter it;
+  kdk_structured_init(&s, "aten::add.Tensor", KDK_STRUCTURED_FUNCTIONAL, 1, NULL, kd_device_cpu());
+  kdk_iter_init(&it, &s);
+  KD_ASSERT_OK(kdk_iter_build_binary_op(&it, NULL, a, b));
+  kd_tensor *r = kdk_structured_output(&s, 0);
   assert_non_null(r);
-  assert_ptr_equal(kd_iter_output(&it, 0), r);
+  assert_ptr_equal(kdk_iter_output(&it, 0), r);
   assert_int_equal(kd_tensor_numel(r), 4);
-  kd_iter_release(&it);
+  kdk_iter_release(&it);
   kd_tensor *take[1];
-  kd_structured_release(&s, take);
+  kdk_structured_release(&s, take);
   assert_int_equal(kd_tensor_refcount(take[0]), 1);
   kd_tensor_release(take[0]);
   kd_tensor *given[1] = {o};
-  kd_structured_init(&s, "aten::add.out", KD_STRUCTURED_OUT, 1, given, kd_device_cpu());
-  kd_iter_init(&it, &s);
-  KD_ASSERT_OK(kd_iter_build_binary_op(&it, NULL, a, b));
-  assert_ptr_equal(kd_structured_output(&s, 0), o);
-  assert_ptr_equal(kd_iter_data(&it, 0), kd_tensor_data(o));
+  kdk_structured_init(&s, "aten::add.out", KDK_STRUCTURED_OUT, 1, given, kd_device_cpu());
+  kdk_iter_init(&it, &s);
+  KD_ASSERT_OK(kdk_iter_build_binary_op(&it, NULL, a, b));
+  assert_ptr_equal(kdk_structured_output(&s, 0), o);
+  assert_ptr_equal(kdk_iter_data(&it, 0), kd_tensor_data(o));
   /* set twice: the same error as the general path */
-  KD_ASSERT_ERR(kd_structured_set_output(&s, 0, 1, (int64_t[]){4}, NULL, KD_FLOAT32), KD_ESTATE,
+  KD_ASSERT_ERR(kdk_structured_set_output(&s, 0, 1, (int64_t[]){4}, NULL, KD_FLOAT32), KD_ESTATE,
                 "output 0 was set twice");
-  kd_iter_release(&it);
-  kd_structured_release(&s, NULL);
+  kdk_iter_release(&it);
+  kdk_structured_release(&s, NULL);
   assert_int_equal(kd_tensor_refcount(o), 1);
   given[0] = a;
-  kd_structured_init(&s, "aten::add_.Tensor", KD_STRUCTURED_INPLACE, 1, given, kd_device_cpu());
-  kd_iter_init(&it, &s);
-  KD_ASSERT_OK(kd_iter_build_binary_op(&it, NULL, a, b));
-  assert_ptr_equal(kd_structured_output(&s, 0), a);
-  kd_iter_release(&it);
-  kd_structured_release(&s, NULL);
+  kdk_structured_init(&s, "aten::add_.Tensor", KDK_STRUCTURED_INPLACE, 1, given, kd_device_cpu());
+  kdk_iter_init(&it, &s);
+  KD_ASSERT_OK(kdk_iter_build_binary_op(&it, NULL, a, b));
+  assert_ptr_equal(kdk_structured_output(&s, 0), a);
+  kdk_iter_release(&it);
+  kdk_structured_release(&s, NULL);
   kd_tensor_release(a);
   kd_tensor_release(b);
   kd_tensor_release(o);

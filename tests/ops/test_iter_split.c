@@ -1,5 +1,5 @@
 /*
- * test_iter_split.c: kd_iter_split_row (one long reduction row cut into
+ * test_iter_split.c: kdk_iter_split_row (one long reduction row cut into
  * pieces over threads, for per-piece accumulators) and reduction rows of
  * length 0: which iterators are split, that the pieces cover the row once,
  * in order, with the right addresses and strides, and when nothing is split.
@@ -79,66 +79,66 @@ static void test_split(void **state) {
   KD_ASSERT_OK(kd_set_num_threads(4));
   const int64_t n = 200000;
   kd_tensor *a = filled(2 * n);
-  kd_iter it;
+  kdk_iter it;
   record r;
   /* all of a: one row of 2n elements, 4 pieces */
-  kd_iter_init(&it, NULL);
-  KD_ASSERT_OK(kd_iter_build_reduce_op(&it, NULL, a, NULL, 0, false, KD_DTYPE_UNDEFINED));
+  kdk_iter_init(&it, NULL);
+  KD_ASSERT_OK(kdk_iter_build_reduce_op(&it, NULL, a, NULL, 0, false, KD_DTYPE_UNDEFINED));
   record_init(&r);
-  int parts = kd_iter_split_row(&it, piece, &r, MAXP, 0);
+  int parts = kdk_iter_split_row(&it, piece, &r, MAXP, 0);
   assert_int_equal(parts, 4);
-  check_pieces(&r, parts, 2 * n, kd_tensor_data(a), 4, kd_iter_data(&it, 0));
+  check_pieces(&r, parts, 2 * n, kd_tensor_data(a), 4, kdk_iter_data(&it, 0));
   /* at most max_parts */
   record_init(&r);
-  parts = kd_iter_split_row(&it, piece, &r, 2, 0);
+  parts = kdk_iter_split_row(&it, piece, &r, 2, 0);
   assert_int_equal(parts, 2);
-  check_pieces(&r, parts, 2 * n, kd_tensor_data(a), 4, kd_iter_data(&it, 0));
+  check_pieces(&r, parts, 2 * n, kd_tensor_data(a), 4, kdk_iter_data(&it, 0));
   /* no more pieces than grains: 2n / 150000 elements need 3 */
   record_init(&r);
-  parts = kd_iter_split_row(&it, piece, &r, MAXP, 150000);
+  parts = kdk_iter_split_row(&it, piece, &r, MAXP, 150000);
   assert_int_equal(parts, 3);
-  check_pieces(&r, parts, 2 * n, kd_tensor_data(a), 4, kd_iter_data(&it, 0));
+  check_pieces(&r, parts, 2 * n, kd_tensor_data(a), 4, kdk_iter_data(&it, 0));
   /* not split: a row shorter than grain, max_parts < 2, one thread */
   record_init(&r);
-  assert_int_equal(kd_iter_split_row(&it, piece, &r, MAXP, 2 * n + 1), 0);
-  assert_int_equal(kd_iter_split_row(&it, piece, &r, 1, 0), 0);
+  assert_int_equal(kdk_iter_split_row(&it, piece, &r, MAXP, 2 * n + 1), 0);
+  assert_int_equal(kdk_iter_split_row(&it, piece, &r, 1, 0), 0);
   KD_ASSERT_OK(kd_set_num_threads(1));
-  assert_int_equal(kd_iter_split_row(&it, piece, &r, MAXP, 0), 0);
+  assert_int_equal(kdk_iter_split_row(&it, piece, &r, MAXP, 0), 0);
   KD_ASSERT_OK(kd_set_num_threads(4));
   check_pieces(&r, 0, 0, NULL, 0, NULL);
-  kd_iter_release(&it);
+  kdk_iter_release(&it);
 
   /* a strided row: every other element (8 bytes apart), from element 1 */
   kd_tensor *v = NULL;
   KD_ASSERT_OK(kd_tensor_as_strided(a, 1, &n, (int64_t[]){2}, 1, &v));
-  kd_iter_init(&it, NULL);
-  KD_ASSERT_OK(kd_iter_build_reduce_op(&it, NULL, v, NULL, 0, true, KD_DTYPE_UNDEFINED));
+  kdk_iter_init(&it, NULL);
+  KD_ASSERT_OK(kdk_iter_build_reduce_op(&it, NULL, v, NULL, 0, true, KD_DTYPE_UNDEFINED));
   record_init(&r);
-  parts = kd_iter_split_row(&it, piece, &r, MAXP, 0);
+  parts = kdk_iter_split_row(&it, piece, &r, MAXP, 0);
   assert_int_equal(parts, 4);
-  check_pieces(&r, parts, n, (char *)kd_tensor_data(a) + 4, 8, kd_iter_data(&it, 0));
-  kd_iter_release(&it);
+  check_pieces(&r, parts, n, (char *)kd_tensor_data(a) + 4, 8, kdk_iter_data(&it, 0));
+  kdk_iter_release(&it);
   kd_tensor_release(v);
 
   /* several rows (threads split over rows instead), no row, meta */
   record_init(&r);
   kd_tensor *m = NULL;
   KD_ASSERT_OK(kd_tensor_as_strided(a, 2, (int64_t[]){2, n}, (int64_t[]){n, 1}, 0, &m));
-  kd_iter_init(&it, NULL);
-  KD_ASSERT_OK(kd_iter_build_reduce_op(&it, NULL, m, (int64_t[]){1}, 1, false, KD_DTYPE_UNDEFINED));
-  assert_int_equal(kd_iter_num_rows(&it), 2);
-  assert_int_equal(kd_iter_split_row(&it, piece, &r, MAXP, 0), 0);
-  kd_iter_release(&it);
-  kd_iter_init(&it, NULL);
-  KD_ASSERT_OK(kd_iter_build_unary_op(&it, NULL, a));
-  assert_int_equal(kd_iter_split_row(&it, piece, &r, MAXP, 0), 0);
-  kd_iter_release(&it);
+  kdk_iter_init(&it, NULL);
+  KD_ASSERT_OK(kdk_iter_build_reduce_op(&it, NULL, m, (int64_t[]){1}, 1, false, KD_DTYPE_UNDEFINED));
+  assert_int_equal(kdk_iter_num_rows(&it), 2);
+  assert_int_equal(kdk_iter_split_row(&it, piece, &r, MAXP, 0), 0);
+  kdk_iter_release(&it);
+  kdk_iter_init(&it, NULL);
+  KD_ASSERT_OK(kdk_iter_build_unary_op(&it, NULL, a));
+  assert_int_equal(kdk_iter_split_row(&it, piece, &r, MAXP, 0), 0);
+  kdk_iter_release(&it);
   kd_tensor *mt = NULL;
   KD_ASSERT_OK(kd_tensor_empty(1, (int64_t[]){2 * n}, KD_FLOAT32, (kd_device){KD_DEVICE_META, 0}, &mt));
-  kd_iter_init(&it, NULL);
-  KD_ASSERT_OK(kd_iter_build_reduce_op(&it, NULL, mt, NULL, 0, false, KD_DTYPE_UNDEFINED));
-  assert_int_equal(kd_iter_split_row(&it, piece, &r, MAXP, 0), 0);
-  kd_iter_release(&it);
+  kdk_iter_init(&it, NULL);
+  KD_ASSERT_OK(kdk_iter_build_reduce_op(&it, NULL, mt, NULL, 0, false, KD_DTYPE_UNDEFINED));
+  assert_int_equal(kdk_iter_split_row(&it, piece, &r, MAXP, 0), 0);
+  kdk_iter_release(&it);
   check_pieces(&r, 0, 0, NULL, 0, NULL);
   kd_tensor_release(mt);
   kd_tensor_release(m);
@@ -159,26 +159,26 @@ static void test_empty_rows(void **state) {
    * others form): one row of length 0, no copy needed */
   kd_tensor *z = NULL;
   KD_ASSERT_OK(kd_tensor_empty(3, (int64_t[]){2, 0, 3}, KD_FLOAT32, kd_device_cpu(), &z));
-  kd_iter it;
-  kd_iter_init(&it, NULL);
-  KD_ASSERT_OK(kd_iter_build_reduce_op(&it, NULL, z, NULL, 0, true, KD_DTYPE_UNDEFINED));
-  assert_int_equal(kd_iter_row_len(&it), 0);
-  assert_int_equal(kd_iter_num_rows(&it), 1);
-  kd_tensor *out = kd_iter_output(&it, 0);
+  kdk_iter it;
+  kdk_iter_init(&it, NULL);
+  KD_ASSERT_OK(kdk_iter_build_reduce_op(&it, NULL, z, NULL, 0, true, KD_DTYPE_UNDEFINED));
+  assert_int_equal(kdk_iter_row_len(&it), 0);
+  assert_int_equal(kdk_iter_num_rows(&it), 1);
+  kd_tensor *out = kdk_iter_output(&it, 0);
   *(float *)kd_tensor_data(out) = -1.0f;
-  kd_iter_for_each(&it, row_len_loop, NULL, 0);
+  kdk_iter_for_each(&it, row_len_loop, NULL, 0);
   assert_true(*(float *)kd_tensor_data(out) == 0.0f);
-  kd_iter_release(&it);
+  kdk_iter_release(&it);
   /* dims 0 and 1 of it: rows of length 0 for each of the 3 outputs */
-  kd_iter_init(&it, NULL);
-  KD_ASSERT_OK(kd_iter_build_reduce_op(&it, NULL, z, (int64_t[]){0, 1}, 2, false, KD_DTYPE_UNDEFINED));
-  assert_int_equal(kd_iter_row_len(&it), 0);
-  assert_int_equal(kd_iter_num_rows(&it), 3);
-  out = kd_iter_output(&it, 0);
+  kdk_iter_init(&it, NULL);
+  KD_ASSERT_OK(kdk_iter_build_reduce_op(&it, NULL, z, (int64_t[]){0, 1}, 2, false, KD_DTYPE_UNDEFINED));
+  assert_int_equal(kdk_iter_row_len(&it), 0);
+  assert_int_equal(kdk_iter_num_rows(&it), 3);
+  out = kdk_iter_output(&it, 0);
   for (int i = 0; i < 3; i++) ((float *)kd_tensor_data(out))[i] = -1.0f;
-  kd_iter_for_each(&it, row_len_loop, NULL, 0);
+  kdk_iter_for_each(&it, row_len_loop, NULL, 0);
   for (int i = 0; i < 3; i++) assert_true(((float *)kd_tensor_data(out))[i] == 0.0f);
-  kd_iter_release(&it);
+  kdk_iter_release(&it);
   kd_tensor_release(z);
 }
 

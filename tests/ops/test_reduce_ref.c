@@ -745,8 +745,8 @@ static void test_reduce_errors(void **state) {
                 "mean(): could not infer output dtype. Optional dtype must be either a floating "
                 "point or complex dtype. Got: int32");
   /* the functions themselves (the entry points check NULL and dtypes first) */
-  kd_structured st;
-  kd_structured_init(&st, "aten::sum.dim_IntList", KD_STRUCTURED_FUNCTIONAL, 1, NULL, kd_device_cpu());
+  kdk_structured st;
+  kdk_structured_init(&st, "aten::sum.dim_IntList", KDK_STRUCTURED_FUNCTIONAL, 1, NULL, kd_device_cpu());
   kd_dtype bad = (kd_dtype)99;
   KD_ASSERT_ERR(kd__meta_sum_dim_IntList(&st, NULL, NONE, false, NULL), KD_EINVAL, "sum: self is NULL");
   KD_ASSERT_ERR(kd__meta_sum_dim_IntList(&st, a, NONE, false, &bad), KD_EINVAL, "sum: invalid dtype 99");
@@ -754,7 +754,7 @@ static void test_reduce_errors(void **state) {
                 "sum: NULL list of dims");
   KD_ASSERT_ERR(kd__native_prod_all(NULL, NULL, &r), KD_EINVAL, "prod: self is NULL");
   KD_ASSERT_ERR(kd__native_max_all(NULL, &r), KD_EINVAL, "max(): self is NULL");
-  kd_structured_release(&st, NULL);
+  kdk_structured_release(&st, NULL);
   /* a tensor on a device the cpu kernels do not serve */
   kd_allocator al = {KD_ALLOCATOR_API_VERSION, plain_alloc, plain_free, NULL, NULL, NULL};
   KD_ASSERT_OK(kd_allocator_set(KD_DEVICE_PRIVATEUSE3, &al));
@@ -773,28 +773,28 @@ static void test_reduce_errors(void **state) {
   kd_tensor_release(o);
   KD_ASSERT_OK(kd_allocator_set(KD_DEVICE_PRIVATEUSE3, NULL));
   /* the stubs refuse dtypes without a loop (the metas never let them through) */
-  kd_iter it;
-  kd_iter_init(&it, NULL);
-  KD_ASSERT_OK(kd_iter_build_reduce_op(&it, NULL, c, NULL, 0, false, KD_DTYPE_UNDEFINED));
+  kdk_iter it;
+  kdk_iter_init(&it, NULL);
+  KD_ASSERT_OK(kdk_iter_build_reduce_op(&it, NULL, c, NULL, 0, false, KD_DTYPE_UNDEFINED));
   KD_ASSERT_ERR(KD_STUB(reduce_stub)(&it, KD__RED_MAX), KD_ETYPE,
                 "\"max_values_cpu\" not implemented for 'complex64'");
-  kd_iter_release(&it);
+  kdk_iter_release(&it);
   kd_tensor *l = mk(1, (int64_t[]){2}, KD_INT64, (double[]){1, 2});
-  kd_iter_init(&it, NULL);
-  KD_ASSERT_OK(kd_iter_build_reduce_op(&it, NULL, l, NULL, 0, false, KD_DTYPE_UNDEFINED));
+  kdk_iter_init(&it, NULL);
+  KD_ASSERT_OK(kdk_iter_build_reduce_op(&it, NULL, l, NULL, 0, false, KD_DTYPE_UNDEFINED));
   KD_ASSERT_ERR(KD_STUB(reduce_stub)(&it, KD__RED_MEAN), KD_ETYPE,
                 "\"mean_cpu\" not implemented for 'int64'");
-  kd_iter_release(&it);
-  kd_iter_init(&it, NULL);
-  kd_iter_add_output(&it, NULL);
-  kd_iter_add_input(&it, l);
-  kd_iter_declare_static_dtype(&it, KD_FLOAT32);
-  kd_iter_check_all_same_dtype(&it, false);
-  kd_iter_set_row_dim(&it, 0);
-  KD_ASSERT_OK(kd_iter_build(&it));
+  kdk_iter_release(&it);
+  kdk_iter_init(&it, NULL);
+  kdk_iter_add_output(&it, NULL);
+  kdk_iter_add_input(&it, l);
+  kdk_iter_declare_static_dtype(&it, KD_FLOAT32);
+  kdk_iter_check_all_same_dtype(&it, false);
+  kdk_iter_set_row_dim(&it, 0);
+  KD_ASSERT_OK(kdk_iter_build(&it));
   KD_ASSERT_ERR(KD_STUB(cumsum_stub)(&it), KD_ETYPE,
                 "cumsum_cpu: the output (float32) and the input (int64) differ in dtype");
-  kd_iter_release(&it);
+  kdk_iter_release(&it);
   kd_tensor_release(l);
   kd_tensor_release(c);
   kd_tensor_release(a);

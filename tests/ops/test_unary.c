@@ -843,15 +843,15 @@ static kd_tensor *run_cap(int cap, kd__unary_op op, const kd__unary_extra *ex, k
   if (cap == 0) fn = kd__stub_unary_stub_DEFAULT;
 #endif
   if (!fn) return NULL;
-  kd_iter it;
-  kd_iter_init(&it, NULL);
-  KD_ASSERT_OK(is_float ? kd_iter_build_unary_float_op(&it, NULL, x)
-                        : kd_iter_build_unary_op(&it, NULL, x));
+  kdk_iter it;
+  kdk_iter_init(&it, NULL);
+  KD_ASSERT_OK(is_float ? kdk_iter_build_unary_float_op(&it, NULL, x)
+                        : kdk_iter_build_unary_op(&it, NULL, x));
   KD_ASSERT_OK(fn(&it, op, ex));
-  KD_ASSERT_OK(kd_iter_finish(&it));
-  kd_tensor *r = kd_iter_output(&it, 0);
+  KD_ASSERT_OK(kdk_iter_finish(&it));
+  kd_tensor *r = kdk_iter_output(&it, 0);
   kd_tensor_retain(r);
-  kd_iter_release(&it);
+  kdk_iter_release(&it);
   return r;
 }
 
@@ -924,12 +924,12 @@ static void test_capabilities_agree(void **state) {
       for (int cap = 0; cap < 3; cap++) {
         /* a loop missing for this dtype fails the same way in every capability */
         if (op == KD__UNARY_ABS_TO_REAL || op == KD__UNARY_LOGICAL_NOT) continue;
-        kd_iter it;
-        kd_iter_init(&it, NULL);
-        KD_ASSERT_OK(is_float ? kd_iter_build_unary_float_op(&it, NULL, x)
-                              : kd_iter_build_unary_op(&it, NULL, x));
+        kdk_iter it;
+        kdk_iter_init(&it, NULL);
+        KD_ASSERT_OK(is_float ? kdk_iter_build_unary_float_op(&it, NULL, x)
+                              : kdk_iter_build_unary_op(&it, NULL, x));
         kd_status st = kd__stub_unary_stub_DEFAULT(&it, (kd__unary_op)op, &rd);
-        kd_iter_release(&it);
+        kdk_iter_release(&it);
         if (st) {
           kd_clear_error();
           break;

@@ -654,7 +654,7 @@ static int write_native_header(gen_ctx *g, const char *out_dir, const char *base
         kdg_printf(&b, "} %s;\n", si.pre);
       }
       /* meta */
-      kdg_printf(&b, "kd_status %s(kd_structured *s%s", si.meta, si.iter ? ", kd_iter *iter" : "");
+      kdg_printf(&b, "kd_status %s(kdk_structured *s%s", si.meta, si.iter ? ", kdk_iter *iter" : "");
       for (int p = 0; p < oc->np; p++) {
         if (oc->p[p].is_out) continue;
         const char *ct = kdg_ctype_of(oc->p[p].kind)->param;
@@ -668,8 +668,8 @@ static int write_native_header(gen_ctx *g, const char *out_dir, const char *base
         for (size_t j = 0; j < k; j++)
           if (!strcmp(f->dispatch[j].kernel, f->dispatch[k].kernel)) dup = true;
         if (dup || !strcmp(backend_of(f->dispatch[k].key), "")) continue;
-        kdg_printf(&b, "kd_status kd__native_%s(kd_structured *s%s", f->dispatch[k].kernel,
-                   si.iter ? ", kd_iter *iter" : "");
+        kdg_printf(&b, "kd_status kd__native_%s(kdk_structured *s%s", f->dispatch[k].kernel,
+                   si.iter ? ", kdk_iter *iter" : "");
         for (int p = 0; p < oc->np; p++) {
           if (oc->p[p].is_out) continue;
           const kdg_precomputed *pr = replaced_by(f, kd_argument_name(oc->p[p].arg));
@@ -841,10 +841,10 @@ static void emit_structured_wrapper(gen_ctx *g, kdg_buf *b, const cfunc *c, cons
   }
   int nout = 0;
   for (int p = 0; p < oc->np; p++) nout += oc->p[p].is_out;
-  const char *mode = f->kind == KDG_INPLACE ? "KD_STRUCTURED_INPLACE"
-                     : f->kind == KDG_OUT   ? "KD_STRUCTURED_OUT"
-                     : meta_key             ? "KD_STRUCTURED_META"
-                                            : "KD_STRUCTURED_FUNCTIONAL";
+  const char *mode = f->kind == KDG_INPLACE ? "KDK_STRUCTURED_INPLACE"
+                     : f->kind == KDG_OUT   ? "KDK_STRUCTURED_OUT"
+                     : meta_key             ? "KDK_STRUCTURED_META"
+                                            : "KDK_STRUCTURED_FUNCTIONAL";
   kdg_printf(b, "kd_status %s(", t->fn);
   print_params(b, c, true);
   kdg_printf(b, ") {\n");
@@ -877,9 +877,9 @@ static void emit_structured_wrapper(gen_ctx *g, kdg_buf *b, const cfunc *c, cons
       kdg_printf(b, "}, %d);\n", nt);
     }
   }
-  kdg_printf(b, "  kd_structured kd__s;\n  kd_structured_init(&kd__s, \"%s\", %s, %d, %s, kd__dev);\n",
+  kdg_printf(b, "  kdk_structured kd__s;\n  kdk_structured_init(&kd__s, \"%s\", %s, %d, %s, kd__dev);\n",
              c->qualified, mode, nout, f->kind == KDG_FUNCTIONAL ? "NULL" : "kd__given");
-  if (si.iter) kdg_printf(b, "  kd_iter kd__it;\n  kd_iter_init(&kd__it, &kd__s);\n");
+  if (si.iter) kdg_printf(b, "  kdk_iter kd__it;\n  kdk_iter_init(&kd__it, &kd__s);\n");
   if (*si.pre) kdg_printf(b, "  %s kd__pre;\n", si.pre);
   kdg_printf(b, "  kd_status kd__st = %s(&kd__s%s", si.meta, si.iter ? ", &kd__it" : "");
   for (int p = 0; p < c->np; p++)
@@ -903,22 +903,22 @@ static void emit_structured_wrapper(gen_ctx *g, kdg_buf *b, const cfunc *c, cons
       }
       kdg_printf(b, ", %s", c->p[cp].name);
     }
-    for (int o = 0; o < nout; o++) kdg_printf(b, ", kd_structured_output(&kd__s, %d)", o);
+    for (int o = 0; o < nout; o++) kdg_printf(b, ", kdk_structured_output(&kd__s, %d)", o);
     kdg_printf(b, ");\n");
   }
-  if (si.iter) kdg_printf(b, "  if (!kd__st) kd__st = kd_iter_finish(&kd__it);\n");
-  kdg_printf(b, "  if (!kd__st) kd__st = kd_structured_finish(&kd__s);\n");
-  if (si.iter) kdg_printf(b, "  kd_iter_release(&kd__it);\n");
+  if (si.iter) kdg_printf(b, "  if (!kd__st) kd__st = kdk_iter_finish(&kd__it);\n");
+  kdg_printf(b, "  if (!kd__st) kd__st = kdk_structured_finish(&kd__s);\n");
+  if (si.iter) kdg_printf(b, "  kdk_iter_release(&kd__it);\n");
   if (f->kind == KDG_FUNCTIONAL) {
     kdg_printf(b, "  kd_tensor *kd__take[%d];\n", nout);
-    kdg_printf(b, "  kd_structured_release(&kd__s, kd__st ? NULL : kd__take);\n");
+    kdg_printf(b, "  kdk_structured_release(&kd__s, kd__st ? NULL : kd__take);\n");
     kdg_printf(b, "  if (kd__st) return kd__st;\n");
     int o = 0;
     for (int r = 0; r < c->nr; r++)
       if (c->r[r].alias_of < 0) kdg_printf(b, "  *%s = kd__take[%d];\n", c->r[r].name, o++);
     kdg_printf(b, "  return KD_OK;\n}\n\n");
   } else {
-    kdg_printf(b, "  kd_structured_release(&kd__s, NULL);\n  return kd__st;\n}\n\n");
+    kdg_printf(b, "  kdk_structured_release(&kd__s, NULL);\n  return kd__st;\n}\n\n");
   }
 }
 
