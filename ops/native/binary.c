@@ -131,7 +131,7 @@ static kd_scalar negate(const kd_scalar *a) {
 
 /* ---- Structured: meta and impl --------------------------------------------------- */
 
-kd_status kd__meta_add_Tensor(kdk_structured *s, kdk_iter *iter, kd_tensor *self, kd_tensor *other,
+kd_status kdk_meta_add_Tensor(kdk_structured *s, kdk_iter *iter, kd_tensor *self, kd_tensor *other,
                               const kd_scalar *alpha) {
   kd_status st = kdk_iter_build_binary_op(iter, NULL, self, other);
   if (st) return st;
@@ -140,13 +140,13 @@ kd_status kd__meta_add_Tensor(kdk_structured *s, kdk_iter *iter, kd_tensor *self
   return alpha_check(op_of(s, "add"), kdk_iter_common_dtype(iter), alpha);
 }
 
-kd_status kd__native_add_out_cpu(kdk_structured *s, kdk_iter *iter, kd_tensor *self,
+kd_status kdk_native_add_out_cpu(kdk_structured *s, kdk_iter *iter, kd_tensor *self,
                                  kd_tensor *other, const kd_scalar *alpha, kd_tensor *out) {
   (void)s, (void)self, (void)other, (void)out;
   return KD_STUB(add_stub)(iter, alpha, NULL);
 }
 
-kd_status kd__meta_sub_Tensor(kdk_structured *s, kdk_iter *iter, kd_tensor *self, kd_tensor *other,
+kd_status kdk_meta_sub_Tensor(kdk_structured *s, kdk_iter *iter, kd_tensor *self, kd_tensor *other,
                               const kd_scalar *alpha) {
   const char *op = op_of(s, "sub");
   kd_status st = null_check(op, self, other);
@@ -156,7 +156,7 @@ kd_status kd__meta_sub_Tensor(kdk_structured *s, kdk_iter *iter, kd_tensor *self
   return alpha_check(op, kdk_iter_common_dtype(iter), alpha);
 }
 
-kd_status kd__native_sub_out_cpu(kdk_structured *s, kdk_iter *iter, kd_tensor *self,
+kd_status kdk_native_sub_out_cpu(kdk_structured *s, kdk_iter *iter, kd_tensor *self,
                                  kd_tensor *other, const kd_scalar *alpha, kd_tensor *out) {
   (void)s, (void)self, (void)other, (void)out;
   kd_scalar one = kd_scalar_int(1);
@@ -166,12 +166,12 @@ kd_status kd__native_sub_out_cpu(kdk_structured *s, kdk_iter *iter, kd_tensor *s
 
 /* Operators whose meta is one builder call and whose impl is one stub. */
 #define KD__BINARY_SIMPLE(meta, impl, builder, stub)                                          \
-  kd_status kd__meta_##meta(kdk_structured *s, kdk_iter *iter, kd_tensor *self,                 \
+  kd_status kdk_meta_##meta(kdk_structured *s, kdk_iter *iter, kd_tensor *self,                 \
                             kd_tensor *other) {                                               \
     (void)s;                                                                                  \
     return builder(iter, NULL, self, other);                                                  \
   }                                                                                           \
-  kd_status kd__native_##impl(kdk_structured *s, kdk_iter *iter, kd_tensor *self,               \
+  kd_status kdk_native_##impl(kdk_structured *s, kdk_iter *iter, kd_tensor *self,               \
                               kd_tensor *other, kd_tensor *out) {                             \
     (void)s, (void)self, (void)other, (void)out;                                              \
     return KD_STUB(stub)(iter, NULL, NULL);                                                   \
@@ -191,7 +191,7 @@ KD__BINARY_SIMPLE(ge_Tensor, ge_Tensor_out_cpu, kdk_iter_build_comparison_op, ge
 
 /* maximum / minimum refuse complex inputs before building. */
 #define KD__MINMAX(name, stub)                                                                 \
-  kd_status kd__meta_##name(kdk_structured *s, kdk_iter *iter, kd_tensor *self,                  \
+  kd_status kdk_meta_##name(kdk_structured *s, kdk_iter *iter, kd_tensor *self,                  \
                             kd_tensor *other) {                                                \
     kd_status st = null_check(op_of(s, #name), self, other);                                   \
     if (st) return st;                                                                         \
@@ -200,7 +200,7 @@ KD__BINARY_SIMPLE(ge_Tensor, ge_Tensor_out_cpu, kdk_iter_build_comparison_op, ge
                           op_of(s, #name));                                                    \
     return kdk_iter_build_binary_op(iter, NULL, self, other);                                   \
   }                                                                                            \
-  kd_status kd__native_##name##_out_cpu(kdk_structured *s, kdk_iter *iter, kd_tensor *self,      \
+  kd_status kdk_native_##name##_out_cpu(kdk_structured *s, kdk_iter *iter, kd_tensor *self,      \
                                         kd_tensor *other, kd_tensor *out) {                    \
     (void)s, (void)self, (void)other, (void)out;                                               \
     return KD_STUB(stub)(iter, NULL, NULL);                                                    \
@@ -217,7 +217,7 @@ static int rounding_mode_of(const char *mode) {
   return -1;
 }
 
-kd_status kd__meta_div_Tensor_mode(kdk_structured *s, kdk_iter *iter, kd_tensor *self,
+kd_status kdk_meta_div_Tensor_mode(kdk_structured *s, kdk_iter *iter, kd_tensor *self,
                                    kd_tensor *other, const char *rounding_mode) {
   int m = rounding_mode_of(rounding_mode);
   if (m < 0)
@@ -229,7 +229,7 @@ kd_status kd__meta_div_Tensor_mode(kdk_structured *s, kdk_iter *iter, kd_tensor 
   return kdk_iter_build_binary_op(iter, NULL, self, other);
 }
 
-kd_status kd__native_div_out_mode_cpu(kdk_structured *s, kdk_iter *iter, kd_tensor *self,
+kd_status kdk_native_div_out_mode_cpu(kdk_structured *s, kdk_iter *iter, kd_tensor *self,
                                       kd_tensor *other, const char *rounding_mode,
                                       kd_tensor *out) {
   (void)s, (void)self, (void)other, (void)out;
@@ -264,11 +264,11 @@ static kd_status build_comparison_scalar(kdk_structured *s, kdk_iter *iter, kd_t
 }
 
 #define KD__CMP_SCALAR(name, stub)                                                             \
-  kd_status kd__meta_##name##_Scalar(kdk_structured *s, kdk_iter *iter, kd_tensor *self,         \
+  kd_status kdk_meta_##name##_Scalar(kdk_structured *s, kdk_iter *iter, kd_tensor *self,         \
                                      const kd_scalar *other) {                                 \
     return build_comparison_scalar(s, iter, self, other);                                      \
   }                                                                                            \
-  kd_status kd__native_##name##_Scalar_out_cpu(kdk_structured *s, kdk_iter *iter,                \
+  kd_status kdk_native_##name##_Scalar_out_cpu(kdk_structured *s, kdk_iter *iter,                \
                                                kd_tensor *self, const kd_scalar *other,        \
                                                kd_tensor *out) {                               \
     (void)s, (void)self, (void)other, (void)out;                                               \
@@ -302,7 +302,7 @@ static bool scalar_is_integral(const kd_scalar *v) {
   return v->kind == KD_SCALAR_INT || v->kind == KD_SCALAR_BOOL;
 }
 
-kd_status kd__meta_pow_Tensor_Scalar(kdk_structured *s, kdk_iter *iter, kd_tensor *self,
+kd_status kdk_meta_pow_Tensor_Scalar(kdk_structured *s, kdk_iter *iter, kd_tensor *self,
                                      const kd_scalar *exponent) {
   const char *op = op_of(s, "pow");
   if (!self || !exponent) return kd_set_error(KD_EINVAL, "%s: NULL argument", op);
@@ -325,7 +325,7 @@ static bool scalar_equals(const kd_scalar *v, double x) {
   }
 }
 
-kd_status kd__native_pow_Tensor_Scalar_out_cpu(kdk_structured *s, kdk_iter *iter, kd_tensor *self,
+kd_status kdk_native_pow_Tensor_Scalar_out_cpu(kdk_structured *s, kdk_iter *iter, kd_tensor *self,
                                                const kd_scalar *exponent, kd_tensor *out) {
   (void)s;
   if (scalar_equals(exponent, 0.0) || (exponent->kind == KD_SCALAR_BOOL && !exponent->v.b)) {
@@ -337,7 +337,7 @@ kd_status kd__native_pow_Tensor_Scalar_out_cpu(kdk_structured *s, kdk_iter *iter
   return KD_STUB(pow_tensor_scalar_stub)(iter, exponent, NULL);
 }
 
-kd_status kd__meta_pow_Scalar(kdk_structured *s, const kd_scalar *self, kd_tensor *exponent) {
+kd_status kdk_meta_pow_Scalar(kdk_structured *s, const kd_scalar *self, kd_tensor *exponent) {
   if (!self || !exponent) return kd_set_error(KD_EINVAL, "%s: NULL argument", op_of(s, "pow"));
   kd_dtype dt;
   if (s->mode == KDK_STRUCTURED_OUT && s->given[0]) {
@@ -353,7 +353,7 @@ kd_status kd__meta_pow_Scalar(kdk_structured *s, const kd_scalar *self, kd_tenso
                                   dt);
 }
 
-kd_status kd__native_pow_Scalar_out_cpu(kdk_structured *s, const kd_scalar *self,
+kd_status kdk_native_pow_Scalar_out_cpu(kdk_structured *s, const kd_scalar *self,
                                         kd_tensor *exponent, kd_tensor *out) {
   (void)s;
   if (scalar_equals(self, 1.0)) {
@@ -370,7 +370,7 @@ kd_status kd__native_pow_Scalar_out_cpu(kdk_structured *s, const kd_scalar *self
 
 /* clamp with Scalar bounds: manual promotion (the bounds take part as
  * scalars) for non-floating self, then a unary iterator. */
-kd_status kd__meta_clamp(kdk_structured *s, kdk_iter *iter, kd_tensor *self, const kd_scalar *min,
+kd_status kdk_meta_clamp(kdk_structured *s, kdk_iter *iter, kd_tensor *self, const kd_scalar *min,
                          const kd_scalar *max) {
   const char *op = op_of(s, "clamp");
   if (!self) return kd_set_error(KD_EINVAL, "%s: NULL argument", op);
@@ -397,7 +397,7 @@ kd_status kd__meta_clamp(kdk_structured *s, kdk_iter *iter, kd_tensor *self, con
   return build_unary_as(iter, self, dt);
 }
 
-kd_status kd__native_clamp_out_cpu(kdk_structured *s, kdk_iter *iter, kd_tensor *self,
+kd_status kdk_native_clamp_out_cpu(kdk_structured *s, kdk_iter *iter, kd_tensor *self,
                                    const kd_scalar *min, const kd_scalar *max, kd_tensor *out) {
   (void)s, (void)self;
   if (min && max) {
@@ -410,7 +410,7 @@ kd_status kd__native_clamp_out_cpu(kdk_structured *s, kdk_iter *iter, kd_tensor 
   return KD_STUB(clamp_scalar_stub)(iter, min, max);
 }
 
-kd_status kd__meta_clamp_Tensor(kdk_structured *s, kdk_iter *iter, kd_tensor *self, kd_tensor *min,
+kd_status kdk_meta_clamp_Tensor(kdk_structured *s, kdk_iter *iter, kd_tensor *self, kd_tensor *min,
                                 kd_tensor *max) {
   const char *op = op_of(s, "clamp");
   if (!self) return kd_set_error(KD_EINVAL, "%s: NULL argument", op);
@@ -429,7 +429,7 @@ kd_status kd__meta_clamp_Tensor(kdk_structured *s, kdk_iter *iter, kd_tensor *se
   return kdk_iter_build(iter);
 }
 
-kd_status kd__native_clamp_Tensor_out_cpu(kdk_structured *s, kdk_iter *iter, kd_tensor *self,
+kd_status kdk_native_clamp_Tensor_out_cpu(kdk_structured *s, kdk_iter *iter, kd_tensor *self,
                                           kd_tensor *min, kd_tensor *max, kd_tensor *out) {
   (void)s, (void)self, (void)out;
   if (min && max) return KD_STUB(clamp_tensor_stub)(iter, NULL, NULL);
@@ -450,50 +450,50 @@ kd_status kd__native_clamp_Tensor_out_cpu(kdk_structured *s, kdk_iter *iter, kd_
     return st_;                                \
   } while (0)
 
-kd_status kd__native_add_Scalar(kd_tensor *self, const kd_scalar *other, const kd_scalar *alpha,
+kd_status kdk_native_add_Scalar(kd_tensor *self, const kd_scalar *other, const kd_scalar *alpha,
                                 kd_tensor **out) {
   KD__WITH_WRAPPED(other, kd_add_Tensor(self, w, alpha, out));
 }
-kd_status kd__native_add__Scalar(kd_tensor *self, const kd_scalar *other, const kd_scalar *alpha) {
+kd_status kdk_native_add__Scalar(kd_tensor *self, const kd_scalar *other, const kd_scalar *alpha) {
   KD__WITH_WRAPPED(other, kd_add__Tensor(self, w, alpha));
 }
-kd_status kd__native_sub_Scalar(kd_tensor *self, const kd_scalar *other, const kd_scalar *alpha,
+kd_status kdk_native_sub_Scalar(kd_tensor *self, const kd_scalar *other, const kd_scalar *alpha,
                                 kd_tensor **out) {
   KD__WITH_WRAPPED(other, kd_sub_Tensor(self, w, alpha, out));
 }
-kd_status kd__native_sub__Scalar(kd_tensor *self, const kd_scalar *other, const kd_scalar *alpha) {
+kd_status kdk_native_sub__Scalar(kd_tensor *self, const kd_scalar *other, const kd_scalar *alpha) {
   KD__WITH_WRAPPED(other, kd_sub__Tensor(self, w, alpha));
 }
-kd_status kd__native_mul_Scalar(kd_tensor *self, const kd_scalar *other, kd_tensor **out) {
+kd_status kdk_native_mul_Scalar(kd_tensor *self, const kd_scalar *other, kd_tensor **out) {
   KD__WITH_WRAPPED(other, kd_mul_Tensor(self, w, out));
 }
-kd_status kd__native_mul__Scalar(kd_tensor *self, const kd_scalar *other) {
+kd_status kdk_native_mul__Scalar(kd_tensor *self, const kd_scalar *other) {
   KD__WITH_WRAPPED(other, kd_mul__Tensor(self, w));
 }
-kd_status kd__native_div_Scalar(kd_tensor *self, const kd_scalar *other, kd_tensor **out) {
+kd_status kdk_native_div_Scalar(kd_tensor *self, const kd_scalar *other, kd_tensor **out) {
   KD__WITH_WRAPPED(other, kd_div_Tensor(self, w, out));
 }
-kd_status kd__native_div__Scalar(kd_tensor *self, const kd_scalar *other) {
+kd_status kdk_native_div__Scalar(kd_tensor *self, const kd_scalar *other) {
   KD__WITH_WRAPPED(other, kd_div__Tensor(self, w));
 }
-kd_status kd__native_div_Scalar_mode(kd_tensor *self, const kd_scalar *other,
+kd_status kdk_native_div_Scalar_mode(kd_tensor *self, const kd_scalar *other,
                                      const char *rounding_mode, kd_tensor **out) {
   KD__WITH_WRAPPED(other, kd_div_Tensor_mode(self, w, rounding_mode, out));
 }
-kd_status kd__native_div__Scalar_mode(kd_tensor *self, const kd_scalar *other,
+kd_status kdk_native_div__Scalar_mode(kd_tensor *self, const kd_scalar *other,
                                       const char *rounding_mode) {
   KD__WITH_WRAPPED(other, kd_div__Tensor_mode(self, w, rounding_mode));
 }
-kd_status kd__native_remainder_Scalar_out(kd_tensor *self, const kd_scalar *other, kd_tensor *out) {
+kd_status kdk_native_remainder_Scalar_out(kd_tensor *self, const kd_scalar *other, kd_tensor *out) {
   KD__WITH_WRAPPED(other, kd_remainder_Tensor_out(self, w, out));
 }
-kd_status kd__native_remainder_Scalar(kd_tensor *self, const kd_scalar *other, kd_tensor **out) {
+kd_status kdk_native_remainder_Scalar(kd_tensor *self, const kd_scalar *other, kd_tensor **out) {
   KD__WITH_WRAPPED(other, kd_remainder_Tensor(self, w, out));
 }
-kd_status kd__native_remainder__Scalar(kd_tensor *self, const kd_scalar *other) {
+kd_status kdk_native_remainder__Scalar(kd_tensor *self, const kd_scalar *other) {
   KD__WITH_WRAPPED(other, kd_remainder__Tensor(self, w));
 }
-kd_status kd__native_remainder_Scalar_Tensor(const kd_scalar *self, kd_tensor *other,
+kd_status kdk_native_remainder_Scalar_Tensor(const kd_scalar *self, kd_tensor *other,
                                              kd_tensor **out) {
   KD__WITH_WRAPPED(self, kd_remainder_Tensor(w, other, out));
 }
@@ -501,7 +501,7 @@ kd_status kd__native_remainder_Scalar_Tensor(const kd_scalar *self, kd_tensor *o
 /* ---- logical_and / or / xor (not structured, as in PyTorch) ------------------------- */
 
 #define KD__LOGICAL(n, stub)                                                                   \
-  kd_status kd__native_##n##_out(kd_tensor *self, kd_tensor *other, kd_tensor *out) {          \
+  kd_status kdk_native_##n##_out(kd_tensor *self, kd_tensor *other, kd_tensor *out) {          \
     kd_status st = null_check(#n ".out", self, other);                                         \
     if (st || (st = null_check(#n ".out", out, out))) return st;                               \
     kdk_iter it;                                                                                \
@@ -513,7 +513,7 @@ kd_status kd__native_remainder_Scalar_Tensor(const kd_scalar *self, kd_tensor *o
     kdk_iter_release(&it);                                                                      \
     return st;                                                                                 \
   }                                                                                            \
-  kd_status kd__native_##n(kd_tensor *self, kd_tensor *other, kd_tensor **out) {               \
+  kd_status kdk_native_##n(kd_tensor *self, kd_tensor *other, kd_tensor **out) {               \
     kd_status st = null_check(#n, self, other);                                                \
     if (st) return st;                                                                         \
     kd_tensor *r = NULL;                                                                       \
@@ -527,7 +527,7 @@ kd_status kd__native_remainder_Scalar_Tensor(const kd_scalar *self, kd_tensor *o
     *out = r;                                                                                  \
     return KD_OK;                                                                              \
   }                                                                                            \
-  kd_status kd__native_##n##_(kd_tensor *self, kd_tensor *other) {                             \
+  kd_status kdk_native_##n##_(kd_tensor *self, kd_tensor *other) {                             \
     kd_status st = null_check(#n "_", self, other);                                            \
     if (st) return st;                                                                         \
     return kd_##n##_out(self, other, self);                                                    \
@@ -538,7 +538,7 @@ KD__LOGICAL(logical_xor, logical_xor_stub)
 
 /* ---- where ---------------------------------------------------------------------------- */
 
-kd_status kd__native_where_self_out(kd_tensor *condition, kd_tensor *self, kd_tensor *other,
+kd_status kdk_native_where_self_out(kd_tensor *condition, kd_tensor *self, kd_tensor *other,
                                     kd_tensor *out) {
   const char *op = "aten::where.self_out";
   kd_status st = null_check(op, condition, self);
@@ -590,7 +590,7 @@ kd_status kd__native_where_self_out(kd_tensor *condition, kd_tensor *self, kd_te
   return st;
 }
 
-kd_status kd__native_where_self(kd_tensor *condition, kd_tensor *self, kd_tensor *other,
+kd_status kdk_native_where_self(kd_tensor *condition, kd_tensor *self, kd_tensor *other,
                                 kd_tensor **out) {
   kd_status st = null_check("aten::where.self", condition, self);
   if (st || (st = null_check("aten::where.self", other, other))) return st;
@@ -631,15 +631,15 @@ static kd_status where_scalars(kd_tensor *condition, const kd_scalar *a, kd_tens
   return st;
 }
 
-kd_status kd__native_where_ScalarSelf(kd_tensor *condition, const kd_scalar *self,
+kd_status kdk_native_where_ScalarSelf(kd_tensor *condition, const kd_scalar *self,
                                       kd_tensor *other, kd_tensor **out) {
   return where_scalars(condition, self, NULL, NULL, other, out);
 }
-kd_status kd__native_where_ScalarOther(kd_tensor *condition, kd_tensor *self,
+kd_status kdk_native_where_ScalarOther(kd_tensor *condition, kd_tensor *self,
                                        const kd_scalar *other, kd_tensor **out) {
   return where_scalars(condition, NULL, self, other, NULL, out);
 }
-kd_status kd__native_where_Scalar(kd_tensor *condition, const kd_scalar *self,
+kd_status kdk_native_where_Scalar(kd_tensor *condition, const kd_scalar *self,
                                   const kd_scalar *other, kd_tensor **out) {
   return where_scalars(condition, self, NULL, other, NULL, out);
 }
@@ -680,7 +680,7 @@ static kd_status masked_fill_impl(kd_tensor *self, kd_tensor *mask, const kd_sca
   return st;
 }
 
-kd_status kd__native_masked_fill__Scalar_cpu(kd_tensor *self, kd_tensor *mask,
+kd_status kdk_native_masked_fill__Scalar_cpu(kd_tensor *self, kd_tensor *mask,
                                              const kd_scalar *value) {
   kd_status st = null_check("aten::masked_fill_.Scalar", self, mask);
   if (st) return st;
@@ -688,7 +688,7 @@ kd_status kd__native_masked_fill__Scalar_cpu(kd_tensor *self, kd_tensor *mask,
   return masked_fill_impl(self, mask, value);
 }
 
-kd_status kd__native_masked_fill__Tensor_cpu(kd_tensor *self, kd_tensor *mask, kd_tensor *value) {
+kd_status kdk_native_masked_fill__Tensor_cpu(kd_tensor *self, kd_tensor *mask, kd_tensor *value) {
   kd_status st = null_check("aten::masked_fill_.Tensor", self, mask);
   if (st || (st = null_check("aten::masked_fill_.Tensor", value, value))) return st;
   if (kd_tensor_ndim(value) != 0)
@@ -744,13 +744,13 @@ static kd_status masked_fill_functional(kd_tensor *self, kd_tensor *mask, const 
   return KD_OK;
 }
 
-kd_status kd__native_masked_fill_Scalar(kd_tensor *self, kd_tensor *mask, const kd_scalar *value,
+kd_status kdk_native_masked_fill_Scalar(kd_tensor *self, kd_tensor *mask, const kd_scalar *value,
                                         kd_tensor **out) {
   if (!value) return kd_set_error(KD_EINVAL, "aten::masked_fill.Scalar: NULL value");
   return masked_fill_functional(self, mask, value, NULL, out);
 }
 
-kd_status kd__native_masked_fill_Tensor(kd_tensor *self, kd_tensor *mask, kd_tensor *value,
+kd_status kdk_native_masked_fill_Tensor(kd_tensor *self, kd_tensor *mask, kd_tensor *value,
                                         kd_tensor **out) {
   if (!value) return kd_set_error(KD_EINVAL, "aten::masked_fill.Tensor: NULL value");
   return masked_fill_functional(self, mask, NULL, value, out);

@@ -343,18 +343,18 @@ kd_status kd__bitwise_check(void) {
   } while (0)
 
 #define KD__BITWISE_SCALARS(n)                                                                 \
-  kd_status kd__native_##n##_Scalar_out(kd_tensor *self, const kd_scalar *other,               \
+  kd_status kdk_native_##n##_Scalar_out(kd_tensor *self, const kd_scalar *other,               \
                                         kd_tensor *out) {                                      \
     KD__WITH_WRAPPED(other, kd_##n##_Tensor_out(self, w, out));                                \
   }                                                                                            \
-  kd_status kd__native_##n##_Scalar(kd_tensor *self, const kd_scalar *other, kd_tensor **out) { \
+  kd_status kdk_native_##n##_Scalar(kd_tensor *self, const kd_scalar *other, kd_tensor **out) { \
     KD__WITH_WRAPPED(other, kd_##n##_Tensor(self, w, out));                                    \
   }                                                                                            \
-  kd_status kd__native_##n##_Scalar_Tensor(const kd_scalar *self, kd_tensor *other,            \
+  kd_status kdk_native_##n##_Scalar_Tensor(const kd_scalar *self, kd_tensor *other,            \
                                            kd_tensor **out) {                                  \
     KD__WITH_WRAPPED(self, kd_##n##_Tensor(w, other, out));                                    \
   }                                                                                            \
-  kd_status kd__native_##n##__Scalar(kd_tensor *self, const kd_scalar *other) {                \
+  kd_status kdk_native_##n##__Scalar(kd_tensor *self, const kd_scalar *other) {                \
     KD__WITH_WRAPPED(other, kd_##n##__Tensor(self, w));                                       \
   }
 KD__BITWISE_SCALARS(bitwise_and)
@@ -362,18 +362,18 @@ KD__BITWISE_SCALARS(bitwise_or)
 KD__BITWISE_SCALARS(bitwise_xor)
 
 #define KD__SHIFT_SCALARS(n)                                                                   \
-  kd_status kd__native_##n##_Tensor_Scalar(kd_tensor *self, const kd_scalar *other,            \
+  kd_status kdk_native_##n##_Tensor_Scalar(kd_tensor *self, const kd_scalar *other,            \
                                            kd_tensor **out) {                                  \
     KD__WITH_WRAPPED(other, kd_##n##_Tensor(self, w, out));                                    \
   }                                                                                            \
-  kd_status kd__native_##n##__Tensor_Scalar(kd_tensor *self, const kd_scalar *other) {         \
+  kd_status kdk_native_##n##__Tensor_Scalar(kd_tensor *self, const kd_scalar *other) {         \
     KD__WITH_WRAPPED(other, kd_##n##__Tensor(self, w));                                       \
   }                                                                                            \
-  kd_status kd__native_##n##_Tensor_Scalar_out(kd_tensor *self, const kd_scalar *other,        \
+  kd_status kdk_native_##n##_Tensor_Scalar_out(kd_tensor *self, const kd_scalar *other,        \
                                                kd_tensor *out) {                               \
     KD__WITH_WRAPPED(other, kd_##n##_Tensor_out(self, w, out));                                \
   }                                                                                            \
-  kd_status kd__native_##n##_Scalar_Tensor(const kd_scalar *self, kd_tensor *other,            \
+  kd_status kdk_native_##n##_Scalar_Tensor(const kd_scalar *self, kd_tensor *other,            \
                                            kd_tensor **out) {                                  \
     KD__WITH_WRAPPED(self, kd_##n##_Tensor(w, other, out));                                    \
   }

@@ -84,13 +84,13 @@ static kd_status empty_strided_common(kd_device_type want, kd_ints size, kd_ints
   return kd_tensor_empty_strided((int)size.size, size.data, stride.data, dt, dev, out);
 }
 
-kd_status kd__native_empty_strided_cpu(kd_ints size, kd_ints stride, const kd_dtype *dtype,
+kd_status kdk_native_empty_strided_cpu(kd_ints size, kd_ints stride, const kd_dtype *dtype,
                                        const kd_layout *layout, const kd_device *device,
                                        const bool *pin_memory, kd_tensor **out) {
   return empty_strided_common(KD_DEVICE_CPU, size, stride, dtype, layout, device, pin_memory, out);
 }
 
-kd_status kd__native_empty_strided_meta(kd_ints size, kd_ints stride, const kd_dtype *dtype,
+kd_status kdk_native_empty_strided_meta(kd_ints size, kd_ints stride, const kd_dtype *dtype,
                                         const kd_layout *layout, const kd_device *device,
                                         const bool *pin_memory, kd_tensor **out) {
   return empty_strided_common(KD_DEVICE_META, size, stride, dtype, layout, device, pin_memory,
@@ -99,7 +99,7 @@ kd_status kd__native_empty_strided_meta(kd_ints size, kd_ints stride, const kd_d
 
 /* ---- resize_ (CPU, Meta) ------------------------------------------------------- */
 
-kd_status kd__native_resize_(kd_tensor *self, kd_ints size, const kd_memory_format *memory_format) {
+kd_status kdk_native_resize_(kd_tensor *self, kd_ints size, const kd_memory_format *memory_format) {
   if (!self) return kd_set_error(KD_EINVAL, "resize_: self is NULL: expected a tensor");
   kd_status st = kd__check_size_list("resize_", size);
   if (st) return st;
@@ -144,21 +144,21 @@ static kd_status full_composite(kd_ints size, const kd_scalar *value, const kd_d
   return st ? st : fill_into(t, value, out);
 }
 
-kd_status kd__native_zeros_composite(kd_ints size, const kd_dtype *dtype, const kd_layout *layout,
+kd_status kdk_native_zeros_composite(kd_ints size, const kd_dtype *dtype, const kd_layout *layout,
                                      const kd_device *device, const bool *pin_memory,
                                      kd_tensor **out) {
   kd_scalar zero = kd_scalar_int(0);
   return full_composite(size, &zero, dtype, layout, device, pin_memory, out);
 }
 
-kd_status kd__native_ones_composite(kd_ints size, const kd_dtype *dtype, const kd_layout *layout,
+kd_status kdk_native_ones_composite(kd_ints size, const kd_dtype *dtype, const kd_layout *layout,
                                     const kd_device *device, const bool *pin_memory,
                                     kd_tensor **out) {
   kd_scalar one = kd_scalar_int(1);
   return full_composite(size, &one, dtype, layout, device, pin_memory, out);
 }
 
-kd_status kd__native_full_composite(kd_ints size, const kd_scalar *fill_value,
+kd_status kdk_native_full_composite(kd_ints size, const kd_scalar *fill_value,
                                     const kd_dtype *dtype, const kd_layout *layout,
                                     const kd_device *device, const bool *pin_memory,
                                     kd_tensor **out) {
@@ -168,7 +168,7 @@ kd_status kd__native_full_composite(kd_ints size, const kd_scalar *fill_value,
   return full_composite(size, fill_value, &dt, layout, device, pin_memory, out);
 }
 
-kd_status kd__native_empty_like_composite(kd_tensor *self, const kd_dtype *dtype,
+kd_status kdk_native_empty_like_composite(kd_tensor *self, const kd_dtype *dtype,
                                           const kd_layout *layout, const kd_device *device,
                                           const bool *pin_memory,
                                           const kd_memory_format *memory_format,
@@ -203,7 +203,7 @@ static kd_status full_like_composite(kd_tensor *self, const kd_scalar *value,
   return fill_into(t, value, out);
 }
 
-kd_status kd__native_zeros_like_composite(kd_tensor *self, const kd_dtype *dtype,
+kd_status kdk_native_zeros_like_composite(kd_tensor *self, const kd_dtype *dtype,
                                           const kd_layout *layout, const kd_device *device,
                                           const bool *pin_memory,
                                           const kd_memory_format *memory_format,
@@ -212,7 +212,7 @@ kd_status kd__native_zeros_like_composite(kd_tensor *self, const kd_dtype *dtype
   return full_like_composite(self, &zero, dtype, layout, device, pin_memory, memory_format, out);
 }
 
-kd_status kd__native_ones_like_composite(kd_tensor *self, const kd_dtype *dtype,
+kd_status kdk_native_ones_like_composite(kd_tensor *self, const kd_dtype *dtype,
                                          const kd_layout *layout, const kd_device *device,
                                          const bool *pin_memory,
                                          const kd_memory_format *memory_format,
@@ -221,7 +221,7 @@ kd_status kd__native_ones_like_composite(kd_tensor *self, const kd_dtype *dtype,
   return full_like_composite(self, &one, dtype, layout, device, pin_memory, memory_format, out);
 }
 
-kd_status kd__native_full_like_composite(kd_tensor *self, const kd_scalar *fill_value,
+kd_status kdk_native_full_like_composite(kd_tensor *self, const kd_scalar *fill_value,
                                          const kd_dtype *dtype, const kd_layout *layout,
                                          const kd_device *device, const bool *pin_memory,
                                          const kd_memory_format *memory_format,
@@ -243,14 +243,14 @@ kd_status kd__native_full_like_composite(kd_tensor *self, const kd_scalar *fill_
   kd_dtype dt = dtype ? *dtype : kd_tensor_dtype(self);                  \
   kd_device dev = device ? *device : kd_tensor_device(self)
 
-kd_status kd__native_new_empty(kd_tensor *self, kd_ints size, const kd_dtype *dtype,
+kd_status kdk_native_new_empty(kd_tensor *self, kd_ints size, const kd_dtype *dtype,
                                const kd_layout *layout, const kd_device *device,
                                const bool *pin_memory, kd_tensor **out) {
   KD_NEW_DEFAULTS("new_empty");
   return kd_empty_memory_format(size, &dt, layout, &dev, pin_memory, NULL, out);
 }
 
-kd_status kd__native_new_empty_strided(kd_tensor *self, kd_ints size, kd_ints stride,
+kd_status kdk_native_new_empty_strided(kd_tensor *self, kd_ints size, kd_ints stride,
                                        const kd_dtype *dtype, const kd_layout *layout,
                                        const kd_device *device, const bool *pin_memory,
                                        kd_tensor **out) {
@@ -258,21 +258,21 @@ kd_status kd__native_new_empty_strided(kd_tensor *self, kd_ints size, kd_ints st
   return kd_empty_strided(size, stride, &dt, layout, &dev, pin_memory, out);
 }
 
-kd_status kd__native_new_zeros(kd_tensor *self, kd_ints size, const kd_dtype *dtype,
+kd_status kdk_native_new_zeros(kd_tensor *self, kd_ints size, const kd_dtype *dtype,
                                const kd_layout *layout, const kd_device *device,
                                const bool *pin_memory, kd_tensor **out) {
   KD_NEW_DEFAULTS("new_zeros");
   return kd_zeros(size, &dt, layout, &dev, pin_memory, out);
 }
 
-kd_status kd__native_new_ones(kd_tensor *self, kd_ints size, const kd_dtype *dtype,
+kd_status kdk_native_new_ones(kd_tensor *self, kd_ints size, const kd_dtype *dtype,
                               const kd_layout *layout, const kd_device *device,
                               const bool *pin_memory, kd_tensor **out) {
   KD_NEW_DEFAULTS("new_ones");
   return kd_ones(size, &dt, layout, &dev, pin_memory, out);
 }
 
-kd_status kd__native_new_full(kd_tensor *self, kd_ints size, const kd_scalar *fill_value,
+kd_status kdk_native_new_full(kd_tensor *self, kd_ints size, const kd_scalar *fill_value,
                               const kd_dtype *dtype, const kd_layout *layout,
                               const kd_device *device, const bool *pin_memory, kd_tensor **out) {
   KD_NEW_DEFAULTS("new_full");
@@ -300,14 +300,14 @@ kd_status kd__full_out_composite(const char *op, kd_ints size, const kd_scalar *
   return kd_fill__Scalar(out, value);
 }
 
-kd_status kd__native_zero_composite_(kd_tensor *self) {
+kd_status kdk_native_zero_composite_(kd_tensor *self) {
   kd_scalar zero = kd_scalar_int(0);
   return kd_fill__Scalar(self, &zero);
 }
 
 /* ---- clone ------------------------------------------------------------------ */
 
-kd_status kd__native_clone_composite(kd_tensor *self, const kd_memory_format *memory_format,
+kd_status kdk_native_clone_composite(kd_tensor *self, const kd_memory_format *memory_format,
                                      kd_tensor **out) {
   if (out) *out = NULL;
   if (!self || !out) return kd_set_error(KD_EINVAL, "clone: NULL argument");

@@ -41,11 +41,11 @@ static kd_status fill(const char *op, kd_tensor *self, const kd_scalar *value) {
   return st ? with_op(op, st) : KD_OK;
 }
 
-kd_status kd__native_fill_scalar_(kd_tensor *self, const kd_scalar *value) {
+kd_status kdk_native_fill_scalar_(kd_tensor *self, const kd_scalar *value) {
   return fill("fill_", self, value);
 }
 
-kd_status kd__native_fill_tensor_(kd_tensor *self, kd_tensor *value) {
+kd_status kdk_native_fill_tensor_(kd_tensor *self, kd_tensor *value) {
   if (!self || !value)
     return kd_set_error(KD_EINVAL, "fill_: %s is NULL: expected a tensor", self ? "value" : "self");
   if (kd_tensor_ndim(value) != 0)
@@ -61,7 +61,7 @@ kd_status kd__native_fill_tensor_(kd_tensor *self, kd_tensor *value) {
   return fill("fill_", self, &v);
 }
 
-kd_status kd__native_zero_(kd_tensor *self) {
+kd_status kdk_native_zero_(kd_tensor *self) {
   kd_scalar zero = kd_scalar_int(0);
   return fill("zero_", self, &zero);
 }
@@ -80,7 +80,7 @@ static bool same_tensor(const kd_tensor *a, const kd_tensor *b) {
          !memcmp(kd_tensor_strides(a), kd_tensor_strides(b), (size_t)n * sizeof(int64_t));
 }
 
-kd_status kd__native_copy_(kd_tensor *self, kd_tensor *src, bool non_blocking) {
+kd_status kdk_native_copy_(kd_tensor *self, kd_tensor *src, bool non_blocking) {
   (void)non_blocking; /* copies are synchronous */
   if (!self || !src)
     return kd_set_error(KD_EINVAL, "copy_: %s is NULL: expected a tensor", self ? "src" : "self");
@@ -198,7 +198,7 @@ static kd_status to_copy_args(const kd_tensor *self, const kd_dtype *dtype, cons
   return KD_OK;
 }
 
-kd_status kd__native__to_copy(kd_tensor *self, const kd_dtype *dtype, const kd_layout *layout,
+kd_status kdk_native__to_copy(kd_tensor *self, const kd_dtype *dtype, const kd_layout *layout,
                               const kd_device *device, const bool *pin_memory, bool non_blocking,
                               const kd_memory_format *memory_format, kd_tensor **out) {
   (void)non_blocking;
@@ -207,7 +207,7 @@ kd_status kd__native__to_copy(kd_tensor *self, const kd_dtype *dtype, const kd_l
   if (ast) return ast;
   kd_device from = kd_tensor_device(self), to = device ? *device : from;
   if (kd__off_host(&to) || kd__off_host(&from))
-    return kd__native__to_copy_composite(self, dtype, layout, device, pin_memory, non_blocking,
+    return kdk_native__to_copy_composite(self, dtype, layout, device, pin_memory, non_blocking,
                                          memory_format, out);
   int64_t strides[KD_MAX_DIMS];
   kd_status st = result_strides(self, memory_format, strides);
@@ -238,7 +238,7 @@ kd_status kd__native__to_copy(kd_tensor *self, const kd_dtype *dtype, const kd_l
 /* _to_copy on any device: the dispatched empty_strided on the target device
  * and copy_, which the backend of the device involved serves (a copy between
  * a device and the cpu reaches the device's copy_: its key is the higher). */
-kd_status kd__native__to_copy_composite(kd_tensor *self, const kd_dtype *dtype,
+kd_status kdk_native__to_copy_composite(kd_tensor *self, const kd_dtype *dtype,
                                         const kd_layout *layout, const kd_device *device,
                                         const bool *pin_memory, bool non_blocking,
                                         const kd_memory_format *memory_format, kd_tensor **out) {
@@ -305,7 +305,7 @@ static kd_status to_common(kd_tensor *self, const kd_dtype *dtype, const kd_layo
   return kd__to_copy(self, dtype, layout, device, pin_memory, non_blocking, memory_format, out);
 }
 
-kd_status kd__native_to_dtype(kd_tensor *self, kd_dtype dtype, bool non_blocking, bool copy,
+kd_status kdk_native_to_dtype(kd_tensor *self, kd_dtype dtype, bool non_blocking, bool copy,
                               const kd_memory_format *memory_format, kd_tensor **out) {
   if (!kd_dtype_valid(dtype)) {
     if (out) *out = NULL;
@@ -314,20 +314,20 @@ kd_status kd__native_to_dtype(kd_tensor *self, kd_dtype dtype, bool non_blocking
   return to_common(self, &dtype, NULL, NULL, NULL, non_blocking, copy, memory_format, out);
 }
 
-kd_status kd__native_to_device(kd_tensor *self, kd_device device, kd_dtype dtype,
+kd_status kdk_native_to_device(kd_tensor *self, kd_device device, kd_dtype dtype,
                                bool non_blocking, bool copy, const kd_memory_format *memory_format,
                                kd_tensor **out) {
   return to_common(self, &dtype, NULL, &device, NULL, non_blocking, copy, memory_format, out);
 }
 
-kd_status kd__native_to_dtype_layout(kd_tensor *self, const kd_dtype *dtype,
+kd_status kdk_native_to_dtype_layout(kd_tensor *self, const kd_dtype *dtype,
                                      const kd_layout *layout, const kd_device *device,
                                      const bool *pin_memory, bool non_blocking, bool copy,
                                      const kd_memory_format *memory_format, kd_tensor **out) {
   return to_common(self, dtype, layout, device, pin_memory, non_blocking, copy, memory_format, out);
 }
 
-kd_status kd__native_to_other(kd_tensor *self, kd_tensor *other, bool non_blocking, bool copy,
+kd_status kdk_native_to_other(kd_tensor *self, kd_tensor *other, bool non_blocking, bool copy,
                               const kd_memory_format *memory_format, kd_tensor **out) {
   if (!other) {
     if (out) *out = NULL;

@@ -233,7 +233,7 @@ static kd_status empty_common(const char *op, kd_device_type want, kd_ints size,
   return make_empty(op, (int)size.size, size.data, dt, dev, mf, out);
 }
 
-kd_status kd__native_empty_cpu(kd_ints size, const kd_dtype *dtype, const kd_layout *layout,
+kd_status kdk_native_empty_cpu(kd_ints size, const kd_dtype *dtype, const kd_layout *layout,
                                const kd_device *device, const bool *pin_memory,
                                const kd_memory_format *memory_format, kd_tensor **out) {
   /* The common case in one piece: valid sizes, strided, cpu:0, not pinned,
@@ -255,7 +255,7 @@ kd_status kd__native_empty_cpu(kd_ints size, const kd_dtype *dtype, const kd_lay
                       memory_format, out);
 }
 
-kd_status kd__native_empty_meta(kd_ints size, const kd_dtype *dtype, const kd_layout *layout,
+kd_status kdk_native_empty_meta(kd_ints size, const kd_dtype *dtype, const kd_layout *layout,
                                 const kd_device *device, const bool *pin_memory,
                                 const kd_memory_format *memory_format, kd_tensor **out) {
   return empty_common("empty", KD_DEVICE_META, size, dtype, layout, device, pin_memory,
@@ -314,11 +314,11 @@ static kd_status like_common(const char *op, kd_tensor *self, const kd_dtype *dt
   return make_empty(op, ndim, sizes, dt, dev, mf, out);
 }
 
-kd_status kd__native_empty_like(kd_tensor *self, const kd_dtype *dtype, const kd_layout *layout,
+kd_status kdk_native_empty_like(kd_tensor *self, const kd_dtype *dtype, const kd_layout *layout,
                                 const kd_device *device, const bool *pin_memory,
                                 const kd_memory_format *memory_format, kd_tensor **out) {
   if (kd__off_host(device))
-    return kd__native_empty_like_composite(self, dtype, layout, device, pin_memory, memory_format,
+    return kdk_native_empty_like_composite(self, dtype, layout, device, pin_memory, memory_format,
                                            out);
   return like_common("empty_like", self, dtype, layout, device, pin_memory, memory_format, out);
 }
@@ -377,50 +377,50 @@ static kd_status full_like_common(const char *op, kd_tensor *self, const kd_scal
   return KD_OK;
 }
 
-kd_status kd__native_zeros(kd_ints size, const kd_dtype *dtype, const kd_layout *layout,
+kd_status kdk_native_zeros(kd_ints size, const kd_dtype *dtype, const kd_layout *layout,
                            const kd_device *device, const bool *pin_memory, kd_tensor **out) {
   if (kd__off_host(device))
-    return kd__native_zeros_composite(size, dtype, layout, device, pin_memory, out);
+    return kdk_native_zeros_composite(size, dtype, layout, device, pin_memory, out);
   kd_scalar zero = kd_scalar_int(0);
   return full_common("zeros", size, &zero, dtype, kd_get_default_dtype(), layout, device,
                      pin_memory, out);
 }
 
-kd_status kd__native_zeros_out(kd_ints size, kd_tensor *out) {
+kd_status kdk_native_zeros_out(kd_ints size, kd_tensor *out) {
   kd_scalar zero = kd_scalar_int(0);
   return full_out_common("zeros", size, &zero, out);
 }
 
-kd_status kd__native_zeros_like(kd_tensor *self, const kd_dtype *dtype, const kd_layout *layout,
+kd_status kdk_native_zeros_like(kd_tensor *self, const kd_dtype *dtype, const kd_layout *layout,
                                 const kd_device *device, const bool *pin_memory,
                                 const kd_memory_format *memory_format, kd_tensor **out) {
   if (kd__off_host(device))
-    return kd__native_zeros_like_composite(self, dtype, layout, device, pin_memory, memory_format,
+    return kdk_native_zeros_like_composite(self, dtype, layout, device, pin_memory, memory_format,
                                           out);
   kd_scalar zero = kd_scalar_int(0);
   return full_like_common("zeros_like", self, &zero, dtype, layout, device, pin_memory,
                           memory_format, out);
 }
 
-kd_status kd__native_ones(kd_ints size, const kd_dtype *dtype, const kd_layout *layout,
+kd_status kdk_native_ones(kd_ints size, const kd_dtype *dtype, const kd_layout *layout,
                           const kd_device *device, const bool *pin_memory, kd_tensor **out) {
   if (kd__off_host(device))
-    return kd__native_ones_composite(size, dtype, layout, device, pin_memory, out);
+    return kdk_native_ones_composite(size, dtype, layout, device, pin_memory, out);
   kd_scalar one = kd_scalar_int(1);
   return full_common("ones", size, &one, dtype, kd_get_default_dtype(), layout, device,
                      pin_memory, out);
 }
 
-kd_status kd__native_ones_out(kd_ints size, kd_tensor *out) {
+kd_status kdk_native_ones_out(kd_ints size, kd_tensor *out) {
   kd_scalar one = kd_scalar_int(1);
   return full_out_common("ones", size, &one, out);
 }
 
-kd_status kd__native_ones_like(kd_tensor *self, const kd_dtype *dtype, const kd_layout *layout,
+kd_status kdk_native_ones_like(kd_tensor *self, const kd_dtype *dtype, const kd_layout *layout,
                                const kd_device *device, const bool *pin_memory,
                                const kd_memory_format *memory_format, kd_tensor **out) {
   if (kd__off_host(device))
-    return kd__native_ones_like_composite(self, dtype, layout, device, pin_memory, memory_format,
+    return kdk_native_ones_like_composite(self, dtype, layout, device, pin_memory, memory_format,
                                          out);
   kd_scalar one = kd_scalar_int(1);
   return full_like_common("ones_like", self, &one, dtype, layout, device, pin_memory,
@@ -440,11 +440,11 @@ kd_dtype kd__full_dtype_of(const kd_scalar *value) {
   }
 }
 
-kd_status kd__native_full(kd_ints size, const kd_scalar *fill_value, const kd_dtype *dtype,
+kd_status kdk_native_full(kd_ints size, const kd_scalar *fill_value, const kd_dtype *dtype,
                           const kd_layout *layout, const kd_device *device,
                           const bool *pin_memory, kd_tensor **out) {
   if (kd__off_host(device))
-    return kd__native_full_composite(size, fill_value, dtype, layout, device, pin_memory, out);
+    return kdk_native_full_composite(size, fill_value, dtype, layout, device, pin_memory, out);
   if (!fill_value) {
     *out = NULL;
     return kd_set_error(KD_EINVAL, "full: fill_value is NULL");
@@ -453,17 +453,17 @@ kd_status kd__native_full(kd_ints size, const kd_scalar *fill_value, const kd_dt
                      pin_memory, out);
 }
 
-kd_status kd__native_full_out(kd_ints size, const kd_scalar *fill_value, kd_tensor *out) {
+kd_status kdk_native_full_out(kd_ints size, const kd_scalar *fill_value, kd_tensor *out) {
   if (!fill_value) return kd_set_error(KD_EINVAL, "full: fill_value is NULL");
   return full_out_common("full", size, fill_value, out);
 }
 
-kd_status kd__native_full_like(kd_tensor *self, const kd_scalar *fill_value, const kd_dtype *dtype,
+kd_status kdk_native_full_like(kd_tensor *self, const kd_scalar *fill_value, const kd_dtype *dtype,
                                const kd_layout *layout, const kd_device *device,
                                const bool *pin_memory, const kd_memory_format *memory_format,
                                kd_tensor **out) {
   if (kd__off_host(device))
-    return kd__native_full_like_composite(self, fill_value, dtype, layout, device, pin_memory,
+    return kdk_native_full_like_composite(self, fill_value, dtype, layout, device, pin_memory,
                                           memory_format, out);
   if (!fill_value) {
     *out = NULL;
@@ -641,13 +641,13 @@ static kd_status arange_common(const kd_scalar *start, const kd_scalar *end, con
   return KD_OK;
 }
 
-kd_status kd__native_arange(const kd_scalar *end, const kd_dtype *dtype, const kd_layout *layout,
+kd_status kdk_native_arange(const kd_scalar *end, const kd_dtype *dtype, const kd_layout *layout,
                             const kd_device *device, const bool *pin_memory, kd_tensor **out) {
   kd_scalar zero = kd_scalar_int(0), one = kd_scalar_int(1);
   return arange_common(&zero, end, &one, dtype, layout, device, pin_memory, out);
 }
 
-kd_status kd__native_arange_start(const kd_scalar *start, const kd_scalar *end,
+kd_status kdk_native_arange_start(const kd_scalar *start, const kd_scalar *end,
                                   const kd_dtype *dtype, const kd_layout *layout,
                                   const kd_device *device, const bool *pin_memory,
                                   kd_tensor **out) {
@@ -655,7 +655,7 @@ kd_status kd__native_arange_start(const kd_scalar *start, const kd_scalar *end,
   return arange_common(start, end, &one, dtype, layout, device, pin_memory, out);
 }
 
-kd_status kd__native_arange_start_step(const kd_scalar *start, const kd_scalar *end,
+kd_status kdk_native_arange_start_step(const kd_scalar *start, const kd_scalar *end,
                                        const kd_scalar *step, const kd_dtype *dtype,
                                        const kd_layout *layout, const kd_device *device,
                                        const bool *pin_memory, kd_tensor **out) {
@@ -663,7 +663,7 @@ kd_status kd__native_arange_start_step(const kd_scalar *start, const kd_scalar *
   return arange_common(start, end, step ? step : &one, dtype, layout, device, pin_memory, out);
 }
 
-kd_status kd__native_arange_start_out(const kd_scalar *start, const kd_scalar *end,
+kd_status kdk_native_arange_start_out(const kd_scalar *start, const kd_scalar *end,
                                       const kd_scalar *step, kd_tensor *out) {
   if (!out) return kd_set_error(KD_EINVAL, "arange: out is NULL");
   kd_scalar one = kd_scalar_int(1);
@@ -675,9 +675,9 @@ kd_status kd__native_arange_start_out(const kd_scalar *start, const kd_scalar *e
   return kd__write_contiguous(out, arange_write, &p);
 }
 
-kd_status kd__native_arange_out(const kd_scalar *end, kd_tensor *out) {
+kd_status kdk_native_arange_out(const kd_scalar *end, kd_tensor *out) {
   kd_scalar zero = kd_scalar_int(0), one = kd_scalar_int(1);
-  return kd__native_arange_start_out(&zero, end, &one, out);
+  return kdk_native_arange_start_out(&zero, end, &one, out);
 }
 
 /* ---- eye ------------------------------------------------------------------------------- */
@@ -705,7 +705,7 @@ static kd_status eye_check(int64_t n, int64_t m) {
   return KD_OK;
 }
 
-kd_status kd__native_eye_m(int64_t n, int64_t m, const kd_dtype *dtype, const kd_layout *layout,
+kd_status kdk_native_eye_m(int64_t n, int64_t m, const kd_dtype *dtype, const kd_layout *layout,
                            const kd_device *device, const bool *pin_memory, kd_tensor **out) {
   *out = NULL;
   const kd_device *target = kd__off_host(device) ? device : NULL;
@@ -728,12 +728,12 @@ kd_status kd__native_eye_m(int64_t n, int64_t m, const kd_dtype *dtype, const kd
   return KD_OK;
 }
 
-kd_status kd__native_eye(int64_t n, const kd_dtype *dtype, const kd_layout *layout,
+kd_status kdk_native_eye(int64_t n, const kd_dtype *dtype, const kd_layout *layout,
                          const kd_device *device, const bool *pin_memory, kd_tensor **out) {
-  return kd__native_eye_m(n, n, dtype, layout, device, pin_memory, out);
+  return kdk_native_eye_m(n, n, dtype, layout, device, pin_memory, out);
 }
 
-kd_status kd__native_eye_m_out_cpu(int64_t n, int64_t m, kd_tensor *out) {
+kd_status kdk_native_eye_m_out_cpu(int64_t n, int64_t m, kd_tensor *out) {
   if (!out) return kd_set_error(KD_EINVAL, "eye: out is NULL");
   kd_status st = eye_check(n, m);
   if (st) return st;
@@ -742,6 +742,6 @@ kd_status kd__native_eye_m_out_cpu(int64_t n, int64_t m, kd_tensor *out) {
   return kd__write_contiguous(out, eye_write, NULL);
 }
 
-kd_status kd__native_eye_out_cpu(int64_t n, kd_tensor *out) {
-  return kd__native_eye_m_out_cpu(n, n, out);
+kd_status kdk_native_eye_out_cpu(int64_t n, kd_tensor *out) {
+  return kdk_native_eye_m_out_cpu(n, n, out);
 }

@@ -424,16 +424,16 @@ static kd_status mm_impl(kd_tensor *self, kd_tensor *mat2, kd_tensor *given,
   return KD_OK;
 }
 
-kd_status kd__native_mm_cpu(kd_tensor *self, kd_tensor *mat2, kd_tensor **out) {
+kd_status kdk_native_mm_cpu(kd_tensor *self, kd_tensor *mat2, kd_tensor **out) {
   return mm_impl(self, mat2, NULL, KD_DEVICE_CPU, out);
 }
-kd_status kd__native_mm_meta(kd_tensor *self, kd_tensor *mat2, kd_tensor **out) {
+kd_status kdk_native_mm_meta(kd_tensor *self, kd_tensor *mat2, kd_tensor **out) {
   return mm_impl(self, mat2, NULL, KD_DEVICE_META, out);
 }
-kd_status kd__native_mm_out_cpu(kd_tensor *self, kd_tensor *mat2, kd_tensor *out) {
+kd_status kdk_native_mm_out_cpu(kd_tensor *self, kd_tensor *mat2, kd_tensor *out) {
   return mm_impl(self, mat2, out, KD_DEVICE_CPU, NULL);
 }
-kd_status kd__native_mm_out_meta(kd_tensor *self, kd_tensor *mat2, kd_tensor *out) {
+kd_status kdk_native_mm_out_meta(kd_tensor *self, kd_tensor *mat2, kd_tensor *out) {
   return mm_impl(self, mat2, out, KD_DEVICE_META, NULL);
 }
 
@@ -478,16 +478,16 @@ static kd_status bmm_impl(kd_tensor *self, kd_tensor *mat2, kd_tensor *given, kd
   return KD_OK;
 }
 
-kd_status kd__native_bmm_cpu(kd_tensor *self, kd_tensor *mat2, kd_tensor **out) {
+kd_status kdk_native_bmm_cpu(kd_tensor *self, kd_tensor *mat2, kd_tensor **out) {
   return bmm_impl(self, mat2, NULL, KD_DEVICE_CPU, out);
 }
-kd_status kd__native_bmm_meta(kd_tensor *self, kd_tensor *mat2, kd_tensor **out) {
+kd_status kdk_native_bmm_meta(kd_tensor *self, kd_tensor *mat2, kd_tensor **out) {
   return bmm_impl(self, mat2, NULL, KD_DEVICE_META, out);
 }
-kd_status kd__native_bmm_out_cpu(kd_tensor *self, kd_tensor *mat2, kd_tensor *out) {
+kd_status kdk_native_bmm_out_cpu(kd_tensor *self, kd_tensor *mat2, kd_tensor *out) {
   return bmm_impl(self, mat2, out, KD_DEVICE_CPU, NULL);
 }
-kd_status kd__native_bmm_out_meta(kd_tensor *self, kd_tensor *mat2, kd_tensor *out) {
+kd_status kdk_native_bmm_out_meta(kd_tensor *self, kd_tensor *mat2, kd_tensor *out) {
   return bmm_impl(self, mat2, out, KD_DEVICE_META, NULL);
 }
 
@@ -619,27 +619,27 @@ static kd_status addmm_impl(kd_tensor *self, kd_tensor *mat1, kd_tensor *mat2,
   return KD_OK;
 }
 
-kd_status kd__native_addmm_cpu(kd_tensor *self, kd_tensor *mat1, kd_tensor *mat2,
+kd_status kdk_native_addmm_cpu(kd_tensor *self, kd_tensor *mat1, kd_tensor *mat2,
                                const kd_scalar *beta, const kd_scalar *alpha, kd_tensor **out) {
   return addmm_impl(self, mat1, mat2, beta, alpha, ADDMM_FUNCTIONAL, NULL, KD_DEVICE_CPU, out);
 }
-kd_status kd__native_addmm_meta(kd_tensor *self, kd_tensor *mat1, kd_tensor *mat2,
+kd_status kdk_native_addmm_meta(kd_tensor *self, kd_tensor *mat1, kd_tensor *mat2,
                                 const kd_scalar *beta, const kd_scalar *alpha, kd_tensor **out) {
   return addmm_impl(self, mat1, mat2, beta, alpha, ADDMM_FUNCTIONAL, NULL, KD_DEVICE_META, out);
 }
-kd_status kd__native_addmm_out_cpu(kd_tensor *self, kd_tensor *mat1, kd_tensor *mat2,
+kd_status kdk_native_addmm_out_cpu(kd_tensor *self, kd_tensor *mat1, kd_tensor *mat2,
                                    const kd_scalar *beta, const kd_scalar *alpha, kd_tensor *out) {
   return addmm_impl(self, mat1, mat2, beta, alpha, ADDMM_OUT, out, KD_DEVICE_CPU, NULL);
 }
-kd_status kd__native_addmm_out_meta(kd_tensor *self, kd_tensor *mat1, kd_tensor *mat2,
+kd_status kdk_native_addmm_out_meta(kd_tensor *self, kd_tensor *mat1, kd_tensor *mat2,
                                     const kd_scalar *beta, const kd_scalar *alpha, kd_tensor *out) {
   return addmm_impl(self, mat1, mat2, beta, alpha, ADDMM_OUT, out, KD_DEVICE_META, NULL);
 }
-kd_status kd__native_addmm_inplace_cpu(kd_tensor *self, kd_tensor *mat1, kd_tensor *mat2,
+kd_status kdk_native_addmm_inplace_cpu(kd_tensor *self, kd_tensor *mat1, kd_tensor *mat2,
                                        const kd_scalar *beta, const kd_scalar *alpha) {
   return addmm_impl(self, mat1, mat2, beta, alpha, ADDMM_INPLACE, NULL, KD_DEVICE_CPU, NULL);
 }
-kd_status kd__native_addmm_inplace_meta(kd_tensor *self, kd_tensor *mat1, kd_tensor *mat2,
+kd_status kdk_native_addmm_inplace_meta(kd_tensor *self, kd_tensor *mat1, kd_tensor *mat2,
                                         const kd_scalar *beta, const kd_scalar *alpha) {
   return addmm_impl(self, mat1, mat2, beta, alpha, ADDMM_INPLACE, NULL, KD_DEVICE_META, NULL);
 }
@@ -701,10 +701,10 @@ static kd_status dot_impl(kd_tensor *self, kd_tensor *other, kd_device_type want
   return KD_OK;
 }
 
-kd_status kd__native_dot_cpu(kd_tensor *self, kd_tensor *tensor, kd_tensor **out) {
+kd_status kdk_native_dot_cpu(kd_tensor *self, kd_tensor *tensor, kd_tensor **out) {
   return dot_impl(self, tensor, KD_DEVICE_CPU, out);
 }
-kd_status kd__native_dot_meta(kd_tensor *self, kd_tensor *tensor, kd_tensor **out) {
+kd_status kdk_native_dot_meta(kd_tensor *self, kd_tensor *tensor, kd_tensor **out) {
   return dot_impl(self, tensor, KD_DEVICE_META, out);
 }
 
@@ -717,7 +717,7 @@ static kd_status copy_to_out(const char *op, kd_tensor *res, kd_tensor *out) {
   return st;
 }
 
-kd_status kd__native_dot_out(kd_tensor *self, kd_tensor *tensor, kd_tensor *out) {
+kd_status kdk_native_dot_out(kd_tensor *self, kd_tensor *tensor, kd_tensor *out) {
   if (!out) return kd_set_error(KD_EINVAL, "dot: out is NULL");
   kd_tensor *r;
   kd_device sd = self ? kd_tensor_device(self) : kd_device_cpu();
@@ -783,7 +783,7 @@ static kd_status batch_view(kd_tensor *t, int nb, const int64_t *batch, int64_t 
   return st;
 }
 
-kd_status kd__native_matmul(kd_tensor *self, kd_tensor *other, kd_tensor **out) {
+kd_status kdk_native_matmul(kd_tensor *self, kd_tensor *other, kd_tensor **out) {
   const char *op = "matmul";
   *out = NULL;
   kd_tensor *ins[2] = {self, other};
@@ -856,10 +856,10 @@ kd_status kd__native_matmul(kd_tensor *self, kd_tensor *other, kd_tensor **out) 
   return KD_OK;
 }
 
-kd_status kd__native_matmul_out(kd_tensor *self, kd_tensor *other, kd_tensor *out) {
+kd_status kdk_native_matmul_out(kd_tensor *self, kd_tensor *other, kd_tensor *out) {
   if (!out) return kd_set_error(KD_EINVAL, "matmul: out is NULL");
   kd_tensor *r;
-  kd_status st = kd__native_matmul(self, other, &r);
+  kd_status st = kdk_native_matmul(self, other, &r);
   if (st) return st;
   st = copy_to_out("matmul", r, out);
   kd_tensor_release(r);

@@ -203,42 +203,42 @@ static kd_status random_out(const char *op, bool normal, kd_ints size, const kd_
   return random_fill(op, normal, out);
 }
 
-kd_status kd__native_rand(kd_ints size, const kd_dtype *dtype, const kd_layout *layout,
+kd_status kdk_native_rand(kd_ints size, const kd_dtype *dtype, const kd_layout *layout,
                           const kd_device *device, const bool *pin_memory, kd_tensor **out) {
   return random_new("rand", false, size, NULL, dtype, layout, device, pin_memory, out);
 }
 
-kd_status kd__native_rand_generator(kd_ints size, const kd_value *generator,
+kd_status kdk_native_rand_generator(kd_ints size, const kd_value *generator,
                                     const kd_dtype *dtype, const kd_layout *layout,
                                     const kd_device *device, const bool *pin_memory,
                                     kd_tensor **out) {
   return random_new("rand", false, size, generator, dtype, layout, device, pin_memory, out);
 }
 
-kd_status kd__native_rand_out(kd_ints size, kd_tensor *out) {
+kd_status kdk_native_rand_out(kd_ints size, kd_tensor *out) {
   return random_out("rand", false, size, NULL, out);
 }
 
-kd_status kd__native_rand_generator_out(kd_ints size, const kd_value *generator, kd_tensor *out) {
+kd_status kdk_native_rand_generator_out(kd_ints size, const kd_value *generator, kd_tensor *out) {
   return random_out("rand", false, size, generator, out);
 }
 
-kd_status kd__native_randn(kd_ints size, const kd_dtype *dtype, const kd_layout *layout,
+kd_status kdk_native_randn(kd_ints size, const kd_dtype *dtype, const kd_layout *layout,
                            const kd_device *device, const bool *pin_memory, kd_tensor **out) {
   return random_new("randn", true, size, NULL, dtype, layout, device, pin_memory, out);
 }
 
-kd_status kd__native_randn_generator(kd_ints size, const kd_value *generator,
+kd_status kdk_native_randn_generator(kd_ints size, const kd_value *generator,
                                      const kd_dtype *dtype, const kd_layout *layout,
                                      const kd_device *device, const bool *pin_memory,
                                      kd_tensor **out) {
   return random_new("randn", true, size, generator, dtype, layout, device, pin_memory, out);
 }
 
-kd_status kd__native_randn_out(kd_ints size, kd_tensor *out) {
+kd_status kdk_native_randn_out(kd_ints size, kd_tensor *out) {
   return random_out("randn", true, size, NULL, out);
 }
 
-kd_status kd__native_randn_generator_out(kd_ints size, const kd_value *generator, kd_tensor *out) {
+kd_status kdk_native_randn_generator_out(kd_ints size, const kd_value *generator, kd_tensor *out) {
   return random_out("randn", true, size, generator, out);
 }

@@ -311,7 +311,7 @@ static kd_status reduce_all_new(const char *op, kd__red_kind kind, kd_tensor *se
 
 /* ---- sum ---------------------------------------------------------------------------- */
 
-kd_status kd__meta_sum_dim_IntList(kdk_structured *s, kd_tensor *self, kd_ints dim, bool keepdim,
+kd_status kdk_meta_sum_dim_IntList(kdk_structured *s, kd_tensor *self, kd_ints dim, bool keepdim,
                                    const kd_dtype *dtype) {
   const char *op = "sum";
   kd_status st = check_self(op, self);
@@ -322,21 +322,21 @@ kd_status kd__meta_sum_dim_IntList(kdk_structured *s, kd_tensor *self, kd_ints d
   return set_reduced_output(s, 0, self, mask, keepdim, infer_dtype(s, self, dtype));
 }
 
-kd_status kd__native_sum_out_cpu(kdk_structured *s, kd_tensor *self, kd_ints dim, bool keepdim,
+kd_status kdk_native_sum_out_cpu(kdk_structured *s, kd_tensor *self, kd_ints dim, bool keepdim,
                                  const kd_dtype *dtype, kd_tensor *out) {
   (void)s, (void)dtype;
   return run_reduction("sum", KD__RED_SUM, self, dim, keepdim, out, NULL, kd_tensor_dtype(out),
                        false);
 }
 
-kd_status kd__native_sum(kd_tensor *self, const kd_dtype *dtype, kd_tensor **out) {
+kd_status kdk_native_sum(kd_tensor *self, const kd_dtype *dtype, kd_tensor **out) {
   kd_ints none = {NULL, -1};
   return kd_sum_dim_IntList(self, none, false, dtype, out);
 }
 
 /* ---- mean --------------------------------------------------------------------------- */
 
-kd_status kd__meta_mean_dim(kdk_structured *s, kd_tensor *self, kd_ints dim, bool keepdim,
+kd_status kdk_meta_mean_dim(kdk_structured *s, kd_tensor *self, kd_ints dim, bool keepdim,
                             const kd_dtype *dtype) {
   const char *op = "mean";
   kd_status st = check_self(op, self);
@@ -354,7 +354,7 @@ kd_status kd__meta_mean_dim(kdk_structured *s, kd_tensor *self, kd_ints dim, boo
   return set_reduced_output(s, 0, self, mask, keepdim, infer_dtype(s, self, dtype));
 }
 
-kd_status kd__native_mean_out_cpu(kdk_structured *s, kd_tensor *self, kd_ints dim, bool keepdim,
+kd_status kdk_native_mean_out_cpu(kdk_structured *s, kd_tensor *self, kd_ints dim, bool keepdim,
                                   const kd_dtype *dtype, kd_tensor *out) {
   (void)s, (void)dtype;
   kd_dtype dt = kd_tensor_dtype(out);
@@ -368,14 +368,14 @@ kd_status kd__native_mean_out_cpu(kdk_structured *s, kd_tensor *self, kd_ints di
                        low ? KD_FLOAT32 : dt, low);
 }
 
-kd_status kd__native_mean(kd_tensor *self, const kd_dtype *dtype, kd_tensor **out) {
+kd_status kdk_native_mean(kd_tensor *self, const kd_dtype *dtype, kd_tensor **out) {
   kd_ints none = {NULL, -1};
   return kd_mean_dim(self, none, false, dtype, out);
 }
 
 /* ---- prod --------------------------------------------------------------------------- */
 
-kd_status kd__meta_prod_dim_int(kdk_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
+kd_status kdk_meta_prod_dim_int(kdk_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
                                 const kd_dtype *dtype) {
   const char *op = "prod";
   kd_status st = check_self(op, self);
@@ -387,7 +387,7 @@ kd_status kd__meta_prod_dim_int(kdk_structured *s, kd_tensor *self, int64_t dim,
   return set_reduced_output(s, 0, self, mask, keepdim, infer_dtype(s, self, dtype));
 }
 
-kd_status kd__native_prod_out_cpu(kdk_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
+kd_status kdk_native_prod_out_cpu(kdk_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
                                   const kd_dtype *dtype, kd_tensor *out) {
   (void)s, (void)dtype;
   kd_ints dims = {&dim, 1};
@@ -395,7 +395,7 @@ kd_status kd__native_prod_out_cpu(kdk_structured *s, kd_tensor *self, int64_t di
                        kd_tensor_dtype(out), false);
 }
 
-kd_status kd__native_prod_all(kd_tensor *self, const kd_dtype *dtype, kd_tensor **out) {
+kd_status kdk_native_prod_all(kd_tensor *self, const kd_dtype *dtype, kd_tensor **out) {
   const char *op = "prod";
   *out = NULL;
   kd_status st = check_self(op, self);
@@ -432,20 +432,20 @@ static kd_status meta_amaxmin(const char *fn, kdk_structured *s, kd_tensor *self
   return set_reduced_output(s, 0, self, mask, keepdim, dt);
 }
 
-kd_status kd__meta_amax(kdk_structured *s, kd_tensor *self, kd_ints dim, bool keepdim) {
+kd_status kdk_meta_amax(kdk_structured *s, kd_tensor *self, kd_ints dim, bool keepdim) {
   return meta_amaxmin("amax()", s, self, dim, keepdim);
 }
-kd_status kd__meta_amin(kdk_structured *s, kd_tensor *self, kd_ints dim, bool keepdim) {
+kd_status kdk_meta_amin(kdk_structured *s, kd_tensor *self, kd_ints dim, bool keepdim) {
   return meta_amaxmin("amin()", s, self, dim, keepdim);
 }
 
-kd_status kd__native_amax_out_cpu(kdk_structured *s, kd_tensor *self, kd_ints dim, bool keepdim,
+kd_status kdk_native_amax_out_cpu(kdk_structured *s, kd_tensor *self, kd_ints dim, bool keepdim,
                                   kd_tensor *out) {
   (void)s;
   return run_reduction("amax", KD__RED_MAX, self, dim, keepdim, out, NULL, KD_DTYPE_UNDEFINED,
                        false);
 }
-kd_status kd__native_amin_out_cpu(kdk_structured *s, kd_tensor *self, kd_ints dim, bool keepdim,
+kd_status kdk_native_amin_out_cpu(kdk_structured *s, kd_tensor *self, kd_ints dim, bool keepdim,
                                   kd_tensor *out) {
   (void)s;
   return run_reduction("amin", KD__RED_MIN, self, dim, keepdim, out, NULL, KD_DTYPE_UNDEFINED,
@@ -476,21 +476,21 @@ static kd_status meta_arg(const char *fn, kdk_structured *s, kd_tensor *self, co
   return set_reduced_output(s, 0, self, mask, keepdim, KD_INT64);
 }
 
-kd_status kd__meta_argmax(kdk_structured *s, kd_tensor *self, const int64_t *dim, bool keepdim) {
+kd_status kdk_meta_argmax(kdk_structured *s, kd_tensor *self, const int64_t *dim, bool keepdim) {
   return meta_arg("argmax()", s, self, dim, keepdim);
 }
-kd_status kd__meta_argmin(kdk_structured *s, kd_tensor *self, const int64_t *dim, bool keepdim) {
+kd_status kdk_meta_argmin(kdk_structured *s, kd_tensor *self, const int64_t *dim, bool keepdim) {
   return meta_arg("argmin()", s, self, dim, keepdim);
 }
 
-kd_status kd__native_argmax_out_cpu(kdk_structured *s, kd_tensor *self, const int64_t *dim,
+kd_status kdk_native_argmax_out_cpu(kdk_structured *s, kd_tensor *self, const int64_t *dim,
                                     bool keepdim, kd_tensor *out) {
   (void)s;
   kd_ints dims = {dim, dim ? 1 : -1};
   return run_reduction("argmax", KD__RED_ARGMAX, self, dims, keepdim, out, NULL,
                        KD_DTYPE_UNDEFINED, false);
 }
-kd_status kd__native_argmin_out_cpu(kdk_structured *s, kd_tensor *self, const int64_t *dim,
+kd_status kdk_native_argmin_out_cpu(kdk_structured *s, kd_tensor *self, const int64_t *dim,
                                     bool keepdim, kd_tensor *out) {
   (void)s;
   kd_ints dims = {dim, dim ? 1 : -1};
@@ -521,23 +521,23 @@ static kd_status meta_dim_idx(const char *fn, kdk_structured *s, kd_tensor *self
   return KD_OK;
 }
 
-kd_status kd__meta_max_dim(kdk_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
-                           kd__precompute_max_dim *pre) {
+kd_status kdk_meta_max_dim(kdk_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
+                           kdk_precompute_max_dim *pre) {
   return meta_dim_idx("max()", s, self, dim, keepdim, &pre->dim);
 }
-kd_status kd__meta_min_dim(kdk_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
-                           kd__precompute_min_dim *pre) {
+kd_status kdk_meta_min_dim(kdk_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
+                           kdk_precompute_min_dim *pre) {
   return meta_dim_idx("min()", s, self, dim, keepdim, &pre->dim);
 }
 
-kd_status kd__native_max_out_cpu(kdk_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
+kd_status kdk_native_max_out_cpu(kdk_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
                                  kd_tensor *values, kd_tensor *indices) {
   (void)s;
   kd_ints dims = {&dim, 1};
   return run_reduction("max", KD__RED_ARGMAX, self, dims, keepdim, values, indices,
                        KD_DTYPE_UNDEFINED, false);
 }
-kd_status kd__native_min_out_cpu(kdk_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
+kd_status kdk_native_min_out_cpu(kdk_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
                                  kd_tensor *values, kd_tensor *indices) {
   (void)s;
   kd_ints dims = {&dim, 1};
@@ -563,10 +563,10 @@ static kd_status full_maxmin(const char *fn, kd__red_kind kind, kd_tensor *self,
   return reduce_all_new(fn, kind, self, dt, out);
 }
 
-kd_status kd__native_max_all(kd_tensor *self, kd_tensor **out) {
+kd_status kdk_native_max_all(kd_tensor *self, kd_tensor **out) {
   return full_maxmin("max()", KD__RED_MAX, self, out);
 }
-kd_status kd__native_min_all(kd_tensor *self, kd_tensor **out) {
+kd_status kdk_native_min_all(kd_tensor *self, kd_tensor **out) {
   return full_maxmin("min()", KD__RED_MIN, self, out);
 }
 
@@ -595,45 +595,45 @@ static kd_status meta_allany(const char *fn, kdk_structured *s, kd_tensor *self,
 }
 
 /* all.dim / any.dim need the generated precomputed structs. */
-kd_status kd__meta_all_dim(kdk_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
-                           kd__precompute_all_dim *pre) {
+kd_status kdk_meta_all_dim(kdk_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
+                           kdk_precompute_all_dim *pre) {
   kd_ints dims = {&dim, 1};
   return meta_allany("all", s, self, dims, keepdim, &pre->dim);
 }
-kd_status kd__meta_any_dim(kdk_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
-                           kd__precompute_any_dim *pre) {
+kd_status kdk_meta_any_dim(kdk_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
+                           kdk_precompute_any_dim *pre) {
   kd_ints dims = {&dim, 1};
   return meta_allany("any", s, self, dims, keepdim, &pre->dim);
 }
 
-kd_status kd__meta_all(kdk_structured *s, kd_tensor *self) {
+kd_status kdk_meta_all(kdk_structured *s, kd_tensor *self) {
   kd_ints all = {NULL, -1};
   return meta_allany("all", s, self, all, false, NULL);
 }
-kd_status kd__meta_any(kdk_structured *s, kd_tensor *self) {
+kd_status kdk_meta_any(kdk_structured *s, kd_tensor *self) {
   kd_ints all = {NULL, -1};
   return meta_allany("any", s, self, all, false, NULL);
 }
-kd_status kd__native_all_out_cpu(kdk_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
+kd_status kdk_native_all_out_cpu(kdk_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
                                  kd_tensor *out) {
   (void)s;
   kd_ints dims = {&dim, 1};
   return run_reduction("all", KD__RED_ALL, self, dims, keepdim, out, NULL, KD_DTYPE_UNDEFINED,
                        false);
 }
-kd_status kd__native_any_out_cpu(kdk_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
+kd_status kdk_native_any_out_cpu(kdk_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
                                  kd_tensor *out) {
   (void)s;
   kd_ints dims = {&dim, 1};
   return run_reduction("any", KD__RED_ANY, self, dims, keepdim, out, NULL, KD_DTYPE_UNDEFINED,
                        false);
 }
-kd_status kd__native_all_all_out_cpu(kdk_structured *s, kd_tensor *self, kd_tensor *out) {
+kd_status kdk_native_all_all_out_cpu(kdk_structured *s, kd_tensor *self, kd_tensor *out) {
   (void)s;
   kd_ints all = {NULL, -1};
   return run_reduction("all", KD__RED_ALL, self, all, false, out, NULL, KD_DTYPE_UNDEFINED, false);
 }
-kd_status kd__native_any_all_out_cpu(kdk_structured *s, kd_tensor *self, kd_tensor *out) {
+kd_status kdk_native_any_all_out_cpu(kdk_structured *s, kd_tensor *self, kd_tensor *out) {
   (void)s;
   kd_ints all = {NULL, -1};
   return run_reduction("any", KD__RED_ANY, self, all, false, out, NULL, KD_DTYPE_UNDEFINED, false);
@@ -641,7 +641,7 @@ kd_status kd__native_any_all_out_cpu(kdk_structured *s, kd_tensor *self, kd_tens
 
 /* ---- cumsum ------------------------------------------------------------------------------------ */
 
-kd_status kd__meta_cumsum(kdk_structured *s, kd_tensor *self, int64_t dim, const kd_dtype *dtype) {
+kd_status kdk_meta_cumsum(kdk_structured *s, kd_tensor *self, int64_t dim, const kd_dtype *dtype) {
   const char *op = "cumsum";
   kd_status st = check_self(op, self);
   if (st || (st = check_dtype_arg(op, dtype))) return st;
@@ -658,7 +658,7 @@ kd_status kd__meta_cumsum(kdk_structured *s, kd_tensor *self, int64_t dim, const
  * PyTorch's cumulative kernels squash that dim out of a TensorIterator. The
  * input is self converted to out's dtype; it is a copy also when self shares
  * out's storage (cumsum_ writes self while reading it). */
-kd_status kd__native_cumsum_out_cpu(kdk_structured *s, kd_tensor *self, int64_t dim,
+kd_status kdk_native_cumsum_out_cpu(kdk_structured *s, kd_tensor *self, int64_t dim,
                                     const kd_dtype *dtype, kd_tensor *out) {
   (void)s, (void)dtype;
   const char *op = "cumsum";

@@ -59,69 +59,69 @@ KD_DECLARE_STUB(cumsum_stub, kd__cumsum_fn);
  * generated headers only. */
 #include "structured.h"
 
-kd_status kd__meta_sum_dim_IntList(kdk_structured *s, kd_tensor *self, kd_ints dim, bool keepdim,
+kd_status kdk_meta_sum_dim_IntList(kdk_structured *s, kd_tensor *self, kd_ints dim, bool keepdim,
                                    const kd_dtype *dtype);
-kd_status kd__native_sum_out_cpu(kdk_structured *s, kd_tensor *self, kd_ints dim, bool keepdim,
+kd_status kdk_native_sum_out_cpu(kdk_structured *s, kd_tensor *self, kd_ints dim, bool keepdim,
                                  const kd_dtype *dtype, kd_tensor *out);
-kd_status kd__meta_mean_dim(kdk_structured *s, kd_tensor *self, kd_ints dim, bool keepdim,
+kd_status kdk_meta_mean_dim(kdk_structured *s, kd_tensor *self, kd_ints dim, bool keepdim,
                             const kd_dtype *dtype);
-kd_status kd__native_mean_out_cpu(kdk_structured *s, kd_tensor *self, kd_ints dim, bool keepdim,
+kd_status kdk_native_mean_out_cpu(kdk_structured *s, kd_tensor *self, kd_ints dim, bool keepdim,
                                   const kd_dtype *dtype, kd_tensor *out);
-kd_status kd__meta_prod_dim_int(kdk_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
+kd_status kdk_meta_prod_dim_int(kdk_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
                                 const kd_dtype *dtype);
-kd_status kd__native_prod_out_cpu(kdk_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
+kd_status kdk_native_prod_out_cpu(kdk_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
                                   const kd_dtype *dtype, kd_tensor *out);
 /* prod(): CPU, Meta: prod_all. */
-kd_status kd__native_prod_all(kd_tensor *self, const kd_dtype *dtype, kd_tensor **out);
-kd_status kd__meta_amax(kdk_structured *s, kd_tensor *self, kd_ints dim, bool keepdim);
-kd_status kd__meta_amin(kdk_structured *s, kd_tensor *self, kd_ints dim, bool keepdim);
-kd_status kd__native_amax_out_cpu(kdk_structured *s, kd_tensor *self, kd_ints dim, bool keepdim,
+kd_status kdk_native_prod_all(kd_tensor *self, const kd_dtype *dtype, kd_tensor **out);
+kd_status kdk_meta_amax(kdk_structured *s, kd_tensor *self, kd_ints dim, bool keepdim);
+kd_status kdk_meta_amin(kdk_structured *s, kd_tensor *self, kd_ints dim, bool keepdim);
+kd_status kdk_native_amax_out_cpu(kdk_structured *s, kd_tensor *self, kd_ints dim, bool keepdim,
                                   kd_tensor *out);
-kd_status kd__native_amin_out_cpu(kdk_structured *s, kd_tensor *self, kd_ints dim, bool keepdim,
+kd_status kdk_native_amin_out_cpu(kdk_structured *s, kd_tensor *self, kd_ints dim, bool keepdim,
                                   kd_tensor *out);
-kd_status kd__meta_argmax(kdk_structured *s, kd_tensor *self, const int64_t *dim, bool keepdim);
-kd_status kd__meta_argmin(kdk_structured *s, kd_tensor *self, const int64_t *dim, bool keepdim);
-kd_status kd__native_argmax_out_cpu(kdk_structured *s, kd_tensor *self, const int64_t *dim,
+kd_status kdk_meta_argmax(kdk_structured *s, kd_tensor *self, const int64_t *dim, bool keepdim);
+kd_status kdk_meta_argmin(kdk_structured *s, kd_tensor *self, const int64_t *dim, bool keepdim);
+kd_status kdk_native_argmax_out_cpu(kdk_structured *s, kd_tensor *self, const int64_t *dim,
                                     bool keepdim, kd_tensor *out);
-kd_status kd__native_argmin_out_cpu(kdk_structured *s, kd_tensor *self, const int64_t *dim,
+kd_status kdk_native_argmin_out_cpu(kdk_structured *s, kd_tensor *self, const int64_t *dim,
                                     bool keepdim, kd_tensor *out);
-kd_status kd__native_max_out_cpu(kdk_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
+kd_status kdk_native_max_out_cpu(kdk_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
                                  kd_tensor *values, kd_tensor *indices);
-kd_status kd__native_min_out_cpu(kdk_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
+kd_status kdk_native_min_out_cpu(kdk_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
                                  kd_tensor *values, kd_tensor *indices);
 /* max(), min(): CPU, Meta: max_all / min_all. */
-kd_status kd__native_max_all(kd_tensor *self, kd_tensor **out);
-kd_status kd__native_min_all(kd_tensor *self, kd_tensor **out);
-kd_status kd__meta_all(kdk_structured *s, kd_tensor *self);
-kd_status kd__meta_any(kdk_structured *s, kd_tensor *self);
-kd_status kd__native_all_out_cpu(kdk_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
+kd_status kdk_native_max_all(kd_tensor *self, kd_tensor **out);
+kd_status kdk_native_min_all(kd_tensor *self, kd_tensor **out);
+kd_status kdk_meta_all(kdk_structured *s, kd_tensor *self);
+kd_status kdk_meta_any(kdk_structured *s, kd_tensor *self);
+kd_status kdk_native_all_out_cpu(kdk_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
                                  kd_tensor *out);
-kd_status kd__native_any_out_cpu(kdk_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
+kd_status kdk_native_any_out_cpu(kdk_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
                                  kd_tensor *out);
-kd_status kd__native_all_all_out_cpu(kdk_structured *s, kd_tensor *self, kd_tensor *out);
-kd_status kd__native_any_all_out_cpu(kdk_structured *s, kd_tensor *self, kd_tensor *out);
-kd_status kd__meta_cumsum(kdk_structured *s, kd_tensor *self, int64_t dim, const kd_dtype *dtype);
-kd_status kd__native_cumsum_out_cpu(kdk_structured *s, kd_tensor *self, int64_t dim,
+kd_status kdk_native_all_all_out_cpu(kdk_structured *s, kd_tensor *self, kd_tensor *out);
+kd_status kdk_native_any_all_out_cpu(kdk_structured *s, kd_tensor *self, kd_tensor *out);
+kd_status kdk_meta_cumsum(kdk_structured *s, kd_tensor *self, int64_t dim, const kd_dtype *dtype);
+kd_status kdk_native_cumsum_out_cpu(kdk_structured *s, kd_tensor *self, int64_t dim,
                                     const kd_dtype *dtype, kd_tensor *out);
 /* Composites (generated builds only): sum(), mean(). */
-kd_status kd__native_sum(kd_tensor *self, const kd_dtype *dtype, kd_tensor **out);
-kd_status kd__native_mean(kd_tensor *self, const kd_dtype *dtype, kd_tensor **out);
+kd_status kdk_native_sum(kd_tensor *self, const kd_dtype *dtype, kd_tensor **out);
+kd_status kdk_native_mean(kd_tensor *self, const kd_dtype *dtype, kd_tensor **out);
 
 /* softmax.c */
-kd_status kd__meta__softmax(kdk_structured *s, kd_tensor *self, int64_t dim, bool half_to_float);
-kd_status kd__meta__log_softmax(kdk_structured *s, kd_tensor *self, int64_t dim,
+kd_status kdk_meta__softmax(kdk_structured *s, kd_tensor *self, int64_t dim, bool half_to_float);
+kd_status kdk_meta__log_softmax(kdk_structured *s, kd_tensor *self, int64_t dim,
                                 bool half_to_float);
-kd_status kd__native_softmax_cpu_out(kdk_structured *s, kd_tensor *self, int64_t dim,
+kd_status kdk_native_softmax_cpu_out(kdk_structured *s, kd_tensor *self, int64_t dim,
                                      bool half_to_float, kd_tensor *out);
-kd_status kd__native_log_softmax_cpu_out(kdk_structured *s, kd_tensor *self, int64_t dim,
+kd_status kdk_native_log_softmax_cpu_out(kdk_structured *s, kd_tensor *self, int64_t dim,
                                          bool half_to_float, kd_tensor *out);
-kd_status kd__native_softmax_int(kd_tensor *self, int64_t dim, const kd_dtype *dtype,
+kd_status kdk_native_softmax_int(kd_tensor *self, int64_t dim, const kd_dtype *dtype,
                                  kd_tensor **out);
-kd_status kd__native_softmax_out(kd_tensor *self, int64_t dim, const kd_dtype *dtype,
+kd_status kdk_native_softmax_out(kd_tensor *self, int64_t dim, const kd_dtype *dtype,
                                  kd_tensor *out);
-kd_status kd__native_log_softmax_int(kd_tensor *self, int64_t dim, const kd_dtype *dtype,
+kd_status kdk_native_log_softmax_int(kd_tensor *self, int64_t dim, const kd_dtype *dtype,
                                      kd_tensor **out);
-kd_status kd__native_log_softmax_out(kd_tensor *self, int64_t dim, const kd_dtype *dtype,
+kd_status kdk_native_log_softmax_out(kd_tensor *self, int64_t dim, const kd_dtype *dtype,
                                      kd_tensor *out);
 
 KD_EXTERN_C_END

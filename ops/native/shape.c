@@ -21,7 +21,7 @@ static char *bytes_of(const kd_tensor *t) { return (char *)kd_tensor_data(t); }
 
 /* ---- clone ------------------------------------------------------------------- */
 
-kd_status kd__native_clone(kd_tensor *self, const kd_memory_format *memory_format,
+kd_status kdk_native_clone(kd_tensor *self, const kd_memory_format *memory_format,
                            kd_tensor **out) {
   if (out) *out = NULL;
   if (!self || !out) return kd_set_error(KD_EINVAL, "clone: NULL argument");
@@ -184,13 +184,13 @@ static kd_status cat_impl(kd_tensors tensors, int64_t dim, kd_tensor *given, kd_
   return KD_OK;
 }
 
-kd_status kd__native_cat(kd_tensors tensors, int64_t dim, kd_tensor **out) {
+kd_status kdk_native_cat(kd_tensors tensors, int64_t dim, kd_tensor **out) {
   if (out) *out = NULL;
   if (!out) return kd_set_error(KD_EINVAL, "cat: NULL argument");
   return cat_impl(tensors, dim, NULL, out);
 }
 
-kd_status kd__native_cat_out(kd_tensors tensors, int64_t dim, kd_tensor *out) {
+kd_status kdk_native_cat_out(kd_tensors tensors, int64_t dim, kd_tensor *out) {
   if (!out) return kd_set_error(KD_EINVAL, "cat.out: NULL argument");
   return cat_impl(tensors, dim, out, NULL);
 }
@@ -226,7 +226,7 @@ static kd_status stack_impl(kd_tensors tensors, int64_t dim, kd_tensor *given, k
   kd_tensor **parts = kd_host_calloc((size_t)tensors.size, sizeof *parts);
   if (!parts) return kd_set_error(KD_ENOMEM, "stack: out of memory");
   for (int64_t i = 0; i < tensors.size && st == KD_OK; i++)
-    st = kd__native_unsqueeze(tensors.data[i], wd, &parts[i]);
+    st = kdk_native_unsqueeze(tensors.data[i], wd, &parts[i]);
   if (st == KD_OK) {
     kd_tensors list = {parts, tensors.size};
     /* cat directly on the cpu and meta; elsewhere the dispatched cat, which
@@ -242,13 +242,13 @@ static kd_status stack_impl(kd_tensors tensors, int64_t dim, kd_tensor *given, k
   return st;
 }
 
-kd_status kd__native_stack(kd_tensors tensors, int64_t dim, kd_tensor **out) {
+kd_status kdk_native_stack(kd_tensors tensors, int64_t dim, kd_tensor **out) {
   if (out) *out = NULL;
   if (!out) return kd_set_error(KD_EINVAL, "stack: NULL argument");
   return stack_impl(tensors, dim, NULL, out);
 }
 
-kd_status kd__native_stack_out(kd_tensors tensors, int64_t dim, kd_tensor *out) {
+kd_status kdk_native_stack_out(kd_tensors tensors, int64_t dim, kd_tensor *out) {
   if (!out) return kd_set_error(KD_EINVAL, "stack.out: NULL argument");
   return stack_impl(tensors, dim, out, NULL);
 }
@@ -342,22 +342,22 @@ static kd_status band_out(const char *op, kd_tensor *self, int64_t k, bool lower
   return st;
 }
 
-kd_status kd__native_tril(kd_tensor *self, int64_t diagonal, kd_tensor **out) {
+kd_status kdk_native_tril(kd_tensor *self, int64_t diagonal, kd_tensor **out) {
   return band("tril", self, diagonal, true, out);
 }
-kd_status kd__native_tril_(kd_tensor *self, int64_t diagonal) {
+kd_status kdk_native_tril_(kd_tensor *self, int64_t diagonal) {
   return band_("tril", self, diagonal, true);
 }
-kd_status kd__native_tril_out(kd_tensor *self, int64_t diagonal, kd_tensor *out) {
+kd_status kdk_native_tril_out(kd_tensor *self, int64_t diagonal, kd_tensor *out) {
   return band_out("tril", self, diagonal, true, out);
 }
-kd_status kd__native_triu(kd_tensor *self, int64_t diagonal, kd_tensor **out) {
+kd_status kdk_native_triu(kd_tensor *self, int64_t diagonal, kd_tensor **out) {
   return band("triu", self, diagonal, false, out);
 }
-kd_status kd__native_triu_(kd_tensor *self, int64_t diagonal) {
+kd_status kdk_native_triu_(kd_tensor *self, int64_t diagonal) {
   return band_("triu", self, diagonal, false);
 }
-kd_status kd__native_triu_out(kd_tensor *self, int64_t diagonal, kd_tensor *out) {
+kd_status kdk_native_triu_out(kd_tensor *self, int64_t diagonal, kd_tensor *out) {
   return band_out("triu", self, diagonal, false, out);
 }
 
@@ -437,7 +437,7 @@ static void index_select_write(const kd_tensor *self, int64_t dim, const kd_tens
   }
 }
 
-kd_status kd__native_index_select(kd_tensor *self, int64_t dim, kd_tensor *index,
+kd_status kdk_native_index_select(kd_tensor *self, int64_t dim, kd_tensor *index,
                                   kd_tensor **out) {
   if (out) *out = NULL;
   if (!out) return kd_set_error(KD_EINVAL, "index_select: NULL argument");
@@ -453,7 +453,7 @@ kd_status kd__native_index_select(kd_tensor *self, int64_t dim, kd_tensor *index
   return KD_OK;
 }
 
-kd_status kd__native_index_select_out(kd_tensor *self, int64_t dim, kd_tensor *index,
+kd_status kdk_native_index_select_out(kd_tensor *self, int64_t dim, kd_tensor *index,
                                       kd_tensor *out) {
   if (!out) return kd_set_error(KD_EINVAL, "index_select.out: NULL argument");
   int64_t sizes[KD_MAX_DIMS];
@@ -481,7 +481,7 @@ kd_status kd__native_index_select_out(kd_tensor *self, int64_t dim, kd_tensor *i
     return KD_OK;
   }
   kd_tensor *tmp;
-  if ((st = kd__native_index_select(self, dim, index, &tmp))) return st;
+  if ((st = kdk_native_index_select(self, dim, index, &tmp))) return st;
   st = kd_tensor_copy_(out, tmp);
   kd_tensor_release(tmp);
   return st;
@@ -562,7 +562,7 @@ static kd_status gather_check(kd_tensor *self, int64_t *dim, kd_tensor *index) {
   return gather_run(self, *dim, index, NULL); /* index values */
 }
 
-kd_status kd__native_gather(kd_tensor *self, int64_t dim, kd_tensor *index, bool sparse_grad,
+kd_status kdk_native_gather(kd_tensor *self, int64_t dim, kd_tensor *index, bool sparse_grad,
                             kd_tensor **out) {
   (void)sparse_grad; /* only the backward pass uses it */
   if (out) *out = NULL;
@@ -578,7 +578,7 @@ kd_status kd__native_gather(kd_tensor *self, int64_t dim, kd_tensor *index, bool
   return KD_OK;
 }
 
-kd_status kd__native_gather_out(kd_tensor *self, int64_t dim, kd_tensor *index,
+kd_status kdk_native_gather_out(kd_tensor *self, int64_t dim, kd_tensor *index,
                                 bool sparse_grad, kd_tensor *out) {
   if (!out) return kd_set_error(KD_EINVAL, "gather.out: NULL argument");
   kd_status st;
@@ -601,7 +601,7 @@ kd_status kd__native_gather_out(kd_tensor *self, int64_t dim, kd_tensor *index,
     return KD_OK;
   }
   kd_tensor *tmp;
-  if ((st = kd__native_gather(self, dim, index, sparse_grad, &tmp))) return st;
+  if ((st = kdk_native_gather(self, dim, index, sparse_grad, &tmp))) return st;
   st = kd_tensor_copy_(out, tmp);
   kd_tensor_release(tmp);
   return st;

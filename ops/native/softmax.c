@@ -32,10 +32,10 @@ static kd_status softmax_meta(const char *op, kdk_structured *s, kd_tensor *self
   return kdk_structured_set_output(s, 0, ndim, kd_tensor_sizes(self), NULL, dt);
 }
 
-kd_status kd__meta__softmax(kdk_structured *s, kd_tensor *self, int64_t dim, bool half_to_float) {
+kd_status kdk_meta__softmax(kdk_structured *s, kd_tensor *self, int64_t dim, bool half_to_float) {
   return softmax_meta("_softmax", s, self, dim, half_to_float);
 }
-kd_status kd__meta__log_softmax(kdk_structured *s, kd_tensor *self, int64_t dim,
+kd_status kdk_meta__log_softmax(kdk_structured *s, kd_tensor *self, int64_t dim,
                                 bool half_to_float) {
   return softmax_meta("_log_softmax", s, self, dim, half_to_float);
 }
@@ -130,12 +130,12 @@ static kd_status softmax_impl(const char *op, kd_tensor *self, int64_t dim, bool
   return KD_OK;
 }
 
-kd_status kd__native_softmax_cpu_out(kdk_structured *s, kd_tensor *self, int64_t dim,
+kd_status kdk_native_softmax_cpu_out(kdk_structured *s, kd_tensor *self, int64_t dim,
                                      bool half_to_float, kd_tensor *out) {
   (void)s;
   return softmax_impl("_softmax", self, dim, half_to_float, false, out);
 }
-kd_status kd__native_log_softmax_cpu_out(kdk_structured *s, kd_tensor *self, int64_t dim,
+kd_status kdk_native_log_softmax_cpu_out(kdk_structured *s, kd_tensor *self, int64_t dim,
                                          bool half_to_float, kd_tensor *out) {
   (void)s;
   return softmax_impl("_log_softmax", self, dim, half_to_float, true, out);
@@ -181,7 +181,7 @@ static kd_status int_out(kd_tensor *self, int64_t dim, const kd_dtype *dtype, kd
   return r;
 }
 
-kd_status kd__native_softmax_int(kd_tensor *self, int64_t dim, const kd_dtype *dtype,
+kd_status kdk_native_softmax_int(kd_tensor *self, int64_t dim, const kd_dtype *dtype,
                                  kd_tensor **out) {
   kd_tensor *c = NULL;
   kd_status r = converted(self, dtype, &c);
@@ -190,11 +190,11 @@ kd_status kd__native_softmax_int(kd_tensor *self, int64_t dim, const kd_dtype *d
   kd_tensor_release(c);
   return r;
 }
-kd_status kd__native_softmax_out(kd_tensor *self, int64_t dim, const kd_dtype *dtype,
+kd_status kdk_native_softmax_out(kd_tensor *self, int64_t dim, const kd_dtype *dtype,
                                  kd_tensor *out) {
   return int_out(self, dim, dtype, out, false);
 }
-kd_status kd__native_log_softmax_int(kd_tensor *self, int64_t dim, const kd_dtype *dtype,
+kd_status kdk_native_log_softmax_int(kd_tensor *self, int64_t dim, const kd_dtype *dtype,
                                      kd_tensor **out) {
   kd_tensor *c = NULL;
   kd_status r = converted(self, dtype, &c);
@@ -203,7 +203,7 @@ kd_status kd__native_log_softmax_int(kd_tensor *self, int64_t dim, const kd_dtyp
   kd_tensor_release(c);
   return r;
 }
-kd_status kd__native_log_softmax_out(kd_tensor *self, int64_t dim, const kd_dtype *dtype,
+kd_status kdk_native_log_softmax_out(kd_tensor *self, int64_t dim, const kd_dtype *dtype,
                                      kd_tensor *out) {
   return int_out(self, dim, dtype, out, true);
 }

@@ -84,11 +84,11 @@ static const char *op_name(const kdk_structured *s) { return s && s->op ? s->op 
 /* ---- Structured: floating operators (integers promote to the default dtype) ----- */
 
 #define KD__FLOAT_UNARY(name, OP)                                                        \
-  kd_status kd__meta_##name(kdk_structured *s, kdk_iter *iter, kd_tensor *self) {          \
+  kd_status kdk_meta_##name(kdk_structured *s, kdk_iter *iter, kd_tensor *self) {          \
     (void)s;                                                                             \
     return kdk_iter_build_unary_float_op(iter, NULL, self);                               \
   }                                                                                      \
-  kd_status kd__native_##name##_out(kdk_structured *s, kdk_iter *iter, kd_tensor *self,   \
+  kd_status kdk_native_##name##_out(kdk_structured *s, kdk_iter *iter, kd_tensor *self,   \
                                     kd_tensor *out) {                                    \
     (void)s, (void)self, (void)out;                                                      \
     return run(iter, OP, NULL);                                                          \
@@ -112,14 +112,14 @@ KD__FLOAT_UNARY(reciprocal, KD__UNARY_RECIPROCAL)
 
 /* PRE: checks on self before the iterator is built (NULL-safe: self exists). */
 #define KD__SAME_UNARY(name, OP, CHECK)                                                  \
-  kd_status kd__meta_##name(kdk_structured *s, kdk_iter *iter, kd_tensor *self) {          \
+  kd_status kdk_meta_##name(kdk_structured *s, kdk_iter *iter, kd_tensor *self) {          \
     if (self) {                                                                          \
       kd_status st_ = CHECK(s, self);                                                    \
       if (st_) return st_;                                                               \
     }                                                                                    \
     return kdk_iter_build_unary_op(iter, NULL, self);                                     \
   }                                                                                      \
-  kd_status kd__native_##name##_out(kdk_structured *s, kdk_iter *iter, kd_tensor *self,   \
+  kd_status kdk_native_##name##_out(kdk_structured *s, kdk_iter *iter, kd_tensor *self,   \
                                     kd_tensor *out) {                                    \
     (void)s, (void)self, (void)out;                                                      \
     return run(iter, OP, NULL);                                                          \
@@ -173,13 +173,13 @@ KD__SAME_UNARY(round, KD__UNARY_ROUND, check_none)
 
 /* round.decimals: floating dtypes only, also for decimals == 0 (PyTorch's
  * round_decimals_out runs round_stub then, which has no integer loop). */
-kd_status kd__meta_round_decimals(kdk_structured *s, kdk_iter *iter, kd_tensor *self,
+kd_status kdk_meta_round_decimals(kdk_structured *s, kdk_iter *iter, kd_tensor *self,
                                   int64_t decimals) {
   (void)s, (void)decimals;
   return kdk_iter_build_unary_op(iter, NULL, self);
 }
 
-kd_status kd__native_round_decimals_out(kdk_structured *s, kdk_iter *iter, kd_tensor *self,
+kd_status kdk_native_round_decimals_out(kdk_structured *s, kdk_iter *iter, kd_tensor *self,
                                         int64_t decimals, kd_tensor *out) {
   (void)self, (void)out;
   kd_dtype dt = kdk_iter_input_dtype(iter, 0);
@@ -211,14 +211,14 @@ static kd_status gelu_kind(const kdk_structured *s, const char *approximate, boo
                       op_name(s), approximate);
 }
 
-kd_status kd__meta_gelu(kdk_structured *s, kdk_iter *iter, kd_tensor *self, const char *approximate) {
+kd_status kdk_meta_gelu(kdk_structured *s, kdk_iter *iter, kd_tensor *self, const char *approximate) {
   bool t;
   kd_status st = gelu_kind(s, approximate, &t);
   if (st) return st;
   return kdk_iter_build_unary_op(iter, NULL, self);
 }
 
-kd_status kd__native_gelu_out_cpu(kdk_structured *s, kdk_iter *iter, kd_tensor *self,
+kd_status kdk_native_gelu_out_cpu(kdk_structured *s, kdk_iter *iter, kd_tensor *self,
                                   const char *approximate, kd_tensor *out) {
   (void)self, (void)out;
   bool t;
@@ -301,7 +301,7 @@ static kd_status abs_to_real_cast(const char *op, kd_tensor *self, kd_tensor *ou
   return st;
 }
 
-kd_status kd__native_abs_out(kd_tensor *self, kd_tensor *out) {
+kd_status kdk_native_abs_out(kd_tensor *self, kd_tensor *out) {
   static const char op[] = "aten::abs.out";
   if (!self || !out)
     return kd_set_error(KD_EINVAL, "%s: %s is NULL: expected a tensor", op, self ? "out" : "self");
@@ -345,29 +345,29 @@ static kd_status functional_via_out(const char *op, kd_tensor *self, kd_dtype dt
 #define KD__ABS_OUT kd_abs_out
 #define KD__LOGICAL_NOT_OUT kd_logical_not_out
 
-kd_status kd__native_abs(kd_tensor *self, kd_tensor **out) {
+kd_status kdk_native_abs(kd_tensor *self, kd_tensor **out) {
   kd_dtype dt = self ? kd_tensor_dtype(self) : KD_FLOAT32;
   if (kd_dtype_is_complex(dt)) dt = kd_dtype_to_real(dt);
   return functional_via_out("aten::abs", self, dt, KD__ABS_OUT, out);
 }
 
-kd_status kd__native_abs_(kd_tensor *self) {
+kd_status kdk_native_abs_(kd_tensor *self) {
   if (!self) return kd_set_error(KD_EINVAL, "aten::abs_: self is NULL: expected a tensor");
   if (kd_dtype_is_complex(kd_tensor_dtype(self)))
     return kd_set_error(KD_ETYPE, "aten::abs_: In-place abs is not supported for complex tensors.");
   return KD__ABS_OUT(self, self);
 }
 
-kd_status kd__native_logical_not_out(kd_tensor *self, kd_tensor *out) {
+kd_status kdk_native_logical_not_out(kd_tensor *self, kd_tensor *out) {
   return run_call("aten::logical_not.out", KDK_STRUCTURED_OUT, out, self, build_any,
                   KD__UNARY_LOGICAL_NOT, NULL);
 }
 
-kd_status kd__native_logical_not(kd_tensor *self, kd_tensor **out) {
+kd_status kdk_native_logical_not(kd_tensor *self, kd_tensor **out) {
   return functional_via_out("aten::logical_not", self, KD_BOOL, KD__LOGICAL_NOT_OUT, out);
 }
 
-kd_status kd__native_logical_not_(kd_tensor *self) {
+kd_status kdk_native_logical_not_(kd_tensor *self) {
   if (!self) return kd_set_error(KD_EINVAL, "aten::logical_not_: self is NULL: expected a tensor");
   return KD__LOGICAL_NOT_OUT(self, self);
 }
@@ -383,7 +383,7 @@ static kd_status check_relu(const char *op, const kd_tensor *self) {
   return KD_OK;
 }
 
-kd_status kd__native_relu(kd_tensor *self, kd_tensor **out) {
+kd_status kdk_native_relu(kd_tensor *self, kd_tensor **out) {
   static const char op[] = "aten::relu";
   if (!out) return kd_set_error(KD_EINVAL, "%s: out is NULL", op);
   *out = NULL;
@@ -392,7 +392,7 @@ kd_status kd__native_relu(kd_tensor *self, kd_tensor **out) {
   return run_call(op, KDK_STRUCTURED_FUNCTIONAL, NULL, self, build_unary, KD__UNARY_RELU, out);
 }
 
-kd_status kd__native_relu_(kd_tensor *self) {
+kd_status kdk_native_relu_(kd_tensor *self) {
   static const char op[] = "aten::relu_";
   kd_status st = check_relu(op, self);
   if (st) return st;

@@ -72,31 +72,31 @@ KD_DECLARE_STUB(unary_stub, kd__unary_fn);
   X(neg) X(sign) X(floor) X(ceil) X(trunc) X(round) X(exp) X(log) X(log1p) \
   X(expm1) X(sqrt) X(rsqrt) X(sin) X(cos) X(tan) X(tanh) X(sigmoid) X(erf) X(reciprocal)
 #define KD__UNARY_DECLARE(name)                                                          \
-  kd_status kd__meta_##name(kdk_structured *s, kdk_iter *iter, kd_tensor *self);           \
-  kd_status kd__native_##name##_out(kdk_structured *s, kdk_iter *iter, kd_tensor *self,   \
+  kd_status kdk_meta_##name(kdk_structured *s, kdk_iter *iter, kd_tensor *self);           \
+  kd_status kdk_native_##name##_out(kdk_structured *s, kdk_iter *iter, kd_tensor *self,   \
                                     kd_tensor *out);
 KD__UNARY_STRUCTURED(KD__UNARY_DECLARE)
 #undef KD__UNARY_DECLARE
 
-kd_status kd__meta_round_decimals(kdk_structured *s, kdk_iter *iter, kd_tensor *self,
+kd_status kdk_meta_round_decimals(kdk_structured *s, kdk_iter *iter, kd_tensor *self,
                                   int64_t decimals);
-kd_status kd__native_round_decimals_out(kdk_structured *s, kdk_iter *iter, kd_tensor *self,
+kd_status kdk_native_round_decimals_out(kdk_structured *s, kdk_iter *iter, kd_tensor *self,
                                         int64_t decimals, kd_tensor *out);
-kd_status kd__meta_gelu(kdk_structured *s, kdk_iter *iter, kd_tensor *self, const char *approximate);
-kd_status kd__native_gelu_out_cpu(kdk_structured *s, kdk_iter *iter, kd_tensor *self,
+kd_status kdk_meta_gelu(kdk_structured *s, kdk_iter *iter, kd_tensor *self, const char *approximate);
+kd_status kdk_native_gelu_out_cpu(kdk_structured *s, kdk_iter *iter, kd_tensor *self,
                                   const char *approximate, kd_tensor *out);
 
 /* Not structured: abs and logical_not (CompositeExplicitAutograd functional
  * and inplace variants over the out kernel, which serves CPU and Meta), relu
  * (CPU and Meta). */
-kd_status kd__native_abs(kd_tensor *self, kd_tensor **out);
-kd_status kd__native_abs_(kd_tensor *self);
-kd_status kd__native_abs_out(kd_tensor *self, kd_tensor *out);
-kd_status kd__native_logical_not(kd_tensor *self, kd_tensor **out);
-kd_status kd__native_logical_not_(kd_tensor *self);
-kd_status kd__native_logical_not_out(kd_tensor *self, kd_tensor *out);
-kd_status kd__native_relu(kd_tensor *self, kd_tensor **out);
-kd_status kd__native_relu_(kd_tensor *self);
+kd_status kdk_native_abs(kd_tensor *self, kd_tensor **out);
+kd_status kdk_native_abs_(kd_tensor *self);
+kd_status kdk_native_abs_out(kd_tensor *self, kd_tensor *out);
+kd_status kdk_native_logical_not(kd_tensor *self, kd_tensor **out);
+kd_status kdk_native_logical_not_(kd_tensor *self);
+kd_status kdk_native_logical_not_out(kd_tensor *self, kd_tensor *out);
+kd_status kdk_native_relu(kd_tensor *self, kd_tensor **out);
+kd_status kdk_native_relu_(kd_tensor *self);
 
 KD_EXTERN_C_END
 

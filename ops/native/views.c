@@ -400,7 +400,7 @@ static kd_status stride_overflow(const char *op, const geom *g) {
 
 /* ---- view, reshape ----------------------------------------------------------- */
 
-kd_status kd__native_view(kd_tensor *self, kd_ints size, kd_tensor **out) {
+kd_status kdk_native_view(kd_tensor *self, kd_ints size, kd_tensor **out) {
   KD_VW_CHECK_SELF("view");
   kd_status st = kd__vw_check_list("view", "size", size);
   if (st) return st;
@@ -419,11 +419,11 @@ kd_status kd__native_view(kd_tensor *self, kd_ints size, kd_tensor **out) {
   return view_of(self, &g, out);
 }
 
-kd_status kd__native_view_as(kd_tensor *self, kd_tensor *other, kd_tensor **out) {
+kd_status kdk_native_view_as(kd_tensor *self, kd_tensor *other, kd_tensor **out) {
   KD_VW_CHECK_SELF("view_as");
   if (!other) return kd_set_error(KD_EINVAL, "view_as: NULL argument");
   kd_ints size = {kd_tensor_sizes(other), kd_tensor_ndim(other)};
-  return kd__native_view(self, size, out);
+  return kdk_native_view(self, size, out);
 }
 
 /* The ScalarType names PyTorch prints ("Float"). */
@@ -444,7 +444,7 @@ static const char *pt_backend_name(kd_device_type type) {
   }
 }
 
-kd_status kd__native_view_dtype(kd_tensor *self, kd_dtype dtype, kd_tensor **out) {
+kd_status kdk_native_view_dtype(kd_tensor *self, kd_dtype dtype, kd_tensor **out) {
   KD_VW_CHECK_SELF("view.dtype");
   if (!kd_dtype_valid(dtype))
     return kd_set_error(KD_EINVAL, "view.dtype: invalid dtype %d", (int)dtype);
@@ -497,7 +497,7 @@ kd_status kd__native_view_dtype(kd_tensor *self, kd_dtype dtype, kd_tensor **out
                                 dtype, out);
 }
 
-kd_status kd__native_reshape(kd_tensor *self, kd_ints shape, kd_tensor **out) {
+kd_status kdk_native_reshape(kd_tensor *self, kd_ints shape, kd_tensor **out) {
   KD_VW_CHECK_SELF("reshape");
   kd_status st = kd__vw_check_list("reshape", "shape", shape);
   if (st) return st;
@@ -545,11 +545,11 @@ kd_status kd__native_reshape(kd_tensor *self, kd_ints shape, kd_tensor **out) {
   return KD_OK;
 }
 
-kd_status kd__native_reshape_as(kd_tensor *self, kd_tensor *other, kd_tensor **out) {
+kd_status kdk_native_reshape_as(kd_tensor *self, kd_tensor *other, kd_tensor **out) {
   KD_VW_CHECK_SELF("reshape_as");
   if (!other) return kd_set_error(KD_EINVAL, "reshape_as: NULL argument");
   kd_ints shape = {kd_tensor_sizes(other), kd_tensor_ndim(other)};
-  return kd__native_reshape(self, shape, out);
+  return kdk_native_reshape(self, shape, out);
 }
 
 /* ---- transpose, t, permute ---------------------------------------------------- */
@@ -569,14 +569,14 @@ static kd_status transpose_geom(const kd_tensor *self, int64_t dim0, int64_t dim
   return KD_OK;
 }
 
-kd_status kd__native_transpose(kd_tensor *self, int64_t dim0, int64_t dim1, kd_tensor **out) {
+kd_status kdk_native_transpose(kd_tensor *self, int64_t dim0, int64_t dim1, kd_tensor **out) {
   KD_VW_CHECK_SELF("transpose");
   geom g;
   kd_status st = transpose_geom(self, dim0, dim1, &g);
   return st ? st : view_of(self, &g, out);
 }
 
-kd_status kd__native_transpose_(kd_tensor *self, int64_t dim0, int64_t dim1) {
+kd_status kdk_native_transpose_(kd_tensor *self, int64_t dim0, int64_t dim1) {
   if (!self) return kd_set_error(KD_EINVAL, "transpose_: NULL argument");
   geom g;
   kd_status st = transpose_geom(self, dim0, dim1, &g);
@@ -590,19 +590,19 @@ static kd_status check_t(const kd_tensor *self, const char *fn) {
   return KD_OK;
 }
 
-kd_status kd__native_t(kd_tensor *self, kd_tensor **out) {
+kd_status kdk_native_t(kd_tensor *self, kd_tensor **out) {
   KD_VW_CHECK_SELF("t");
   kd_status st = check_t(self, "t()");
-  return st ? st : kd__native_transpose(self, 0, kd_tensor_ndim(self) < 2 ? 0 : 1, out);
+  return st ? st : kdk_native_transpose(self, 0, kd_tensor_ndim(self) < 2 ? 0 : 1, out);
 }
 
-kd_status kd__native_t_(kd_tensor *self) {
+kd_status kdk_native_t_(kd_tensor *self) {
   if (!self) return kd_set_error(KD_EINVAL, "t_: NULL argument");
   kd_status st = check_t(self, "t_()");
-  return st ? st : kd__native_transpose_(self, 0, kd_tensor_ndim(self) < 2 ? 0 : 1);
+  return st ? st : kdk_native_transpose_(self, 0, kd_tensor_ndim(self) < 2 ? 0 : 1);
 }
 
-kd_status kd__native_permute(kd_tensor *self, kd_ints dims, kd_tensor **out) {
+kd_status kdk_native_permute(kd_tensor *self, kd_ints dims, kd_tensor **out) {
   KD_VW_CHECK_SELF("permute");
   kd_status st = kd__vw_check_list("permute", "dims", dims);
   if (st) return st;
@@ -624,7 +624,7 @@ kd_status kd__native_permute(kd_tensor *self, kd_ints dims, kd_tensor **out) {
 
 /* ---- expand ------------------------------------------------------------------ */
 
-kd_status kd__native_expand(kd_tensor *self, kd_ints size, bool implicit, kd_tensor **out) {
+kd_status kdk_native_expand(kd_tensor *self, kd_ints size, bool implicit, kd_tensor **out) {
   (void)implicit; /* only autograd cares */
   KD_VW_CHECK_SELF("expand");
   kd_status st = kd__vw_check_list("expand", "size", size);
@@ -688,11 +688,11 @@ kd_status kd__native_expand(kd_tensor *self, kd_ints size, bool implicit, kd_ten
   return view_of(self, &g, out);
 }
 
-kd_status kd__native_expand_as(kd_tensor *self, kd_tensor *other, kd_tensor **out) {
+kd_status kdk_native_expand_as(kd_tensor *self, kd_tensor *other, kd_tensor **out) {
   KD_VW_CHECK_SELF("expand_as");
   if (!other) return kd_set_error(KD_EINVAL, "expand_as: NULL argument");
   kd_ints size = {kd_tensor_sizes(other), kd_tensor_ndim(other)};
-  return kd__native_expand(self, size, false, out);
+  return kdk_native_expand(self, size, false, out);
 }
 
 /* ---- squeeze, unsqueeze ---------------------------------------------------- */
@@ -719,28 +719,28 @@ static kd_status squeeze_geom(const kd_tensor *self, bool all, int64_t dim, geom
   return KD_OK;
 }
 
-kd_status kd__native_squeeze(kd_tensor *self, kd_tensor **out) {
+kd_status kdk_native_squeeze(kd_tensor *self, kd_tensor **out) {
   KD_VW_CHECK_SELF("squeeze");
   geom g;
   kd_status st = squeeze_geom(self, true, 0, &g);
   return st ? st : view_of(self, &g, out);
 }
 
-kd_status kd__native_squeeze_dim(kd_tensor *self, int64_t dim, kd_tensor **out) {
+kd_status kdk_native_squeeze_dim(kd_tensor *self, int64_t dim, kd_tensor **out) {
   KD_VW_CHECK_SELF("squeeze");
   geom g;
   kd_status st = squeeze_geom(self, false, dim, &g);
   return st ? st : view_of(self, &g, out);
 }
 
-kd_status kd__native_squeeze_(kd_tensor *self) {
+kd_status kdk_native_squeeze_(kd_tensor *self) {
   if (!self) return kd_set_error(KD_EINVAL, "squeeze_: NULL argument");
   geom g;
   kd_status st = squeeze_geom(self, true, 0, &g);
   return st ? st : restride(self, &g);
 }
 
-kd_status kd__native_squeeze__dim(kd_tensor *self, int64_t dim) {
+kd_status kdk_native_squeeze__dim(kd_tensor *self, int64_t dim) {
   if (!self) return kd_set_error(KD_EINVAL, "squeeze_: NULL argument");
   geom g;
   kd_status st = squeeze_geom(self, false, dim, &g);
@@ -770,14 +770,14 @@ static kd_status unsqueeze_geom(const kd_tensor *self, int64_t dim, geom *g) {
   return KD_OK;
 }
 
-kd_status kd__native_unsqueeze(kd_tensor *self, int64_t dim, kd_tensor **out) {
+kd_status kdk_native_unsqueeze(kd_tensor *self, int64_t dim, kd_tensor **out) {
   KD_VW_CHECK_SELF("unsqueeze");
   geom g;
   kd_status st = unsqueeze_geom(self, dim, &g);
   return st ? st : view_of(self, &g, out);
 }
 
-kd_status kd__native_unsqueeze_(kd_tensor *self, int64_t dim) {
+kd_status kdk_native_unsqueeze_(kd_tensor *self, int64_t dim) {
   if (!self) return kd_set_error(KD_EINVAL, "unsqueeze_: NULL argument");
   geom g;
   kd_status st = unsqueeze_geom(self, dim, &g);
@@ -786,7 +786,7 @@ kd_status kd__native_unsqueeze_(kd_tensor *self, int64_t dim) {
 
 /* ---- flatten ------------------------------------------------------------------ */
 
-kd_status kd__native_flatten_using_ints(kd_tensor *self, int64_t start_dim, int64_t end_dim,
+kd_status kdk_native_flatten_using_ints(kd_tensor *self, int64_t start_dim, int64_t end_dim,
                                         kd_tensor **out) {
   KD_VW_CHECK_SELF("flatten");
   int n = kd_tensor_ndim(self);
@@ -800,7 +800,7 @@ kd_status kd__native_flatten_using_ints(kd_tensor *self, int64_t start_dim, int6
   int64_t shape[KD_MAX_DIMS];
   if (n == 0) {
     shape[0] = 1;
-    return kd__native_reshape(self, (kd_ints){shape, 1}, out);
+    return kdk_native_reshape(self, (kd_ints){shape, 1}, out);
   }
   if (s == e) { /* PyTorch returns self itself */
     kd_tensor_retain(self);
@@ -817,12 +817,12 @@ kd_status kd__native_flatten_using_ints(kd_tensor *self, int64_t start_dim, int6
                         (long long)s, (long long)e);
   shape[k++] = numel;
   for (int64_t i = e + 1; i < n; i++) shape[k++] = sz[i];
-  return kd__native_reshape(self, (kd_ints){shape, k}, out);
+  return kdk_native_reshape(self, (kd_ints){shape, k}, out);
 }
 
 /* ---- slice, select, narrow ------------------------------------------------ */
 
-kd_status kd__native_slice(kd_tensor *self, int64_t dim, const int64_t *start,
+kd_status kdk_native_slice(kd_tensor *self, int64_t dim, const int64_t *start,
                            const int64_t *end, int64_t step, kd_tensor **out) {
   KD_VW_CHECK_SELF("slice");
   if (kd_tensor_ndim(self) == 0)
@@ -858,7 +858,7 @@ kd_status kd__native_slice(kd_tensor *self, int64_t dim, const int64_t *start,
   return view_of(self, &g, out);
 }
 
-kd_status kd__native_select(kd_tensor *self, int64_t dim, int64_t index, kd_tensor **out) {
+kd_status kdk_native_select(kd_tensor *self, int64_t dim, int64_t index, kd_tensor **out) {
   KD_VW_CHECK_SELF("select");
   int n = kd_tensor_ndim(self);
   if (n == 0) return kd_set_error(KD_ERANGE, "select() cannot be applied to a 0-dim tensor.");
@@ -886,7 +886,7 @@ kd_status kd__native_select(kd_tensor *self, int64_t dim, int64_t index, kd_tens
   return view_of(self, &g, out);
 }
 
-kd_status kd__native_narrow(kd_tensor *self, int64_t dim, int64_t start, int64_t length,
+kd_status kdk_native_narrow(kd_tensor *self, int64_t dim, int64_t start, int64_t length,
                             kd_tensor **out) {
   KD_VW_CHECK_SELF("narrow");
   int n = kd_tensor_ndim(self);
@@ -901,10 +901,10 @@ kd_status kd__native_narrow(kd_tensor *self, int64_t dim, int64_t start, int64_t
     return kd_set_error(KD_EINVAL, "start (%lld) + length (%lld) exceeds dimension size (%lld).",
                         (long long)start, (long long)length, (long long)cur);
   int64_t end = start + length;
-  return kd__native_slice(self, d, &start, &end, 1, out);
+  return kdk_native_slice(self, d, &start, &end, 1, out);
 }
 
-kd_status kd__native_narrow_Tensor(kd_tensor *self, int64_t dim, kd_tensor *start,
+kd_status kdk_native_narrow_Tensor(kd_tensor *self, int64_t dim, kd_tensor *start,
                                    int64_t length, kd_tensor **out) {
   KD_VW_CHECK_SELF("narrow");
   if (!start) return kd_set_error(KD_EINVAL, "narrow: NULL argument");
@@ -913,12 +913,12 @@ kd_status kd__native_narrow_Tensor(kd_tensor *self, int64_t dim, kd_tensor *star
   kd_scalar v;
   kd_status st = kd_tensor_item(start, &v);
   if (st) return st;
-  return kd__native_narrow(self, dim, kd_scalar_to_int64(&v), length, out);
+  return kdk_native_narrow(self, dim, kd_scalar_to_int64(&v), length, out);
 }
 
 /* ---- contiguous ----------------------------------------------------------------- */
 
-kd_status kd__native_contiguous(kd_tensor *self, kd_memory_format memory_format,
+kd_status kdk_native_contiguous(kd_tensor *self, kd_memory_format memory_format,
                                 kd_tensor **out) {
   KD_VW_CHECK_SELF("contiguous");
   if (kd__vw_is_contiguous_as(self, memory_format)) { /* PyTorch returns self itself */
@@ -932,6 +932,6 @@ kd_status kd__native_contiguous(kd_tensor *self, kd_memory_format memory_format,
   /* On the cpu and meta the clone kernel directly (no second dispatch);
    * elsewhere the dispatched clone: self's backend copies. */
   kd_device_type dt = kd_tensor_device(self).type;
-  if (dt == KD_DEVICE_CPU || dt == KD_DEVICE_META) return kd__native_clone(self, &memory_format, out);
+  if (dt == KD_DEVICE_CPU || dt == KD_DEVICE_META) return kdk_native_clone(self, &memory_format, out);
   return kd_clone(self, &memory_format, out);
 }

@@ -2,7 +2,7 @@
  * views.h: the view and shape operators of libkdops (views.c, shape.c), and
  * the helpers they share. Private to libkdops.
  *
- * The kernel prototypes follow docs/CODEGEN.md exactly (kd__native_<kernel>
+ * The kernel prototypes follow docs/CODEGEN.md exactly (kdk_native_<kernel>
  * of the "Views and shapes" section of ops/native_functions.yaml); kdgen
  * will declare them in BUILD/gen/ops/<name>_native.h and this list can then
  * shrink to the helpers.
@@ -22,57 +22,57 @@
 
 /* ---- views.c: views (no data is touched; any device) ------------------------ */
 
-kd_status kd__native_view(kd_tensor *self, kd_ints size, kd_tensor **out);
-kd_status kd__native_view_dtype(kd_tensor *self, kd_dtype dtype, kd_tensor **out);
-kd_status kd__native_view_as(kd_tensor *self, kd_tensor *other, kd_tensor **out);
-kd_status kd__native_reshape(kd_tensor *self, kd_ints shape, kd_tensor **out);
-kd_status kd__native_reshape_as(kd_tensor *self, kd_tensor *other, kd_tensor **out);
-kd_status kd__native_transpose(kd_tensor *self, int64_t dim0, int64_t dim1, kd_tensor **out);
-kd_status kd__native_transpose_(kd_tensor *self, int64_t dim0, int64_t dim1);
-kd_status kd__native_t(kd_tensor *self, kd_tensor **out);
-kd_status kd__native_t_(kd_tensor *self);
-kd_status kd__native_permute(kd_tensor *self, kd_ints dims, kd_tensor **out);
-kd_status kd__native_expand(kd_tensor *self, kd_ints size, bool implicit, kd_tensor **out);
-kd_status kd__native_expand_as(kd_tensor *self, kd_tensor *other, kd_tensor **out);
-kd_status kd__native_squeeze(kd_tensor *self, kd_tensor **out);
-kd_status kd__native_squeeze_dim(kd_tensor *self, int64_t dim, kd_tensor **out);
-kd_status kd__native_squeeze_(kd_tensor *self);
-kd_status kd__native_squeeze__dim(kd_tensor *self, int64_t dim);
-kd_status kd__native_unsqueeze(kd_tensor *self, int64_t dim, kd_tensor **out);
-kd_status kd__native_unsqueeze_(kd_tensor *self, int64_t dim);
-kd_status kd__native_flatten_using_ints(kd_tensor *self, int64_t start_dim, int64_t end_dim,
+kd_status kdk_native_view(kd_tensor *self, kd_ints size, kd_tensor **out);
+kd_status kdk_native_view_dtype(kd_tensor *self, kd_dtype dtype, kd_tensor **out);
+kd_status kdk_native_view_as(kd_tensor *self, kd_tensor *other, kd_tensor **out);
+kd_status kdk_native_reshape(kd_tensor *self, kd_ints shape, kd_tensor **out);
+kd_status kdk_native_reshape_as(kd_tensor *self, kd_tensor *other, kd_tensor **out);
+kd_status kdk_native_transpose(kd_tensor *self, int64_t dim0, int64_t dim1, kd_tensor **out);
+kd_status kdk_native_transpose_(kd_tensor *self, int64_t dim0, int64_t dim1);
+kd_status kdk_native_t(kd_tensor *self, kd_tensor **out);
+kd_status kdk_native_t_(kd_tensor *self);
+kd_status kdk_native_permute(kd_tensor *self, kd_ints dims, kd_tensor **out);
+kd_status kdk_native_expand(kd_tensor *self, kd_ints size, bool implicit, kd_tensor **out);
+kd_status kdk_native_expand_as(kd_tensor *self, kd_tensor *other, kd_tensor **out);
+kd_status kdk_native_squeeze(kd_tensor *self, kd_tensor **out);
+kd_status kdk_native_squeeze_dim(kd_tensor *self, int64_t dim, kd_tensor **out);
+kd_status kdk_native_squeeze_(kd_tensor *self);
+kd_status kdk_native_squeeze__dim(kd_tensor *self, int64_t dim);
+kd_status kdk_native_unsqueeze(kd_tensor *self, int64_t dim, kd_tensor **out);
+kd_status kdk_native_unsqueeze_(kd_tensor *self, int64_t dim);
+kd_status kdk_native_flatten_using_ints(kd_tensor *self, int64_t start_dim, int64_t end_dim,
                                         kd_tensor **out);
-kd_status kd__native_slice(kd_tensor *self, int64_t dim, const int64_t *start,
+kd_status kdk_native_slice(kd_tensor *self, int64_t dim, const int64_t *start,
                            const int64_t *end, int64_t step, kd_tensor **out);
-kd_status kd__native_select(kd_tensor *self, int64_t dim, int64_t index, kd_tensor **out);
-kd_status kd__native_narrow(kd_tensor *self, int64_t dim, int64_t start, int64_t length,
+kd_status kdk_native_select(kd_tensor *self, int64_t dim, int64_t index, kd_tensor **out);
+kd_status kdk_native_narrow(kd_tensor *self, int64_t dim, int64_t start, int64_t length,
                             kd_tensor **out);
-kd_status kd__native_narrow_Tensor(kd_tensor *self, int64_t dim, kd_tensor *start,
+kd_status kdk_native_narrow_Tensor(kd_tensor *self, int64_t dim, kd_tensor *start,
                                    int64_t length, kd_tensor **out);
-kd_status kd__native_contiguous(kd_tensor *self, kd_memory_format memory_format,
+kd_status kdk_native_contiguous(kd_tensor *self, kd_memory_format memory_format,
                                 kd_tensor **out);
 
 /* ---- shape.c: copies (cpu; meta computes sizes only) --------------------------- */
 
-kd_status kd__native_clone(kd_tensor *self, const kd_memory_format *memory_format,
+kd_status kdk_native_clone(kd_tensor *self, const kd_memory_format *memory_format,
                            kd_tensor **out);
-kd_status kd__native_cat(kd_tensors tensors, int64_t dim, kd_tensor **out);
-kd_status kd__native_cat_out(kd_tensors tensors, int64_t dim, kd_tensor *out);
-kd_status kd__native_stack(kd_tensors tensors, int64_t dim, kd_tensor **out);
-kd_status kd__native_stack_out(kd_tensors tensors, int64_t dim, kd_tensor *out);
-kd_status kd__native_tril(kd_tensor *self, int64_t diagonal, kd_tensor **out);
-kd_status kd__native_tril_(kd_tensor *self, int64_t diagonal);
-kd_status kd__native_tril_out(kd_tensor *self, int64_t diagonal, kd_tensor *out);
-kd_status kd__native_triu(kd_tensor *self, int64_t diagonal, kd_tensor **out);
-kd_status kd__native_triu_(kd_tensor *self, int64_t diagonal);
-kd_status kd__native_triu_out(kd_tensor *self, int64_t diagonal, kd_tensor *out);
-kd_status kd__native_index_select(kd_tensor *self, int64_t dim, kd_tensor *index,
+kd_status kdk_native_cat(kd_tensors tensors, int64_t dim, kd_tensor **out);
+kd_status kdk_native_cat_out(kd_tensors tensors, int64_t dim, kd_tensor *out);
+kd_status kdk_native_stack(kd_tensors tensors, int64_t dim, kd_tensor **out);
+kd_status kdk_native_stack_out(kd_tensors tensors, int64_t dim, kd_tensor *out);
+kd_status kdk_native_tril(kd_tensor *self, int64_t diagonal, kd_tensor **out);
+kd_status kdk_native_tril_(kd_tensor *self, int64_t diagonal);
+kd_status kdk_native_tril_out(kd_tensor *self, int64_t diagonal, kd_tensor *out);
+kd_status kdk_native_triu(kd_tensor *self, int64_t diagonal, kd_tensor **out);
+kd_status kdk_native_triu_(kd_tensor *self, int64_t diagonal);
+kd_status kdk_native_triu_out(kd_tensor *self, int64_t diagonal, kd_tensor *out);
+kd_status kdk_native_index_select(kd_tensor *self, int64_t dim, kd_tensor *index,
                                   kd_tensor **out);
-kd_status kd__native_index_select_out(kd_tensor *self, int64_t dim, kd_tensor *index,
+kd_status kdk_native_index_select_out(kd_tensor *self, int64_t dim, kd_tensor *index,
                                       kd_tensor *out);
-kd_status kd__native_gather(kd_tensor *self, int64_t dim, kd_tensor *index, bool sparse_grad,
+kd_status kdk_native_gather(kd_tensor *self, int64_t dim, kd_tensor *index, bool sparse_grad,
                             kd_tensor **out);
-kd_status kd__native_gather_out(kd_tensor *self, int64_t dim, kd_tensor *index,
+kd_status kdk_native_gather_out(kd_tensor *self, int64_t dim, kd_tensor *index,
                                 bool sparse_grad, kd_tensor *out);
 
 /* ---- Helpers shared by views.c and shape.c ------------------------------------ */

@@ -120,12 +120,12 @@ static void test_empty(void **state) {
                 "cpu has only device index 0");
   /* Direct calls only: a kernel given the other backend's device (the
    * dispatcher routes by device), and a device with no kernel at all. */
-  KD_ASSERT_ERR(kd__native_empty_cpu(INTS(2), NULL, NULL, &OC_META, NULL, NULL, &t), KD_EINVAL,
+  KD_ASSERT_ERR(kdk_native_empty_cpu(INTS(2), NULL, NULL, &OC_META, NULL, NULL, &t), KD_EINVAL,
                 "expected a cpu device");
-  KD_ASSERT_ERR(kd__native_empty_meta(INTS(2), NULL, NULL, &cpu, NULL, NULL, &t), KD_EINVAL,
+  KD_ASSERT_ERR(kdk_native_empty_meta(INTS(2), NULL, NULL, &cpu, NULL, NULL, &t), KD_EINVAL,
                 "expected a meta device");
   kd_device cuda = {KD_DEVICE_CUDA, 0};
-  KD_ASSERT_ERR(kd__native_empty_cpu(INTS(2), NULL, NULL, &cuda, NULL, NULL, &t), KD_EUNSUPPORTED,
+  KD_ASSERT_ERR(kdk_native_empty_cpu(INTS(2), NULL, NULL, &cuda, NULL, NULL, &t), KD_EUNSUPPORTED,
                 "device 'cuda:0' is not supported");
 }
 

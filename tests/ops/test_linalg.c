@@ -248,8 +248,8 @@ static void test_mm_meta(void **state) {
   /* A kernel registered for one backend refuses tensors of another (only a
    * direct call can get there: the dispatcher picks the kernel by device). */
   kd_tensor *ca = mk(KD_FLOAT32, 2, I(2, 3), A23), *cb = mk(KD_FLOAT32, 2, I(3, 2), B32);
-  KD_ASSERT_ERR(kd__native_mm_cpu(a, b, &c), KD_EINVAL, "expects cpu tensors, got meta");
-  KD_ASSERT_ERR(kd__native_mm_meta(ca, cb, &c), KD_EINVAL, "expects meta tensors, got cpu");
+  KD_ASSERT_ERR(kdk_native_mm_cpu(a, b, &c), KD_EINVAL, "expects cpu tensors, got meta");
+  KD_ASSERT_ERR(kdk_native_mm_meta(ca, cb, &c), KD_EINVAL, "expects meta tensors, got cpu");
   RELEASE(cb, ca, of, f, o, a, b);
 }
 

@@ -748,12 +748,12 @@ static void test_reduce_errors(void **state) {
   kdk_structured st;
   kdk_structured_init(&st, "aten::sum.dim_IntList", KDK_STRUCTURED_FUNCTIONAL, 1, NULL, kd_device_cpu());
   kd_dtype bad = (kd_dtype)99;
-  KD_ASSERT_ERR(kd__meta_sum_dim_IntList(&st, NULL, NONE, false, NULL), KD_EINVAL, "sum: self is NULL");
-  KD_ASSERT_ERR(kd__meta_sum_dim_IntList(&st, a, NONE, false, &bad), KD_EINVAL, "sum: invalid dtype 99");
-  KD_ASSERT_ERR(kd__meta_sum_dim_IntList(&st, a, ints(NULL, 2), false, NULL), KD_EINVAL,
+  KD_ASSERT_ERR(kdk_meta_sum_dim_IntList(&st, NULL, NONE, false, NULL), KD_EINVAL, "sum: self is NULL");
+  KD_ASSERT_ERR(kdk_meta_sum_dim_IntList(&st, a, NONE, false, &bad), KD_EINVAL, "sum: invalid dtype 99");
+  KD_ASSERT_ERR(kdk_meta_sum_dim_IntList(&st, a, ints(NULL, 2), false, NULL), KD_EINVAL,
                 "sum: NULL list of dims");
-  KD_ASSERT_ERR(kd__native_prod_all(NULL, NULL, &r), KD_EINVAL, "prod: self is NULL");
-  KD_ASSERT_ERR(kd__native_max_all(NULL, &r), KD_EINVAL, "max(): self is NULL");
+  KD_ASSERT_ERR(kdk_native_prod_all(NULL, NULL, &r), KD_EINVAL, "prod: self is NULL");
+  KD_ASSERT_ERR(kdk_native_max_all(NULL, &r), KD_EINVAL, "max(): self is NULL");
   kdk_structured_release(&st, NULL);
   /* a tensor on a device the cpu kernels do not serve */
   kd_allocator al = {KD_ALLOCATOR_API_VERSION, plain_alloc, plain_free, NULL, NULL, NULL};
@@ -765,10 +765,10 @@ static void test_reduce_errors(void **state) {
   char want[128];
   snprintf(want, sizeof want, "prod: the cpu kernel got a tensor on device '%s'",
            kd_device_type_name(KD_DEVICE_PRIVATEUSE3));
-  KD_ASSERT_ERR(kd__native_prod_all(p, NULL, &r), KD_EUNSUPPORTED, want);
+  KD_ASSERT_ERR(kdk_native_prod_all(p, NULL, &r), KD_EUNSUPPORTED, want);
   snprintf(want, sizeof want, "cumsum: the cpu kernel got a tensor on device '%s'",
            kd_device_type_name(KD_DEVICE_PRIVATEUSE3));
-  KD_ASSERT_ERR(kd__native_cumsum_out_cpu(NULL, p, 0, NULL, o), KD_EUNSUPPORTED, want);
+  KD_ASSERT_ERR(kdk_native_cumsum_out_cpu(NULL, p, 0, NULL, o), KD_EUNSUPPORTED, want);
   kd_tensor_release(p);
   kd_tensor_release(o);
   KD_ASSERT_OK(kd_allocator_set(KD_DEVICE_PRIVATEUSE3, NULL));

@@ -84,7 +84,7 @@ static void test_cat(void **state) {
   KD_ASSERT_ERR(kd_cat((kd_tensors){NULL, 0}, 0, &r), KD_ENOKERNEL,
                 "Could not run 'aten::cat' with arguments from the 'Undefined' backend");
   /* The kernel's own message for it, which no entry point reaches. */
-  KD_ASSERT_ERR(kd__native_cat((kd_tensors){NULL, 0}, 0, &r), KD_EINVAL,
+  KD_ASSERT_ERR(kdk_native_cat((kd_tensors){NULL, 0}, 0, &r), KD_EINVAL,
                 "torch.cat(): expected a non-empty list of Tensors");
   /* Meta: sizes and the promoted dtype. */
   kd_tensor *m2 = META(KD_FLOAT64, 1, 5);

@@ -184,7 +184,7 @@ static void print_call_args(kdg_buf *b, const cfunc *c, bool with_outs) {
 /* ---- Kernels of a function: which keys, which C function ------------------ */
 
 typedef enum target_kind {
-  TARGET_NATIVE,     /* kd__native_<kernel>(params) */
+  TARGET_NATIVE,     /* kdk_native_<kernel>(params) */
   TARGET_STRUCTURED, /* kd__s_<KEY>_<cname>(params): the structured wrapper */
   TARGET_BACKEND_SELECT, /* no tensor arguments: pick the backend from `device` */
 } target_kind;
@@ -292,7 +292,7 @@ static int targets_of(const gen_ctx *g, const kdg_func *f, target *t, int cap) {
     snprintf(x->key, sizeof x->key, "CompositeImplicitAutograd");
     x->backend[0] = 0;
     x->kind = TARGET_NATIVE;
-    snprintf(x->fn, sizeof x->fn, "kd__native_%s", f->cname);
+    snprintf(x->fn, sizeof x->fn, "kdk_native_%s", f->cname);
     x->line = f->line;
     return add_backend_select(f, t, n, cap);
   }
@@ -307,7 +307,7 @@ static int targets_of(const gen_ctx *g, const kdg_func *f, target *t, int cap) {
     snprintf(x->key, sizeof x->key, "%s", key);
     snprintf(x->backend, sizeof x->backend, "%s", backend_of(key));
     x->kind = TARGET_NATIVE;
-    snprintf(x->fn, sizeof x->fn, "kd__native_%s", f->dispatch[i].kernel);
+    snprintf(x->fn, sizeof x->fn, "kdk_native_%s", f->dispatch[i].kernel);
     x->line = f->dispatch[i].line;
   }
   (void)g;
@@ -573,8 +573,8 @@ static int write_public_headers(gen_ctx *g, const char *out_dir, const char *bas
 typedef struct sinfo {
   const kdg_func *out;     /* the structured out function */
   const cfunc *oc;         /* its C view */
-  char meta[256];          /* kd__meta_<cname> */
-  char pre[256];           /* kd__precompute_<cname>, "" when none */
+  char meta[256];          /* kdk_meta_<cname> */
+  char pre[256];           /* kdk_precompute_<cname>, "" when none */
   bool iter;               /* structured_inherits: TensorIteratorBase */
 } sinfo;
 
@@ -586,8 +586,8 @@ static bool structured_info(const gen_ctx *g, const kdg_func *f, sinfo *si) {
   for (size_t i = 0; i < g->f->nfuncs; i++)
     if (&g->f->funcs[i] == out) si->oc = &g->cf[i];
   const kdg_func *fn = out->group && out->group->functional ? out->group->functional : out;
-  snprintf(si->meta, sizeof si->meta, "kd__meta_%s", fn->cname);
-  if (out->nprecomputed) snprintf(si->pre, sizeof si->pre, "kd__precompute_%s", fn->cname);
+  snprintf(si->meta, sizeof si->meta, "kdk_meta_%s", fn->cname);
+  if (out->nprecomputed) snprintf(si->pre, sizeof si->pre, "kdk_precompute_%s", fn->cname);
   si->iter = out->structured_inherits && !strcmp(out->structured_inherits, "TensorIteratorBase");
   return si->oc != NULL && si->oc->ok;
 }
@@ -668,7 +668,7 @@ static int write_native_header(gen_ctx *g, const char *out_dir, const char *base
         for (size_t j = 0; j < k; j++)
           if (!strcmp(f->dispatch[j].kernel, f->dispatch[k].kernel)) dup = true;
         if (dup || !strcmp(backend_of(f->dispatch[k].key), "")) continue;
-        kdg_printf(&b, "kd_status kd__native_%s(kdk_structured *s%s", f->dispatch[k].kernel,
+        kdg_printf(&b, "kd_status kdk_native_%s(kdk_structured *s%s", f->dispatch[k].kernel,
                    si.iter ? ", kdk_iter *iter" : "");
         for (int p = 0; p < oc->np; p++) {
           if (oc->p[p].is_out) continue;
@@ -887,7 +887,7 @@ static void emit_structured_wrapper(gen_ctx *g, kdg_buf *b, const cfunc *c, cons
   if (*si.pre) kdg_printf(b, ", &kd__pre");
   kdg_printf(b, ");\n");
   if (!meta_key && kernel) {
-    kdg_printf(b, "  if (!kd__st) kd__st = kd__native_%s(&kd__s%s", kernel, si.iter ? ", &kd__it" : "");
+    kdg_printf(b, "  if (!kd__st) kd__st = kdk_native_%s(&kd__s%s", kernel, si.iter ? ", &kd__it" : "");
     int q = 0;
     for (int p = 0; p < oc->np; p++) {
       if (oc->p[p].is_out) continue;
