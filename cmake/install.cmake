@@ -17,6 +17,13 @@ endif()
 if(KD_BUILD_TOOLS)
   install(TARGETS kd RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()
+# kdgen and kd_add_backend() (cmake/kdispatchBackend.cmake), for backends built
+# out of tree from their YAML: kdispatch::kdgen in the package.
+if(TARGET kdgen)
+  install(TARGETS kdgen EXPORT kdispatchTargets RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
+install(FILES ${PROJECT_SOURCE_DIR}/cmake/kdispatchBackend.cmake
+  DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/kdispatch)
 
 install(EXPORT kdispatchTargets NAMESPACE kdispatch::
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/kdispatch)
