@@ -65,6 +65,9 @@ static void test_roundtrip_base_types(void **state) {
   roundtrip("f(ScalarType a, Layout b, Device c, MemoryFormat d, Generator e, Dimname f) -> ()");
   roundtrip("f(Storage a, Stream b, QScheme c, Any d, NoneType e, number f, ConstQuantizerPtr g) -> ()");
   roundtrip("f(t x, t1 y) -> t");
+  /* PyTorch 2.x: the index of a device (c10::DeviceIndex), an integer. */
+  roundtrip("_cufft_set_plan_cache_max_size(DeviceIndex device_index, int max_size) -> ()");
+  roundtrip("f(DeviceIndex? a=None, DeviceIndex b=-1) -> DeviceIndex");
   roundtrip("f(__torch__.torch.classes.quantized.Conv2dPackedParamsBase packed) -> Tensor");
   roundtrip("f(Tensor? a, int[] b, int[2] c, int[1]? d, Tensor?[] e, float[]? f) -> ()");
   roundtrip("f(Dict(str, Tensor) a, Future(int) b, (int, float) c, () d) -> (Tensor, int)");
@@ -403,6 +406,11 @@ static void test_default_scalars(void **state) {
   KD_ASSERT_OK(kd_argument_default_value(arg_of("f(int x=-100) -> ()"), &v));
   assert_int_equal(v.tag, KD_VALUE_INT);
   assert_int_equal(v.u.i, -100);
+  assert_int_equal(kd_type_kind_of(kd_argument_type(arg_of("f(DeviceIndex x=3) -> ()"))),
+                   KD_TYPE_DEVICE_INDEX);
+  KD_ASSERT_OK(kd_argument_default_value(arg_of("f(DeviceIndex x=3) -> ()"), &v));
+  assert_int_equal(v.tag, KD_VALUE_INT);
+  assert_int_equal(v.u.i, 3);
   KD_ASSERT_OK(kd_argument_default_value(arg_of("f(SymInt x=7) -> ()"), &v));
   assert_int_equal(v.u.i, 7);
   /* Up to 18 digits are read directly, longer ones by strtoll. */

@@ -41,7 +41,8 @@ KD_EXTERN_C_BEGIN
   X(ANY, "Any")                          \
   X(NONE, "NoneType")                    \
   X(NUMBER, "number")                    \
-  X(CONST_QUANTIZER, "ConstQuantizerPtr")
+  X(CONST_QUANTIZER, "ConstQuantizerPtr") \
+  X(DEVICE_INDEX, "DeviceIndex")
 
 typedef enum kd_type_kind {
 #define KD_TYPE_KIND_ENUM_(E, spelling) KD_TYPE_##E,

@@ -16,6 +16,7 @@ static int optional_kind(const kd_type *e) {
       return KD__ARG_OPT_TENSOR;
     case KD_TYPE_INT:
     case KD_TYPE_SYMINT:
+    case KD_TYPE_DEVICE_INDEX:
       return KD__ARG_OPT_INT;
     case KD_TYPE_FLOAT:
       return KD__ARG_OPT_FLOAT;
@@ -51,6 +52,7 @@ static int arg_kind(const kd_type *t) {
       return KD__ARG_TENSOR;
     case KD_TYPE_INT:
     case KD_TYPE_SYMINT:
+    case KD_TYPE_DEVICE_INDEX:
       return KD__ARG_INT;
     case KD_TYPE_FLOAT:
       return KD__ARG_FLOAT;

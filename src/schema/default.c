@@ -335,6 +335,7 @@ static kd_status decode(decoder *d, const kd_type *t, int64_t n, int depth, kd_v
       return KD_OK;
     case KD_TYPE_INT:
     case KD_TYPE_SYMINT:
+    case KD_TYPE_DEVICE_INDEX:
       if (!read_int(d, &iv)) return KD_ETYPE;
       *out = kd_value_int(iv);
       return KD_OK;

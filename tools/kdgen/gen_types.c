@@ -38,7 +38,8 @@ static kdg_ckind plain(kd_type_kind k, bool opt) {
   switch (k) {
   case KD_TYPE_TENSOR: return opt ? KDG_C_OPT_TENSOR : KDG_C_TENSOR;
   case KD_TYPE_INT:
-  case KD_TYPE_SYMINT: return opt ? KDG_C_OPT_INT : KDG_C_INT;
+  case KD_TYPE_SYMINT:
+  case KD_TYPE_DEVICE_INDEX: return opt ? KDG_C_OPT_INT : KDG_C_INT;
   case KD_TYPE_FLOAT: return opt ? KDG_C_OPT_FLOAT : KDG_C_FLOAT;
   case KD_TYPE_BOOL: return opt ? KDG_C_OPT_BOOL : KDG_C_BOOL;
   case KD_TYPE_SCALAR: return opt ? KDG_C_OPT_SCALAR : KDG_C_SCALAR;

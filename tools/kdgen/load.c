@@ -26,6 +26,7 @@ typedef struct loader {
   yaml_document_t *doc;
   kdg_diag *d;
   bool oom;
+  bool bare; /* a backend file: func may be a bare name (kdg_load_backend_entries) */
 } loader;
 
 static char *dup_n(loader *L, const char *s, size_t n) {
@@ -401,6 +402,10 @@ static void parse_variants(kdg_func *fn) {
   fn->variants = v;
 }
 
+static bool set_bare_names(loader *L, kdg_func *fn, int line);
+static bool parse_schema(loader *L, kdg_func *fn, int line);
+static void read_keys(loader *L, kdg_func *fn, const yaml_node_t *m);
+
 static void load_entry(loader *L, kdg_func *fn, const yaml_node_t *m) {
   fn->line = node_line(m);
   fn->variants = KDG_VARIANT_FUNCTION;
@@ -426,16 +431,56 @@ static void load_entry(loader *L, kdg_func *fn, const yaml_node_t *m) {
   }
   fn->func = dup_s(L, scalar(funcv));
   if (!fn->func) return;
+  if (L->bare && !strchr(fn->func, '(')) {
+    if (!set_bare_names(L, fn, node_line(funcv))) return;
+  } else if (!parse_schema(L, fn, node_line(funcv))) {
+    return;
+  }
+  read_keys(L, fn, m);
+}
+
+/* A backend file's "- func: add.out": the name is all there is. */
+static bool set_bare_names(loader *L, kdg_func *fn, int line) {
+  const char *s = fn->func;
+  const char *p = s;
+  bool ok = isalpha((unsigned char)*p) || *p == '_';
+  while (ok && (isalnum((unsigned char)*p) || *p == '_')) p++;
+  const char *dot = NULL;
+  if (ok && *p == '.') {
+    dot = p++;
+    ok = isalnum((unsigned char)*p) || *p == '_';
+    while (ok && (isalnum((unsigned char)*p) || *p == '_')) p++;
+  }
+  if (!ok || *p) {
+    kdg_error(L->d, L->path, line,
+              "'func' must be an operator name (name or name.overload) or a full schema, found "
+              "'%s'",
+              s);
+    return false;
+  }
+  size_t nl = dot ? (size_t)(dot - s) : strlen(s);
+  fn->name = dup_n(L, s, nl);
+  fn->overload = dup_s(L, dot ? dot + 1 : "");
+  fn->qualified = dup_s(L, s);
+  fn->cname = dup_s(L, s);
+  fn->base = dup_n(L, s, nl);
+  if (fn->cname && dot) fn->cname[nl] = '_';
+  return !L->oom;
+}
+
+static bool parse_schema(loader *L, kdg_func *fn, int line) {
   kd_clear_error();
   kd_status st = kd_schema_parse(fn->func, strlen(fn->func), &fn->schema);
   if (st != KD_OK) {
-    kdg_error(L->d, L->path, node_line(funcv), "bad schema '%s': %s", fn->func, kd_last_error());
+    kdg_error(L->d, L->path, line, "bad schema '%s': %s", fn->func, kd_last_error());
     fn->schema = NULL;
-    return;
+    return false;
   }
   set_names(L, fn);
-  if (L->oom) return;
+  return !L->oom;
+}
 
+static void read_keys(loader *L, kdg_func *fn, const yaml_node_t *m) {
   for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
     yaml_node_t *k = yaml_document_get_node(L->doc, p->key);
     yaml_node_t *v = yaml_document_get_node(L->doc, p->value);
@@ -551,7 +596,7 @@ static int load_tags(const char *path, kdg_file *out, kdg_diag *d) {
   yaml_document_t doc;
   if (read_doc(path, &doc, d) != 0) return -1;
   size_t before = d->errors;
-  loader L = {path, &doc, d, false};
+  loader L = {path, &doc, d, false, false};
   /* An empty tags file defines no tags (known_tags stays non-NULL below). */
   out->known_tags = kd_host_calloc(1, sizeof *out->known_tags);
   if (!out->known_tags) L.oom = true;
@@ -603,10 +648,11 @@ static int load_tags(const char *path, kdg_file *out, kdg_diag *d) {
   return d->errors == before ? 0 : -1;
 }
 
-int kdg_load(const char *path, const char *tags_path, kdg_file *out, kdg_diag *d) {
+static int load_file(const char *path, const char *tags_path, kdg_file *out, kdg_diag *d,
+                     bool bare) {
   memset(out, 0, sizeof *out);
   size_t before = d->errors;
-  loader L = {path, NULL, d, false};
+  loader L = {path, NULL, d, false, bare};
   out->path = dup_s(&L, path);
 
   if (tags_path) load_tags(tags_path, out, d);
@@ -634,4 +680,12 @@ int kdg_load(const char *path, const char *tags_path, kdg_file *out, kdg_diag *d
   if (L.oom) kdg_error(d, path, 0, "out of memory");
   yaml_document_delete(&doc);
   return d->errors == before ? 0 : -1;
+}
+
+int kdg_load(const char *path, const char *tags_path, kdg_file *out, kdg_diag *d) {
+  return load_file(path, tags_path, out, d, false);
+}
+
+int kdg_load_backend_entries(const char *path, kdg_file *out, kdg_diag *d) {
+  return load_file(path, NULL, out, d, true);
 }

@@ -133,6 +133,16 @@ void kdg_error(kdg_diag *d, const char *file, int line, const char *fmt, ...)
  * still filled with what could be read and must be freed). */
 int kdg_load(const char *path, const char *tags_path, kdg_file *out, kdg_diag *d);
 
+/* Reads a backend file (backend.h) as kdg_funcs: like kdg_load, but an entry's
+ * func may be a bare "name[.overload]"; such a function has name, overload,
+ * qualified, cname and base set and schema == NULL. Keys are read as in
+ * kdg_load (backend.c checks which ones a backend may write). */
+int kdg_load_backend_entries(const char *path, kdg_file *out, kdg_diag *d);
+
+/* Whether `key` is a dispatch key an entry may name: the runtime's keys and
+ * PyTorch's (PrivateUse1, SparsePrivateUse1, XPU, ...). */
+bool kdg_known_dispatch_key(const char *key);
+
 /* Checks keys' values, groups, delegates, tags, names; links groups. */
 int kdg_validate(kdg_file *f, kdg_diag *d);
 

@@ -13,33 +13,47 @@
 #include "model.h"
 #include "kd/memory.h"
 
-/* Dispatch keys an entry may name (torchgen's supported keys). */
+/* Dispatch keys an entry may name: PyTorch's (torchgen's DispatchKey: a
+ * functionality prefix and a backend component, plus the keys below) and the
+ * runtime's (include/kd/dispatch.h). */
 static const char *const dispatch_keys[] = {
-    "CPU",
-    "CUDA",
-    "MPS",
-    "Meta",
-    "SparseCPU",
-    "SparseCUDA",
-    "SparseMeta",
-    "SparseCsrCPU",
-    "SparseCsrCUDA",
-    "QuantizedCPU",
-    "QuantizedCUDA",
-    "QuantizedMeta",
     "MkldnnCPU",
-    "NestedTensorCPU",
-    "NestedTensorCUDA",
     "ZeroTensor",
+    "FPGA",
+    "MAIA",
+    "Vulkan",
+    "Metal",
     "CompositeImplicitAutograd",
     "CompositeImplicitAutogradNestedTensor",
     "CompositeExplicitAutograd",
     "CompositeExplicitAutogradNonFunctional",
+    "CatchAll",
+    "BackendSelect",
+    "Tracer",
+    "Profiler",
+    "Mode1",
+    "Mode2",
 };
 
-static bool known_dispatch_key(const char *k) {
+/* PyTorch's backend components and the functionalities that combine with
+ * them (SparseCsrPrivateUse1, QuantizedXPU, ...). */
+static const char *const backend_components[] = {
+    "CPU", "CUDA", "HIP", "XLA", "MPS", "IPU", "XPU", "HPU", "VE", "Lazy", "MTIA", "Meta",
+    "PrivateUse1", "PrivateUse2", "PrivateUse3",
+};
+static const char *const functionalities[] = {
+    "", "Quantized", "SparseCsr", "Sparse", "NestedTensor", "Autograd",
+};
+
+bool kdg_known_dispatch_key(const char *k) {
   for (size_t i = 0; i < sizeof dispatch_keys / sizeof *dispatch_keys; i++)
     if (!strcmp(dispatch_keys[i], k)) return true;
+  for (size_t f = 0; f < sizeof functionalities / sizeof *functionalities; f++) {
+    size_t n = strlen(functionalities[f]);
+    if (strncmp(k, functionalities[f], n)) continue;
+    for (size_t c = 0; c < sizeof backend_components / sizeof *backend_components; c++)
+      if (!strcmp(k + n, backend_components[c])) return true;
+  }
   return false;
 }
 
@@ -139,7 +153,7 @@ static void check_dispatch(vctx *V, kdg_func *fn) {
                 fn->qualified);
       continue;
     }
-    if (!known_dispatch_key(e->key)) {
+    if (!kdg_known_dispatch_key(e->key)) {
       kdg_error(V->d, V->f->path, e->line, "unknown dispatch key '%s' in 'dispatch' of '%s'",
                 e->key, fn->qualified);
       continue;
@@ -390,8 +404,10 @@ static void check_tag_rules(vctx *V) {
   for (size_t i = 0; i < V->f->nfuncs; i++) {
     kdg_func *fn = &V->f->funcs[i];
     if (!fn->schema) continue;
+    /* resize_ / resize_as_ (PyTorch's own exceptions) and set_ (PyTorch 2.x: it
+     * swaps self's storage in place and has no out-of-place view). */
     if (has_tag(fn, "inplace_view") && strcmp(fn->qualified, "resize_") &&
-        strcmp(fn->qualified, "resize_as_")) {
+        strcmp(fn->qualified, "resize_as_") && strcmp(fn->name, "set_")) {
       size_t n = strlen(fn->name);
       if (n < 2 || fn->name[n - 1] != '_') {
         ERR(fn, "tags",
@@ -445,6 +461,15 @@ static size_t autogen_candidates(const kdg_func *fn, char out[2][512]) {
   return n;
 }
 
+/* Whether a and b have the same signature (one group: PyTorch generates one
+ * out= variant for a group whose functional and in-place entries both name it). */
+static bool same_signature(const kdg_func *a, const kdg_func *b) {
+  char x[2048], y[2048];
+  size_t nx = kd_schema_signature(a->schema, x, sizeof x);
+  size_t ny = kd_schema_signature(b->schema, y, sizeof y);
+  return nx < sizeof x && ny < sizeof y && !strcmp(x, y);
+}
+
 static void check_autogen(vctx *V) {
   for (size_t i = 0; i < V->f->nfuncs; i++) {
     kdg_func *fn = &V->f->funcs[i];
@@ -493,7 +518,8 @@ static void check_autogen(vctx *V) {
       for (size_t k = 0; k < i; k++) {
         kdg_func *g = &V->f->funcs[k];
         for (size_t m = 0; m < g->nautogen; m++)
-          if (*fn->autogen[j] && !strcmp(fn->autogen[j], g->autogen[m]))
+          if (*fn->autogen[j] && !strcmp(fn->autogen[j], g->autogen[m]) &&
+              !same_signature(fn, g))
             ERR(fn, "autogen", "autogen of '%s' names '%s', which '%s' (line %d) already "
                 "generates", fn->qualified, fn->autogen[j], g->qualified, g->line);
       }
