@@ -9,6 +9,7 @@
  *   kdgen --backend B.yaml --source UPSTREAM.yaml [--tags TAGS.yaml]
  *         [--key KEY] [--name NAME] [--prefix PREFIX] [--namespace NS]
  *         --validate | --classify
+ *   kdgen --backend B.yaml --source UPSTREAM.yaml [--native KDOPS.yaml] [...] --out DIR
  *
  * Errors go to stderr as "FILE:LINE: error: reason"; the exit status is 0
  * when there were none, 1 otherwise, 2 for bad usage.
@@ -18,6 +19,7 @@
 
 #include "backend.h"
 #include "gen.h"
+#include "gen_backend.h"
 #include "model.h"
 
 static int usage(FILE *to) {
@@ -26,7 +28,7 @@ static int usage(FILE *to) {
           "       kdgen [--tags TAGS.yaml] --out DIR FILE.yaml\n"
           "       kdgen --backend B.yaml --source UPSTREAM.yaml [--tags TAGS.yaml]\n"
           "             [--key KEY] [--name NAME] [--prefix PREFIX] [--namespace NS]\n"
-          "             (--validate | --classify)\n"
+          "             (--validate | --classify | [--native KDOPS.yaml] --out DIR)\n"
           "Reads operator declarations in PyTorch's native_functions.yaml format.\n"
           "  --validate      check the file (keys, schemas, groups, tags) and write nothing\n"
           "  --tags FILE     the tags an entry may use (tags.yaml format)\n"
@@ -41,30 +43,42 @@ static int usage(FILE *to) {
           "  --key KEY       the backend's dispatch key in the file (default PrivateUse1)\n"
           "  --name NAME     the backend's device/plugin name (default: the key, lower case)\n"
           "  --prefix P      C prefix of the backend's functions (default: NAME_)\n"
-          "  --namespace NS  namespace of operators the backend defines (default: NAME)\n");
+          "  --namespace NS  namespace of operators the backend defines (default: NAME)\n"
+          "  --native FILE   libkdops' own native_functions.yaml (what Legacy entries reuse)\n"
+          "  --out DIR       generate the backend's plugin under DIR: NAME_functions.h (what\n"
+          "                  the author writes), NAME_plugin.c, NAME_direct.h, NAME_entries.txt\n");
   return to == stdout ? 0 : 2;
 }
 
 static int run_backend(const char *backend, const char *source, const char *tags,
-                       const kdg_backend_opts *opts, int classify) {
+                       const kdg_backend_opts *opts, int classify, const char *native,
+                       const char *out) {
   kdg_diag diag = {0, 0};
-  kdg_file src;
+  kdg_file src, nat;
   kdg_backend b;
   memset(&b, 0, sizeof b);
+  memset(&nat, 0, sizeof nat);
   int rc = kdg_load(source, tags, &src, &diag);
   if (rc == 0) rc = kdg_validate(&src, &diag);
   if (rc == 0) rc = kdg_backend_load(backend, &src, opts, &b, &diag);
+  if (rc == 0 && native) {
+    rc = kdg_load(native, NULL, &nat, &diag);
+    if (rc == 0) rc = kdg_validate(&nat, &diag);
+  }
+  if (rc == 0 && out) rc = kdg_generate_backend(&b, native ? &nat : NULL, out, &diag);
   if (rc == 0 && classify) kdg_backend_print_classification(&b, stdout);
-  if (rc == 0 && !classify)
+  if (rc == 0 && !classify && !out)
     printf("%s: %zu entries against %s, no errors\n", backend, b.nentries, source);
   if (diag.errors) fprintf(stderr, "kdgen: %zu error%s\n", diag.errors, diag.errors == 1 ? "" : "s");
   kdg_backend_free(&b);
+  kdg_file_free(&nat);
   kdg_file_free(&src);
   return diag.errors ? 1 : 0;
 }
 
 int main(int argc, char **argv) {
-  const char *tags = NULL, *out = NULL, *file = NULL, *backend = NULL, *source = NULL;
+  const char *tags = NULL, *out = NULL, *file = NULL, *backend = NULL, *source = NULL,
+             *native = NULL;
   kdg_backend_opts opts = {NULL, NULL, NULL, NULL};
   int validate = 0, classify = 0;
   for (int i = 1; i < argc; i++) {
@@ -81,6 +95,8 @@ int main(int argc, char **argv) {
       out = argv[++i];
     } else if (!strcmp(a, "--backend") && has_value) {
       backend = argv[++i];
+    } else if (!strcmp(a, "--native") && has_value) {
+      native = argv[++i];
     } else if (!strcmp(a, "--source") && has_value) {
       source = argv[++i];
     } else if (!strcmp(a, "--key") && has_value) {
@@ -99,8 +115,8 @@ int main(int argc, char **argv) {
     }
   }
   if (backend || source || classify) {
-    if (!backend || !source || file || out || (!validate && !classify)) return usage(stderr);
-    return run_backend(backend, source, tags, &opts, classify);
+    if (!backend || !source || file || (!validate && !classify && !out)) return usage(stderr);
+    return run_backend(backend, source, tags, &opts, classify, native, out);
   }
   if (!file || (!validate && !out)) return usage(stderr);
 

@@ -1,0 +1,1046 @@
+/*
+ * gen_backend.c: kdgen's generation for an out-of-tree backend (docs/CODEGEN.md,
+ * "Backends"). From a loaded backend YAML (backend.c) and libkdops' own YAML
+ * (--native: what libkdops implements) to four files:
+ *
+ *   <name>_functions.h  exactly what the author writes: structured impls of
+ *                       LegacyMeta groups, meta + impl of Customized groups,
+ *                       unstructured kernels, the loops of the dispatch stubs
+ *                       the Legacy groups' upstream impls call, and the device
+ *                       record;
+ *   <name>_direct.h     direct calls of the backend's kernels (kd_<name>_<cname>);
+ *   <name>_plugin.c     the structured wrappers for the backend's key, the
+ *                       unboxed adapters, the registration table, the direct
+ *                       calls and the plugin's entry point (KD_PLUGIN);
+ *   <name>_entries.txt  one line per backend entry: what was generated, or why not.
+ *
+ * The generated code uses only installed headers (kd/, kdk/). Output is
+ * deterministic: it follows the order of the backend file.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gen_backend.h"
+#include "gen_impl.h"
+#include "kd/dispatch.h"
+#include "kd/memory.h"
+
+#define BMAXP 64
+#define BMAXR 8
+
+/* ---- The C view of one function (docs/CODEGEN.md, "C types of schema types") */
+
+typedef struct bparam {
+  char name[80];
+  kdg_ckind kind;
+  const kd_argument *arg;
+  bool is_out;         /* Tensor(a!) keyword argument of an out= function */
+  bool scalar_default; /* a Scalar with a default: NULL means the default */
+} bparam;
+
+typedef struct bret {
+  char name[80];
+  kdg_ckind kind;
+  int alias_of; /* index of the argument it aliases, or -1 */
+} bret;
+
+typedef struct bfunc {
+  const kdg_func *f;
+  bparam p[BMAXP];
+  int np;
+  bret r[BMAXR];
+  int nr;
+  int nouts;
+  char sig[2048]; /* "(Tensor, Tensor, Scalar) -> Tensor" */
+} bfunc;
+
+static const char *const b_keywords[] = {
+    "auto",   "break",  "case",    "char",     "const",    "continue", "default", "do",
+    "double", "else",   "enum",    "extern",   "float",    "for",      "goto",    "if",
+    "inline", "int",    "long",    "register", "restrict", "return",   "short",   "signed",
+    "sizeof", "static", "struct",  "switch",   "typedef",  "union",    "unsigned", "void",
+    "volatile", "while", "bool",   "true",     "false",    NULL};
+
+static void b_cname(char *dst, size_t cap, const char *name) {
+  bool kw = false;
+  for (const char *const *k = b_keywords; *k; k++)
+    if (!strcmp(*k, name)) kw = true;
+  snprintf(dst, cap, "%s%s", name, kw ? "_" : "");
+}
+
+static const char *b_alias_set(const kd_argument *a) {
+  const kd_alias_info *al = kd_argument_alias(a);
+  if (!al || kd_alias_num_before(al) == 0) return NULL;
+  return kd_alias_before(al, 0);
+}
+
+/* Fills *c; false with the reason in why[] when kdgen cannot pass it. */
+static bool b_build(const kdg_func *f, bfunc *c, char *why, size_t cap) {
+  memset(c, 0, sizeof *c);
+  c->f = f;
+  const kd_schema *s = f->schema;
+  if (!s) {
+    snprintf(why, cap, "its schema did not parse");
+    return false;
+  }
+  size_t na = kd_schema_num_arguments(s), nr = kd_schema_num_returns(s);
+  if (na > BMAXP || nr > BMAXR) {
+    snprintf(why, cap, "too many arguments or returns for kdgen");
+    return false;
+  }
+  size_t pos = (size_t)snprintf(c->sig, sizeof c->sig, "(");
+  for (size_t i = 0; i < na; i++) {
+    const kd_argument *a = kd_schema_argument(s, i);
+    bparam *p = &c->p[c->np++];
+    b_cname(p->name, sizeof p->name, kd_argument_name(a));
+    p->kind = kdg_ckind_of(kd_argument_type(a));
+    p->arg = a;
+    p->is_out = f->kind == KDG_OUT && kd_argument_is_write(a) && kd_argument_kwarg_only(a);
+    p->scalar_default = p->kind == KDG_C_SCALAR && kd_argument_default(a) != NULL;
+    char t[256];
+    kd_type_format(kd_argument_type(a), t, sizeof t);
+    if (p->kind == KDG_C_VALUE) {
+      snprintf(why, cap, "kdgen cannot pass a '%s' argument ('%s') to a backend kernel", t,
+               kd_argument_name(a));
+      return false;
+    }
+    pos += (size_t)snprintf(c->sig + pos, sizeof c->sig - pos, "%s%s", i ? ", " : "", t);
+  }
+  pos += (size_t)snprintf(c->sig + pos, sizeof c->sig - pos, ") -> %s", nr == 1 ? "" : "(");
+  for (size_t i = 0; i < nr; i++) {
+    const kd_argument *r = kd_schema_return(s, i);
+    bret *cr = &c->r[c->nr++];
+    cr->kind = kdg_ckind_of(kd_argument_type(r));
+    cr->alias_of = -1;
+    const char *set = b_alias_set(r);
+    if (set && kd_argument_is_write(r))
+      for (int j = 0; j < c->np; j++) {
+        const char *aset = b_alias_set(c->p[j].arg);
+        if (aset && !strcmp(aset, set)) cr->alias_of = j;
+      }
+    const char *rn = kd_argument_name(r);
+    if (rn && *rn)
+      b_cname(cr->name, sizeof cr->name, rn);
+    else if (nr == 1)
+      snprintf(cr->name, sizeof cr->name, "out");
+    else
+      snprintf(cr->name, sizeof cr->name, "out%zu", i);
+    for (int j = 0; j < c->np; j++)
+      if (!strcmp(c->p[j].name, cr->name))
+        strncat(cr->name, "_out", sizeof cr->name - strlen(cr->name) - 1);
+    char t[256];
+    kd_type_format(kd_argument_type(r), t, sizeof t);
+    if (cr->alias_of < 0) {
+      c->nouts++;
+      if (!kdg_ctype_of(cr->kind)->ret || cr->kind == KDG_C_VALUE) {
+        snprintf(why, cap, "kdgen cannot return a '%s' from a backend kernel", t);
+        return false;
+      }
+    }
+    pos += (size_t)snprintf(c->sig + pos, sizeof c->sig - pos, "%s%s", i ? ", " : "", t);
+  }
+  snprintf(c->sig + pos, sizeof c->sig - pos, "%s", nr == 1 ? "" : ")");
+  return true;
+}
+
+static void b_param(kdg_buf *b, const char *sep, kdg_ckind kind, const char *name) {
+  const char *t = kdg_ctype_of(kind)->param;
+  kdg_printf(b, "%s%s%s%s", sep, t, t[strlen(t) - 1] == '*' ? "" : " ", name);
+}
+
+/* "kd_tensor *self, ..., kd_tensor **out" */
+static void b_params(kdg_buf *b, const bfunc *c) {
+  int n = 0;
+  for (int i = 0; i < c->np; i++) b_param(b, n++ ? ", " : "", c->p[i].kind, c->p[i].name);
+  for (int i = 0; i < c->nr; i++)
+    if (c->r[i].alias_of < 0)
+      kdg_printf(b, "%s%s%s", n++ ? ", " : "", kdg_ctype_of(c->r[i].kind)->ret, c->r[i].name);
+  if (!n) kdg_printf(b, "void");
+}
+
+static void b_args(kdg_buf *b, const bfunc *c) {
+  int n = 0;
+  for (int i = 0; i < c->np; i++) kdg_printf(b, "%s%s", n++ ? ", " : "", c->p[i].name);
+  for (int i = 0; i < c->nr; i++)
+    if (c->r[i].alias_of < 0) kdg_printf(b, "%s%s", n++ ? ", " : "", c->r[i].name);
+}
+
+/* The expression reading kd_arg a[i] as the parameter's C type. */
+static void b_unpack(kdg_buf *b, const bparam *p, int i) {
+  switch (p->kind) {
+  case KDG_C_TENSOR:
+  case KDG_C_OPT_TENSOR: kdg_printf(b, "a[%d].t", i); break;
+  case KDG_C_TENSOR_LIST:
+  case KDG_C_OPT_TENSOR_LIST:
+    kdg_printf(b, "(kd_tensors){a[%d].tensors.data, a[%d].tensors.size}", i, i);
+    break;
+  case KDG_C_INT: kdg_printf(b, "a[%d].i", i); break;
+  case KDG_C_FLOAT: kdg_printf(b, "a[%d].f", i); break;
+  case KDG_C_BOOL: kdg_printf(b, "a[%d].b", i); break;
+  case KDG_C_SCALAR:
+  case KDG_C_OPT_SCALAR: kdg_printf(b, "a[%d].s", i); break;
+  case KDG_C_DTYPE: kdg_printf(b, "a[%d].dtype", i); break;
+  case KDG_C_LAYOUT: kdg_printf(b, "a[%d].layout", i); break;
+  case KDG_C_DEVICE: kdg_printf(b, "a[%d].device", i); break;
+  case KDG_C_MF: kdg_printf(b, "a[%d].mf", i); break;
+  case KDG_C_OPT_INT: kdg_printf(b, "(a[%d].opt.has ? &a[%d].opt.v.i : NULL)", i, i); break;
+  case KDG_C_OPT_FLOAT: kdg_printf(b, "(a[%d].opt.has ? &a[%d].opt.v.f : NULL)", i, i); break;
+  case KDG_C_OPT_BOOL: kdg_printf(b, "(a[%d].opt.has ? &a[%d].opt.v.b : NULL)", i, i); break;
+  case KDG_C_OPT_DTYPE: kdg_printf(b, "(a[%d].opt.has ? &a[%d].opt.v.dtype : NULL)", i, i); break;
+  case KDG_C_OPT_LAYOUT: kdg_printf(b, "(a[%d].opt.has ? &a[%d].opt.v.layout : NULL)", i, i); break;
+  case KDG_C_OPT_DEVICE: kdg_printf(b, "(a[%d].opt.has ? &a[%d].opt.v.device : NULL)", i, i); break;
+  case KDG_C_OPT_MF: kdg_printf(b, "(a[%d].opt.has ? &a[%d].opt.v.mf : NULL)", i, i); break;
+  case KDG_C_INTS: kdg_printf(b, "(kd_ints){a[%d].ints.data, a[%d].ints.size}", i, i); break;
+  case KDG_C_FLOATS: kdg_printf(b, "(kd_floats){a[%d].floats.data, a[%d].floats.size}", i, i); break;
+  case KDG_C_BOOLS: kdg_printf(b, "(kd_bools){a[%d].bools.data, a[%d].bools.size}", i, i); break;
+  case KDG_C_STR:
+  case KDG_C_OPT_STR: kdg_printf(b, "a[%d].str.data", i); break;
+  case KDG_C_VALUE:
+  case KDG_C_COUNT: kdg_printf(b, "a[%d].value", i); break;
+  }
+}
+
+/* A C expression for a Scalar default ("kd_scalar_int(1LL)"). */
+static bool b_scalar_default(const kd_argument *a, char *buf, size_t cap) {
+  kd_value v;
+  if (kd_argument_default_value(a, &v) != KD_OK) return false;
+  bool ok = true;
+  switch (v.tag) {
+  case KD_VALUE_INT: snprintf(buf, cap, "kd_scalar_int(%lldLL)", (long long)v.u.i); break;
+  case KD_VALUE_DOUBLE: snprintf(buf, cap, "kd_scalar_double(%.17g)", v.u.d); break;
+  case KD_VALUE_BOOL: snprintf(buf, cap, "kd_scalar_bool(%s)", v.u.b ? "true" : "false"); break;
+  case KD_VALUE_SCALAR: {
+    const kd_scalar *s = &v.u.s;
+    kd_dtype dt = kd_scalar_dtype(s);
+    if (dt == KD_BOOL)
+      snprintf(buf, cap, "kd_scalar_bool(%s)", kd_scalar_to_int64(s) ? "true" : "false");
+    else if (kd_dtype_is_integral(dt, false))
+      snprintf(buf, cap, "kd_scalar_int(%lldLL)", (long long)kd_scalar_to_int64(s));
+    else
+      snprintf(buf, cap, "kd_scalar_double(%.17g)", kd_scalar_to_double(s));
+    break;
+  }
+  default: ok = false;
+  }
+  kd_value_destroy(&v);
+  return ok;
+}
+
+static const char *b_precomputed_ctype(const char *schema_type) {
+  if (!strcmp(schema_type, "int") || !strcmp(schema_type, "SymInt")) return "int64_t";
+  if (!strcmp(schema_type, "bool")) return "bool";
+  if (!strcmp(schema_type, "float")) return "double";
+  if (!strcmp(schema_type, "ScalarType")) return "kd_dtype";
+  if (!strcmp(schema_type, "int[]")) return "kd_ints";
+  return NULL;
+}
+
+/* ---- What each entry becomes ------------------------------------------------- */
+
+typedef enum plan_kind {
+  PLAN_NONE,       /* not generated: why[] says why */
+  PLAN_STRUCTURED, /* a structured wrapper: meta + impl */
+  PLAN_KERNEL,     /* an unstructured kernel, called with the entry point's parameters */
+} plan_kind;
+
+typedef struct bplan {
+  const kdg_bentry *e;
+  const kdg_func *f; /* the operator (upstream's, or the backend's new one) */
+  plan_kind kind;
+  char why[600];
+  bfunc c;            /* C view of f */
+  char qualified[300]; /* "aten::add.Tensor" */
+  const char *ns;
+  /* PLAN_KERNEL */
+  char fn[300];
+  bool author; /* the author writes fn */
+  /* PLAN_STRUCTURED */
+  const kdg_func *out;      /* the group's out function (upstream) */
+  const kdg_bentry *oe;     /* the backend's entry of the out function, or NULL */
+  const kdg_func *nout;     /* libkdops' out function (Legacy, LegacyMeta) */
+  bfunc oc;                 /* C view of out */
+  char meta[300], impl[300], pre[300];
+  bool iter, author_meta, author_impl;
+  const kdg_precomputed *precomputed;
+  size_t nprecomputed;
+  char **stubs; /* Legacy: the stubs libkdops' impl calls (native's kd_stubs) */
+  size_t nstubs;
+} bplan;
+
+typedef struct bgen {
+  const kdg_backend *b;
+  const kdg_file *native;
+  kdg_diag *d;
+  bplan *plans;
+  size_t nplans;
+  char key_enum[64];   /* "KD_KEY_PRIVATEUSE1" */
+  char dev_enum[64];   /* "KD_DEVICE_PRIVATEUSE1" */
+  const char *name, *prefix, *ns, *up_ns;
+} bgen;
+
+static void b_note(const bgen *g, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void b_note(const bgen *g, int line, const char *fmt, ...) {
+  if (g->d->max_print && g->d->errors >= g->d->max_print) return;
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "%s:%d: note: ", g->b->path, line);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+}
+
+/* The structured out function of f's group upstream, or NULL. */
+static const kdg_func *b_structured_out(const kdg_func *f) {
+  if (f->structured) return f;
+  if (f->structured_delegate && f->delegate && f->delegate->structured) return f->delegate;
+  return NULL;
+}
+
+static const kdg_bentry *b_entry_of(const kdg_backend *b, const kdg_func *f) {
+  for (size_t i = 0; i < b->nentries; i++)
+    if (b->entries[i].up == f) return &b->entries[i];
+  return NULL;
+}
+
+/* libkdops' kernel of `key` in fn's dispatch, or NULL. */
+static const char *b_kernel_for(const kdg_func *fn, const char *key) {
+  for (size_t i = 0; i < fn->ndispatch; i++)
+    if (!strcmp(fn->dispatch[i].key, key)) return fn->dispatch[i].kernel;
+  return NULL;
+}
+
+/* libkdops' function of the same name and schema as f, or NULL with why[] set. */
+static const kdg_func *b_native_of(const bgen *g, const kdg_func *f, char *why, size_t cap) {
+  if (!g->native) {
+    snprintf(why, cap, "no --native file: kdgen does not know what libkdops implements");
+    return NULL;
+  }
+  const kdg_func *n = kdg_find(g->native, f->qualified);
+  if (!n) {
+    snprintf(why, cap, "libkdops does not implement '%s'", f->qualified);
+    return NULL;
+  }
+  if (strcmp(n->func, f->func)) {
+    snprintf(why, cap, "libkdops' schema of '%s' differs from upstream's: '%s' (%s:%d)",
+             f->qualified, n->func, g->native->path, n->line);
+    return NULL;
+  }
+  return n;
+}
+
+/* The stubs libkdops' impl of out variant n calls (its kd_stubs: list). */
+static char **b_native_stubs(const kdg_func *n, size_t *count) {
+  (void)n;
+  *count = 0; /* until the loader reads kd_stubs: (branch kit) */
+  return NULL;
+}
+
+static void b_plan_structured(bgen *g, bplan *p) {
+  const kdg_bentry *e = p->e;
+  const kdg_func *out = b_structured_out(p->f);
+  if (!out) {
+    snprintf(p->why, sizeof p->why, "'%s' is not in a structured group upstream", p->f->qualified);
+    return;
+  }
+  p->out = out;
+  p->oe = b_entry_of(g->b, out);
+  if (!b_build(out, &p->oc, p->why, sizeof p->why)) return;
+  const kdg_func *ofn = out->group && out->group->functional ? out->group->functional : out;
+  const kdg_bentry *ke = p->oe ? p->oe : e; /* the entry naming the group's kernel */
+  kdg_strategy st = e->strategy;
+  if (st == KDG_STRATEGY_LEGACY || st == KDG_STRATEGY_LEGACY_META) {
+    const kdg_func *n = b_native_of(g, out, p->why, sizeof p->why);
+    if (!n) return;
+    if (!n->structured) {
+      snprintf(p->why, sizeof p->why,
+               "libkdops implements '%s' but not as a structured kernel (%s:%d): its meta cannot be "
+               "reused",
+               out->qualified, g->native->path, n->line);
+      return;
+    }
+    const kdg_func *nfn = n->group && n->group->functional ? n->group->functional : n;
+    p->nout = n;
+    snprintf(p->meta, sizeof p->meta, "kdk_meta_%s", nfn->cname);
+    if (n->nprecomputed) snprintf(p->pre, sizeof p->pre, "kdk_precompute_%s", nfn->cname);
+    p->precomputed = n->precomputed;
+    p->nprecomputed = n->nprecomputed;
+    p->iter = n->structured_inherits && !strcmp(n->structured_inherits, "TensorIteratorBase");
+    if (st == KDG_STRATEGY_LEGACY) {
+      const char *k = b_kernel_for(n, "CPU");
+      if (!k) {
+        snprintf(p->why, sizeof p->why, "libkdops has no CPU impl of '%s' (%s:%d) to reuse",
+                 out->qualified, g->native->path, n->line);
+        return;
+      }
+      snprintf(p->impl, sizeof p->impl, "kdk_native_%s", k);
+      p->stubs = b_native_stubs(n, &p->nstubs);
+    } else {
+      if (!ke->kernel) {
+        snprintf(p->why, sizeof p->why, "no kernel for %s in the group of '%s'", g->b->opts.key,
+                 out->qualified);
+        return;
+      }
+      snprintf(p->impl, sizeof p->impl, "%s%s", g->prefix, ke->kernel);
+      p->author_impl = true;
+    }
+  } else if (st == KDG_STRATEGY_CUSTOMIZED) {
+    if (!ke->kernel) {
+      snprintf(p->why, sizeof p->why, "no kernel for %s in the group of '%s'", g->b->opts.key,
+               out->qualified);
+      return;
+    }
+    snprintf(p->meta, sizeof p->meta, "%smeta_%s", g->prefix, ofn->cname);
+    snprintf(p->impl, sizeof p->impl, "%s%s", g->prefix, ke->kernel);
+    if (ke->nprecomputed) snprintf(p->pre, sizeof p->pre, "%sprecompute_%s", g->prefix, ofn->cname);
+    p->precomputed = ke->precomputed;
+    p->nprecomputed = ke->nprecomputed;
+    p->iter = ke->structured_inherits && !strcmp(ke->structured_inherits, "TensorIteratorBase");
+    p->author_meta = p->author_impl = true;
+    for (size_t i = 0; i < p->nprecomputed; i++)
+      for (size_t q = 0; q < p->precomputed[i].nfields; q++)
+        if (!b_precomputed_ctype(p->precomputed[i].fields[q].type)) {
+          snprintf(p->why, sizeof p->why, "precomputed type '%s' is not supported by kdgen",
+                   p->precomputed[i].fields[q].type);
+          return;
+        }
+  } else {
+    snprintf(p->why, sizeof p->why, "no kernel for %s", g->b->opts.key);
+    return;
+  }
+  /* The entry's arguments must match the out function's inputs one to one. */
+  int nin = 0, cin = 0;
+  for (int i = 0; i < p->oc.np; i++) nin += !p->oc.p[i].is_out;
+  for (int i = 0; i < p->c.np; i++) cin += !p->c.p[i].is_out;
+  if (nin != cin) {
+    snprintf(p->why, sizeof p->why, "'%s' delegates to '%s', whose arguments differ",
+             p->f->qualified, out->qualified);
+    return;
+  }
+  p->kind = PLAN_STRUCTURED;
+}
+
+static void b_plan_kernel(bgen *g, bplan *p) {
+  const kdg_bentry *e = p->e;
+  if (!e->kernel) {
+    snprintf(p->why, sizeof p->why, "no kernel for %s", g->b->opts.key);
+    return;
+  }
+  if (e->strategy == KDG_STRATEGY_LEGACY) {
+    const kdg_func *n = b_native_of(g, p->f, p->why, sizeof p->why);
+    if (!n) return;
+    bool found = false;
+    for (size_t i = 0; i < n->ndispatch; i++)
+      if (!strcmp(n->dispatch[i].kernel, e->kernel)) found = true;
+    if (!found) {
+      snprintf(p->why, sizeof p->why, "libkdops has no kernel '%s' for '%s' (%s:%d)", e->kernel,
+               p->f->qualified, g->native->path, n->line);
+      return;
+    }
+    snprintf(p->fn, sizeof p->fn, "kdk_native_%s", e->kernel);
+  } else {
+    snprintf(p->fn, sizeof p->fn, "%s%s", g->prefix, e->kernel);
+    p->author = true;
+  }
+  p->kind = PLAN_KERNEL;
+}
+
+static void b_plan(bgen *g, bplan *p) {
+  const kdg_bentry *e = p->e;
+  p->f = e->up;
+  p->ns = e->is_new ? g->ns : g->up_ns;
+  if (!p->f) {
+    snprintf(p->why, sizeof p->why, "unresolved");
+    return;
+  }
+  snprintf(p->qualified, sizeof p->qualified, "%s::%s", p->ns, p->f->qualified);
+  if (e->strategy == KDG_STRATEGY_NONE) {
+    snprintf(p->why, sizeof p->why, "no kernel for %s (the entry names only other keys)",
+             g->b->opts.key);
+    return;
+  }
+  if (!b_build(p->f, &p->c, p->why, sizeof p->why)) return;
+  if (e->structured)
+    b_plan_structured(g, p);
+  else
+    b_plan_kernel(g, p);
+}
+
+/* ---- Writers -------------------------------------------------------------------- */
+
+#define B_GENERATED "/* @generated by kdgen from %s. Do not edit. */\n"
+
+static void b_schema_comment(kdg_buf *b, const bplan *p, const kdg_func *f) {
+  kdg_printf(b, "/* %s::%s */\n", p->ns, f->func);
+}
+
+/* meta's parameters after `s` (and `iter`): the inputs, then `pre`. */
+static void b_meta_params(kdg_buf *b, const bplan *p) {
+  kdg_printf(b, "kdk_structured *s%s", p->iter ? ", kdk_iter *iter" : "");
+  for (int i = 0; i < p->oc.np; i++)
+    if (!p->oc.p[i].is_out) b_param(b, ", ", p->oc.p[i].kind, p->oc.p[i].name);
+  if (*p->pre) kdg_printf(b, ", %s *pre", p->pre);
+}
+
+static const kdg_precomputed *b_replaced(const bplan *p, const char *arg) {
+  for (size_t i = 0; i < p->nprecomputed; i++)
+    if (!strcmp(p->precomputed[i].replaces, arg)) return &p->precomputed[i];
+  return NULL;
+}
+
+/* impl's parameters: inputs (precomputed fields in place of what they
+ * replace, "add" lines last), then the outputs. */
+static void b_impl_params(kdg_buf *b, const bplan *p) {
+  kdg_printf(b, "kdk_structured *s%s", p->iter ? ", kdk_iter *iter" : "");
+  for (int i = 0; i < p->oc.np; i++) {
+    if (p->oc.p[i].is_out) continue;
+    const kdg_precomputed *pr = b_replaced(p, kd_argument_name(p->oc.p[i].arg));
+    if (pr) {
+      for (size_t q = 0; q < pr->nfields; q++)
+        kdg_printf(b, ", %s %s", b_precomputed_ctype(pr->fields[q].type), pr->fields[q].name);
+      continue;
+    }
+    b_param(b, ", ", p->oc.p[i].kind, p->oc.p[i].name);
+  }
+  const kdg_precomputed *add = b_replaced(p, "");
+  if (add)
+    for (size_t q = 0; q < add->nfields; q++)
+      kdg_printf(b, ", %s %s", b_precomputed_ctype(add->fields[q].type), add->fields[q].name);
+  for (int i = 0; i < p->oc.np; i++)
+    if (p->oc.p[i].is_out) kdg_printf(b, ", kd_tensor *%s", p->oc.p[i].name);
+}
+
+static void b_upper(char *dst, size_t cap, const char *src) {
+  size_t i = 0;
+  for (; src[i] && i + 1 < cap; i++) {
+    char ch = src[i];
+    dst[i] = (ch >= 'a' && ch <= 'z') ? (char)(ch - 'a' + 'A') : ch;
+  }
+  dst[i] = 0;
+}
+
+static bool b_seen(char **list, size_t n, const char *s) {
+  for (size_t i = 0; i < n; i++)
+    if (!strcmp(list[i], s)) return true;
+  return false;
+}
+
+/* Every stub of the Legacy groups, once, in file order. */
+static size_t b_stubs(const bgen *g, char **list, size_t cap) {
+  size_t n = 0;
+  for (size_t i = 0; i < g->nplans; i++) {
+    const bplan *p = &g->plans[i];
+    if (p->kind != PLAN_STRUCTURED) continue;
+    for (size_t s = 0; s < p->nstubs; s++)
+      if (n < cap && !b_seen(list, n, p->stubs[s])) list[n++] = p->stubs[s];
+  }
+  return n;
+}
+
+static int b_write_functions(bgen *g, const char *out_dir) {
+  kdg_buf b;
+  kdg_buf_init(&b);
+  char guard[256], un[128];
+  b_upper(un, sizeof un, g->name);
+  snprintf(guard, sizeof guard, "KDGEN_%s_FUNCTIONS_H", un);
+  kdg_printf(&b, B_GENERATED "#ifndef %s\n#define %s\n\n", g->b->path, guard, guard);
+  kdg_printf(&b,
+             "/* What the author of the backend \"%s\" writes (docs/CODEGEN.md, \"Backends\").\n"
+             " * Kernels receive borrowed arguments; a `kd_tensor **` output receives one\n"
+             " * reference the caller owns. Every function returns KD_OK, or a status after\n"
+             " * kd_set_error naming the operator. */\n\n"
+             "#include <kd/kd.h>\n#include <kd/backend.h>\n#include <kdk/kdk.h>\n\n"
+             "KD_EXTERN_C_BEGIN\n\n",
+             g->name);
+  kdg_printf(&b,
+             "/* The device: fills *iface, the record the plugin registers for %s (its\n"
+             " * device_type must be %s). Called first by the plugin's init; whatever else\n"
+             " * it registers through `plugin` is released at unload. */\n"
+             "kd_status %sbackend(kd_plugin *plugin, kd_backend_iface *iface);\n"
+             "/* Called by the plugin's fini (after every registration was released), or\n"
+             " * when the plugin's init fails after %sbackend succeeded. */\n"
+             "void %sbackend_fini(void);\n\n",
+             g->b->opts.key, g->dev_enum, g->prefix, g->prefix, g->prefix);
+  char *stubs[512];
+  size_t nstubs = b_stubs(g, stubs, 512);
+  if (nstubs) {
+    kdg_printf(&b, "/* Loops of the dispatch stubs that libkdops' impls of the Legacy groups call,\n"
+                   " * registered for the device by the plugin's init (kdk/stub.h). */\n");
+    for (size_t i = 0; i < nstubs; i++)
+      kdg_printf(&b, "kdk_stub_fn_%s %s%s;\n", stubs[i], g->prefix, stubs[i]);
+    kdg_printf(&b, "\n");
+  }
+  char *done[4096];
+  size_t ndone = 0;
+  for (size_t i = 0; i < g->nplans; i++) {
+    const bplan *p = &g->plans[i];
+    if (p->kind == PLAN_KERNEL && p->author) {
+      if (b_seen(done, ndone, p->fn)) continue;
+      if (ndone < 4096) done[ndone++] = (char *)p->fn;
+      kdg_printf(&b, "/* %s, %s */\n", kdg_strategy_name(p->e->strategy),
+                 p->e->is_new ? "a new operator" : "unstructured");
+      b_schema_comment(&b, p, p->f);
+      kdg_printf(&b, "kd_status %s(", p->fn);
+      b_params(&b, &p->c);
+      kdg_printf(&b, ");\n\n");
+    } else if (p->kind == PLAN_STRUCTURED && (p->author_meta || p->author_impl)) {
+      if (b_seen(done, ndone, p->impl)) continue;
+      if (ndone < 4096) done[ndone++] = (char *)p->impl;
+      kdg_printf(&b, "/* %s: %s */\n", kdg_strategy_name(p->e->strategy),
+                 p->author_meta ? "the backend's meta and impl" : "upstream meta, the backend's impl");
+      b_schema_comment(&b, p, p->out);
+      if (p->author_meta) {
+        if (*p->pre) {
+          kdg_printf(&b, "typedef struct %s {\n", p->pre);
+          for (size_t k = 0; k < p->nprecomputed; k++)
+            for (size_t q = 0; q < p->precomputed[k].nfields; q++)
+              kdg_printf(&b, "  %s %s;\n", b_precomputed_ctype(p->precomputed[k].fields[q].type),
+                         p->precomputed[k].fields[q].name);
+          kdg_printf(&b, "} %s;\n", p->pre);
+        }
+        kdg_printf(&b, "kd_status %s(", p->meta);
+        b_meta_params(&b, p);
+        kdg_printf(&b, ");\n");
+      }
+      kdg_printf(&b, "kd_status %s(", p->impl);
+      b_impl_params(&b, p);
+      kdg_printf(&b, ");\n\n");
+    }
+  }
+  kdg_printf(&b, "KD_EXTERN_C_END\n\n#endif\n");
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s_functions.h", out_dir, g->name);
+  int rc = kdg_write_file(path, &b, g->d);
+  kdg_buf_free(&b);
+  return rc;
+}
+
+/* The C function the adapter and the direct call use. */
+static void b_target(const bgen *g, const bplan *p, char *dst, size_t cap) {
+  if (p->kind == PLAN_STRUCTURED)
+    snprintf(dst, cap, "%s__s_%s", g->name, p->f->cname);
+  else
+    snprintf(dst, cap, "%s", p->fn);
+}
+
+static void b_emit_structured(const bgen *g, kdg_buf *b, const bplan *p) {
+  const bfunc *c = &p->c;
+  const kdg_func *f = p->f;
+  int nout = 0;
+  for (int i = 0; i < p->oc.np; i++) nout += p->oc.p[i].is_out;
+  const char *mode = f->kind == KDG_INPLACE ? "KDK_STRUCTURED_INPLACE"
+                     : f->kind == KDG_OUT   ? "KDK_STRUCTURED_OUT"
+                                            : "KDK_STRUCTURED_FUNCTIONAL";
+  char fn[400];
+  b_target(g, p, fn, sizeof fn);
+  kdg_printf(b, "/* %s: %s + %s */\nstatic kd_status %s(", kdg_strategy_name(p->e->strategy), p->meta,
+             p->impl, fn);
+  b_params(b, c);
+  kdg_printf(b, ") {\n");
+  if (f->kind == KDG_INPLACE) {
+    kdg_printf(b, "  kd_tensor *kd__given[1] = {%s};\n", c->p[0].name);
+  } else if (f->kind == KDG_OUT) {
+    kdg_printf(b, "  kd_tensor *kd__given[%d] = {", nout);
+    int n = 0;
+    for (int i = 0; i < c->np; i++)
+      if (c->p[i].is_out) kdg_printf(b, "%s%s", n++ ? ", " : "", c->p[i].name);
+    kdg_printf(b, "};\n");
+  }
+  /* The device of functional outputs: the first tensor input's. */
+  int first = -1;
+  for (int i = 0; i < c->np && first < 0; i++)
+    if (!c->p[i].is_out && c->p[i].kind == KDG_C_TENSOR) first = i;
+  if (first >= 0)
+    kdg_printf(b, "  kd_device kd__dev = kd_tensor_device(%s);\n", c->p[first].name);
+  else
+    kdg_printf(b, "  kd_device kd__dev = kd_current_device(%s);\n", g->dev_enum);
+  kdg_printf(b, "  kdk_structured kd__s;\n  kdk_structured_init(&kd__s, \"%s\", %s, %d, %s, kd__dev);\n",
+             p->qualified, mode, nout, f->kind == KDG_FUNCTIONAL ? "NULL" : "kd__given");
+  if (p->iter) kdg_printf(b, "  kdk_iter kd__it;\n  kdk_iter_init(&kd__it, &kd__s);\n");
+  if (*p->pre) kdg_printf(b, "  %s kd__pre;\n", p->pre);
+  kdg_printf(b, "  kd_status kd__st = %s(&kd__s%s", p->meta, p->iter ? ", &kd__it" : "");
+  for (int i = 0; i < c->np; i++)
+    if (!c->p[i].is_out) kdg_printf(b, ", %s", c->p[i].name);
+  if (*p->pre) kdg_printf(b, ", &kd__pre");
+  kdg_printf(b, ");\n");
+  kdg_printf(b, "  if (!kd__st) kd__st = %s(&kd__s%s", p->impl, p->iter ? ", &kd__it" : "");
+  int q = 0;
+  for (int i = 0; i < p->oc.np; i++) {
+    if (p->oc.p[i].is_out) continue;
+    int cp = -1, seen = 0;
+    for (int j = 0; j < c->np; j++)
+      if (!c->p[j].is_out && seen++ == q) cp = j;
+    q++;
+    const kdg_precomputed *pr = b_replaced(p, kd_argument_name(p->oc.p[i].arg));
+    if (pr) {
+      for (size_t k = 0; k < pr->nfields; k++) kdg_printf(b, ", kd__pre.%s", pr->fields[k].name);
+      continue;
+    }
+    kdg_printf(b, ", %s", c->p[cp].name);
+  }
+  const kdg_precomputed *add = b_replaced(p, "");
+  if (add)
+    for (size_t k = 0; k < add->nfields; k++) kdg_printf(b, ", kd__pre.%s", add->fields[k].name);
+  for (int o = 0; o < nout; o++) kdg_printf(b, ", kdk_structured_output(&kd__s, %d)", o);
+  kdg_printf(b, ");\n");
+  if (p->iter) kdg_printf(b, "  if (!kd__st) kd__st = kdk_iter_finish(&kd__it);\n");
+  kdg_printf(b, "  if (!kd__st) kd__st = kdk_structured_finish(&kd__s);\n");
+  if (p->iter) kdg_printf(b, "  kdk_iter_release(&kd__it);\n");
+  if (f->kind == KDG_FUNCTIONAL) {
+    kdg_printf(b, "  kd_tensor *kd__take[%d];\n", nout);
+    kdg_printf(b, "  kdk_structured_release(&kd__s, kd__st ? NULL : kd__take);\n");
+    kdg_printf(b, "  if (kd__st) return kd__st;\n");
+    int o = 0;
+    for (int r = 0; r < c->nr; r++)
+      if (c->r[r].alias_of < 0) kdg_printf(b, "  *%s = kd__take[%d];\n", c->r[r].name, o++);
+    kdg_printf(b, "  return KD_OK;\n}\n\n");
+  } else {
+    kdg_printf(b, "  kdk_structured_release(&kd__s, NULL);\n  return kd__st;\n}\n\n");
+  }
+}
+
+/* The kd_unboxed_fn adapter of a plan. */
+static void b_emit_adapter(const bgen *g, kdg_buf *b, const bplan *p, size_t idx) {
+  const bfunc *c = &p->c;
+  char fn[400];
+  b_target(g, p, fn, sizeof fn);
+  kdg_printf(b, "static kd_status %s__u%zu(const kd_call *call, const kd_arg *a, kd_value *r) {\n",
+             g->name, idx);
+  kdg_printf(b, "  (void)call;\n");
+  if (!c->np) kdg_printf(b, "  (void)a;\n");
+  if (!c->nr) kdg_printf(b, "  (void)r;\n");
+  for (int i = 0; i < c->np; i++) {
+    char expr[128];
+    if (c->p[i].scalar_default && b_scalar_default(c->p[i].arg, expr, sizeof expr))
+      kdg_printf(b, "  kd_scalar kd__d%d = %s;\n", i, expr);
+  }
+  for (int i = 0; i < c->nr; i++) {
+    if (c->r[i].alias_of >= 0) continue;
+    switch (c->r[i].kind) {
+    case KDG_C_TENSOR:
+    case KDG_C_OPT_TENSOR: kdg_printf(b, "  kd_tensor *kd__o%d = NULL;\n", i); break;
+    case KDG_C_INT: kdg_printf(b, "  int64_t kd__o%d = 0;\n", i); break;
+    case KDG_C_FLOAT: kdg_printf(b, "  double kd__o%d = 0;\n", i); break;
+    case KDG_C_BOOL: kdg_printf(b, "  bool kd__o%d = false;\n", i); break;
+    default: kdg_printf(b, "  kd_scalar kd__o%d = kd_scalar_int(0);\n", i); break;
+    }
+  }
+  kdg_printf(b, "  kd_status kd__st = %s(", fn);
+  int n = 0;
+  for (int i = 0; i < c->np; i++) {
+    kdg_printf(b, "%s", n++ ? ", " : "");
+    char expr[128];
+    if (c->p[i].scalar_default && b_scalar_default(c->p[i].arg, expr, sizeof expr))
+      kdg_printf(b, "a[%d].s ? a[%d].s : &kd__d%d", i, i, i);
+    else
+      b_unpack(b, &c->p[i], i);
+  }
+  for (int i = 0; i < c->nr; i++)
+    if (c->r[i].alias_of < 0) kdg_printf(b, "%s&kd__o%d", n++ ? ", " : "", i);
+  kdg_printf(b, ");\n  if (kd__st) return kd__st;\n");
+  for (int i = 0; i < c->nr; i++) {
+    const bret *cr = &c->r[i];
+    if (cr->alias_of >= 0) {
+      kdg_printf(b, "  r[%d] = kd_value_tensor_borrowed(a[%d].t);\n", i, cr->alias_of);
+      continue;
+    }
+    switch (cr->kind) {
+    case KDG_C_TENSOR:
+    case KDG_C_OPT_TENSOR:
+      kdg_printf(b, "  r[%d] = kd_value_tensor(kd__o%d); /* takes its own reference */\n", i, i);
+      kdg_printf(b, "  kd_tensor_release(kd__o%d);\n", i);
+      break;
+    case KDG_C_INT: kdg_printf(b, "  r[%d] = kd_value_int(kd__o%d);\n", i, i); break;
+    case KDG_C_FLOAT: kdg_printf(b, "  r[%d] = kd_value_double(kd__o%d);\n", i, i); break;
+    case KDG_C_BOOL: kdg_printf(b, "  r[%d] = kd_value_bool(kd__o%d);\n", i, i); break;
+    default: kdg_printf(b, "  r[%d] = kd_value_scalar(kd__o%d);\n", i, i); break;
+    }
+  }
+  kdg_printf(b, "  return KD_OK;\n}\n\n");
+}
+
+/* The direct call kd_<name>_<cname>: outputs checked, Scalar defaults filled. */
+static void b_emit_direct(const bgen *g, kdg_buf *b, kdg_buf *h, const bplan *p) {
+  const bfunc *c = &p->c;
+  char fn[400], dname[400];
+  b_target(g, p, fn, sizeof fn);
+  snprintf(dname, sizeof dname, "kd_%s_%s", g->name, p->f->cname);
+  b_schema_comment(h, p, p->f);
+  kdg_printf(h, "kd_status %s(", dname);
+  b_params(h, c);
+  kdg_printf(h, ");\n");
+  kdg_printf(b, "kd_status %s(", dname);
+  b_params(b, c);
+  kdg_printf(b, ") {\n");
+  for (int i = 0; i < c->nr; i++) {
+    if (c->r[i].alias_of >= 0) continue;
+    kdg_printf(b, "  if (!%s) return kd_set_error(KD_EINVAL, \"%s: NULL output '%s'\");\n",
+               c->r[i].name, dname, c->r[i].name);
+    if (c->r[i].kind == KDG_C_TENSOR || c->r[i].kind == KDG_C_OPT_TENSOR)
+      kdg_printf(b, "  *%s = NULL;\n", c->r[i].name);
+  }
+  for (int i = 0; i < c->np; i++) {
+    char expr[128];
+    if (!c->p[i].scalar_default || !b_scalar_default(c->p[i].arg, expr, sizeof expr)) continue;
+    kdg_printf(b, "  kd_scalar kd__d%d;\n  if (!%s) {\n    kd__d%d = %s;\n    %s = &kd__d%d;\n  }\n",
+               i, c->p[i].name, i, expr, c->p[i].name, i);
+  }
+  kdg_printf(b, "  return %s(", fn);
+  b_args(b, c);
+  kdg_printf(b, ");\n}\n\n");
+}
+
+static int b_write_plugin(bgen *g, const char *out_dir) {
+  kdg_buf b, h;
+  kdg_buf_init(&b);
+  kdg_buf_init(&h);
+  char guard[256], un[128];
+  b_upper(un, sizeof un, g->name);
+  snprintf(guard, sizeof guard, "KDGEN_%s_DIRECT_H", un);
+  kdg_printf(&h, B_GENERATED "#ifndef %s\n#define %s\n\n", g->b->path, guard, guard);
+  kdg_printf(&h,
+             "/* Direct calls of the backend \"%s\"'s kernels, without the dispatcher, for\n"
+             " * the plugin's own code (not exported). Arguments are borrowed; a\n"
+             " * `kd_tensor **` output receives one reference the caller owns; a NULL\n"
+             " * `const kd_scalar *` for a Scalar with a default means the default. On error\n"
+             " * the status says why and tensor outputs are NULL. */\n\n"
+             "#include <kd/kd.h>\n#include <kdk/kdk.h>\n\nKD_EXTERN_C_BEGIN\n\n",
+             g->name);
+  kdg_printf(&b, B_GENERATED, g->b->path);
+  kdg_printf(&b,
+             "/* The backend \"%s\" for %s: wrappers, registration, plugin entry point\n"
+             " * (docs/CODEGEN.md, \"Backends\"). */\n"
+             "#include <string.h>\n\n#include <kd/kd.h>\n#include <kd/backend.h>\n#include <kdk/kdk.h>\n\n"
+             "#include \"%s_direct.h\"\n#include \"%s_functions.h\"\n\n",
+             g->name, g->b->opts.key, g->name, g->name);
+  /* Wrappers and adapters. */
+  for (size_t i = 0; i < g->nplans; i++) {
+    const bplan *p = &g->plans[i];
+    if (p->kind == PLAN_NONE) continue;
+    b_schema_comment(&b, p, p->f);
+    if (p->kind == PLAN_STRUCTURED) b_emit_structured(g, &b, p);
+    b_emit_adapter(g, &b, p, i);
+  }
+  /* Direct calls. */
+  kdg_printf(&b, "/* ---- Direct calls (%s_direct.h) ---- */\n\n", g->name);
+  for (size_t i = 0; i < g->nplans; i++)
+    if (g->plans[i].kind != PLAN_NONE) b_emit_direct(g, &b, &h, &g->plans[i]);
+  /* Registration tables. */
+  kdg_printf(&b, "/* ---- Registration ---- */\n\n");
+  kdg_printf(&b, "typedef struct %s__impl {\n  int ns; /* 0: %s, 1: %s */\n  const char *name;\n"
+                 "  const char *signature;\n  kd_unboxed_fn fn;\n  const char *where;\n} %s__impl;\n\n",
+             g->name, g->up_ns, g->ns, g->name);
+  size_t ndefs = 0, nimpls = 0;
+  kdg_printf(&b, "static const char *const %s__defs[] = {\n", g->name);
+  for (size_t i = 0; i < g->nplans; i++) {
+    const bplan *p = &g->plans[i];
+    if (p->kind == PLAN_NONE || !p->e->is_new) continue;
+    kdg_printf(&b, "    \"%s\",\n", p->f->func);
+    ndefs++;
+  }
+  if (!ndefs) kdg_printf(&b, "    NULL,\n");
+  kdg_printf(&b, "};\n\nstatic const %s__impl %s__impls[] = {\n", g->name, g->name);
+  for (size_t i = 0; i < g->nplans; i++) {
+    const bplan *p = &g->plans[i];
+    if (p->kind == PLAN_NONE) continue;
+    kdg_printf(&b, "    {%d, \"%s\", \"%s\", %s__u%zu, \"%s:%d\"},\n", p->e->is_new ? 1 : 0,
+               p->f->qualified, p->c.sig, g->name, i, g->b->path, p->e->line);
+    nimpls++;
+  }
+  if (!nimpls) kdg_printf(&b, "    {0, NULL, NULL, NULL, NULL},\n");
+  kdg_printf(&b, "};\n\n");
+  char *stubs[512];
+  size_t nstubs = b_stubs(g, stubs, 512);
+  kdg_printf(&b, "static size_t %s__nstubs_registered;\n\n", g->name);
+  kdg_printf(&b, "/* The device loops of the stubs, in registration order. */\n");
+  kdg_printf(&b, "static kdk_stub *%s__stub(size_t i, kdk_stub_fn *fn) {\n  switch (i) {\n", g->name);
+  for (size_t i = 0; i < nstubs; i++)
+    kdg_printf(&b, "  case %zu: *fn = (kdk_stub_fn)%s%s; return &KDK_STUB_OBJECT(%s);\n", i, g->prefix,
+               stubs[i], stubs[i]);
+  kdg_printf(&b, "  default: (void)fn; return NULL;\n  }\n}\n\n");
+  kdg_printf(&b,
+             "static void %s__unregister_stubs(void) {\n"
+             "  while (%s__nstubs_registered) {\n"
+             "    kdk_stub_fn fn;\n"
+             "    kdk_stub_unregister_device(%s__stub(--%s__nstubs_registered, &fn), %s);\n"
+             "  }\n}\n\n",
+             g->name, g->name, g->name, g->name, g->dev_enum);
+  kdg_printf(
+      &b,
+      "static kd_status %s__register(kd_plugin *plugin) {\n"
+      "  kd_backend_iface iface;\n"
+      "  memset(&iface, 0, sizeof iface);\n"
+      "  kd_status st = %sbackend(plugin, &iface);\n"
+      "  if (st) return st;\n"
+      "  if (iface.device_type != %s)\n"
+      "    return kd_set_error(KD_EINVAL, \"%s: %sbackend gave device type %%d: expected %s (%%d)\",\n"
+      "                        (int)iface.device_type, (int)%s);\n"
+      "  if ((st = kd_plugin_backend(plugin, &iface, NULL))) return st;\n"
+      "  kd_library *libs[2] = {NULL, NULL};\n",
+      g->name, g->prefix, g->dev_enum, g->name, g->prefix, g->dev_enum, g->dev_enum);
+  if (ndefs) {
+    kdg_printf(&b,
+               "  kd_library *def;\n"
+               "  if ((st = kd_plugin_library(plugin, KD_LIBRARY_DEF, \"%s\", KD_KEY_UNDEFINED, &def)))\n"
+               "    return st;\n"
+               "  for (size_t i = 0; i < %zu; i++)\n"
+               "    if ((st = kd_library_def(def, %s__defs[i], NULL, 0, NULL))) return st;\n",
+               g->ns, ndefs, g->name);
+  }
+  kdg_printf(&b,
+             "  static const char *const nss[2] = {\"%s\", \"%s\"};\n"
+             "  for (size_t i = 0; i < %zu; i++) {\n"
+             "    const %s__impl *x = &%s__impls[i];\n"
+             "    if (!libs[x->ns] &&\n"
+             "        (st = kd_plugin_library(plugin, KD_LIBRARY_IMPL, nss[x->ns], %s, &libs[x->ns])))\n"
+             "      return st;\n"
+             "    kd_kernel k;\n"
+             "    memset(&k, 0, sizeof k);\n"
+             "    k.api_version = KD_KERNEL_API_VERSION;\n"
+             "    k.kind = KD_KERNEL_FUNCTION;\n"
+             "    k.unboxed = x->fn;\n"
+             "    k.signature = x->signature;\n"
+             "    k.debug = x->where;\n"
+             "    if ((st = kd_library_impl(libs[x->ns], x->name, &k, NULL))) return st;\n"
+             "  }\n",
+             g->up_ns, g->ns, nimpls, g->name, g->name, g->key_enum);
+  kdg_printf(&b,
+             "  for (size_t i = 0; i < %zu; i++) {\n"
+             "    kdk_stub_fn fn;\n"
+             "    kdk_stub *stub = %s__stub(i, &fn);\n"
+             "    if ((st = kdk_stub_register_device(stub, %s, fn))) return st;\n"
+             "    %s__nstubs_registered++;\n"
+             "  }\n"
+             "  return KD_OK;\n}\n\n",
+             nstubs, g->name, g->dev_enum, g->name);
+  kdg_printf(&b,
+             "static bool %s__author_up;\n\n"
+             "static kd_status %s__init(kd_plugin *plugin) {\n"
+             "  kd_status st = %s__register(plugin);\n"
+             "  %s__author_up = true;\n"
+             "  if (st) {\n"
+             "    %s__unregister_stubs();\n"
+             "    %sbackend_fini();\n"
+             "  }\n"
+             "  return st;\n}\n\n"
+             "static void %s__fini(kd_plugin *plugin) {\n"
+             "  (void)plugin;\n"
+             "  %s__unregister_stubs();\n"
+             "  %sbackend_fini();\n}\n\n"
+             "static const kd_plugin_desc %s__desc = {KD_PLUGIN_API_VERSION, \"%s\", %s__init, %s__fini};\n\n"
+             "KD_PLUGIN(%s__desc)\n",
+             g->name, g->name, g->name, g->name, g->name, g->prefix, g->name, g->name, g->prefix,
+             g->name, g->name, g->name, g->name, g->name);
+  kdg_printf(&h, "\nKD_EXTERN_C_END\n\n#endif\n");
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s_plugin.c", out_dir, g->name);
+  int rc = kdg_write_file(path, &b, g->d);
+  snprintf(path, sizeof path, "%s/%s_direct.h", out_dir, g->name);
+  if (kdg_write_file(path, &h, g->d)) rc = -1;
+  kdg_buf_free(&b);
+  kdg_buf_free(&h);
+  return rc;
+}
+
+/* Keys of an entry other than the main one, with why they are not generated. */
+static void b_other_keys(const bgen *g, const bplan *p, kdg_buf *list) {
+  const kdg_bentry *e = p->e;
+  for (size_t i = 0; i < e->ndispatch; i++) {
+    const char *key = e->dispatch[i].key;
+    if (!strcmp(key, g->b->opts.key)) continue;
+    bool dup = false;
+    for (size_t j = 0; j < i; j++)
+      if (!strcmp(e->dispatch[j].key, key)) dup = true;
+    if (dup) continue;
+    kd_dispatch_key k;
+    const char *why = kd_dispatch_key_from_name(key, &k) == KD_OK
+                          ? "it is not the backend's key (kdgen generates one key per backend)"
+                          : "the runtime has no layout (no dispatch key) for it";
+    b_note(g, e->dispatch[i].line, "'%s': key '%s' is not generated: %s", e->written, key, why);
+    kdg_printf(list, "%s %s not generated: key %s: %s\n", e->written,
+               kdg_strategy_name(e->strategy), key, why);
+  }
+}
+
+static int b_write_entries(bgen *g, const char *out_dir) {
+  kdg_buf b;
+  kdg_buf_init(&b);
+  size_t ok = 0;
+  for (size_t i = 0; i < g->nplans; i++) ok += g->plans[i].kind != PLAN_NONE;
+  kdg_printf(&b, "# @generated by kdgen from %s: %zu entries, %zu generated, %zu not\n", g->b->path,
+             g->nplans, ok, g->nplans - ok);
+  for (size_t i = 0; i < g->nplans; i++) {
+    const bplan *p = &g->plans[i];
+    const kdg_bentry *e = p->e;
+    const char *kind = e->structured ? "structured" : "unstructured";
+    if (p->kind == PLAN_NONE) {
+      kdg_printf(&b, "%s %s %s not generated: %s\n", e->written, kdg_strategy_name(e->strategy), kind,
+                 p->why);
+    } else if (p->kind == PLAN_STRUCTURED) {
+      kdg_printf(&b, "%s %s %s generated: meta %s, impl %s", e->written,
+                 kdg_strategy_name(e->strategy), kind, p->meta, p->impl);
+      for (size_t s = 0; s < p->nstubs; s++)
+        kdg_printf(&b, "%s%s%s", s ? ", " : ", stubs ", g->prefix, p->stubs[s]);
+      kdg_printf(&b, "\n");
+    } else {
+      kdg_printf(&b, "%s %s %s generated: kernel %s%s\n", e->written, kdg_strategy_name(e->strategy),
+                 kind, p->fn, e->is_new ? " (new operator)" : "");
+    }
+    b_other_keys(g, p, &b);
+  }
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s_entries.txt", out_dir, g->name);
+  int rc = kdg_write_file(path, &b, g->d);
+  kdg_buf_free(&b);
+  return rc;
+}
+
+int kdg_generate_backend(const kdg_backend *b, const kdg_file *native, const char *out_dir,
+                         kdg_diag *d) {
+  size_t before = d->errors;
+  bgen g;
+  memset(&g, 0, sizeof g);
+  g.b = b;
+  g.native = native;
+  g.d = d;
+  g.name = b->opts.name;
+  g.prefix = b->opts.prefix;
+  g.ns = b->opts.ns;
+  g.up_ns = "aten";
+  const char *key = b->opts.key;
+  if (strcmp(key, "PrivateUse1") && strcmp(key, "PrivateUse2") && strcmp(key, "PrivateUse3")) {
+    kdg_error(d, b->path, 0,
+              "the backend's key '%s' cannot be generated: a plugin backend claims PrivateUse1, "
+              "PrivateUse2 or PrivateUse3",
+              key);
+    return -1;
+  }
+  char uk[32];
+  b_upper(uk, sizeof uk, key);
+  snprintf(g.key_enum, sizeof g.key_enum, "KD_KEY_%s", uk);
+  snprintf(g.dev_enum, sizeof g.dev_enum, "KD_DEVICE_%s", uk);
+  g.nplans = b->nentries;
+  g.plans = kd_host_calloc(g.nplans ? g.nplans : 1, sizeof(bplan));
+  if (!g.plans) {
+    kdg_error(d, b->path, 0, "out of memory");
+    return -1;
+  }
+  for (size_t i = 0; i < g.nplans; i++) {
+    bplan *p = &g.plans[i];
+    p->e = &b->entries[i];
+    b_plan(&g, p);
+    if (p->kind == PLAN_NONE)
+      b_note(&g, p->e->line, "'%s' (%s) is not generated: %s", p->e->written,
+             kdg_strategy_name(p->e->strategy), p->why);
+  }
+  /* Two entries whose author functions share a name must agree on the signature:
+   * kdgen declares it once (a C compiler would catch a conflict anyway). */
+  if (d->errors == before) {
+    b_write_functions(&g, out_dir);
+    b_write_plugin(&g, out_dir);
+    b_write_entries(&g, out_dir);
+  }
+  kd_host_free(g.plans);
+  return d->errors == before ? 0 : -1;
+}
