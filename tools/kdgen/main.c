@@ -3,7 +3,7 @@
  * the operator library (docs/CODEGEN.md).
  *
  *   kdgen --validate [--tags TAGS.yaml] FILE.yaml
- *   kdgen [--tags TAGS.yaml] --out DIR FILE.yaml
+ *   kdgen [--tags TAGS.yaml] [--namespace NS] --out DIR FILE.yaml
  *
  * Errors go to stderr as "FILE:LINE: error: reason"; the exit status is 0
  * when there were none, 1 otherwise, 2 for bad usage.
@@ -17,16 +17,17 @@
 static int usage(FILE *to) {
   fprintf(to,
           "usage: kdgen --validate [--tags TAGS.yaml] FILE.yaml\n"
-          "       kdgen [--tags TAGS.yaml] --out DIR FILE.yaml\n"
+          "       kdgen [--tags TAGS.yaml] [--namespace NS] --out DIR FILE.yaml\n"
           "Reads operator declarations in PyTorch's native_functions.yaml format.\n"
           "  --validate   check the file (keys, schemas, groups, tags) and write nothing\n"
           "  --tags FILE  the tags an entry may use (tags.yaml format)\n"
-          "  --out DIR    write the generated C under DIR\n");
+          "  --out DIR    write the generated C under DIR\n"
+          "  --namespace NS  the operators' namespace (default: aten)\n");
   return to == stdout ? 0 : 2;
 }
 
 int main(int argc, char **argv) {
-  const char *tags = NULL, *out = NULL, *file = NULL;
+  const char *tags = NULL, *out = NULL, *file = NULL, *ns = "aten";
   int validate = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return usage(stdout);
@@ -34,6 +35,8 @@ int main(int argc, char **argv) {
       validate = 1;
     } else if (!strcmp(argv[i], "--tags") && i + 1 < argc) {
       tags = argv[++i];
+    } else if (!strcmp(argv[i], "--namespace") && i + 1 < argc) {
+      ns = argv[++i];
     } else if (!strcmp(argv[i], "--out") && i + 1 < argc) {
       out = argv[++i];
     } else if (argv[i][0] == '-' || file) {
@@ -49,7 +52,7 @@ int main(int argc, char **argv) {
   kdg_file f;
   int rc = kdg_load(file, tags, &f, &diag);
   if (rc == 0) rc = kdg_validate(&f, &diag);
-  if (rc == 0 && !validate) rc = kdg_generate(&f, out, &diag);
+  if (rc == 0 && !validate) rc = kdg_generate(&f, ns, out, &diag);
   if (validate && diag.errors == 0)
     printf("%s: %zu entries, %zu groups, no errors\n", file, f.nfuncs, f.ngroups);
   if (diag.errors) fprintf(stderr, "kdgen: %zu error%s\n", diag.errors, diag.errors == 1 ? "" : "s");
