@@ -115,7 +115,9 @@ bool kdg_build_cfunc(const kdg_func *f, const char *ns, kdg_cfunc *c, kdg_diag *
       if (!kdg_ctype_of(cr->kind)->ret) {
         char t[256];
         kd_type_format(kd_argument_type(r), t, sizeof t);
-        kdg_error(d, path, f->line, "'%s': kdgen cannot return a '%s' yet", f->func, t);
+        /* Not an error: the rest of the file generates (PyTorch's own has
+         * a few such operators). */
+        kdg_note(d, path, f->line, "'%s': not generated: kdgen cannot return a '%s'", f->qualified, t);
         return false;
       }
     }
@@ -176,6 +178,9 @@ typedef struct gen_ctx {
   const char *ns; /* the operators' namespace: "aten" */
   kdg_diag *d;
   kdg_cfunc *cf; /* one per function, in file order */
+  /* Backends with direct calls (kd_<name>_<cname>): CPU and Meta, and every
+   * backend key a dispatch table of the file names, in backend_names order. */
+  bool backend_used[6];
 } gen_ctx;
 
 static bool key_known(const char *key) {
@@ -183,10 +188,37 @@ static bool key_known(const char *key) {
   return kd_dispatch_key_from_name(key, &k) == KD_OK;
 }
 
+/* The direct-call name of a runtime backend key ("CPU" -> "cpu",
+ * "PrivateUse1" -> "privateuse1"); "" for any other key (alias keys, keys the
+ * runtime lacks). */
+static const char *const backend_names[][2] = {{"CPU", "cpu"},
+                                               {"CUDA", "cuda"},
+                                               {"Meta", "meta"},
+                                               {"PrivateUse1", "privateuse1"},
+                                               {"PrivateUse2", "privateuse2"},
+                                               {"PrivateUse3", "privateuse3"}};
+#define NBACKENDS (sizeof backend_names / sizeof backend_names[0])
+
 static const char *backend_of(const char *key) {
-  if (!strcmp(key, "CPU")) return "cpu";
-  if (!strcmp(key, "Meta")) return "meta";
+  kd_dispatch_key k;
+  if (kd_dispatch_key_from_name(key, &k) != KD_OK || !(kd_keyset_of(k) & kd_keyset_backends()))
+    return "";
+  for (size_t i = 0; i < NBACKENDS; i++)
+    if (!strcmp(backend_names[i][0], key)) return backend_names[i][1];
   return "";
+}
+
+/* Why a key of torchgen's that kdispatch lacks is not generated: "sparse COO
+ * layout" in "SparseCPU has no sparse COO layout in kdispatch". */
+static const char *missing_reason(const char *key) {
+  if (!strncmp(key, "SparseCsr", 9)) return "sparse compressed layout";
+  if (!strncmp(key, "Sparse", 6)) return "sparse COO layout";
+  if (!strncmp(key, "Quantized", 9)) return "quantized tensors";
+  if (strstr(key, "NestedTensor")) return "nested tensors";
+  if (!strncmp(key, "Mkldnn", 6)) return "MKL-DNN layout";
+  if (!strcmp(key, "MPS")) return "MPS device type";
+  if (!strcmp(key, "ZeroTensor")) return "ZeroTensor key";
+  return "dispatch key of that name";
 }
 
 /* The structured group's out function when f is structured or delegates. */
@@ -240,7 +272,7 @@ static int targets_of(const gen_ctx *g, const kdg_func *f, target *t, int cap) {
     bool meta = false;
     for (size_t i = 0; i < out->ndispatch && n < cap; i++) {
       const char *key = out->dispatch[i].key;
-      if (!key_known(key) || !strcmp(backend_of(key), "")) continue;
+      if (!*backend_of(key)) continue; /* a key without a runtime layout: a note */
       if (!strcmp(key, "Meta")) meta = true;
       target *x = &t[n++];
       snprintf(x->key, sizeof x->key, "%s", key);
@@ -271,7 +303,7 @@ static int targets_of(const gen_ctx *g, const kdg_func *f, target *t, int cap) {
   }
   for (size_t i = 0; i < f->ndispatch && n < cap; i++) {
     const char *key = key_for(f->dispatch[i].key);
-    if (!key_known(key)) continue;
+    if (!key_known(key)) continue; /* a key without a runtime layout: a note */
     bool dup = false;
     for (int j = 0; j < n; j++)
       if (!strcmp(t[j].key, key)) dup = true;
@@ -289,8 +321,7 @@ static int targets_of(const gen_ctx *g, const kdg_func *f, target *t, int cap) {
 
 /* The C function a direct call for `backend` uses: the backend's own kernel,
  * else a composite one. NULL when there is none. */
-static const target *direct_target(const target *t, int n, const char *backend) {
-  const char *key = !strcmp(backend, "cpu") ? "CPU" : "Meta";
+static const target *direct_target(const target *t, int n, const char *key) {
   for (int i = 0; i < n; i++)
     if (!strcmp(t[i].key, key)) return &t[i];
   for (int i = 0; i < n; i++)
@@ -449,6 +480,7 @@ void kdg_emit_check_outs(kdg_buf *b, const kdg_cfunc *c, const char *fname) {
                c->r[i].name, fname, c->r[i].name);
     if (c->r[i].kind == KDG_C_TENSOR || c->r[i].kind == KDG_C_OPT_TENSOR)
       kdg_printf(b, "  *%s = NULL;\n", c->r[i].name);
+    if (c->r[i].kind == KDG_C_TENSOR_LIST) kdg_printf(b, "  *%s = (kd_tensor_list){NULL, 0};\n", c->r[i].name);
   }
 }
 
@@ -456,6 +488,7 @@ static const char *kdg_ret_fn(kdg_ckind k) {
   switch (k) {
   case KDG_C_TENSOR:
   case KDG_C_OPT_TENSOR: return "kd__ret_tensor";
+  case KDG_C_TENSOR_LIST: return "kd__ret_tensor_list";
   case KDG_C_INT: return "kd__ret_int";
   case KDG_C_FLOAT: return "kd__ret_float";
   case KDG_C_BOOL: return "kd__ret_bool";
@@ -520,11 +553,12 @@ static int write_public_headers(gen_ctx *g, const char *out_dir, const char *bas
     kdg_printf(&b, ");\n\n");
     target t[16];
     int nt = targets_of(g, c->f, t, 16);
-    const char *backends[] = {"cpu", "meta"};
-    for (int k = 0; k < 2; k++) {
-      if (!direct_target(t, nt, backends[k])) continue;
-      if (k == 0) kdg_schema_comment(&dsp, c, g->ns);
-      kdg_printf(&dsp, "KD_API kd_status kd_%s_%s(", backends[k], c->f->cname);
+    bool any = false;
+    for (size_t k = 0; k < NBACKENDS; k++) {
+      if (!g->backend_used[k] || !direct_target(t, nt, backend_names[k][0])) continue;
+      if (!any) kdg_schema_comment(&dsp, c, g->ns);
+      any = true;
+      kdg_printf(&dsp, "KD_API kd_status kd_%s_%s(", backend_names[k][1], c->f->cname);
       kdg_print_params(&dsp, c, true);
       kdg_printf(&dsp, ");\n");
     }
@@ -571,8 +605,14 @@ const char *kdg_precomputed_ctype(const char *schema_type) {
   if (!strcmp(schema_type, "float")) return "double";
   if (!strcmp(schema_type, "ScalarType")) return "kd_dtype";
   if (!strcmp(schema_type, "int[]")) return "kd_ints";
+  if (!strcmp(schema_type, "MemoryFormat")) return "kd_memory_format";
+  /* PyTorch's small vector of sizes: held in the precompute struct, passed
+   * to the impl by pointer (kdg_precomputed_byref). */
+  if (!strcmp(schema_type, "DimVector")) return "kdk_dimvector";
   return NULL;
 }
+
+bool kdg_precomputed_byref(const char *schema_type) { return !strcmp(schema_type, "DimVector"); }
 
 const kdg_precomputed *kdg_replaced_by(const kdg_func *out, const char *arg) {
   for (size_t i = 0; i < out->nprecomputed; i++)
@@ -611,6 +651,15 @@ static int write_native_header(gen_ctx *g, const char *out_dir, const char *base
       sinfo si;
       if (!structured_info(g, f, &si)) continue;
       const kdg_cfunc *oc = si.oc;
+      bool dimvector = false;
+      for (size_t p = 0; p < f->nprecomputed; p++)
+        for (size_t q = 0; q < f->precomputed[p].nfields; q++)
+          dimvector |= kdg_precomputed_byref(f->precomputed[p].fields[q].type);
+      if (dimvector)
+        kdg_printf(&b, "#ifndef KDK_DIMVECTOR_DEFINED\n#define KDK_DIMVECTOR_DEFINED\n"
+                       "/* A precomputed DimVector: size entries of data. */\n"
+                       "typedef struct kdk_dimvector {\n  int64_t size;\n  int64_t data[KD_MAX_DIMS];\n"
+                       "} kdk_dimvector;\n#endif\n");
       if (*si.pre) {
         kdg_printf(&b, "typedef struct %s {\n", si.pre);
         for (size_t p = 0; p < f->nprecomputed; p++)
@@ -649,7 +698,10 @@ static int write_native_header(gen_ctx *g, const char *out_dir, const char *base
           if (pr) {
             for (size_t q = 0; q < pr->nfields; q++) {
               const char *ct = kdg_precomputed_ctype(pr->fields[q].type);
-              kdg_printf(&b, ", %s %s", ct ? ct : "int64_t", pr->fields[q].name);
+              if (kdg_precomputed_byref(pr->fields[q].type))
+                kdg_printf(&b, ", const %s *%s", ct, pr->fields[q].name);
+              else
+                kdg_printf(&b, ", %s %s", ct ? ct : "int64_t", pr->fields[q].name);
             }
             continue;
           }
@@ -733,12 +785,11 @@ static int write_direct(gen_ctx *g, const char *out_dir) {
     if (!c->ok) continue;
     target t[16];
     int nt = targets_of(g, c->f, t, 16);
-    const char *backends[] = {"cpu", "meta"};
-    for (int k = 0; k < 2; k++) {
-      const target *x = direct_target(t, nt, backends[k]);
+    for (size_t k = 0; k < NBACKENDS; k++) {
+      const target *x = g->backend_used[k] ? direct_target(t, nt, backend_names[k][0]) : NULL;
       if (!x) continue;
       char fname[300];
-      snprintf(fname, sizeof fname, "kd_%s_%s", backends[k], c->f->cname);
+      snprintf(fname, sizeof fname, "kd_%s_%s", backend_names[k][1], c->f->cname);
       kdg_printf(&b, "kd_status %s(", fname);
       kdg_print_params(&b, c, true);
       kdg_printf(&b, ") {\n");
@@ -870,7 +921,9 @@ int kdg_emit_structured_wrapper(kdg_buf *b, const kdg_swrap *w, kdg_diag *d, con
       q++;
       const kdg_precomputed *pr = kdg_replaced_by(oc->f, kd_argument_name(oc->p[p].arg));
       if (pr) {
-        for (size_t k = 0; k < pr->nfields; k++) kdg_printf(b, ", kd__pre.%s", pr->fields[k].name);
+        for (size_t k = 0; k < pr->nfields; k++)
+          kdg_printf(b, ", %skd__pre.%s", kdg_precomputed_byref(pr->fields[k].type) ? "&" : "",
+                     pr->fields[k].name);
         continue;
       }
       kdg_printf(b, ", %s", c->p[cp].name);
@@ -933,6 +986,8 @@ void kdg_emit_unboxed_wrapper(kdg_buf *b, const kdg_cfunc *c, const char *fn, in
     while (base_t[0] && base_t[strlen(base_t) - 1] == ' ') base_t[strlen(base_t) - 1] = 0;
     if (c->r[i].kind == KDG_C_SCALAR)
       kdg_printf(b, "  kd_scalar kd__o%d;\n", i);
+    else if (c->r[i].kind == KDG_C_TENSOR_LIST)
+      kdg_printf(b, "  kd_tensor_list kd__o%d = {NULL, 0};\n", i);
     else
       kdg_printf(b, "  %s%skd__o%d = 0;\n", base_t, base_t[strlen(base_t) - 1] == '*' ? "" : " ", i);
   }
@@ -949,6 +1004,23 @@ void kdg_emit_unboxed_wrapper(kdg_buf *b, const kdg_cfunc *c, const char *fn, in
   for (int i = 0; i < c->nr; i++)
     if (c->r[i].alias_of < 0) kdg_printf(b, "%s&kd__o%d", n++ ? ", " : "", i);
   kdg_printf(b, ");\n  if (kd__st) return kd__st;\n");
+  /* Tensor[] results first: when a list cannot become a value, every
+   * other result is still the wrapper's to release. */
+  for (int i = 0; i < c->nr; i++) {
+    if (c->r[i].alias_of >= 0 || c->r[i].kind != KDG_C_TENSOR_LIST) continue;
+    kdg_printf(b, "  if ((kd__st = kd__value_take_tensor_list(&kd__o%d, &r[%d], \"%s\"))) {\n", i, i,
+               c->qualified);
+    for (int j = 0; j < c->nr; j++) {
+      if (j == i || c->r[j].alias_of >= 0) continue;
+      if (c->r[j].kind == KDG_C_TENSOR_LIST && j < i)
+        kdg_printf(b, "    kd_value_destroy(&r[%d]);\n", j);
+      else if (c->r[j].kind == KDG_C_TENSOR_LIST)
+        kdg_printf(b, "    kd_tensor_list_free(&kd__o%d);\n", j);
+      else if (c->r[j].kind == KDG_C_TENSOR || c->r[j].kind == KDG_C_OPT_TENSOR)
+        kdg_printf(b, "    kd_tensor_release(kd__o%d);\n", j);
+    }
+    kdg_printf(b, "    return kd__st;\n  }\n");
+  }
   for (int i = 0; i < c->nr; i++) {
     const kdg_cret *cr = &c->r[i];
     if (cr->alias_of >= 0) {
@@ -960,6 +1032,7 @@ void kdg_emit_unboxed_wrapper(kdg_buf *b, const kdg_cfunc *c, const char *fn, in
     switch (cr->kind) {
     case KDG_C_TENSOR:
     case KDG_C_OPT_TENSOR: kdg_printf(b, "  r[%d] = kd__value_take_tensor(kd__o%d);\n", i, i); break;
+    case KDG_C_TENSOR_LIST: break; /* above */
     case KDG_C_INT: kdg_printf(b, "  r[%d] = kd_value_int(kd__o%d);\n", i, i); break;
     case KDG_C_FLOAT: kdg_printf(b, "  r[%d] = kd_value_double(kd__o%d);\n", i, i); break;
     case KDG_C_BOOL: kdg_printf(b, "  r[%d] = kd_value_bool(kd__o%d);\n", i, i); break;
@@ -1043,10 +1116,29 @@ static int write_alls(gen_ctx *g, const char *out_dir, char **bases, size_t nbas
   return rc;
 }
 
+/* Marks the backends with direct calls, and reports each dispatch entry whose
+ * key kdispatch has no runtime layout for (a note per entry, with its line). */
+static void scan_keys(gen_ctx *g) {
+  for (size_t k = 0; k < NBACKENDS; k++)
+    g->backend_used[k] = !strcmp(backend_names[k][0], "CPU") || !strcmp(backend_names[k][0], "Meta");
+  for (size_t i = 0; i < g->f->nfuncs; i++) {
+    const kdg_func *f = &g->f->funcs[i];
+    for (size_t j = 0; j < f->ndispatch; j++) {
+      const kdg_dispatch *e = &f->dispatch[j];
+      const char *key = key_for(e->key);
+      for (size_t k = 0; k < NBACKENDS; k++)
+        if (!strcmp(backend_names[k][0], key)) g->backend_used[k] = true;
+      if (key_known(key)) continue;
+      kdg_note(g->d, g->path, e->line, "'%s': not generated: %s has no %s in kdispatch (kernel '%s')",
+               f->qualified, e->key, missing_reason(e->key), e->kernel);
+    }
+  }
+}
+
 int kdg_generate(const kdg_file *f, const char *ns, const char *out_dir, kdg_diag *d) {
   if (!ns) ns = "aten";
   size_t before = d->errors;
-  gen_ctx g = {f, f->path, ns, d, kd_host_calloc(f->nfuncs ? f->nfuncs : 1, sizeof(kdg_cfunc))};
+  gen_ctx g = {f, f->path, ns, d, kd_host_calloc(f->nfuncs ? f->nfuncs : 1, sizeof(kdg_cfunc)), {false}};
   char **bases = kd_host_calloc(f->nfuncs ? f->nfuncs : 1, sizeof(char *));
   if (!g.cf || !bases) {
     kdg_error(d, f->path, 0, "out of memory");
@@ -1063,6 +1155,7 @@ int kdg_generate(const kdg_file *f, const char *ns, const char *out_dir, kdg_dia
     if (!seen) bases[nbases++] = f->funcs[i].base;
   }
   if (d->errors == before) {
+    scan_keys(&g);
     for (size_t i = 0; i < nbases; i++) {
       write_public_headers(&g, out_dir, bases[i]);
       write_native_header(&g, out_dir, bases[i]);

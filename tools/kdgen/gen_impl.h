@@ -135,6 +135,8 @@ void kdg_schema_comment(kdg_buf *b, const kdg_cfunc *c, const char *ns);
 const kdg_func *kdg_structured_out(const kdg_func *f);
 /* The C type of a precomputed field's schema type, NULL when unsupported. */
 const char *kdg_precomputed_ctype(const char *schema_type);
+/* True when such a field reaches the impl by const pointer (DimVector). */
+bool kdg_precomputed_byref(const char *schema_type);
 /* The precomputed line of `out` replacing argument `arg`, or NULL. */
 const kdg_precomputed *kdg_replaced_by(const kdg_func *out, const char *arg);
 

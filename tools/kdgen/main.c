@@ -48,13 +48,16 @@ int main(int argc, char **argv) {
   }
   if (!file || (!validate && !out)) return usage(stderr);
 
-  kdg_diag diag = {0, 0};
+  kdg_diag diag = {0, 0, 0};
   kdg_file f;
   int rc = kdg_load(file, tags, &f, &diag);
   if (rc == 0) rc = kdg_validate(&f, &diag);
   if (rc == 0 && !validate) rc = kdg_generate(&f, ns, out, &diag);
   if (validate && diag.errors == 0)
     printf("%s: %zu entries, %zu groups, no errors\n", file, f.nfuncs, f.ngroups);
+  if (diag.notes)
+    fprintf(stderr, "kdgen: %zu note%s: entries not generated (not an error)\n", diag.notes,
+            diag.notes == 1 ? "" : "s");
   if (diag.errors) fprintf(stderr, "kdgen: %zu error%s\n", diag.errors, diag.errors == 1 ? "" : "s");
   kdg_file_free(&f);
   return diag.errors ? 1 : 0;
