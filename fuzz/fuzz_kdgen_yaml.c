@@ -53,7 +53,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   write_file(g_yaml, data, main_len);
   if (nul) write_file(g_tags, nul + 1, size - main_len - 1);
 
-  kdg_diag diag = {0, 0};
+  kdg_diag diag = {0, 0, 0};
   kdg_file f;
   int rc = kdg_load(g_yaml, nul ? g_tags : NULL, &f, &diag);
   FUZZ_CHECK((rc == 0) == (diag.errors == 0), "kdg_load returned %d with %zu errors", rc,

@@ -38,6 +38,19 @@ typedef struct kd_tensors {
   int64_t size;
 } kd_tensors;
 
+/* A list of tensors an operator returns (a `Tensor[]` return: unbind, split,
+ * chunk...). The caller owns it: one reference per tensor and the array
+ * (from kd_host_malloc), both given back by kd_tensor_list_free. An operator
+ * that fails leaves {NULL, 0}. */
+typedef struct kd_tensor_list {
+  kd_tensor **data;
+  int64_t size;
+} kd_tensor_list;
+
+/* Releases every tensor of *list and its array, and sets it to {NULL, 0}.
+ * NULL, and an empty list, do nothing. */
+KD_API void kd_tensor_list_free(kd_tensor_list *list);
+
 /* Registers the aten operators and their CPU, Meta and composite kernels.
  * Thread-safe; once it succeeded, later calls return KD_OK at once until
  * kd_ops_close. All or nothing: on any failure (KD_ENOMEM when an allocation

@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include "kd/memory.h"
 #include "tensor_access.h"
 
 /* ---- Boxed arguments --------------------------------------------------------- */
@@ -226,6 +227,49 @@ RET_SIMPLE(kd__ret_int, int64_t, kd_value_get_int, "an int")
 RET_SIMPLE(kd__ret_float, double, kd_value_get_double, "a float")
 RET_SIMPLE(kd__ret_bool, bool, kd_value_get_bool, "a bool")
 RET_SIMPLE(kd__ret_scalar, kd_scalar, kd_value_get_scalar, "a Scalar")
+
+kd_status kd__ret_tensor_list(kd_value *v, kd_tensor_list *out, const char *op) {
+  *out = (kd_tensor_list){NULL, 0};
+  if (v->tag != KD_VALUE_TENSOR_LIST) {
+    kd_value_tag tag = v->tag;
+    kd_value_destroy(v);
+    return kd_set_error(KD_EINTERNAL, "%s: the kernel returned %s where a Tensor[] was expected", op,
+                        kd_value_tag_name(tag));
+  }
+  size_t n = kd_value_list_size(v);
+  kd_tensor *const *items = kd_value_tensor_list_data(v);
+  kd_tensor **data = n ? kd_host_malloc(n * sizeof *data) : NULL;
+  if (n && !data) {
+    kd_value_destroy(v);
+    return kd_set_error(KD_ENOMEM, "%s: out of memory for a list of %zu tensors", op, n);
+  }
+  for (size_t i = 0; i < n; i++) {
+    data[i] = items[i];
+    kd_tensor_retain(data[i]);
+  }
+  kd_value_destroy(v);
+  *out = (kd_tensor_list){data, (int64_t)n};
+  return KD_OK;
+}
+
+kd_status kd__value_take_tensor_list(kd_tensor_list *l, kd_value *out, const char *op) {
+  *out = kd_value_none();
+  kd_status st = kd_value_tensor_list(l->data, l->size > 0 ? (size_t)l->size : 0, out);
+  kd_tensor_list_free(l);
+  if (st) {
+    char why[256];
+    snprintf(why, sizeof why, "%s", kd_last_error());
+    return kd_set_error(st, "%s: %s", op, why);
+  }
+  return KD_OK;
+}
+
+void kd_tensor_list_free(kd_tensor_list *list) {
+  if (!list) return;
+  for (int64_t i = 0; i < list->size; i++) kd_tensor_release(list->data[i]);
+  kd_host_free(list->data);
+  *list = (kd_tensor_list){NULL, 0};
+}
 
 /* ---- Structured calls, registration ------------------------------------------ */
 

@@ -89,6 +89,13 @@ kd_status kd__ret_int(kd_value *v, int64_t *out, const char *op);
 kd_status kd__ret_float(kd_value *v, double *out, const char *op);
 kd_status kd__ret_bool(kd_value *v, bool *out, const char *op);
 kd_status kd__ret_scalar(kd_value *v, kd_scalar *out, const char *op);
+/* A Tensor[] result: a caller-owned copy of v's list (one reference per
+ * tensor) in *out; v is None afterwards. KD_EINTERNAL when v is not a tensor
+ * list, KD_ENOMEM; on error *out is {NULL, 0}. */
+kd_status kd__ret_tensor_list(kd_value *v, kd_tensor_list *out, const char *op);
+/* Moves a kernel's Tensor[] result into *out (a TENSOR_LIST value), leaving
+ * *l {NULL, 0}; KD_ENOMEM (naming op) frees *l and leaves *out None. */
+kd_status kd__value_take_tensor_list(kd_tensor_list *l, kd_value *out, const char *op);
 
 /* An owned tensor result put into a value without touching the count. */
 static inline kd_value kd__value_take_tensor(kd_tensor *t) {

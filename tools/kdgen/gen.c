@@ -15,8 +15,6 @@
 #include "kd/dispatch.h"
 #include "kd/memory.h"
 
-#define MAXP 64
-#define MAXR 8
 
 /* ---- The C view of one function ------------------------------------------ */
 
@@ -30,39 +28,13 @@ static const char *const core_names[] = {
     "value",     NULL};
 
 /* The C name of the entry point (without "kd_"): the cname, or cname + "_op". */
-static void entry_name(char *dst, size_t cap, const char *cname) {
+static void kdg_entry_name(char *dst, size_t cap, const char *cname) {
   bool clash = false;
   for (const char *const *n = core_names; *n; n++)
     if (!strcmp(*n, cname)) clash = true;
   snprintf(dst, cap, "%s%s", cname, clash ? "_op" : "");
 }
 
-typedef struct cparam {
-  char name[80]; /* the C name (keywords get a trailing '_') */
-  kdg_ckind kind;
-  const kd_argument *arg;
-  bool is_out;      /* an out argument (Tensor(a!) of an out= function) */
-  bool scalar_default; /* Scalar with a default: NULL means the default */
-} cparam;
-
-typedef struct cret {
-  char name[80];
-  kdg_ckind kind;
-  int alias_of; /* index of the argument it aliases, or -1 */
-} cret;
-
-typedef struct cfunc {
-  const kdg_func *f;
-  cparam p[MAXP];
-  int np;
-  cret r[MAXR];
-  int nr;
-  int nouts;     /* output parameters: returns with alias_of < 0 */
-  char sig[2048]; /* "(Tensor, Scalar) -> Tensor" */
-  char qualified[256]; /* "aten::add.Tensor" */
-  char ename[200];     /* the entry point's name without "kd_" */
-  bool ok;
-} cfunc;
 
 static const char *const c_keywords[] = {
     "auto",     "break",   "case",     "char",   "const",    "continue", "default",
@@ -85,15 +57,15 @@ static const char *alias_set(const kd_argument *a) {
   return kd_alias_before(al, 0);
 }
 
-static bool build_cfunc(const kdg_func *f, cfunc *c, kdg_diag *d, const char *path) {
+bool kdg_build_cfunc(const kdg_func *f, const char *ns, kdg_cfunc *c, kdg_diag *d, const char *path) {
   memset(c, 0, sizeof *c);
   c->f = f;
-  entry_name(c->ename, sizeof c->ename, f->cname);
+  kdg_entry_name(c->ename, sizeof c->ename, f->cname);
   const kd_schema *s = f->schema;
-  snprintf(c->qualified, sizeof c->qualified, "aten::%s%s%s", f->name, *f->overload ? "." : "",
+  snprintf(c->qualified, sizeof c->qualified, "%s::%s%s%s", ns, f->name, *f->overload ? "." : "",
            f->overload);
   size_t na = kd_schema_num_arguments(s), nr = kd_schema_num_returns(s);
-  if (na > MAXP || nr > MAXR) {
+  if (na > KDG_MAXP || nr > KDG_MAXR) {
     kdg_error(d, path, f->line, "'%s' has too many arguments or returns for kdgen", f->func);
     return false;
   }
@@ -101,7 +73,7 @@ static bool build_cfunc(const kdg_func *f, cfunc *c, kdg_diag *d, const char *pa
   pos += (size_t)snprintf(c->sig + pos, sizeof c->sig - pos, "(");
   for (size_t i = 0; i < na; i++) {
     const kd_argument *a = kd_schema_argument(s, i);
-    cparam *p = &c->p[c->np++];
+    kdg_cparam *p = &c->p[c->np++];
     c_name(p->name, sizeof p->name, kd_argument_name(a));
     p->kind = kdg_ckind_of(kd_argument_type(a));
     p->arg = a;
@@ -114,7 +86,7 @@ static bool build_cfunc(const kdg_func *f, cfunc *c, kdg_diag *d, const char *pa
   pos += (size_t)snprintf(c->sig + pos, sizeof c->sig - pos, ") -> %s", nr == 1 ? "" : "(");
   for (size_t i = 0; i < nr; i++) {
     const kd_argument *r = kd_schema_return(s, i);
-    cret *cr = &c->r[c->nr++];
+    kdg_cret *cr = &c->r[c->nr++];
     cr->kind = kdg_ckind_of(kd_argument_type(r));
     cr->alias_of = -1;
     const char *set = alias_set(r);
@@ -143,7 +115,9 @@ static bool build_cfunc(const kdg_func *f, cfunc *c, kdg_diag *d, const char *pa
       if (!kdg_ctype_of(cr->kind)->ret) {
         char t[256];
         kd_type_format(kd_argument_type(r), t, sizeof t);
-        kdg_error(d, path, f->line, "'%s': kdgen cannot return a '%s' yet", f->func, t);
+        /* Not an error: the rest of the file generates (PyTorch's own has
+         * a few such operators). */
+        kdg_note(d, path, f->line, "'%s': not generated: kdgen cannot return a '%s'", f->qualified, t);
         return false;
       }
     }
@@ -157,7 +131,7 @@ static bool build_cfunc(const kdg_func *f, cfunc *c, kdg_diag *d, const char *pa
 }
 
 /* "kd_tensor *self, kd_tensor *other, const kd_scalar *alpha, kd_tensor **out" */
-static void print_params(kdg_buf *b, const cfunc *c, bool with_outs) {
+void kdg_print_params(kdg_buf *b, const kdg_cfunc *c, bool with_outs) {
   int n = 0;
   for (int i = 0; i < c->np; i++) {
     const char *t = kdg_ctype_of(c->p[i].kind)->param;
@@ -173,7 +147,7 @@ static void print_params(kdg_buf *b, const cfunc *c, bool with_outs) {
 }
 
 /* "self, other, alpha, out" */
-static void print_call_args(kdg_buf *b, const cfunc *c, bool with_outs) {
+void kdg_print_call_args(kdg_buf *b, const kdg_cfunc *c, bool with_outs) {
   int n = 0;
   for (int i = 0; i < c->np; i++) kdg_printf(b, "%s%s", n++ ? ", " : "", c->p[i].name);
   if (with_outs)
@@ -201,8 +175,12 @@ typedef struct target {
 typedef struct gen_ctx {
   const kdg_file *f;
   const char *path;
+  const char *ns; /* the operators' namespace: "aten" */
   kdg_diag *d;
-  cfunc *cf; /* one per function, in file order */
+  kdg_cfunc *cf; /* one per function, in file order */
+  /* Backends with direct calls (kd_<name>_<cname>): CPU and Meta, and every
+   * backend key a dispatch table of the file names, in backend_names order. */
+  bool backend_used[6];
 } gen_ctx;
 
 static bool key_known(const char *key) {
@@ -210,14 +188,41 @@ static bool key_known(const char *key) {
   return kd_dispatch_key_from_name(key, &k) == KD_OK;
 }
 
+/* The direct-call name of a runtime backend key ("CPU" -> "cpu",
+ * "PrivateUse1" -> "privateuse1"); "" for any other key (alias keys, keys the
+ * runtime lacks). */
+static const char *const backend_names[][2] = {{"CPU", "cpu"},
+                                               {"CUDA", "cuda"},
+                                               {"Meta", "meta"},
+                                               {"PrivateUse1", "privateuse1"},
+                                               {"PrivateUse2", "privateuse2"},
+                                               {"PrivateUse3", "privateuse3"}};
+#define NBACKENDS (sizeof backend_names / sizeof backend_names[0])
+
 static const char *backend_of(const char *key) {
-  if (!strcmp(key, "CPU")) return "cpu";
-  if (!strcmp(key, "Meta")) return "meta";
+  kd_dispatch_key k;
+  if (kd_dispatch_key_from_name(key, &k) != KD_OK || !(kd_keyset_of(k) & kd_keyset_backends()))
+    return "";
+  for (size_t i = 0; i < NBACKENDS; i++)
+    if (!strcmp(backend_names[i][0], key)) return backend_names[i][1];
   return "";
 }
 
+/* Why a key of torchgen's that kdispatch lacks is not generated: "sparse COO
+ * layout" in "SparseCPU has no sparse COO layout in kdispatch". */
+static const char *missing_reason(const char *key) {
+  if (!strncmp(key, "SparseCsr", 9)) return "sparse compressed layout";
+  if (!strncmp(key, "Sparse", 6)) return "sparse COO layout";
+  if (!strncmp(key, "Quantized", 9)) return "quantized tensors";
+  if (strstr(key, "NestedTensor")) return "nested tensors";
+  if (!strncmp(key, "Mkldnn", 6)) return "MKL-DNN layout";
+  if (!strcmp(key, "MPS")) return "MPS device type";
+  if (!strcmp(key, "ZeroTensor")) return "ZeroTensor key";
+  return "dispatch key of that name";
+}
+
 /* The structured group's out function when f is structured or delegates. */
-static const kdg_func *structured_out(const kdg_func *f) {
+const kdg_func *kdg_structured_out(const kdg_func *f) {
   if (f->structured) return f;
   if (f->structured_delegate && f->delegate && f->delegate->structured) return f->delegate;
   return NULL;
@@ -262,12 +267,12 @@ static int add_backend_select(const kdg_func *f, target *t, int n, int cap) {
 static int targets_of(const gen_ctx *g, const kdg_func *f, target *t, int cap) {
   int n = 0;
   if (f->manual_kernel_registration) return 0;
-  const kdg_func *out = structured_out(f);
+  const kdg_func *out = kdg_structured_out(f);
   if (out) {
     bool meta = false;
     for (size_t i = 0; i < out->ndispatch && n < cap; i++) {
       const char *key = out->dispatch[i].key;
-      if (!key_known(key) || !strcmp(backend_of(key), "")) continue;
+      if (!*backend_of(key)) continue; /* a key without a runtime layout: a note */
       if (!strcmp(key, "Meta")) meta = true;
       target *x = &t[n++];
       snprintf(x->key, sizeof x->key, "%s", key);
@@ -298,7 +303,7 @@ static int targets_of(const gen_ctx *g, const kdg_func *f, target *t, int cap) {
   }
   for (size_t i = 0; i < f->ndispatch && n < cap; i++) {
     const char *key = key_for(f->dispatch[i].key);
-    if (!key_known(key)) continue;
+    if (!key_known(key)) continue; /* a key without a runtime layout: a note */
     bool dup = false;
     for (int j = 0; j < n; j++)
       if (!strcmp(t[j].key, key)) dup = true;
@@ -316,8 +321,7 @@ static int targets_of(const gen_ctx *g, const kdg_func *f, target *t, int cap) {
 
 /* The C function a direct call for `backend` uses: the backend's own kernel,
  * else a composite one. NULL when there is none. */
-static const target *direct_target(const target *t, int n, const char *backend) {
-  const char *key = !strcmp(backend, "cpu") ? "CPU" : "Meta";
+static const target *direct_target(const target *t, int n, const char *key) {
   for (int i = 0; i < n; i++)
     if (!strcmp(t[i].key, key)) return &t[i];
   for (int i = 0; i < n; i++)
@@ -331,9 +335,9 @@ static const target *direct_target(const target *t, int n, const char *backend) 
 /* ---- Pieces of code shared by several files -------------------------------- */
 
 /* Fills kd__a[i] from the typed parameters. */
-static void emit_pack_args(kdg_buf *b, const cfunc *c) {
+void kdg_emit_pack_args(kdg_buf *b, const kdg_cfunc *c) {
   for (int i = 0; i < c->np; i++) {
-    const cparam *p = &c->p[i];
+    const kdg_cparam *p = &c->p[i];
     const char *n = p->name;
     switch (p->kind) {
     case KDG_C_TENSOR:
@@ -390,7 +394,7 @@ static void emit_pack_args(kdg_buf *b, const cfunc *c) {
 }
 
 /* The expression reading argument i of kd_arg array `a` as its C type. */
-static void emit_unpack_arg(kdg_buf *b, const cparam *p, int i, const char *a) {
+void kdg_emit_unpack_arg(kdg_buf *b, const kdg_cparam *p, int i, const char *a) {
   switch (p->kind) {
   case KDG_C_TENSOR:
   case KDG_C_OPT_TENSOR: kdg_printf(b, "%s[%d].t", a, i); break;
@@ -433,7 +437,7 @@ static void emit_unpack_arg(kdg_buf *b, const cparam *p, int i, const char *a) {
 }
 
 /* A C expression for a Scalar default ("1", "1.0", "True"...). */
-static bool scalar_default_expr(const kd_argument *a, char *buf, size_t cap) {
+bool kdg_scalar_default_expr(const kd_argument *a, char *buf, size_t cap) {
   kd_value v;
   if (kd_argument_default_value(a, &v) != KD_OK) return false;
   bool ok = true;
@@ -459,30 +463,32 @@ static bool scalar_default_expr(const kd_argument *a, char *buf, size_t cap) {
 }
 
 /* Replaces NULL Scalars that have defaults by their defaults. */
-static void emit_scalar_defaults(kdg_buf *b, const cfunc *c) {
+void kdg_emit_scalar_defaults(kdg_buf *b, const kdg_cfunc *c) {
   for (int i = 0; i < c->np; i++) {
     if (!c->p[i].scalar_default) continue;
     char expr[128];
-    if (!scalar_default_expr(c->p[i].arg, expr, sizeof expr)) continue;
+    if (!kdg_scalar_default_expr(c->p[i].arg, expr, sizeof expr)) continue;
     kdg_printf(b, "  kd_scalar kd__d%d;\n  if (!%s) {\n    kd__d%d = %s;\n    %s = &kd__d%d;\n  }\n", i,
                c->p[i].name, i, expr, c->p[i].name, i);
   }
 }
 
-static void emit_check_outs(kdg_buf *b, const cfunc *c, const char *fname) {
+void kdg_emit_check_outs(kdg_buf *b, const kdg_cfunc *c, const char *fname) {
   for (int i = 0; i < c->nr; i++) {
     if (c->r[i].alias_of >= 0) continue;
     kdg_printf(b, "  if (!%s) return kd_set_error(KD_EINVAL, \"%s: NULL output '%s'\");\n",
                c->r[i].name, fname, c->r[i].name);
     if (c->r[i].kind == KDG_C_TENSOR || c->r[i].kind == KDG_C_OPT_TENSOR)
       kdg_printf(b, "  *%s = NULL;\n", c->r[i].name);
+    if (c->r[i].kind == KDG_C_TENSOR_LIST) kdg_printf(b, "  *%s = (kd_tensor_list){NULL, 0};\n", c->r[i].name);
   }
 }
 
-static const char *ret_fn(kdg_ckind k) {
+static const char *kdg_ret_fn(kdg_ckind k) {
   switch (k) {
   case KDG_C_TENSOR:
   case KDG_C_OPT_TENSOR: return "kd__ret_tensor";
+  case KDG_C_TENSOR_LIST: return "kd__ret_tensor_list";
   case KDG_C_INT: return "kd__ret_int";
   case KDG_C_FLOAT: return "kd__ret_float";
   case KDG_C_BOOL: return "kd__ret_bool";
@@ -498,7 +504,7 @@ static void header_open(kdg_buf *b, const char *guard) {
   kdg_printf(b, GENERATED "#ifndef %s\n#define %s\n\n", guard, guard);
 }
 
-static void upper(char *dst, size_t cap, const char *src) {
+static void kdg_upper(char *dst, size_t cap, const char *src) {
   size_t i = 0;
   for (; src[i] && i + 1 < cap; i++) {
     char ch = src[i];
@@ -507,8 +513,8 @@ static void upper(char *dst, size_t cap, const char *src) {
   dst[i] = 0;
 }
 
-static void schema_comment(kdg_buf *b, const cfunc *c) {
-  kdg_printf(b, "/* aten::%s */\n", c->f->func);
+void kdg_schema_comment(kdg_buf *b, const kdg_cfunc *c, const char *ns) {
+  kdg_printf(b, "/* %s::%s */\n", ns, c->f->func);
 }
 
 /* include/kd/ops/<base>.h and <base>_dispatch.h */
@@ -517,7 +523,7 @@ static int write_public_headers(gen_ctx *g, const char *out_dir, const char *bas
   kdg_buf_init(&b);
   kdg_buf_init(&dsp);
   char guard[256], ub[200];
-  upper(ub, sizeof ub, base);
+  kdg_upper(ub, sizeof ub, base);
   snprintf(guard, sizeof guard, "KD_GEN_OPS_%s_H", ub);
   header_open(&b, guard);
   static const char ownership[] =
@@ -536,23 +542,24 @@ static int write_public_headers(gen_ctx *g, const char *out_dir, const char *bas
              " */\n%sKD_EXTERN_C_BEGIN\n\n",
              ownership);
   for (size_t i = 0; i < g->f->nfuncs; i++) {
-    const cfunc *c = &g->cf[i];
+    const kdg_cfunc *c = &g->cf[i];
     if (!c->ok || strcmp(c->f->base, base)) continue;
-    schema_comment(&b, c);
+    kdg_schema_comment(&b, c, g->ns);
     kdg_printf(&b, "KD_API kd_status kd_%s(", c->ename);
-    print_params(&b, c, true);
+    kdg_print_params(&b, c, true);
     kdg_printf(&b, ");\nKD_API kd_status kd_%s_redispatch(kd_keyset keys%s", c->ename,
                c->np || c->nouts ? ", " : "");
-    if (c->np || c->nouts) print_params(&b, c, true);
+    if (c->np || c->nouts) kdg_print_params(&b, c, true);
     kdg_printf(&b, ");\n\n");
     target t[16];
     int nt = targets_of(g, c->f, t, 16);
-    const char *backends[] = {"cpu", "meta"};
-    for (int k = 0; k < 2; k++) {
-      if (!direct_target(t, nt, backends[k])) continue;
-      if (k == 0) schema_comment(&dsp, c);
-      kdg_printf(&dsp, "KD_API kd_status kd_%s_%s(", backends[k], c->f->cname);
-      print_params(&dsp, c, true);
+    bool any = false;
+    for (size_t k = 0; k < NBACKENDS; k++) {
+      if (!g->backend_used[k] || !direct_target(t, nt, backend_names[k][0])) continue;
+      if (!any) kdg_schema_comment(&dsp, c, g->ns);
+      any = true;
+      kdg_printf(&dsp, "KD_API kd_status kd_%s_%s(", backend_names[k][1], c->f->cname);
+      kdg_print_params(&dsp, c, true);
       kdg_printf(&dsp, ");\n");
     }
     if (nt) kdg_printf(&dsp, "\n");
@@ -572,14 +579,14 @@ static int write_public_headers(gen_ctx *g, const char *out_dir, const char *bas
 /* The parameters of a structured meta / impl function. */
 typedef struct sinfo {
   const kdg_func *out;     /* the structured out function */
-  const cfunc *oc;         /* its C view */
+  const kdg_cfunc *oc;         /* its C view */
   char meta[256];          /* kdk_meta_<cname> */
   char pre[256];           /* kdk_precompute_<cname>, "" when none */
   bool iter;               /* structured_inherits: TensorIteratorBase */
 } sinfo;
 
 static bool structured_info(const gen_ctx *g, const kdg_func *f, sinfo *si) {
-  const kdg_func *out = structured_out(f);
+  const kdg_func *out = kdg_structured_out(f);
   if (!out) return false;
   memset(si, 0, sizeof *si);
   si->out = out;
@@ -592,16 +599,22 @@ static bool structured_info(const gen_ctx *g, const kdg_func *f, sinfo *si) {
   return si->oc != NULL && si->oc->ok;
 }
 
-static const char *precomputed_ctype(const char *schema_type) {
+const char *kdg_precomputed_ctype(const char *schema_type) {
   if (!strcmp(schema_type, "int") || !strcmp(schema_type, "SymInt")) return "int64_t";
   if (!strcmp(schema_type, "bool")) return "bool";
   if (!strcmp(schema_type, "float")) return "double";
   if (!strcmp(schema_type, "ScalarType")) return "kd_dtype";
   if (!strcmp(schema_type, "int[]")) return "kd_ints";
+  if (!strcmp(schema_type, "MemoryFormat")) return "kd_memory_format";
+  /* PyTorch's small vector of sizes: held in the precompute struct, passed
+   * to the impl by pointer (kdg_precomputed_byref). */
+  if (!strcmp(schema_type, "DimVector")) return "kdk_dimvector";
   return NULL;
 }
 
-static const kdg_precomputed *replaced_by(const kdg_func *out, const char *arg) {
+bool kdg_precomputed_byref(const char *schema_type) { return !strcmp(schema_type, "DimVector"); }
+
+const kdg_precomputed *kdg_replaced_by(const kdg_func *out, const char *arg) {
   for (size_t i = 0; i < out->nprecomputed; i++)
     if (!strcmp(out->precomputed[i].replaces, arg)) return &out->precomputed[i];
   return NULL;
@@ -612,15 +625,15 @@ static int write_native_header(gen_ctx *g, const char *out_dir, const char *base
   kdg_buf b;
   kdg_buf_init(&b);
   char guard[256], ub[200];
-  upper(ub, sizeof ub, base);
+  kdg_upper(ub, sizeof ub, base);
   snprintf(guard, sizeof guard, "KD_GEN_OPS_%s_NATIVE_H", ub);
   header_open(&b, guard);
   kdg_printf(&b, "#include \"iter.h\"\n#include \"structured.h\"\n\n");
   for (size_t i = 0; i < g->f->nfuncs; i++) {
-    const cfunc *c = &g->cf[i];
+    const kdg_cfunc *c = &g->cf[i];
     const kdg_func *f = c->f;
     if (!c->ok || strcmp(f->base, base)) continue;
-    schema_comment(&b, c);
+    kdg_schema_comment(&b, c, g->ns);
     target t[16];
     int nt = targets_of(g, f, t, 16);
     for (int k = 0; k < nt; k++) {
@@ -629,7 +642,7 @@ static int write_native_header(gen_ctx *g, const char *out_dir, const char *base
         if (!strcmp(t[j].fn, t[k].fn)) dup = true;
       if (dup) continue;
       kdg_printf(&b, "kd_status %s(", t[k].fn);
-      print_params(&b, c, true);
+      kdg_print_params(&b, c, true);
       kdg_printf(&b, ");\n");
     }
     kdg_printf(&b, "kd_status kd__boxed_%s(const kd_call *call, kd_stack *stack, kd_unboxed_fn fn);\n",
@@ -637,13 +650,22 @@ static int write_native_header(gen_ctx *g, const char *out_dir, const char *base
     if (f->structured) {
       sinfo si;
       if (!structured_info(g, f, &si)) continue;
-      const cfunc *oc = si.oc;
+      const kdg_cfunc *oc = si.oc;
+      bool dimvector = false;
+      for (size_t p = 0; p < f->nprecomputed; p++)
+        for (size_t q = 0; q < f->precomputed[p].nfields; q++)
+          dimvector |= kdg_precomputed_byref(f->precomputed[p].fields[q].type);
+      if (dimvector)
+        kdg_printf(&b, "#ifndef KDK_DIMVECTOR_DEFINED\n#define KDK_DIMVECTOR_DEFINED\n"
+                       "/* A precomputed DimVector: size entries of data. */\n"
+                       "typedef struct kdk_dimvector {\n  int64_t size;\n  int64_t data[KD_MAX_DIMS];\n"
+                       "} kdk_dimvector;\n#endif\n");
       if (*si.pre) {
         kdg_printf(&b, "typedef struct %s {\n", si.pre);
         for (size_t p = 0; p < f->nprecomputed; p++)
           for (size_t q = 0; q < f->precomputed[p].nfields; q++) {
             const kdg_precomputed_field *fl = &f->precomputed[p].fields[q];
-            const char *ct = precomputed_ctype(fl->type);
+            const char *ct = kdg_precomputed_ctype(fl->type);
             if (!ct) {
               kdg_error(g->d, g->path, f->precomputed[p].line,
                         "precomputed type '%s' is not supported by kdgen", fl->type);
@@ -672,11 +694,14 @@ static int write_native_header(gen_ctx *g, const char *out_dir, const char *base
                    si.iter ? ", kdk_iter *iter" : "");
         for (int p = 0; p < oc->np; p++) {
           if (oc->p[p].is_out) continue;
-          const kdg_precomputed *pr = replaced_by(f, kd_argument_name(oc->p[p].arg));
+          const kdg_precomputed *pr = kdg_replaced_by(f, kd_argument_name(oc->p[p].arg));
           if (pr) {
             for (size_t q = 0; q < pr->nfields; q++) {
-              const char *ct = precomputed_ctype(pr->fields[q].type);
-              kdg_printf(&b, ", %s %s", ct ? ct : "int64_t", pr->fields[q].name);
+              const char *ct = kdg_precomputed_ctype(pr->fields[q].type);
+              if (kdg_precomputed_byref(pr->fields[q].type))
+                kdg_printf(&b, ", const %s *%s", ct, pr->fields[q].name);
+              else
+                kdg_printf(&b, ", %s %s", ct ? ct : "int64_t", pr->fields[q].name);
             }
             continue;
           }
@@ -699,22 +724,22 @@ static int write_native_header(gen_ctx *g, const char *out_dir, const char *base
 }
 
 /* The entry point (keys == NULL) or the redispatch entry point. */
-static void emit_entry(kdg_buf *b, const cfunc *c, bool redispatch) {
+void kdg_emit_entry(kdg_buf *b, const kdg_cfunc *c, bool redispatch) {
   char fname[300];
   snprintf(fname, sizeof fname, "kd_%s%s", c->ename, redispatch ? "_redispatch" : "");
   kdg_printf(b, "kd_status %s(", fname);
   if (redispatch) kdg_printf(b, "kd_keyset keys%s", c->np || c->nouts ? ", " : "");
-  if (!redispatch || c->np || c->nouts) print_params(b, c, true);
+  if (!redispatch || c->np || c->nouts) kdg_print_params(b, c, true);
   kdg_printf(b, ") {\n");
-  emit_check_outs(b, c, fname);
+  kdg_emit_check_outs(b, c, fname);
   kdg_printf(b, "  static kd_op *kd__cache;\n  kd_op *kd__op = kd__ops_cached(&kd__cache);\n");
   kdg_printf(b, "  kd_status kd__st;\n");
   kdg_printf(b, "  if (!kd__op && (kd__st = kd__ops_lookup(\"%s\", \"%s\", &kd__cache, &kd__op)))\n"
                 "    return kd__st;\n",
              c->qualified, c->sig);
-  emit_scalar_defaults(b, c);
+  kdg_emit_scalar_defaults(b, c);
   kdg_printf(b, "  kd_arg kd__a[%d];\n", c->np ? c->np : 1);
-  emit_pack_args(b, c);
+  kdg_emit_pack_args(b, c);
   kdg_printf(b, "  kd_value kd__r[%d];\n", c->nr ? c->nr : 1);
   for (int i = 0; i < c->nr; i++) kdg_printf(b, "  kd__r[%d] = kd_value_none();\n", i);
   if (redispatch)
@@ -728,7 +753,7 @@ static void emit_entry(kdg_buf *b, const cfunc *c, bool redispatch) {
       continue;
     }
     kdg_printf(b, "  if (!kd__st) kd__st = %s(&kd__r[%d], %s, \"%s\");\n  else kd_value_destroy(&kd__r[%d]);\n",
-               ret_fn(c->r[i].kind), i, c->r[i].name, c->qualified, i);
+               kdg_ret_fn(c->r[i].kind), i, c->r[i].name, c->qualified, i);
   }
   kdg_printf(b, "  return kd__st;\n}\n\n");
 }
@@ -738,10 +763,10 @@ static int write_entry(gen_ctx *g, const char *out_dir) {
   kdg_buf_init(&b);
   kdg_printf(&b, GENERATED "#include <string.h>\n\n#include \"gen_support.h\"\n#include \"kd/ops_all.h\"\n\n");
   for (size_t i = 0; i < g->f->nfuncs; i++) {
-    const cfunc *c = &g->cf[i];
+    const kdg_cfunc *c = &g->cf[i];
     if (!c->ok) continue;
-    emit_entry(&b, c, false);
-    emit_entry(&b, c, true);
+    kdg_emit_entry(&b, c, false);
+    kdg_emit_entry(&b, c, true);
   }
   char path[4096];
   snprintf(path, sizeof path, "%s/ops/gen_entry.c", out_dir);
@@ -756,23 +781,22 @@ static int write_direct(gen_ctx *g, const char *out_dir) {
   kdg_printf(&b, GENERATED "#include \"gen_support.h\"\n#include \"kd/ops_all.h\"\n"
                            "#include \"kdgen_all_native.h\"\n\n");
   for (size_t i = 0; i < g->f->nfuncs; i++) {
-    const cfunc *c = &g->cf[i];
+    const kdg_cfunc *c = &g->cf[i];
     if (!c->ok) continue;
     target t[16];
     int nt = targets_of(g, c->f, t, 16);
-    const char *backends[] = {"cpu", "meta"};
-    for (int k = 0; k < 2; k++) {
-      const target *x = direct_target(t, nt, backends[k]);
+    for (size_t k = 0; k < NBACKENDS; k++) {
+      const target *x = g->backend_used[k] ? direct_target(t, nt, backend_names[k][0]) : NULL;
       if (!x) continue;
       char fname[300];
-      snprintf(fname, sizeof fname, "kd_%s_%s", backends[k], c->f->cname);
+      snprintf(fname, sizeof fname, "kd_%s_%s", backend_names[k][1], c->f->cname);
       kdg_printf(&b, "kd_status %s(", fname);
-      print_params(&b, c, true);
+      kdg_print_params(&b, c, true);
       kdg_printf(&b, ") {\n");
-      emit_check_outs(&b, c, fname);
-      emit_scalar_defaults(&b, c);
+      kdg_emit_check_outs(&b, c, fname);
+      kdg_emit_scalar_defaults(&b, c);
       kdg_printf(&b, "  return %s(", x->fn);
-      print_call_args(&b, c, true);
+      kdg_print_call_args(&b, c, true);
       kdg_printf(&b, ");\n}\n\n");
     }
   }
@@ -783,33 +807,37 @@ static int write_direct(gen_ctx *g, const char *out_dir) {
   return rc;
 }
 
+void kdg_emit_boxed_adapter(kdg_buf *b, const kdg_cfunc *c) {
+  kdg_printf(b, "kd_status kd__boxed_%s(const kd_call *call, kd_stack *stack, kd_unboxed_fn fn) {\n",
+             c->f->cname);
+  kdg_printf(b, "  kd_status kd__st = kd__box_check_depth(call, stack, %d);\n  if (kd__st) return kd__st;\n",
+             c->np);
+  if (c->np) {
+    kdg_printf(b, "  const kd_value *kd__v = stack->items + stack->size - %d;\n", c->np);
+    kdg_printf(b, "  kd_arg kd__a[%d];\n  kd__box_scratch kd__x[%d];\n", c->np, c->np);
+    for (int p = 0; p < c->np; p++)
+      kdg_printf(b,
+                 "  if ((kd__st = kd__box_arg(&kd__v[%d], %s, &kd__a[%d], &kd__x[%d], call, %d, \"%s\")))\n"
+                 "    return kd__st;\n",
+                 p, kdg_ctype_of(c->p[p].kind)->box_kind, p, p, p, kd_argument_name(c->p[p].arg));
+  } else {
+    kdg_printf(b, "  kd_arg kd__a[1];\n");
+  }
+  kdg_printf(b, "  kd_value kd__r[%d];\n", c->nr ? c->nr : 1);
+  for (int r = 0; r < c->nr; r++) kdg_printf(b, "  kd__r[%d] = kd_value_none();\n", r);
+  kdg_printf(b, "  if ((kd__st = fn(call, kd__a, kd__r))) return kd__st;\n");
+  kdg_printf(b, "  return kd__box_finish(stack, %d, kd__r, %d);\n}\n\n", c->np, c->nr);
+}
+
 static int write_boxed(gen_ctx *g, const char *out_dir) {
   kdg_buf b;
   kdg_buf_init(&b);
   kdg_printf(&b, GENERATED "#include \"gen_support.h\"\n#include \"kdgen_all_native.h\"\n\n");
   for (size_t i = 0; i < g->f->nfuncs; i++) {
-    const cfunc *c = &g->cf[i];
+    const kdg_cfunc *c = &g->cf[i];
     if (!c->ok) continue;
-    schema_comment(&b, c);
-    kdg_printf(&b, "kd_status kd__boxed_%s(const kd_call *call, kd_stack *stack, kd_unboxed_fn fn) {\n",
-               c->f->cname);
-    kdg_printf(&b, "  kd_status kd__st = kd__box_check_depth(call, stack, %d);\n  if (kd__st) return kd__st;\n",
-               c->np);
-    if (c->np) {
-      kdg_printf(&b, "  const kd_value *kd__v = stack->items + stack->size - %d;\n", c->np);
-      kdg_printf(&b, "  kd_arg kd__a[%d];\n  kd__box_scratch kd__x[%d];\n", c->np, c->np);
-      for (int p = 0; p < c->np; p++)
-        kdg_printf(&b,
-                   "  if ((kd__st = kd__box_arg(&kd__v[%d], %s, &kd__a[%d], &kd__x[%d], call, %d, \"%s\")))\n"
-                   "    return kd__st;\n",
-                   p, kdg_ctype_of(c->p[p].kind)->box_kind, p, p, p, kd_argument_name(c->p[p].arg));
-    } else {
-      kdg_printf(&b, "  kd_arg kd__a[1];\n");
-    }
-    kdg_printf(&b, "  kd_value kd__r[%d];\n", c->nr ? c->nr : 1);
-    for (int r = 0; r < c->nr; r++) kdg_printf(&b, "  kd__r[%d] = kd_value_none();\n", r);
-    kdg_printf(&b, "  if ((kd__st = fn(call, kd__a, kd__r))) return kd__st;\n");
-    kdg_printf(&b, "  return kd__box_finish(stack, %d, kd__r, %d);\n}\n\n", c->np, c->nr);
+    kdg_schema_comment(&b, c, g->ns);
+    kdg_emit_boxed_adapter(&b, c);
   }
   char path[4096];
   snprintf(path, sizeof path, "%s/ops/gen_boxed.c", out_dir);
@@ -818,16 +846,11 @@ static int write_boxed(gen_ctx *g, const char *out_dir) {
   return rc;
 }
 
-/* The structured wrapper of function c for one key. */
-static void emit_structured_wrapper(gen_ctx *g, kdg_buf *b, const cfunc *c, const target *t) {
-  sinfo si;
-  if (!structured_info(g, c->f, &si)) return;
+/* The structured wrapper of function c (docs/CODEGEN.md). */
+int kdg_emit_structured_wrapper(kdg_buf *b, const kdg_swrap *w, kdg_diag *d, const char *path) {
+  const kdg_cfunc *c = w->c, *oc = w->oc;
   const kdg_func *f = c->f;
-  const cfunc *oc = si.oc;
-  bool meta_key = !strcmp(t->key, "Meta");
-  const char *kernel = NULL;
-  for (size_t k = 0; k < si.out->ndispatch; k++)
-    if (!strcmp(si.out->dispatch[k].key, t->key)) kernel = si.out->dispatch[k].kernel;
+  bool meta_key = w->meta_device;
   /* Inputs of meta: c's arguments that are not out arguments, matched by position
    * to the out function's inputs. */
   int nin = 0;
@@ -835,9 +858,9 @@ static void emit_structured_wrapper(gen_ctx *g, kdg_buf *b, const cfunc *c, cons
   int cin = 0;
   for (int p = 0; p < c->np; p++) cin += !c->p[p].is_out;
   if (nin != cin) {
-    kdg_error(g->d, g->path, f->line, "'%s' delegates to '%s', whose arguments differ", f->func,
-              si.out->func);
-    return;
+    kdg_error(d, path, f->line, "'%s' delegates to '%s', whose arguments differ", f->func,
+              oc->f->func);
+    return -1;
   }
   int nout = 0;
   for (int p = 0; p < oc->np; p++) nout += oc->p[p].is_out;
@@ -845,8 +868,8 @@ static void emit_structured_wrapper(gen_ctx *g, kdg_buf *b, const cfunc *c, cons
                      : f->kind == KDG_OUT   ? "KDK_STRUCTURED_OUT"
                      : meta_key             ? "KDK_STRUCTURED_META"
                                             : "KDK_STRUCTURED_FUNCTIONAL";
-  kdg_printf(b, "kd_status %s(", t->fn);
-  print_params(b, c, true);
+  kdg_printf(b, "kd_status %s(", w->fn);
+  kdg_print_params(b, c, true);
   kdg_printf(b, ") {\n");
   /* given tensors */
   if (f->kind == KDG_INPLACE) {
@@ -879,15 +902,15 @@ static void emit_structured_wrapper(gen_ctx *g, kdg_buf *b, const cfunc *c, cons
   }
   kdg_printf(b, "  kdk_structured kd__s;\n  kdk_structured_init(&kd__s, \"%s\", %s, %d, %s, kd__dev);\n",
              c->qualified, mode, nout, f->kind == KDG_FUNCTIONAL ? "NULL" : "kd__given");
-  if (si.iter) kdg_printf(b, "  kdk_iter kd__it;\n  kdk_iter_init(&kd__it, &kd__s);\n");
-  if (*si.pre) kdg_printf(b, "  %s kd__pre;\n", si.pre);
-  kdg_printf(b, "  kd_status kd__st = %s(&kd__s%s", si.meta, si.iter ? ", &kd__it" : "");
+  if (w->iter) kdg_printf(b, "  kdk_iter kd__it;\n  kdk_iter_init(&kd__it, &kd__s);\n");
+  if (*w->pre) kdg_printf(b, "  %s kd__pre;\n", w->pre);
+  kdg_printf(b, "  kd_status kd__st = %s(&kd__s%s", w->meta, w->iter ? ", &kd__it" : "");
   for (int p = 0; p < c->np; p++)
     if (!c->p[p].is_out) kdg_printf(b, ", %s", c->p[p].name);
-  if (*si.pre) kdg_printf(b, ", &kd__pre");
+  if (*w->pre) kdg_printf(b, ", &kd__pre");
   kdg_printf(b, ");\n");
-  if (!meta_key && kernel) {
-    kdg_printf(b, "  if (!kd__st) kd__st = kdk_native_%s(&kd__s%s", kernel, si.iter ? ", &kd__it" : "");
+  if (w->impl) {
+    kdg_printf(b, "  if (!kd__st) kd__st = %s(&kd__s%s", w->impl, w->iter ? ", &kd__it" : "");
     int q = 0;
     for (int p = 0; p < oc->np; p++) {
       if (oc->p[p].is_out) continue;
@@ -896,9 +919,11 @@ static void emit_structured_wrapper(gen_ctx *g, kdg_buf *b, const cfunc *c, cons
       for (int j = 0; j < c->np; j++)
         if (!c->p[j].is_out && seen++ == q) cp = j;
       q++;
-      const kdg_precomputed *pr = replaced_by(si.out, kd_argument_name(oc->p[p].arg));
+      const kdg_precomputed *pr = kdg_replaced_by(oc->f, kd_argument_name(oc->p[p].arg));
       if (pr) {
-        for (size_t k = 0; k < pr->nfields; k++) kdg_printf(b, ", kd__pre.%s", pr->fields[k].name);
+        for (size_t k = 0; k < pr->nfields; k++)
+          kdg_printf(b, ", %skd__pre.%s", kdg_precomputed_byref(pr->fields[k].type) ? "&" : "",
+                     pr->fields[k].name);
         continue;
       }
       kdg_printf(b, ", %s", c->p[cp].name);
@@ -906,9 +931,9 @@ static void emit_structured_wrapper(gen_ctx *g, kdg_buf *b, const cfunc *c, cons
     for (int o = 0; o < nout; o++) kdg_printf(b, ", kdk_structured_output(&kd__s, %d)", o);
     kdg_printf(b, ");\n");
   }
-  if (si.iter) kdg_printf(b, "  if (!kd__st) kd__st = kdk_iter_finish(&kd__it);\n");
+  if (w->iter) kdg_printf(b, "  if (!kd__st) kd__st = kdk_iter_finish(&kd__it);\n");
   kdg_printf(b, "  if (!kd__st) kd__st = kdk_structured_finish(&kd__s);\n");
-  if (si.iter) kdg_printf(b, "  kdk_iter_release(&kd__it);\n");
+  if (w->iter) kdg_printf(b, "  kdk_iter_release(&kd__it);\n");
   if (f->kind == KDG_FUNCTIONAL) {
     kdg_printf(b, "  kd_tensor *kd__take[%d];\n", nout);
     kdg_printf(b, "  kdk_structured_release(&kd__s, kd__st ? NULL : kd__take);\n");
@@ -920,20 +945,37 @@ static void emit_structured_wrapper(gen_ctx *g, kdg_buf *b, const cfunc *c, cons
   } else {
     kdg_printf(b, "  kdk_structured_release(&kd__s, NULL);\n  return kd__st;\n}\n\n");
   }
+  return 0;
+}
+
+
+/* The structured wrapper of function c for one key. */
+static void emit_structured_wrapper(gen_ctx *g, kdg_buf *b, const kdg_cfunc *c, const target *t) {
+  sinfo si;
+  if (!structured_info(g, c->f, &si)) return;
+  bool meta_key = !strcmp(t->key, "Meta");
+  const char *kernel = NULL;
+  for (size_t k = 0; k < si.out->ndispatch; k++)
+    if (!strcmp(si.out->dispatch[k].key, t->key)) kernel = si.out->dispatch[k].kernel;
+  char impl[300];
+  if (kernel) snprintf(impl, sizeof impl, "kdk_native_%s", kernel);
+  kdg_swrap w = {c, si.oc, t->fn, si.meta, si.pre, si.iter, !meta_key && kernel ? impl : NULL, meta_key};
+  kdg_emit_structured_wrapper(b, &w, g->d, g->path);
 }
 
 /* The unboxed wrapper (kd_unboxed_fn) around a target, and its boxed thunk. */
-static void emit_unboxed_wrapper(kdg_buf *b, const cfunc *c, const target *t, const char *uname) {
+void kdg_emit_unboxed_wrapper(kdg_buf *b, const kdg_cfunc *c, const char *fn, int device_arg,
+                              const char *uname) {
   kdg_printf(b, "static kd_status %s(const kd_call *call, const kd_arg *a, kd_value *r) {\n", uname);
-  if (t->kind == TARGET_BACKEND_SELECT) {
-    kdg_printf(b, "  return kd__ops_backend_select(call, a, r, %d);\n}\n", t->device_arg);
+  if (device_arg >= 0) {
+    kdg_printf(b, "  return kd__ops_backend_select(call, a, r, %d);\n}\n", device_arg);
     return;
   }
   kdg_printf(b, "  (void)call;\n");
   for (int i = 0; i < c->np; i++) {
     if (!c->p[i].scalar_default) continue;
     char expr[128];
-    if (!scalar_default_expr(c->p[i].arg, expr, sizeof expr)) continue;
+    if (!kdg_scalar_default_expr(c->p[i].arg, expr, sizeof expr)) continue;
     kdg_printf(b, "  kd_scalar kd__d%d = %s;\n", i, expr);
   }
   for (int i = 0; i < c->nr; i++) {
@@ -944,10 +986,12 @@ static void emit_unboxed_wrapper(kdg_buf *b, const cfunc *c, const target *t, co
     while (base_t[0] && base_t[strlen(base_t) - 1] == ' ') base_t[strlen(base_t) - 1] = 0;
     if (c->r[i].kind == KDG_C_SCALAR)
       kdg_printf(b, "  kd_scalar kd__o%d;\n", i);
+    else if (c->r[i].kind == KDG_C_TENSOR_LIST)
+      kdg_printf(b, "  kd_tensor_list kd__o%d = {NULL, 0};\n", i);
     else
       kdg_printf(b, "  %s%skd__o%d = 0;\n", base_t, base_t[strlen(base_t) - 1] == '*' ? "" : " ", i);
   }
-  kdg_printf(b, "  kd_status kd__st = %s(", t->fn);
+  kdg_printf(b, "  kd_status kd__st = %s(", fn);
   int n = 0;
   for (int i = 0; i < c->np; i++) {
     kdg_printf(b, "%s", n++ ? ", " : "");
@@ -955,13 +999,30 @@ static void emit_unboxed_wrapper(kdg_buf *b, const cfunc *c, const target *t, co
       kdg_printf(b, "a[%d].s ? a[%d].s : &kd__d%d", i, i, i);
       continue;
     }
-    emit_unpack_arg(b, &c->p[i], i, "a");
+    kdg_emit_unpack_arg(b, &c->p[i], i, "a");
   }
   for (int i = 0; i < c->nr; i++)
     if (c->r[i].alias_of < 0) kdg_printf(b, "%s&kd__o%d", n++ ? ", " : "", i);
   kdg_printf(b, ");\n  if (kd__st) return kd__st;\n");
+  /* Tensor[] results first: when a list cannot become a value, every
+   * other result is still the wrapper's to release. */
   for (int i = 0; i < c->nr; i++) {
-    const cret *cr = &c->r[i];
+    if (c->r[i].alias_of >= 0 || c->r[i].kind != KDG_C_TENSOR_LIST) continue;
+    kdg_printf(b, "  if ((kd__st = kd__value_take_tensor_list(&kd__o%d, &r[%d], \"%s\"))) {\n", i, i,
+               c->qualified);
+    for (int j = 0; j < c->nr; j++) {
+      if (j == i || c->r[j].alias_of >= 0) continue;
+      if (c->r[j].kind == KDG_C_TENSOR_LIST && j < i)
+        kdg_printf(b, "    kd_value_destroy(&r[%d]);\n", j);
+      else if (c->r[j].kind == KDG_C_TENSOR_LIST)
+        kdg_printf(b, "    kd_tensor_list_free(&kd__o%d);\n", j);
+      else if (c->r[j].kind == KDG_C_TENSOR || c->r[j].kind == KDG_C_OPT_TENSOR)
+        kdg_printf(b, "    kd_tensor_release(kd__o%d);\n", j);
+    }
+    kdg_printf(b, "    return kd__st;\n  }\n");
+  }
+  for (int i = 0; i < c->nr; i++) {
+    const kdg_cret *cr = &c->r[i];
     if (cr->alias_of >= 0) {
       /* the caller's own tensor: returned borrowed, as PyTorch returns
        * Tensor& (the boxed paths take a reference before the arguments go) */
@@ -971,6 +1032,7 @@ static void emit_unboxed_wrapper(kdg_buf *b, const cfunc *c, const target *t, co
     switch (cr->kind) {
     case KDG_C_TENSOR:
     case KDG_C_OPT_TENSOR: kdg_printf(b, "  r[%d] = kd__value_take_tensor(kd__o%d);\n", i, i); break;
+    case KDG_C_TENSOR_LIST: break; /* above */
     case KDG_C_INT: kdg_printf(b, "  r[%d] = kd_value_int(kd__o%d);\n", i, i); break;
     case KDG_C_FLOAT: kdg_printf(b, "  r[%d] = kd_value_double(kd__o%d);\n", i, i); break;
     case KDG_C_BOOL: kdg_printf(b, "  r[%d] = kd_value_bool(kd__o%d);\n", i, i); break;
@@ -988,7 +1050,7 @@ static int write_register(gen_ctx *g, const char *out_dir) {
   kdg_printf(&b, GENERATED "#include \"gen_support.h\"\n#include \"kdgen_all_native.h\"\n\n");
   size_t nimpl = 0;
   for (size_t i = 0; i < g->f->nfuncs; i++) {
-    const cfunc *c = &g->cf[i];
+    const kdg_cfunc *c = &g->cf[i];
     const kdg_func *f = c->f;
     if (!c->ok) continue;
     kdg_printf(&defs, "    {\"%s\", %zu, {", f->func, f->ntags < 8 ? f->ntags : (size_t)8);
@@ -1001,7 +1063,8 @@ static int write_register(gen_ctx *g, const char *out_dir) {
       char uname[600], bname[600];
       snprintf(uname, sizeof uname, "kd__u_%.60s_%.400s", t[k].key, f->cname);
       snprintf(bname, sizeof bname, "kd__b_%.60s_%.400s", t[k].key, f->cname);
-      emit_unboxed_wrapper(&b, c, &t[k], uname);
+      kdg_emit_unboxed_wrapper(&b, c, t[k].fn,
+                               t[k].kind == TARGET_BACKEND_SELECT ? t[k].device_arg : -1, uname);
       kdg_printf(&b,
                  "static kd_status %s(const kd_call *call, kd_stack *stack) {\n"
                  "  return kd__boxed_%s(call, stack, %s);\n}\n\n",
@@ -1053,9 +1116,29 @@ static int write_alls(gen_ctx *g, const char *out_dir, char **bases, size_t nbas
   return rc;
 }
 
-int kdg_generate(const kdg_file *f, const char *out_dir, kdg_diag *d) {
+/* Marks the backends with direct calls, and reports each dispatch entry whose
+ * key kdispatch has no runtime layout for (a note per entry, with its line). */
+static void scan_keys(gen_ctx *g) {
+  for (size_t k = 0; k < NBACKENDS; k++)
+    g->backend_used[k] = !strcmp(backend_names[k][0], "CPU") || !strcmp(backend_names[k][0], "Meta");
+  for (size_t i = 0; i < g->f->nfuncs; i++) {
+    const kdg_func *f = &g->f->funcs[i];
+    for (size_t j = 0; j < f->ndispatch; j++) {
+      const kdg_dispatch *e = &f->dispatch[j];
+      const char *key = key_for(e->key);
+      for (size_t k = 0; k < NBACKENDS; k++)
+        if (!strcmp(backend_names[k][0], key)) g->backend_used[k] = true;
+      if (key_known(key)) continue;
+      kdg_note(g->d, g->path, e->line, "'%s': not generated: %s has no %s in kdispatch (kernel '%s')",
+               f->qualified, e->key, missing_reason(e->key), e->kernel);
+    }
+  }
+}
+
+int kdg_generate(const kdg_file *f, const char *ns, const char *out_dir, kdg_diag *d) {
+  if (!ns) ns = "aten";
   size_t before = d->errors;
-  gen_ctx g = {f, f->path, d, kd_host_calloc(f->nfuncs ? f->nfuncs : 1, sizeof(cfunc))};
+  gen_ctx g = {f, f->path, ns, d, kd_host_calloc(f->nfuncs ? f->nfuncs : 1, sizeof(kdg_cfunc)), {false}};
   char **bases = kd_host_calloc(f->nfuncs ? f->nfuncs : 1, sizeof(char *));
   if (!g.cf || !bases) {
     kdg_error(d, f->path, 0, "out of memory");
@@ -1065,13 +1148,14 @@ int kdg_generate(const kdg_file *f, const char *out_dir, kdg_diag *d) {
   }
   size_t nbases = 0;
   for (size_t i = 0; i < f->nfuncs; i++) {
-    build_cfunc(&f->funcs[i], &g.cf[i], d, f->path);
+    kdg_build_cfunc(&f->funcs[i], ns, &g.cf[i], d, f->path);
     bool seen = false;
     for (size_t j = 0; j < nbases; j++)
       if (!strcmp(bases[j], f->funcs[i].base)) seen = true;
     if (!seen) bases[nbases++] = f->funcs[i].base;
   }
   if (d->errors == before) {
+    scan_keys(&g);
     for (size_t i = 0; i < nbases; i++) {
       write_public_headers(&g, out_dir, bases[i]);
       write_native_header(&g, out_dir, bases[i]);

@@ -17,7 +17,6 @@
  * The generated code uses only installed headers (kd/, kdk/). Output is
  * deterministic: it follows the order of the backend file.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -279,17 +278,6 @@ typedef struct bgen {
   char dev_enum[64];   /* "KD_DEVICE_PRIVATEUSE1" */
   const char *name, *prefix, *ns, *up_ns;
 } bgen;
-
-static void b_note(const bgen *g, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void b_note(const bgen *g, int line, const char *fmt, ...) {
-  if (g->d->max_print && g->d->errors >= g->d->max_print) return;
-  va_list ap;
-  va_start(ap, fmt);
-  fprintf(stderr, "%s:%d: note: ", g->b->path, line);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
-  va_end(ap);
-}
 
 /* The structured out function of f's group upstream, or NULL. */
 static const kdg_func *b_structured_out(const kdg_func *f) {
@@ -957,7 +945,7 @@ static void b_other_keys(const bgen *g, const bplan *p, kdg_buf *list) {
     const char *why = kd_dispatch_key_from_name(key, &k) == KD_OK
                           ? "it is not the backend's key (kdgen generates one key per backend)"
                           : "the runtime has no layout (no dispatch key) for it";
-    b_note(g, e->dispatch[i].line, "'%s': key '%s' is not generated: %s", e->written, key, why);
+    kdg_note(g->d, g->b->path, e->dispatch[i].line, "'%s': key '%s' is not generated: %s", e->written, key, why);
     kdg_printf(list, "%s %s not generated: key %s: %s\n", e->written,
                kdg_strategy_name(e->strategy), key, why);
   }
@@ -1031,7 +1019,7 @@ int kdg_generate_backend(const kdg_backend *b, const kdg_file *native, const cha
     p->e = &b->entries[i];
     b_plan(&g, p);
     if (p->kind == PLAN_NONE)
-      b_note(&g, p->e->line, "'%s' (%s) is not generated: %s", p->e->written,
+      kdg_note(g.d, b->path, p->e->line, "'%s' (%s) is not generated: %s", p->e->written,
              kdg_strategy_name(p->e->strategy), p->why);
   }
   /* Two entries whose author functions share a name must agree on the signature:

@@ -6,7 +6,7 @@
 static const kdg_ctype ctypes[KDG_C_COUNT] = {
     [KDG_C_TENSOR] = {"kd_tensor *", "kd_tensor **", "KD__BOX_TENSOR"},
     [KDG_C_OPT_TENSOR] = {"kd_tensor *", "kd_tensor **", "KD__BOX_OPT_TENSOR"},
-    [KDG_C_TENSOR_LIST] = {"kd_tensors", NULL, "KD__BOX_TENSOR_LIST"},
+    [KDG_C_TENSOR_LIST] = {"kd_tensors", "kd_tensor_list *", "KD__BOX_TENSOR_LIST"},
     [KDG_C_OPT_TENSOR_LIST] = {"kd_tensors", NULL, "KD__BOX_OPT_TENSOR_LIST"},
     [KDG_C_INT] = {"int64_t", "int64_t *", "KD__BOX_INT"},
     [KDG_C_OPT_INT] = {"const int64_t *", NULL, "KD__BOX_OPT_INT"},

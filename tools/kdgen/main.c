@@ -5,7 +5,7 @@
  * classifies its entries (docs/CODEGEN.md "Backend YAML").
  *
  *   kdgen --validate [--tags TAGS.yaml] FILE.yaml
- *   kdgen [--tags TAGS.yaml] --out DIR FILE.yaml
+ *   kdgen [--tags TAGS.yaml] [--namespace NS] --out DIR FILE.yaml
  *   kdgen --backend B.yaml --source UPSTREAM.yaml [--tags TAGS.yaml]
  *         [--key KEY] [--name NAME] [--prefix PREFIX] [--namespace NS]
  *         --validate | --classify
@@ -25,7 +25,7 @@
 static int usage(FILE *to) {
   fprintf(to,
           "usage: kdgen --validate [--tags TAGS.yaml] FILE.yaml\n"
-          "       kdgen [--tags TAGS.yaml] --out DIR FILE.yaml\n"
+          "       kdgen [--tags TAGS.yaml] [--namespace NS] --out DIR FILE.yaml\n"
           "       kdgen --backend B.yaml --source UPSTREAM.yaml [--tags TAGS.yaml]\n"
           "             [--key KEY] [--name NAME] [--prefix PREFIX] [--namespace NS]\n"
           "             (--validate | --classify | [--native KDOPS.yaml] --out DIR)\n"
@@ -33,6 +33,7 @@ static int usage(FILE *to) {
           "  --validate      check the file (keys, schemas, groups, tags) and write nothing\n"
           "  --tags FILE     the tags an entry may use (tags.yaml format)\n"
           "  --out DIR       write the generated C under DIR\n"
+          "  --namespace NS  the operators' namespace (default: aten)\n"
           "Out-of-tree backends (docs/CODEGEN.md, \"Backend YAML\"):\n"
           "  --backend FILE  a backend's YAML (torch_musa's format): entries name upstream\n"
           "                  operators (\"- func: add.out\") with the backend's kernels\n"
@@ -53,7 +54,7 @@ static int usage(FILE *to) {
 static int run_backend(const char *backend, const char *source, const char *tags,
                        const kdg_backend_opts *opts, int classify, const char *native,
                        const char *out) {
-  kdg_diag diag = {0, 0};
+  kdg_diag diag = {0, 0, 0};
   kdg_file src, nat;
   kdg_backend b;
   memset(&b, 0, sizeof b);
@@ -69,6 +70,9 @@ static int run_backend(const char *backend, const char *source, const char *tags
   if (rc == 0 && classify) kdg_backend_print_classification(&b, stdout);
   if (rc == 0 && !classify && !out)
     printf("%s: %zu entries against %s, no errors\n", backend, b.nentries, source);
+  if (diag.notes)
+    fprintf(stderr, "kdgen: %zu note%s: entries not generated (not an error)\n", diag.notes,
+            diag.notes == 1 ? "" : "s");
   if (diag.errors) fprintf(stderr, "kdgen: %zu error%s\n", diag.errors, diag.errors == 1 ? "" : "s");
   kdg_backend_free(&b);
   kdg_file_free(&nat);
@@ -78,7 +82,7 @@ static int run_backend(const char *backend, const char *source, const char *tags
 
 int main(int argc, char **argv) {
   const char *tags = NULL, *out = NULL, *file = NULL, *backend = NULL, *source = NULL,
-             *native = NULL;
+             *native = NULL, *ns = "aten";
   kdg_backend_opts opts = {NULL, NULL, NULL, NULL};
   int validate = 0, classify = 0;
   for (int i = 1; i < argc; i++) {
@@ -106,7 +110,7 @@ int main(int argc, char **argv) {
     } else if (!strcmp(a, "--prefix") && has_value) {
       opts.prefix = argv[++i];
     } else if (!strcmp(a, "--namespace") && has_value) {
-      opts.ns = argv[++i];
+      opts.ns = ns = argv[++i]; /* the backend's new operators', or the in-tree file's */
     } else if (a[0] == '-' || file) {
       fprintf(stderr, "kdgen: unexpected argument '%s'\n", a);
       return usage(stderr);
@@ -120,13 +124,16 @@ int main(int argc, char **argv) {
   }
   if (!file || (!validate && !out)) return usage(stderr);
 
-  kdg_diag diag = {0, 0};
+  kdg_diag diag = {0, 0, 0};
   kdg_file f;
   int rc = kdg_load(file, tags, &f, &diag);
   if (rc == 0) rc = kdg_validate(&f, &diag);
-  if (rc == 0 && !validate) rc = kdg_generate(&f, out, &diag);
+  if (rc == 0 && !validate) rc = kdg_generate(&f, ns, out, &diag);
   if (validate && diag.errors == 0)
     printf("%s: %zu entries, %zu groups, no errors\n", file, f.nfuncs, f.ngroups);
+  if (diag.notes)
+    fprintf(stderr, "kdgen: %zu note%s: entries not generated (not an error)\n", diag.notes,
+            diag.notes == 1 ? "" : "s");
   if (diag.errors) fprintf(stderr, "kdgen: %zu error%s\n", diag.errors, diag.errors == 1 ? "" : "s");
   kdg_file_free(&f);
   return diag.errors ? 1 : 0;

@@ -25,6 +25,20 @@ void kdg_error(kdg_diag *d, const char *file, int line, const char *fmt, ...) {
   fputc('\n', stderr);
 }
 
+void kdg_note(kdg_diag *d, const char *file, int line, const char *fmt, ...) {
+  if (d) d->notes++;
+  if (!file) file = "kdgen";
+  if (line > 0)
+    fprintf(stderr, "%s:%d: note: ", file, line);
+  else
+    fprintf(stderr, "%s: note: ", file);
+  va_list ap;
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+}
+
 static void free_strings(char **v, size_t n) {
   for (size_t i = 0; i < n; i++) kd_host_free(v[i]);
   kd_host_free(v);

@@ -123,9 +123,15 @@ typedef struct kdg_file {
 typedef struct kdg_diag {
   size_t errors;
   size_t max_print; /* 0: print all */
+  size_t notes;     /* "note:" lines: what was written but is not generated */
 } kdg_diag;
 
 void kdg_error(kdg_diag *d, const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* "FILE:LINE: note: reason" on stderr, counted in d->notes: something the
+ * file asks for that kdgen does not generate, which is not an error (the
+ * exit status stays 0). */
+void kdg_note(kdg_diag *d, const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
 /* Reads `path` (and `tags_path` when not NULL) into *out. Every problem is
