@@ -946,8 +946,9 @@ static void b_other_keys(const bgen *g, const bplan *p, kdg_buf *list) {
                           ? "it is not the backend's key (kdgen generates one key per backend)"
                           : "the runtime has no layout (no dispatch key) for it";
     kdg_note(g->d, g->b->path, e->dispatch[i].line, "'%s': key '%s' is not generated: %s", e->written, key, why);
-    kdg_printf(list, "%s %s not generated: key %s: %s\n", e->written,
-               kdg_strategy_name(e->strategy), key, why);
+    kdg_printf(list, "%s %s %s not generated: key %s: %s\n", e->written,
+               kdg_strategy_name(e->strategy), e->structured ? "structured" : "unstructured", key,
+               why);
   }
 }
 

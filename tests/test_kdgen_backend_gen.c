@@ -1,0 +1,260 @@
+/*
+ * kdgen --backend ... --out DIR: generation for an out-of-tree backend
+ * (tools/kdgen/gen_backend.c, docs/CODEGEN.md "Backends"). Runs KD_BIN_DIR/kdgen
+ * on the proof backend (examples/backend_gen/fakegen.yaml against libkdops'
+ * YAML) and on tests/kdgen/backend_unbound.yaml, and checks what was written:
+ * the author header declares exactly what the author writes, every entry is
+ * listed as generated or with the reason it is not, the output is
+ * deterministic, and a key kdgen cannot generate is an error. With the shared
+ * data present, also torch_musa's file against the patched PyTorch 2.6 file.
+ * Skipped when kdgen was not built.
+ */
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "kd_test.h"
+
+#define KDGEN KD_BIN_DIR "/kdgen"
+#define WORK KD_BIN_DIR "/../tests/kdgen_backend_gen"
+
+typedef struct run_result {
+  char *out; /* stdout and stderr */
+  int status;
+} run_result;
+
+static run_result run_kdgen(const char *args) {
+  char cmd[8192];
+  snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s 2>&1 </dev/null", KD_SOURCE_DIR, KDGEN, args);
+  run_result r;
+  r.out = kd_test_run(cmd, &r.status);
+  return r;
+}
+
+static char *slurp(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) fail_msg("cannot open %s", path);
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *buf = malloc((size_t)n + 1);
+  assert_non_null(buf);
+  assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+  buf[n] = 0;
+  fclose(f);
+  return buf;
+}
+
+#define ASSERT_CONTAINS(hay, needle)                                              \
+  do {                                                                            \
+    const char *h_ = (hay), *n_ = (needle);                                       \
+    if (!strstr(h_, n_)) fail_msg("output does not contain \"%s\":\n%s", n_, h_); \
+  } while (0)
+#define ASSERT_LACKS(hay, needle)                                              \
+  do {                                                                         \
+    const char *h_ = (hay), *n_ = (needle);                                    \
+    if (strstr(h_, n_)) fail_msg("output contains \"%s\":\n%s", n_, h_);       \
+  } while (0)
+
+static size_t count(const char *hay, const char *needle) {
+  size_t n = 0;
+  for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle)) n++;
+  return n;
+}
+
+#define SKIP_WITHOUT_KDGEN()                                     \
+  do {                                                           \
+    if (access(KDGEN, X_OK) != 0) {                              \
+      print_message("kdgen not built; skipping\n");              \
+      skip();                                                    \
+    }                                                            \
+  } while (0)
+
+static const char fakegen_args[] =
+    "--backend examples/backend_gen/fakegen.yaml --source ops/native_functions.yaml "
+    "--native ops/native_functions.yaml --name fakegen --namespace fakegen --out " WORK;
+
+/* The proof backend: every strategy, all 19 entries generated. */
+static void test_fakegen(void **state) {
+  (void)state;
+  SKIP_WITHOUT_KDGEN();
+  char args[4096];
+  snprintf(args, sizeof args, "%s/a", fakegen_args);
+  run_result r = run_kdgen(args);
+  if (r.status != 0) fail_msg("kdgen failed:\n%s", r.out);
+  free(r.out);
+
+  char *entries = slurp(WORK "/a/fakegen_entries.txt");
+  ASSERT_CONTAINS(entries, "19 entries, 19 generated, 0 not");
+  ASSERT_CONTAINS(entries, "add.Tensor Legacy structured generated: meta kdk_meta_add_Tensor, "
+                           "impl kdk_native_add_out_cpu");
+  ASSERT_CONTAINS(entries, "neg_ LegacyMeta structured generated: meta kdk_meta_neg, impl "
+                           "fakegen_neg_out");
+  ASSERT_CONTAINS(entries, "sub.out Customized structured generated: meta "
+                           "fakegen_meta_sub_Tensor, impl fakegen_sub_out");
+  ASSERT_CONTAINS(entries, "resize_ Legacy unstructured generated: kernel kdk_native_resize_\n");
+  ASSERT_CONTAINS(entries, "exp.out Customized unstructured generated: kernel fakegen_exp_out\n");
+  ASSERT_CONTAINS(entries, "scale_add Customized unstructured generated: kernel "
+                           "fakegen_scale_add (new operator)");
+  free(entries);
+
+  /* The author header: exactly the functions the author writes, each once. */
+  char *h = slurp(WORK "/a/fakegen_functions.h");
+  ASSERT_CONTAINS(h, "kd_status fakegen_backend(kd_plugin *plugin, kd_backend_iface *iface);");
+  ASSERT_CONTAINS(h, "void fakegen_backend_fini(void);");
+  ASSERT_CONTAINS(h, "kd_status fakegen_neg_out(kdk_structured *s, kdk_iter *iter, kd_tensor "
+                     "*self, kd_tensor *out);");
+  ASSERT_CONTAINS(h, "kd_status fakegen_meta_sub_Tensor(kdk_structured *s, kdk_iter *iter, "
+                     "kd_tensor *self, kd_tensor *other, const kd_scalar *alpha);");
+  ASSERT_CONTAINS(h, "kd_status fakegen_sub_out(kdk_structured *s, kdk_iter *iter, kd_tensor "
+                     "*self, kd_tensor *other, const kd_scalar *alpha, kd_tensor *out);");
+  ASSERT_CONTAINS(h, "kd_status fakegen_exp_out(kd_tensor *self, kd_tensor *out);");
+  ASSERT_CONTAINS(h, "/* fakegen::scale_add(Tensor self, Tensor other, float alpha) -> Tensor */\n"
+                     "kd_status fakegen_scale_add(kd_tensor *self, kd_tensor *other, double "
+                     "alpha, kd_tensor **out);");
+  ASSERT_CONTAINS(h, "kd_status fakegen_copy_(kd_tensor *self, kd_tensor *src, bool non_blocking);");
+  assert_int_equal(count(h, "fakegen_neg_out("), 1);  /* three entries, one impl */
+  assert_int_equal(count(h, "fakegen_sub_out("), 1);
+  /* Legacy entries reuse libkdops: nothing of theirs to write but stub loops. */
+  ASSERT_LACKS(h, "kdk_meta_add");
+  ASSERT_LACKS(h, "resize_(");
+  ASSERT_LACKS(h, "kdk_native_");
+  free(h);
+
+  /* The plugin: wrappers on the right meta and impl, registration, entry point. */
+  char *c = slurp(WORK "/a/fakegen_plugin.c");
+  ASSERT_CONTAINS(c, "kd_status kd__st = kdk_meta_add_Tensor(&kd__s, &kd__it, self, other, alpha);\n"
+                     "  if (!kd__st) kd__st = kdk_native_add_out_cpu(&kd__s, &kd__it, self, other, "
+                     "alpha, kdk_structured_output(&kd__s, 0));");
+  ASSERT_CONTAINS(c, "kdk_structured_init(&kd__s, \"aten::add_.Tensor\", KDK_STRUCTURED_INPLACE, 1, "
+                     "kd__given, kd__dev);");
+  ASSERT_CONTAINS(c, "kd__st = fakegen_meta_sub_Tensor(&kd__s, &kd__it, self, other, alpha);");
+  ASSERT_CONTAINS(c, "kd__st = kdk_meta_neg(&kd__s, &kd__it, self);");
+  ASSERT_CONTAINS(c, "    \"scale_add(Tensor self, Tensor other, float alpha) -> Tensor\",\n");
+  ASSERT_CONTAINS(c, "{1, \"scale_add\", \"(Tensor, Tensor, float) -> Tensor\", fakegen__u18, "
+                     "\"examples/backend_gen/fakegen.yaml:");
+  ASSERT_CONTAINS(c, "{0, \"resize_\", \"(Tensor(a!), SymInt[], MemoryFormat?) -> Tensor(a!)\"");
+  ASSERT_CONTAINS(c, "static const char *const nss[2] = {\"aten\", \"fakegen\"};");
+  ASSERT_CONTAINS(c, "kd_plugin_library(plugin, KD_LIBRARY_IMPL, nss[x->ns], KD_KEY_PRIVATEUSE1,");
+  ASSERT_CONTAINS(c, "KD_PLUGIN(fakegen__desc)");
+  assert_int_equal(count(c, "kd_status kd_fakegen_"), 19); /* one direct call per entry */
+  free(c);
+
+  /* Deterministic: a second run writes the same bytes. */
+  snprintf(args, sizeof args, "%s/b", fakegen_args);
+  r = run_kdgen(args);
+  if (r.status != 0) fail_msg("kdgen failed:\n%s", r.out);
+  free(r.out);
+  const char *files[] = {"fakegen_functions.h", "fakegen_plugin.c", "fakegen_direct.h",
+                         "fakegen_entries.txt"};
+  for (size_t i = 0; i < 4; i++) {
+    char pa[1024], pb[1024];
+    snprintf(pa, sizeof pa, WORK "/a/%s", files[i]);
+    snprintf(pb, sizeof pb, WORK "/b/%s", files[i]);
+    char *x = slurp(pa), *y = slurp(pb);
+    if (strcmp(x, y)) fail_msg("%s differs between two runs", files[i]);
+    free(x);
+    free(y);
+  }
+}
+
+/* Entries kdgen cannot bind are notes with file:line and lines of the list;
+ * the rest is generated and the exit status is 0. */
+static void test_unbound(void **state) {
+  (void)state;
+  SKIP_WITHOUT_KDGEN();
+  run_result r = run_kdgen("--backend tests/kdgen/backend_unbound.yaml --source "
+                           "ops/native_functions.yaml --native tests/kdgen/backend_native_small.yaml "
+                           "--name ub --out " WORK "/ub");
+  if (r.status != 0) fail_msg("kdgen failed:\n%s", r.out);
+  ASSERT_CONTAINS(r.out, "tests/kdgen/backend_unbound.yaml:7: note: 'mul.out' (Legacy) is not "
+                         "generated: libkdops does not implement 'mul.out'\n");
+  ASSERT_CONTAINS(r.out, "tests/kdgen/backend_unbound.yaml:16: note: 'neg.out': key "
+                         "'SparsePrivateUse1' is not generated: the runtime has no layout (no "
+                         "dispatch key) for it\n");
+  ASSERT_CONTAINS(r.out, "kdgen: 3 notes: entries not generated (not an error)");
+  free(r.out);
+  char *entries = slurp(WORK "/ub/ub_entries.txt");
+  ASSERT_CONTAINS(entries, "6 entries, 5 generated, 1 not\n");
+  ASSERT_CONTAINS(entries, "mul.out Legacy structured not generated: libkdops does not implement "
+                           "'mul.out'\n");
+  ASSERT_CONTAINS(entries, "neg.out LegacyMeta structured generated: meta kdk_meta_neg, impl ub_neg_out\n"
+                           "neg.out LegacyMeta structured not generated: key SparsePrivateUse1: ");
+  ASSERT_CONTAINS(entries, "resize_ Legacy unstructured generated: kernel kdk_native_resize_\n");
+  free(entries);
+  char *c = slurp(WORK "/ub/ub_plugin.c");
+  ASSERT_LACKS(c, "mul");
+  free(c);
+
+  /* Without --native nothing of libkdops can be reused: every Legacy entry is listed. */
+  r = run_kdgen("--backend tests/kdgen/backend_unbound.yaml --source ops/native_functions.yaml "
+                "--name ub --out " WORK "/nonative");
+  if (r.status != 0) fail_msg("kdgen failed:\n%s", r.out);
+  ASSERT_CONTAINS(r.out, "tests/kdgen/backend_unbound.yaml:4: note: 'add.Tensor' (Legacy) is not "
+                         "generated: no --native file: kdgen does not know what libkdops implements\n");
+  free(r.out);
+  entries = slurp(WORK "/nonative/ub_entries.txt");
+  ASSERT_CONTAINS(entries, "6 entries, 0 generated, 6 not\n"); /* LegacyMeta reuses a meta too */
+  free(entries);
+}
+
+/* A backend key that is not a plugin's (PrivateUse1..3) is an error; nothing is written. */
+static void test_bad_key(void **state) {
+  (void)state;
+  SKIP_WITHOUT_KDGEN();
+  run_result r = run_kdgen("--backend tests/kdgen/backend_cuda.yaml --source "
+                           "ops/native_functions.yaml --key CUDA --name ub --out " WORK "/cuda");
+  assert_int_equal(r.status, 1);
+  ASSERT_CONTAINS(r.out, "tests/kdgen/backend_cuda.yaml: error: the backend's key 'CUDA' "
+                         "cannot be generated: a plugin backend claims PrivateUse1, PrivateUse2 or "
+                         "PrivateUse3\n");
+  free(r.out);
+  struct stat st;
+  assert_int_not_equal(stat(WORK "/cuda/ub_plugin.c", &st), 0);
+}
+
+/* torch_musa's file against the patched PyTorch 2.6 file and libkdops' YAML:
+ * it completes, most entries are listed as not generated, each with a reason. */
+static void test_torch_musa(void **state) {
+  (void)state;
+  SKIP_WITHOUT_KDGEN();
+  char cmd[4096];
+  snprintf(cmd, sizeof cmd,
+           "mkdir -p '" WORK "' && cp '%s/pytorch-2.6/native_functions.yaml' '" WORK "/nf26.yaml' && "
+           "patch -s '" WORK "/nf26.yaml' < '%s/pytorch-2.6/torch_musa-native_functions.yaml.patch' 2>&1",
+           KD_SHARED_DATA_DIR, KD_SHARED_DATA_DIR);
+  int status;
+  char *out = kd_test_run(cmd, &status);
+  if (status != 0) {
+    print_message("cannot patch PyTorch 2.6's file (%s); skipping\n", out);
+    free(out);
+    skip();
+  }
+  free(out);
+  char args[4096];
+  snprintf(args, sizeof args,
+           "--backend '%s/musa_functions.yaml' --source '" WORK "/nf26.yaml' --tags "
+           "'%s/pytorch-2.6/tags.yaml' --native ops/native_functions.yaml --name musa --out '" WORK
+           "/musa'",
+           KD_SHARED_DATA_DIR, KD_SHARED_DATA_DIR);
+  run_result r = run_kdgen(args);
+  if (r.status != 0) fail_msg("kdgen failed:\n%.4000s", r.out);
+  free(r.out);
+  char *entries = slurp(WORK "/musa/musa_entries.txt");
+  ASSERT_CONTAINS(entries, "1212 entries, ");
+  /* Every entry has its line: one per entry, plus one per other key. */
+  size_t lines = count(entries, "\n") - 1;
+  assert_true(lines >= 1212);
+  assert_int_equal(count(entries, " generated: "), lines); /* "not generated: " included */
+  free(entries);
+}
+
+int main(void) {
+  mkdir(WORK, 0755);
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_fakegen),
+      cmocka_unit_test(test_unbound),
+      cmocka_unit_test(test_bad_key),
+      cmocka_unit_test(test_torch_musa),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
