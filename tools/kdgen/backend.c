@@ -238,24 +238,24 @@ static void check_keys_upstream(bctx *C, const kdg_func *e, const kdg_func *up) 
     join(e->tags, e->ntags, a, sizeof a);
     join(up->tags, up->ntags, b, sizeof b);
     BERR(kdg_key_line(e, "tags"),
-         "tags of '%s' (%s) differ from upstream's (%s at %s:%d); a backend cannot change an "
+         "tags of '%s' (%s) differ from upstream's at %s:%d (%s); a backend cannot change an "
          "upstream operator's tags",
-         e->qualified, a, b, C->src->path, up->line);
+         e->qualified, a, C->src->path, up->line, b);
   }
   if (written(e, "autogen") && !same_set(e->autogen, e->nautogen, up->autogen, up->nautogen)) {
     char a[512], b[512];
     join(e->autogen, e->nautogen, a, sizeof a);
     join(up->autogen, up->nautogen, b, sizeof b);
     BERR(kdg_key_line(e, "autogen"),
-         "autogen of '%s' (%s) differs from upstream's (%s at %s:%d); a backend cannot "
+         "autogen of '%s' (%s) differs from upstream's at %s:%d (%s); a backend cannot "
          "generate operators from an upstream one",
-         e->qualified, a, b, C->src->path, up->line);
+         e->qualified, a, C->src->path, up->line, b);
   }
 }
 
 /* Keys that make no sense on an operator the backend defines or on one
  * upstream generates: its kernels are the backend's own, unstructured. */
-static void check_keys_own(bctx *C, const kdg_func *e, const char *what) {
+static void check_keys_own(bctx *C, kdg_func *e, const char *what) {
   static const char *const no[] = {"structured",  "structured_delegate", "structured_inherits",
                                    "precomputed", "autogen",             "ufunc_inner_loop",
                                    "manual_kernel_registration"};
@@ -263,6 +263,17 @@ static void check_keys_own(bctx *C, const kdg_func *e, const char *what) {
     if (in_list(e->keys[i].name, no, sizeof no / sizeof *no))
       BERR(e->keys[i].line, "'%s' of '%s' is not supported on %s (its kernels are the backend's "
            "own, unstructured)", e->keys[i].name, e->qualified, what);
+  /* Reported once here, not again by the validation of the backend's own
+   * operators. */
+  e->structured = false;
+  kd_host_free(e->structured_delegate);
+  e->structured_delegate = NULL;
+  e->has_ufunc_inner_loop = false;
+  e->manual_kernel_registration = false;
+  for (size_t i = 0; i < e->nautogen; i++) kd_host_free(e->autogen[i]);
+  kd_host_free(e->autogen);
+  e->autogen = NULL;
+  e->nautogen = 0;
 }
 
 static void check_dispatch(bctx *C, const kdg_func *e) {
@@ -384,6 +395,7 @@ static void classify_upstream(bctx *C, kdg_bentry *be, const kdg_func *e) {
     }
     if (up->structured_delegate) return; /* classify_delegates */
     if (be->ndispatch == 0) {
+      if (written(e, "dispatch")) return; /* an empty dispatch: reported */
       BERR(e->line,
            "'%s' names no kernel: upstream's '%s' (%s:%d) is not structured, so there is "
            "nothing to reuse without a %s kernel; add 'dispatch: %s: NAME'",
