@@ -213,6 +213,15 @@ def main():
     with open(os.path.join(src, "valid.yaml"), "rb") as f:
         valid = f.read()
     write(d, "valid-with-tags", valid + b"\x00" + tags)
+    # Backend files (tests/kdgen/backend): upstream, NUL, tags, NUL, backend.
+    bsrc = os.path.join(src, "backend")
+    with open(os.path.join(bsrc, "upstream.yaml"), "rb") as f:
+        upstream = f.read()
+    for f in sorted(os.listdir(bsrc)):
+        p = os.path.join(bsrc, f)
+        if f.endswith(".yaml") and f != "upstream.yaml" and os.path.getsize(p) <= 4096:
+            with open(p, "rb") as fp:
+                write(d, "backend-" + f, upstream + b"\x00" + tags + b"\x00" + fp.read())
 
 
 if __name__ == "__main__":

@@ -77,6 +77,35 @@ static void test_pytorch_native_functions(void **state) {
   free(r.out);
 }
 
+/* PyTorch 2.6: DeviceIndex, set_'s inplace_view, a group's functional and
+ * in-place entries both naming the generated out= variant; and the file
+ * torch_musa patches (test_kdgen_backend's fixture makes it). */
+static void test_pytorch26_native_functions(void **state) {
+  (void)state;
+  SKIP_WITHOUT_KDGEN();
+  const char *nf = KD_SHARED_DATA_DIR "/pytorch-2.6/native_functions.yaml";
+  const char *tags = KD_SHARED_DATA_DIR "/pytorch-2.6/tags.yaml";
+  if (access(nf, R_OK) != 0 || access(tags, R_OK) != 0) {
+    print_message("%s or %s is absent; skipping\n", nf, tags);
+    skip();
+  }
+  char args[2048], want[2048];
+  snprintf(args, sizeof args, "--validate --tags '%s' '%s'", tags, nf);
+  run_result r = run_kdgen(args);
+  snprintf(want, sizeof want, "%s: 2633 entries, 619 groups, no errors\n", nf);
+  if (strcmp(r.out, want)) fail_msg("expected\n%s\ngot:\n%s", want, r.out);
+  assert_int_equal(r.status, 0);
+  free(r.out);
+
+  if (access(KD_MUSA_UPSTREAM, R_OK) != 0) return;
+  snprintf(args, sizeof args, "--validate --tags '%s' '%s'", tags, KD_MUSA_UPSTREAM);
+  r = run_kdgen(args);
+  snprintf(want, sizeof want, "%s: 2649 entries, 619 groups, no errors\n", KD_MUSA_UPSTREAM);
+  if (strcmp(r.out, want)) fail_msg("expected\n%s\ngot:\n%s", want, r.out);
+  assert_int_equal(r.status, 0);
+  free(r.out);
+}
+
 static void test_ops_native_functions(void **state) {
   (void)state;
   SKIP_WITHOUT_KDGEN();
@@ -283,6 +312,7 @@ static void test_missing_file(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_pytorch_native_functions),
+      cmocka_unit_test(test_pytorch26_native_functions),
       cmocka_unit_test(test_ops_native_functions),
       cmocka_unit_test(test_valid_fixture),
       cmocka_unit_test(test_bad_fixtures),

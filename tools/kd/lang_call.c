@@ -382,6 +382,7 @@ static bool fits(const kd_type *t, const kd_value *v, bool nat, long *bad_elem) 
       return fits_tensor(v, nat);
     case KD_TYPE_INT:
     case KD_TYPE_SYMINT:
+    case KD_TYPE_DEVICE_INDEX:
       return fits_int(v);
     case KD_TYPE_FLOAT:
       return v->tag == KD_VALUE_INT || v->tag == KD_VALUE_DOUBLE || zero_dim_tensor(v);
@@ -426,7 +427,8 @@ static bool fits(const kd_type *t, const kd_value *v, bool nat, long *bad_elem) 
         bool ok;
         switch (ek) {
           case KD_TYPE_INT:
-          case KD_TYPE_SYMINT: ok = fits_int(x); break;
+          case KD_TYPE_SYMINT:
+          case KD_TYPE_DEVICE_INDEX: ok = fits_int(x); break;
           case KD_TYPE_FLOAT: ok = x->tag == KD_VALUE_INT || x->tag == KD_VALUE_DOUBLE; break;
           case KD_TYPE_BOOL: ok = x->tag == KD_VALUE_BOOL; break;
           case KD_TYPE_TENSOR: ok = x->tag == KD_VALUE_TENSOR || kd__is_tensor_literal(x); break;
@@ -682,6 +684,7 @@ static int convert(kd__lerr *err, kd__lpos pos, const kd_type *t, const kd_value
     }
     case KD_TYPE_INT:
     case KD_TYPE_SYMINT:
+    case KD_TYPE_DEVICE_INDEX:
       if (v->tag != KD_VALUE_TENSOR) break;
       if (item_of(err, pos, v, &s)) return -1;
       *out = kd_value_int(kd_scalar_to_int64(&s));

@@ -238,24 +238,24 @@ static void check_keys_upstream(bctx *C, const kdg_func *e, const kdg_func *up) 
     join(e->tags, e->ntags, a, sizeof a);
     join(up->tags, up->ntags, b, sizeof b);
     BERR(kdg_key_line(e, "tags"),
-         "tags of '%s' (%s) differ from upstream's (%s at %s:%d); a backend cannot change an "
+         "tags of '%s' (%s) differ from upstream's at %s:%d (%s); a backend cannot change an "
          "upstream operator's tags",
-         e->qualified, a, b, C->src->path, up->line);
+         e->qualified, a, C->src->path, up->line, b);
   }
   if (written(e, "autogen") && !same_set(e->autogen, e->nautogen, up->autogen, up->nautogen)) {
     char a[512], b[512];
     join(e->autogen, e->nautogen, a, sizeof a);
     join(up->autogen, up->nautogen, b, sizeof b);
     BERR(kdg_key_line(e, "autogen"),
-         "autogen of '%s' (%s) differs from upstream's (%s at %s:%d); a backend cannot "
+         "autogen of '%s' (%s) differs from upstream's at %s:%d (%s); a backend cannot "
          "generate operators from an upstream one",
-         e->qualified, a, b, C->src->path, up->line);
+         e->qualified, a, C->src->path, up->line, b);
   }
 }
 
 /* Keys that make no sense on an operator the backend defines or on one
  * upstream generates: its kernels are the backend's own, unstructured. */
-static void check_keys_own(bctx *C, const kdg_func *e, const char *what) {
+static void check_keys_own(bctx *C, kdg_func *e, const char *what) {
   static const char *const no[] = {"structured",  "structured_delegate", "structured_inherits",
                                    "precomputed", "autogen",             "ufunc_inner_loop",
                                    "manual_kernel_registration"};
@@ -263,6 +263,17 @@ static void check_keys_own(bctx *C, const kdg_func *e, const char *what) {
     if (in_list(e->keys[i].name, no, sizeof no / sizeof *no))
       BERR(e->keys[i].line, "'%s' of '%s' is not supported on %s (its kernels are the backend's "
            "own, unstructured)", e->keys[i].name, e->qualified, what);
+  /* Reported once here, not again by the validation of the backend's own
+   * operators. */
+  e->structured = false;
+  kd_host_free(e->structured_delegate);
+  e->structured_delegate = NULL;
+  e->has_ufunc_inner_loop = false;
+  e->manual_kernel_registration = false;
+  for (size_t i = 0; i < e->nautogen; i++) kd_host_free(e->autogen[i]);
+  kd_host_free(e->autogen);
+  e->autogen = NULL;
+  e->nautogen = 0;
 }
 
 static void check_dispatch(bctx *C, const kdg_func *e) {
@@ -384,6 +395,7 @@ static void classify_upstream(bctx *C, kdg_bentry *be, const kdg_func *e) {
     }
     if (up->structured_delegate) return; /* classify_delegates */
     if (be->ndispatch == 0) {
+      if (written(e, "dispatch")) return; /* an empty dispatch: reported */
       BERR(e->line,
            "'%s' names no kernel: upstream's '%s' (%s:%d) is not structured, so there is "
            "nothing to reuse without a %s kernel; add 'dispatch: %s: NAME'",
@@ -449,6 +461,308 @@ static void check_device_behaviour(bctx *C, const kdg_bentry *be, const kdg_func
          be->device_guard ? "True" : "False");
 }
 
+/* ---- Operators upstream generates (autogen:) ----------------------------- */
+
+/* A growing string. */
+typedef struct sbuf {
+  char *s;
+  size_t n, cap;
+  bool oom;
+} sbuf;
+
+static void sb_put(sbuf *b, const char *t) {
+  size_t k = strlen(t);
+  if (b->oom) return;
+  if (b->n + k + 1 > b->cap) {
+    size_t cap = (b->n + k + 1) * 2;
+    char *p = kd_host_realloc(b->s, cap);
+    if (!p) {
+      b->oom = true;
+      return;
+    }
+    b->s = p;
+    b->cap = cap;
+  }
+  memcpy(b->s + b->n, t, k + 1);
+  b->n += k;
+}
+
+/* The type of `a` as written, with (keep) or without its alias annotation
+ * ("Tensor(a!)[]" / "Tensor[]"). */
+static void type_text(const kd_type *t, bool keep, char *buf, size_t cap) {
+  kd_type_format(t, buf, cap);
+  if (keep) return;
+  /* drop "(...)" groups made of alias-set characters: a, b|c, a!, a -> * */
+  char *w = buf;
+  for (const char *r = buf; *r;) {
+    if (*r == '(') {
+      const char *e = r + 1;
+      while (*e && (islower((unsigned char)*e) || isdigit((unsigned char)*e) || strchr("|!* ->", *e)))
+        e++;
+      if (*e == ')' && e > r + 1) {
+        r = e + 1;
+        continue;
+      }
+    }
+    *w++ = *r++;
+  }
+  *w = '\0';
+}
+
+static bool tensor_like(const kd_type *t) {
+  kd_type_kind k = kd_type_kind_of(t);
+  if (k == KD_TYPE_OPTIONAL || k == KD_TYPE_LIST) return tensor_like(kd_type_element(t));
+  return k == KD_TYPE_TENSOR;
+}
+
+/* torchgen's TensorOptions: dtype, layout, device, pin_memory keyword-only,
+ * dropped from a signature. */
+static bool tensor_options(const kd_schema *s, const kd_argument *a) {
+  static const char *const names[] = {"dtype", "layout", "device", "pin_memory"};
+  const char *n = kd_argument_name(a);
+  if (!kd_argument_kwarg_only(a) || !in_list(n, names, 4)) return false;
+  size_t found = 0;
+  for (size_t i = 0; i < kd_schema_num_arguments(s); i++) {
+    const kd_argument *x = kd_schema_argument(s, i);
+    if (kd_argument_kwarg_only(x) && in_list(kd_argument_name(x), names, 4)) found++;
+  }
+  return found == 4;
+}
+
+static bool is_out_arg(const kd_argument *a) {
+  return kd_argument_kwarg_only(a) && kd_argument_is_write(a);
+}
+
+static void put_arg(sbuf *b, const kd_argument *a, bool keep_alias, bool *first, bool *kw) {
+  char t[512];
+  if (!*first) sb_put(b, ", ");
+  *first = false;
+  if (kd_argument_kwarg_only(a) && !*kw) {
+    sb_put(b, "*, ");
+    *kw = true;
+  }
+  type_text(kd_argument_type(a), keep_alias, t, sizeof t);
+  sb_put(b, t);
+  sb_put(b, " ");
+  sb_put(b, kd_argument_name(a));
+  if (kd_argument_default(a)) {
+    sb_put(b, "=");
+    sb_put(b, kd_argument_default(a));
+  }
+}
+
+/* The letters used in alias sets of the arguments (torchgen's
+ * used_annotations), as a bitmask of a..z. */
+static unsigned used_letters(const kd_schema *s) {
+  unsigned m = 0;
+  for (size_t i = 0; i < kd_schema_num_arguments(s); i++) {
+    char t[512];
+    kd_type_format(kd_argument_type(kd_schema_argument(s, i)), t, sizeof t);
+    for (const char *p = strchr(t, '('); p; p = strchr(p + 1, '(')) {
+      const char *q = p + 1;
+      if (islower((unsigned char)*q) && !islower((unsigned char)q[1])) m |= 1u << (*q - 'a');
+    }
+  }
+  return m;
+}
+
+/* Appends "Tensor(x!) out" style out= arguments for the returns of s and
+ * writes the new returns into rets (torchgen's
+ * generate_out_args_from_schema). */
+static void out_args(const kd_schema *s, sbuf *b, sbuf *rets, bool *first, bool *kw) {
+  unsigned used = used_letters(s);
+  char valid[27];
+  size_t nv = 0;
+  for (int c = 0; c < 26; c++)
+    if (!(used & (1u << c))) valid[nv++] = (char)('a' + c);
+  size_t nr = kd_schema_num_returns(s);
+  bool all_tensors = true;
+  for (size_t i = 0; i < nr; i++)
+    all_tensors &= kd_type_kind_of(kd_argument_type(kd_schema_return(s, i))) == KD_TYPE_TENSOR;
+  size_t nret = 0;
+  for (size_t i = 0; i < nr; i++) {
+    const kd_argument *r = kd_schema_return(s, i);
+    char t[512], ann[512];
+    type_text(kd_argument_type(r), false, t, sizeof t);
+    if (!tensor_like(kd_argument_type(r)) || i >= nv) {
+      if (nret++) sb_put(rets, ", ");
+      sb_put(rets, t);
+      if (kd_argument_name(r) && *kd_argument_name(r)) {
+        sb_put(rets, " ");
+        sb_put(rets, kd_argument_name(r));
+      }
+      continue;
+    }
+    /* "Tensor" -> "Tensor(x!)" in the type */
+    const char *tp = strstr(t, "Tensor");
+    snprintf(ann, sizeof ann, "%.*sTensor(%c!)%s", (int)(tp - t), t, valid[i], tp + 6);
+    if (!*first) sb_put(b, ", ");
+    *first = false;
+    if (!*kw) {
+      sb_put(b, "*, ");
+      *kw = true;
+    }
+    sb_put(b, ann);
+    char nm[32];
+    if (nr == 1)
+      snprintf(nm, sizeof nm, " out");
+    else
+      snprintf(nm, sizeof nm, " out%zu", i);
+    sb_put(b, nm);
+    if (all_tensors) {
+      if (nret++) sb_put(rets, ", ");
+      sb_put(rets, ann);
+    }
+  }
+}
+
+/* The schema upstream generates under the name `want` (name.overload) from
+ * the entry `from` (torch_musa's autogen_signature over torchgen's
+ * self_to_out_signature / mutable_to_out_signature /
+ * functional_to_out_signature, or the functional signature). Returns a heap
+ * string, or NULL (out of memory or a kind it cannot generate from). */
+static char *autogen_schema(const kdg_func *from, const char *want) {
+  const kd_schema *s = from->schema;
+  sbuf b = {0}, rets = {0};
+  bool first = true, kw = false;
+  size_t na = kd_schema_num_arguments(s);
+  sb_put(&b, want);
+  sb_put(&b, "(");
+  sb_put(&rets, "");
+  if (strstr(want, "out")) {
+    if (from->kind == KDG_INPLACE) {
+      const kd_argument *self = NULL;
+      for (size_t i = 0; i < na; i++) {
+        const kd_argument *a = kd_schema_argument(s, i);
+        bool is_self = !kd_argument_kwarg_only(a) && !strcmp(kd_argument_name(a), "self");
+        if (is_self) self = a;
+        put_arg(&b, a, !is_self, &first, &kw);
+      }
+      if (!self) goto fail;
+      char t[512];
+      type_text(kd_argument_type(self), true, t, sizeof t);
+      if (!first) sb_put(&b, ", ");
+      if (!kw) sb_put(&b, "*, ");
+      sb_put(&b, t);
+      sb_put(&b, " out");
+      for (size_t i = 0; i < kd_schema_num_returns(s); i++) {
+        type_text(kd_argument_type(kd_schema_return(s, i)), true, t, sizeof t);
+        if (i) sb_put(&rets, ", ");
+        sb_put(&rets, t);
+      }
+    } else if (from->kind == KDG_MUTABLE || from->kind == KDG_FUNCTIONAL) {
+      bool functional = from->kind == KDG_FUNCTIONAL;
+      for (size_t i = 0; i < na; i++) {
+        const kd_argument *a = kd_schema_argument(s, i);
+        if (functional && (tensor_options(s, a) || is_out_arg(a))) continue;
+        put_arg(&b, a, !functional, &first, &kw);
+      }
+      out_args(s, &b, &rets, &first, &kw);
+    } else {
+      goto fail;
+    }
+  } else {
+    /* the functional signature, return names kept, mutated inputs returned */
+    size_t nret = 0;
+    char t[512];
+    for (size_t i = 0; i < kd_schema_num_returns(s); i++) {
+      const kd_argument *r = kd_schema_return(s, i);
+      type_text(kd_argument_type(r), false, t, sizeof t);
+      if (nret++) sb_put(&rets, ", ");
+      sb_put(&rets, t);
+      if (kd_argument_name(r) && *kd_argument_name(r)) {
+        sb_put(&rets, " ");
+        sb_put(&rets, kd_argument_name(r));
+      }
+    }
+    bool seen_self = false;
+    for (size_t i = 0; i < na; i++) {
+      const kd_argument *a = kd_schema_argument(s, i);
+      if (!kd_argument_kwarg_only(a) && !strcmp(kd_argument_name(a), "self")) seen_self = true;
+    }
+    /* self, then out=, then positional after self (torchgen's order; without
+     * a self argument every positional one counts as after self) */
+    for (int pass = 0; pass < 3; pass++) {
+      bool after_self = !seen_self;
+      for (size_t i = 0; i < na; i++) {
+        const kd_argument *a = kd_schema_argument(s, i);
+        bool is_self = !kd_argument_kwarg_only(a) && !strcmp(kd_argument_name(a), "self");
+        bool pick = pass == 0   ? is_self
+                    : pass == 1 ? is_out_arg(a)
+                                : !kd_argument_kwarg_only(a) && !is_self && after_self;
+        if (is_self) after_self = true;
+        if (!pick || !kd_argument_is_write(a)) continue;
+        /* returned already (same alias as a return)? */
+        char ta[512], tr[512];
+        kd_type_format(kd_argument_type(a), ta, sizeof ta);
+        bool returned = false;
+        for (size_t k = 0; k < kd_schema_num_returns(s) && !returned; k++) {
+          kd_type_format(kd_argument_type(kd_schema_return(s, k)), tr, sizeof tr);
+          const char *pa = strchr(ta, '('), *pr = strchr(tr, '(');
+          returned = pa && pr && !strncmp(pa, pr, (size_t)(strchr(pa, ')') - pa));
+        }
+        if (returned) continue;
+        type_text(kd_argument_type(a), false, t, sizeof t);
+        if (nret++) sb_put(&rets, ", ");
+        sb_put(&rets, t);
+        sb_put(&rets, " ");
+        sb_put(&rets, kd_argument_name(a));
+        sb_put(&rets, "_out");
+      }
+    }
+    for (size_t i = 0; i < na; i++) {
+      const kd_argument *a = kd_schema_argument(s, i);
+      if (tensor_options(s, a) || is_out_arg(a)) continue;
+      put_arg(&b, a, false, &first, &kw);
+    }
+  }
+  sb_put(&b, ") -> (");
+  sb_put(&b, rets.s ? rets.s : "");
+  sb_put(&b, ")");
+  if (b.oom || rets.oom) goto fail;
+  kd_host_free(rets.s);
+  return b.s;
+fail:
+  kd_host_free(b.s);
+  kd_host_free(rets.s);
+  return NULL;
+}
+
+/* Gives e (a backend entry naming an operator upstream generates) its
+ * derived schema; reports a written schema that differs. */
+static bool derive_autogen(bctx *C, kdg_func *e, const kdg_func *from) {
+  char *text = autogen_schema(from, e->qualified);
+  kd_schema *sch = NULL;
+  if (!text || kd_schema_parse(text, strlen(text), &sch) != KD_OK) {
+    BERR(e->line, "cannot derive the schema of '%s' from '%s' (%s:%d), whose autogen: names it",
+         e->qualified, from->qualified, C->src->path, from->line);
+    kd_host_free(text);
+    return false;
+  }
+  if (e->schema) {
+    char a[4096], b[4096];
+    size_t na = kd_schema_format(e->schema, a, sizeof a);
+    size_t nb = kd_schema_format(sch, b, sizeof b);
+    if (na >= sizeof a || nb >= sizeof b || strcmp(a, b)) {
+      BERR(e->line,
+           "the schema of '%s' differs from the one upstream generates from '%s' (%s:%d): the "
+           "backend has '%s', upstream generates '%s'",
+           e->qualified, from->qualified, C->src->path, from->line, a, b);
+      kd_schema_free(sch);
+      kd_host_free(text);
+      return false;
+    }
+    kd_schema_free(sch);
+    kd_host_free(text);
+    return true;
+  }
+  kd_host_free(e->func);
+  e->func = text;
+  e->schema = sch;
+  e->kind = (kdg_kind)kd_schema_kind_of(sch);
+  return true;
+}
+
 /* ---- Entries ------------------------------------------------------------ */
 
 typedef struct eref {
@@ -507,13 +821,7 @@ static void resolve(bctx *C, kdg_bentry *be, kdg_func *e) {
   }
   if (agen_from) {
     /* torch_musa's musa_handle_autogen_native_function_info. */
-    if (!e->schema) {
-      BERR(e->line,
-           "'%s' is generated upstream (autogen of '%s' at %s:%d), so it has no schema there; "
-           "write its full schema in 'func'",
-           e->qualified, agen_from->qualified, src, agen_from->line);
-      return;
-    }
+    if (!derive_autogen(C, e, agen_from)) return;
     be->is_autogen = true;
     be->autogen_of = agen_from;
     check_keys_own(C, e, "an operator upstream generates");
