@@ -840,9 +840,11 @@ static int b_write_plugin(bgen *g, const char *out_dir) {
   kdg_printf(&b, "};\n\n");
   char *stubs[512];
   size_t nstubs = b_stubs(g, stubs, 512);
-  kdg_printf(&b, "static size_t %s__nstubs_registered;\n\n", g->name);
+  kdg_printf(&b, "static size_t %s__nstubs_registered;\nstatic bool %s__author_up; /* %sbackend succeeded */\n\n",
+             g->name, g->name, g->prefix);
   kdg_printf(&b, "/* The device loops of the stubs, in registration order. */\n");
-  kdg_printf(&b, "static kdk_stub *%s__stub(size_t i, kdk_stub_fn *fn) {\n  switch (i) {\n", g->name);
+  kdg_printf(&b, "static kdk_stub *%s__stub(size_t i, kdk_stub_fn *fn) {\n  (void)i;\n  switch (i) {\n",
+             g->name);
   for (size_t i = 0; i < nstubs; i++)
     kdg_printf(&b, "  case %zu: *fn = (kdk_stub_fn)%s%s; return &KDK_STUB_OBJECT(%s);\n", i, g->prefix,
                stubs[i], stubs[i]);
@@ -861,12 +863,12 @@ static int b_write_plugin(bgen *g, const char *out_dir) {
       "  memset(&iface, 0, sizeof iface);\n"
       "  kd_status st = %sbackend(plugin, &iface);\n"
       "  if (st) return st;\n"
+      "  %s__author_up = true;\n"
       "  if (iface.device_type != %s)\n"
       "    return kd_set_error(KD_EINVAL, \"%s: %sbackend gave device type %%d: expected %s (%%d)\",\n"
       "                        (int)iface.device_type, (int)%s);\n"
-      "  if ((st = kd_plugin_backend(plugin, &iface, NULL))) return st;\n"
-      "  kd_library *libs[2] = {NULL, NULL};\n",
-      g->name, g->prefix, g->dev_enum, g->name, g->prefix, g->dev_enum, g->dev_enum);
+      "  if ((st = kd_plugin_backend(plugin, &iface, NULL))) return st;\n",
+      g->name, g->prefix, g->name, g->dev_enum, g->name, g->prefix, g->dev_enum, g->dev_enum);
   if (ndefs) {
     kdg_printf(&b,
                "  kd_library *def;\n"
@@ -876,7 +878,9 @@ static int b_write_plugin(bgen *g, const char *out_dir) {
                "    if ((st = kd_library_def(def, %s__defs[i], NULL, 0, NULL))) return st;\n",
                g->ns, ndefs, g->name);
   }
-  kdg_printf(&b,
+  if (nimpls)
+    kdg_printf(&b,
+             "  kd_library *libs[2] = {NULL, NULL};\n"
              "  static const char *const nss[2] = {\"%s\", \"%s\"};\n"
              "  for (size_t i = 0; i < %zu; i++) {\n"
              "    const %s__impl *x = &%s__impls[i];\n"
@@ -893,23 +897,23 @@ static int b_write_plugin(bgen *g, const char *out_dir) {
              "    if ((st = kd_library_impl(libs[x->ns], x->name, &k, NULL))) return st;\n"
              "  }\n",
              g->up_ns, g->ns, nimpls, g->name, g->name, g->key_enum);
-  kdg_printf(&b,
+  if (nstubs)
+    kdg_printf(&b,
              "  for (size_t i = 0; i < %zu; i++) {\n"
              "    kdk_stub_fn fn;\n"
              "    kdk_stub *stub = %s__stub(i, &fn);\n"
              "    if ((st = kdk_stub_register_device(stub, %s, fn))) return st;\n"
              "    %s__nstubs_registered++;\n"
-             "  }\n"
-             "  return KD_OK;\n}\n\n",
+             "  }\n",
              nstubs, g->name, g->dev_enum, g->name);
+  kdg_printf(&b, "  return KD_OK;\n}\n\n");
   kdg_printf(&b,
-             "static bool %s__author_up;\n\n"
              "static kd_status %s__init(kd_plugin *plugin) {\n"
+             "  %s__author_up = false;\n"
              "  kd_status st = %s__register(plugin);\n"
-             "  %s__author_up = true;\n"
              "  if (st) {\n"
              "    %s__unregister_stubs();\n"
-             "    %sbackend_fini();\n"
+             "    if (%s__author_up) %sbackend_fini();\n"
              "  }\n"
              "  return st;\n}\n\n"
              "static void %s__fini(kd_plugin *plugin) {\n"
