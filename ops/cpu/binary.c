@@ -762,7 +762,7 @@ static void ctx_init(bin_ctx *c) {
 }
 
 static kd_status run(kdk_iter *iter, loop2d_fn *loop, bin_ctx *c) {
-  kdk_iter_for_each(iter, loop, c, KD_GRAIN_SIZE);
+  kdk_iter_for_each(iter, loop, c, KDK_GRAIN_SIZE);
   if (atomic_load(&c->bad)) return kd_set_error(KD_EINVAL, "ZeroDivisionError");
   return KD_OK;
 }

@@ -562,7 +562,7 @@ static void wr_allany(const red_acc *a, char *o, char *o1, kd_dtype od) {
  * runs: ALL, ANY, ARGMAX, ARGMIN, and float16 / bfloat16 sums (whose
  * partials would otherwise be rounded to 16 bits, as kdk_iter_reduce_rows
  * keeps them in the output's dtype). */
-static bool get_vt(kd__red_kind kind, kd_dtype dt, red_vt *vt) {
+static bool get_vt(kdk_reduce_kind kind, kd_dtype dt, red_vt *vt) {
   memset(vt, 0, sizeof *vt);
   bool flt = dt == KD_FLOAT16 || dt == KD_BFLOAT16 || dt == KD_FLOAT32;
 #define PICK(pfx)                                 \
@@ -580,10 +580,10 @@ static bool get_vt(kd__red_kind kind, kd_dtype dt, red_vt *vt) {
   default: break;                                 \
   }
   switch (kind) {
-  case KD__RED_SUM:
-  case KD__RED_MEAN:
-  case KD__RED_PROD: {
-    bool sum = kind != KD__RED_PROD;
+  case KDK_REDUCE_SUM:
+  case KDK_REDUCE_MEAN:
+  case KDK_REDUCE_PROD: {
+    bool sum = kind != KDK_REDUCE_PROD;
     switch (dt) {
     case KD_COMPLEX64:
       vt->step = sum ? step_sum_c64 : step_prod_c64;
@@ -629,20 +629,20 @@ static bool get_vt(kd__red_kind kind, kd_dtype dt, red_vt *vt) {
     }
     return true;
   }
-  case KD__RED_MAX:
-  case KD__RED_MIN:
-  case KD__RED_ARGMAX:
-  case KD__RED_ARGMIN: {
+  case KDK_REDUCE_MAX:
+  case KDK_REDUCE_MIN:
+  case KDK_REDUCE_ARGMAX:
+  case KDK_REDUCE_ARGMIN: {
     bool fl = flt || dt == KD_FLOAT64;
     vt->init = init_zero;
     vt->split_steps = true;
-    if (kind == KD__RED_MAX) {
+    if (kind == KDK_REDUCE_MAX) {
       PICK(step_max_)
       vt->write = fl ? wr_val_d : wr_val_i;
-    } else if (kind == KD__RED_MIN) {
+    } else if (kind == KDK_REDUCE_MIN) {
       PICK(step_min_)
       vt->write = fl ? wr_val_d : wr_val_i;
-    } else if (kind == KD__RED_ARGMAX) {
+    } else if (kind == KDK_REDUCE_ARGMAX) {
       PICK(step_argmax_)
       vt->combine = fl ? comb_max_d : comb_max_i;
       vt->write = fl ? wr_idx_d : wr_idx_i;
@@ -653,9 +653,9 @@ static bool get_vt(kd__red_kind kind, kd_dtype dt, red_vt *vt) {
     }
     return vt->step != NULL;
   }
-  case KD__RED_ALL:
-  case KD__RED_ANY: {
-    bool all = kind == KD__RED_ALL;
+  case KDK_REDUCE_ALL:
+  case KDK_REDUCE_ANY: {
+    bool all = kind == KDK_REDUCE_ALL;
     vt->init = all ? init_true : init_zero;
     vt->combine = all ? comb_and : comb_or;
     vt->write = wr_allany;
@@ -783,50 +783,50 @@ static void divide_loop(void *ctx, char **data, const int64_t *strides, int64_t 
   }
 }
 
-static const char *kind_kernel(kd__red_kind kind) {
+static const char *kind_kernel(kdk_reduce_kind kind) {
   switch (kind) {
-  case KD__RED_SUM: return "sum_cpu";
-  case KD__RED_PROD: return "prod_cpu";
-  case KD__RED_MEAN: return "mean_cpu";
-  case KD__RED_MAX: return "max_values_cpu";
-  case KD__RED_MIN: return "min_values_cpu";
-  case KD__RED_ALL: return "all_cpu";
-  case KD__RED_ANY: return "any_cpu";
-  case KD__RED_ARGMAX: return "argmax_cpu";
+  case KDK_REDUCE_SUM: return "sum_cpu";
+  case KDK_REDUCE_PROD: return "prod_cpu";
+  case KDK_REDUCE_MEAN: return "mean_cpu";
+  case KDK_REDUCE_MAX: return "max_values_cpu";
+  case KDK_REDUCE_MIN: return "min_values_cpu";
+  case KDK_REDUCE_ALL: return "all_cpu";
+  case KDK_REDUCE_ANY: return "any_cpu";
+  case KDK_REDUCE_ARGMAX: return "argmax_cpu";
   default: return "argmin_cpu";
   }
 }
 
-static kd_status reduce_kernel(const kdk_iter *it, kd__red_kind kind) {
+static kd_status reduce_kernel(const kdk_iter *it, kdk_reduce_kind kind) {
   if (kdk_iter_is_meta(it)) return KD_OK;
   red_run r;
   r.nt = kdk_iter_ntensors(it);
   r.dtype = kdk_iter_input_dtype(it, 0);
   r.in_size = (int64_t)kd_dtype_size(r.dtype);
-  r.index_only = (kind == KD__RED_ARGMAX || kind == KD__RED_ARGMIN) && r.nt == 2;
+  r.index_only = (kind == KDK_REDUCE_ARGMAX || kind == KDK_REDUCE_ARGMIN) && r.nt == 2;
   r.pieces = NULL;
-  bool mean_ok = kind != KD__RED_MEAN || r.dtype == KD_FLOAT32 || r.dtype == KD_FLOAT64 ||
+  bool mean_ok = kind != KDK_REDUCE_MEAN || r.dtype == KD_FLOAT32 || r.dtype == KD_FLOAT64 ||
                  kd_dtype_is_complex(r.dtype);
   if (r.nt < 2 || r.nt > 3 || !mean_ok || !get_vt(kind, r.dtype, &r.vt))
     return kd_set_error(KD_ETYPE, "\"%s\" not implemented for '%s'", kind_kernel(kind),
                         kd_dtype_name(r.dtype));
   if (!r.vt.combine) {
     /* sum, prod, mean, max, min: output and input of one dtype, partials in it */
-    kd_status st = kdk_iter_reduce_rows(it, rows_loop, &r, KD_GRAIN_SIZE);
+    kd_status st = kdk_iter_reduce_rows(it, rows_loop, &r, KDK_GRAIN_SIZE);
     if (st) return st;
-    if (kind != KD__RED_MEAN) return KD_OK;
+    if (kind != KDK_REDUCE_MEAN) return KD_OK;
     /* one division per row: threads only for many rows */
-    if (kdk_iter_num_rows(it) < KD_GRAIN_SIZE)
+    if (kdk_iter_num_rows(it) < KDK_GRAIN_SIZE)
       kdk_iter_serial_for_each(it, divide_loop, &r);
     else
-      kdk_iter_for_each(it, divide_loop, &r, KD_GRAIN_SIZE);
+      kdk_iter_for_each(it, divide_loop, &r, KDK_GRAIN_SIZE);
     return KD_OK;
   }
   red_acc pieces[MAX_PIECES];
   r.pieces = pieces;
-  int n = kdk_iter_split_row(it, piece_loop, &r, MAX_PIECES, KD_GRAIN_SIZE);
+  int n = kdk_iter_split_row(it, piece_loop, &r, MAX_PIECES, KDK_GRAIN_SIZE);
   if (n == 0) {
-    kdk_iter_for_each(it, rows_loop, &r, KD_GRAIN_SIZE);
+    kdk_iter_for_each(it, rows_loop, &r, KDK_GRAIN_SIZE);
     return KD_OK;
   }
   red_acc acc = pieces[0];
@@ -933,7 +933,7 @@ static kd_status cumsum_kernel(const kdk_iter *it) {
   if (kdk_iter_ntensors(it) != 2 || kdk_iter_input_dtype(it, 0) != dt)
     return kd_set_error(KD_ETYPE, "cumsum_cpu: the output (%s) and the input (%s) differ in dtype",
                         kd_dtype_name(dt), kd_dtype_name(kdk_iter_input_dtype(it, 0)));
-  kdk_iter_for_each(it, cumsum_rows, &c, KD_GRAIN_SIZE);
+  kdk_iter_for_each(it, cumsum_rows, &c, KDK_GRAIN_SIZE);
   return KD_OK;
 }
 

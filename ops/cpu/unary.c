@@ -289,7 +289,7 @@ static inline int u_disjoint(const char *a, int64_t an, const char *b, int64_t b
 /* round(x, decimals): the scale is 10^|decimals| in the computing type; for
  * negative decimals divide first (PyTorch's round_decimals_kernel). */
 #define U_PRE_ROUND_DEC                                                  \
-  const kd__unary_extra *ex_ = extra;                                    \
+  const kdk_unary_extra *ex_ = extra;                                    \
   const double tpd = ex_->ten_pow;                                       \
   const float tpf = (float)ex_->ten_pow;                                 \
   const int negd = ex_->neg_decimals;                                    \
@@ -470,7 +470,7 @@ static kd__uloop *const lnot_out_tbl[KD_DTYPE_COUNT] = {U_TBL_ALL(from01)};
 
 static void logical_not_loop(char *out, const char *in, int64_t n, int64_t os, int64_t is,
                              const void *extra) {
-  const kd__unary_extra *ex = extra;
+  const kdk_unary_extra *ex = extra;
   kd__uloop *to01 = lnot_in_tbl[ex->in_dtype], *from01 = lnot_out_tbl[ex->out_dtype];
   uint8_t buf[U_BLOCK];
   for (int64_t i0 = 0; i0 < n; i0 += U_BLOCK) {
@@ -514,11 +514,11 @@ U_TABLE(gelu_tanh, U_TBL_FLOATS(gelu_tanh));
 
 /* The loop of `op` for elements of `dtype` (the input's; for logical_not any
  * pair, checked by the caller); NULL when the operator has none. */
-static kd__uloop *unary_loop_lookup(kd__unary_op op, kd_dtype dtype) {
+static kd__uloop *unary_loop_lookup(kdk_unary_op op, kd_dtype dtype) {
   if ((int)dtype < 0 || dtype >= KD_DTYPE_COUNT) return NULL;
   switch (op) {
 #define U_CASE(E, name) \
-  case KD__UNARY_##E: return name##_tbl[dtype];
+  case KDK_UNARY_##E: return name##_tbl[dtype];
     U_CASE(NEG, neg)
     U_CASE(ABS, abs)
     U_CASE(ABS_TO_REAL, abs_to_real)
@@ -546,7 +546,7 @@ static kd__uloop *unary_loop_lookup(kd__unary_op op, kd_dtype dtype) {
     U_CASE(GELU, gelu)
     U_CASE(GELU_TANH, gelu_tanh)
 #undef U_CASE
-  case KD__UNARY_LOGICAL_NOT: return logical_not_loop;
+  case KDK_UNARY_LOGICAL_NOT: return logical_not_loop;
   default: return NULL;
   }
 }
@@ -555,7 +555,7 @@ static kd__uloop *unary_loop_lookup(kd__unary_op op, kd_dtype dtype) {
 
 typedef struct u_ctx {
   kd__uloop *loop;
-  const kd__unary_extra *extra;
+  const kdk_unary_extra *extra;
 } u_ctx;
 
 /* Operand 0 is the output, operand 1 the input. */
@@ -571,12 +571,12 @@ static void u_loop2d(void *ctx, char **data, const int64_t *strides, int64_t siz
   }
 }
 
-static kd_status unary_kernel(kdk_iter *iter, kd__unary_op op, const kd__unary_extra *extra) {
+static kd_status unary_kernel(kdk_iter *iter, kdk_unary_op op, const kdk_unary_extra *extra) {
   if (kdk_iter_ntensors(iter) != 2 || kdk_iter_noutputs(iter) != 1)
     return kd_set_error(KD_EINTERNAL, "%s: the unary kernel needs one output and one input, got %d operands",
                         kd__unary_kernel_name(op), kdk_iter_ntensors(iter));
   kd_dtype in = kdk_iter_input_dtype(iter, 0), out = kdk_iter_dtype(iter, 0);
-  kd__unary_extra ex;
+  kdk_unary_extra ex;
   if (extra)
     ex = *extra;
   else
@@ -584,12 +584,12 @@ static kd_status unary_kernel(kdk_iter *iter, kd__unary_op op, const kd__unary_e
   ex.in_dtype = in;
   ex.out_dtype = out;
   kd__uloop *loop = NULL;
-  if (op == KD__UNARY_LOGICAL_NOT) {
+  if (op == KDK_UNARY_LOGICAL_NOT) {
     if (kd_dtype_valid(in) && kd_dtype_valid(out)) loop = unary_loop_lookup(op, in);
   } else {
     loop = unary_loop_lookup(op, in);
     /* The loops write the input's dtype, except abs of complex to real. */
-    kd_dtype want = op == KD__UNARY_ABS_TO_REAL ? kd_dtype_to_real(in) : in;
+    kd_dtype want = op == KDK_UNARY_ABS_TO_REAL ? kd_dtype_to_real(in) : in;
     if (loop && out != want)
       return kd_set_error(KD_EINTERNAL, "%s: the loop for %s writes %s, the output is %s",
                           kd__unary_kernel_name(op), kd_dtype_name(in), kd_dtype_name(want),

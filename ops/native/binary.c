@@ -56,8 +56,18 @@
 #include "where_native.h"
 
 #define KD__BINARY_DEFINE(name) KD_DEFINE_STUB(name);
-KD__BINARY_STUBS(KD__BINARY_DEFINE)
+KDK_BINARY_STUBS(KD__BINARY_DEFINE)
 #undef KD__BINARY_DEFINE
+
+/* Runs a binary stub's loop for the iterator's device (nothing on meta);
+ * fn NULL (the device has no loop: KD_ITER_STUB set KD_ENOKERNEL with the
+ * message) passes the status on. */
+#define run_binary(fn_expr, iter, p0, p1) \
+  (kdk_iter_is_meta(iter) ? KD_OK : run_binary_fn((fn_expr), (iter), (p0), (p1)))
+static inline kd_status run_binary_fn(kdk_binary_fn *fn, kdk_iter *iter, const kd_scalar *p0,
+                                      const kd_scalar *p1) {
+  return fn ? fn(iter, p0, p1) : KD_ENOKERNEL;
+}
 
 /* ---- Helpers ------------------------------------------------------------------- */
 
@@ -143,7 +153,7 @@ kd_status kdk_meta_add_Tensor(kdk_structured *s, kdk_iter *iter, kd_tensor *self
 kd_status kdk_native_add_out_cpu(kdk_structured *s, kdk_iter *iter, kd_tensor *self,
                                  kd_tensor *other, const kd_scalar *alpha, kd_tensor *out) {
   (void)s, (void)self, (void)other, (void)out;
-  return KD_STUB(add_stub)(iter, alpha, NULL);
+  return run_binary(KD_ITER_STUB(add_stub, iter), iter, alpha, NULL);
 }
 
 kd_status kdk_meta_sub_Tensor(kdk_structured *s, kdk_iter *iter, kd_tensor *self, kd_tensor *other,
@@ -161,7 +171,7 @@ kd_status kdk_native_sub_out_cpu(kdk_structured *s, kdk_iter *iter, kd_tensor *s
   (void)s, (void)self, (void)other, (void)out;
   kd_scalar one = kd_scalar_int(1);
   kd_scalar neg = negate(alpha ? alpha : &one);
-  return KD_STUB(add_stub)(iter, &neg, NULL);
+  return run_binary(KD_ITER_STUB(add_stub, iter), iter, &neg, NULL);
 }
 
 /* Operators whose meta is one builder call and whose impl is one stub. */
@@ -174,7 +184,7 @@ kd_status kdk_native_sub_out_cpu(kdk_structured *s, kdk_iter *iter, kd_tensor *s
   kd_status kdk_native_##impl(kdk_structured *s, kdk_iter *iter, kd_tensor *self,               \
                               kd_tensor *other, kd_tensor *out) {                             \
     (void)s, (void)self, (void)other, (void)out;                                              \
-    return KD_STUB(stub)(iter, NULL, NULL);                                                   \
+    return run_binary(KD_ITER_STUB(stub, iter), iter, NULL, NULL);                                 \
   }
 KD__BINARY_SIMPLE(mul_Tensor, mul_out_cpu, kdk_iter_build_binary_op, mul_stub)
 KD__BINARY_SIMPLE(div_Tensor, div_out_cpu, kdk_iter_build_binary_float_op, div_true_stub)
@@ -203,7 +213,7 @@ KD__BINARY_SIMPLE(ge_Tensor, ge_Tensor_out_cpu, kdk_iter_build_comparison_op, ge
   kd_status kdk_native_##name##_out_cpu(kdk_structured *s, kdk_iter *iter, kd_tensor *self,      \
                                         kd_tensor *other, kd_tensor *out) {                    \
     (void)s, (void)self, (void)other, (void)out;                                               \
-    return KD_STUB(stub)(iter, NULL, NULL);                                                    \
+    return run_binary(KD_ITER_STUB(stub, iter), iter, NULL, NULL);                                 \
   }
 KD__MINMAX(maximum, maximum_stub)
 KD__MINMAX(minimum, minimum_stub)
@@ -234,9 +244,9 @@ kd_status kdk_native_div_out_mode_cpu(kdk_structured *s, kdk_iter *iter, kd_tens
                                       kd_tensor *out) {
   (void)s, (void)self, (void)other, (void)out;
   switch (rounding_mode_of(rounding_mode)) {
-  case 0: return KD_STUB(div_true_stub)(iter, NULL, NULL);
-  case 1: return KD_STUB(div_trunc_stub)(iter, NULL, NULL);
-  default: return KD_STUB(div_floor_stub)(iter, NULL, NULL);
+  case 0: return run_binary(KD_ITER_STUB(div_true_stub, iter), iter, NULL, NULL);
+  case 1: return run_binary(KD_ITER_STUB(div_trunc_stub, iter), iter, NULL, NULL);
+  default: return run_binary(KD_ITER_STUB(div_floor_stub, iter), iter, NULL, NULL);
   }
 }
 
@@ -272,7 +282,7 @@ static kd_status build_comparison_scalar(kdk_structured *s, kdk_iter *iter, kd_t
                                                kd_tensor *self, const kd_scalar *other,        \
                                                kd_tensor *out) {                               \
     (void)s, (void)self, (void)other, (void)out;                                               \
-    return KD_STUB(stub)(iter, NULL, NULL);                                                    \
+    return run_binary(KD_ITER_STUB(stub, iter), iter, NULL, NULL);                                 \
   }
 KD__CMP_SCALAR(eq, eq_stub)
 KD__CMP_SCALAR(ne, ne_stub)
@@ -334,7 +344,7 @@ kd_status kdk_native_pow_Tensor_Scalar_out_cpu(kdk_structured *s, kdk_iter *iter
   }
   if (scalar_equals(exponent, 1.0) || (exponent->kind == KD_SCALAR_BOOL && exponent->v.b))
     return kd_tensor_copy_(out, self);
-  return KD_STUB(pow_tensor_scalar_stub)(iter, exponent, NULL);
+  return run_binary(KD_ITER_STUB(pow_tensor_scalar_stub, iter), iter, exponent, NULL);
 }
 
 kd_status kdk_meta_pow_Scalar(kdk_structured *s, const kd_scalar *self, kd_tensor *exponent) {
@@ -407,7 +417,7 @@ kd_status kdk_native_clamp_out_cpu(kdk_structured *s, kdk_iter *iter, kd_tensor 
       return kd_fill__Scalar(out, &nan);
     }
   }
-  return KD_STUB(clamp_scalar_stub)(iter, min, max);
+  return run_binary(KD_ITER_STUB(clamp_scalar_stub, iter), iter, min, max);
 }
 
 kd_status kdk_meta_clamp_Tensor(kdk_structured *s, kdk_iter *iter, kd_tensor *self, kd_tensor *min,
@@ -432,9 +442,9 @@ kd_status kdk_meta_clamp_Tensor(kdk_structured *s, kdk_iter *iter, kd_tensor *se
 kd_status kdk_native_clamp_Tensor_out_cpu(kdk_structured *s, kdk_iter *iter, kd_tensor *self,
                                           kd_tensor *min, kd_tensor *max, kd_tensor *out) {
   (void)s, (void)self, (void)out;
-  if (min && max) return KD_STUB(clamp_tensor_stub)(iter, NULL, NULL);
-  if (min) return KD_STUB(maximum_stub)(iter, NULL, NULL);
-  return KD_STUB(minimum_stub)(iter, NULL, NULL);
+  if (min && max) return run_binary(KD_ITER_STUB(clamp_tensor_stub, iter), iter, NULL, NULL);
+  if (min) return run_binary(KD_ITER_STUB(maximum_stub, iter), iter, NULL, NULL);
+  return run_binary(KD_ITER_STUB(minimum_stub, iter), iter, NULL, NULL);
 }
 
 /* ---- Composite Scalar overloads ---------------------------------------------------- */
@@ -508,7 +518,8 @@ kd_status kdk_native_remainder_Scalar_Tensor(const kd_scalar *self, kd_tensor *o
     kdk_iter_init(&it, NULL);                                                                   \
     kdk_iter_set_op_name(&it, "aten::" #n ".out");                                              \
     st = kdk_iter_build_comparison_op(&it, out, self, other);                                   \
-    if (!st && !kdk_iter_is_meta(&it)) st = KD_STUB(stub)(&it, NULL, NULL);                     \
+    if (!st && !kdk_iter_is_meta(&it))                                                          \
+      st = run_binary(KD_ITER_STUB(stub, &it), &it, NULL, NULL);                                \
     if (!st) st = kdk_iter_finish(&it);                                                         \
     kdk_iter_release(&it);                                                                      \
     return st;                                                                                 \
@@ -584,7 +595,8 @@ kd_status kdk_native_where_self_out(kd_tensor *condition, kd_tensor *self, kd_te
       kdk_iter_add_input(&it, src[i]);
   }
   st = kdk_iter_build(&it);
-  if (!st && !kdk_iter_is_meta(&it)) st = KD_STUB(where_stub)(&it, NULL, NULL);
+  if (!st && !kdk_iter_is_meta(&it))
+    st = run_binary(KD_ITER_STUB(where_stub, &it), &it, NULL, NULL);
   if (!st) st = kdk_iter_finish(&it);
   kdk_iter_release(&it);
   return st;
@@ -673,7 +685,8 @@ static kd_status masked_fill_impl(kd_tensor *self, kd_tensor *mask, const kd_sca
   kdk_iter_add_output(&it, self);
   kdk_iter_add_input(&it, mask);
   kd_status st = kdk_iter_build(&it);
-  if (!st && !kdk_iter_is_meta(&it)) st = KD_STUB(masked_fill_stub)(&it, value, NULL);
+  if (!st && !kdk_iter_is_meta(&it))
+    st = run_binary(KD_ITER_STUB(masked_fill_stub, &it), &it, value, NULL);
   if (!st) st = kdk_iter_finish(&it);
   kdk_iter_release(&it);
   kd_tensor_release(bmask);

@@ -2,7 +2,7 @@
  * bitwise.c: the bitwise family: bitwise_and, bitwise_or, bitwise_xor,
  * bitwise_left_shift, bitwise_right_shift and bitwise_not. Loops:
  * ops/cpu/binary.c (bitwise_and_stub ... rshift_stub of binary.h) and
- * ops/cpu/unary.c (the unary stub's KD__UNARY_BITWISE_NOT).
+ * ops/cpu/unary.c (the unary stub's KDK_UNARY_BITWISE_NOT).
  *
  * Registration. The Tensor overloads (functional, in-place, out) and
  * bitwise_not's three variants are `manual_kernel_registration` in
@@ -81,19 +81,17 @@ typedef enum bw_variant { BW_FUNCTIONAL = 0, BW_INPLACE = 1, BW_OUT = 2 } bw_var
 /* One operator of the family. */
 typedef struct bw_op {
   const char *names[3]; /* per bw_variant: "aten::bitwise_and.Tensor", ... (messages) */
-  kd__stub *stub;       /* the binary loop's stub; NULL for bitwise_not (the unary stub) */
+  kdk_stub *stub;       /* the binary loop's stub; NULL for bitwise_not (the unary stub) */
 } bw_op;
 
 static kd_status run_loop(const bw_op *op, kdk_iter *it) {
+  if (kdk_iter_is_meta(it)) return KD_OK; /* no loops run on meta */
   if (!op->stub) {
-    kd__unary_fn *fn = KD_STUB(unary_stub);
-    if (!fn) return kd_set_error(KD_EINTERNAL, "%s: the unary stub has no kernel", op->names[0]);
-    return fn(it, KD__UNARY_BITWISE_NOT, NULL);
+    kdk_unary_fn *fn = KD_ITER_STUB(unary_stub, it);
+    return fn ? fn(it, KDK_UNARY_BITWISE_NOT, NULL) : KD_ENOKERNEL;
   }
-  kd__binary_fn *fn = (kd__binary_fn *)kd__stub_get(op->stub);
-  if (!fn)
-    return kd_set_error(KD_EINTERNAL, "%s: %s has no kernel", op->names[0], op->stub->name);
-  return fn(it, NULL, NULL);
+  kdk_binary_fn *fn = (kdk_binary_fn *)kdk_stub_get(op->stub, kdk_iter_device(it).type, it->op);
+  return fn ? fn(it, NULL, NULL) : KD_ENOKERNEL;
 }
 
 /* Variant v of op, on the CPU or (meta) on the meta device: a[] holds the
@@ -132,7 +130,7 @@ static kd_status run(const bw_op *op, bw_variant v, bool meta, const kd_arg *a, 
 #define KD__BW_BINARY_OP(op, stub)                                                            \
   static const bw_op op##_desc = {                                                            \
       {"aten::" #op ".Tensor", "aten::" #op "_.Tensor", "aten::" #op ".Tensor_out"},          \
-      &kd__stub_##stub};
+      &KDK_STUB_OBJECT(stub)};
 KD__BW_BINARY_OP(bitwise_and, bitwise_and_stub)
 KD__BW_BINARY_OP(bitwise_or, bitwise_or_stub)
 KD__BW_BINARY_OP(bitwise_xor, bitwise_xor_stub)

@@ -35,8 +35,10 @@ static kd_status with_op(const char *op, kd_status st) {
 static kd_status fill(const char *op, kd_tensor *self, const kd_scalar *value) {
   if (!self) return kd_set_error(KD_EINVAL, "%s: self is NULL: expected a tensor", op);
   if (!value) return kd_set_error(KD_EINVAL, "%s: value is NULL: expected a scalar", op);
-  kd__fill_fn *fn = KD_STUB(fill_stub);
-  if (!fn) return kd_set_error(KD_EINTERNAL, "%s: the fill stub has no kernel", op);
+  kd_device_type type = kd_tensor_device(self).type;
+  if (type == KD_DEVICE_META) return KD_OK; /* nothing to write */
+  kdk_fill_fn *fn = KDK_STUB_FOR(fill_stub, type, op);
+  if (!fn) return KD_ENOKERNEL;
   kd_status st = fn(self, value);
   return st ? with_op(op, st) : KD_OK;
 }

@@ -129,7 +129,11 @@ kd_status kd__resize_output(const char *op, kd_tensor *out, int ndim, const int6
 }
 
 kd_status kd__fill(const char *op, kd_tensor *t, const kd_scalar *value) {
-  kd_status st = KD_STUB(fill_stub)(t, value);
+  kd_device_type type = kd_tensor_device(t).type;
+  if (type == KD_DEVICE_META) return KD_OK; /* nothing to write */
+  kdk_fill_fn *fn = KDK_STUB_FOR(fill_stub, type, op);
+  if (!fn) return KD_ENOKERNEL;
+  kd_status st = fn(t, value);
   if (st) return kd_set_error(st, "%s: %s", op, kd_last_error());
   return KD_OK;
 }

@@ -199,9 +199,11 @@ static kd_status make_reduction(kdk_iter *it, const char *op, const kd_tensor *s
 }
 
 /* Runs reduction `kind` over a built iterator and finishes it. */
-static kd_status run_iter(const char *op, kdk_iter *it, kd__red_kind kind) {
-  kd__reduce_fn *fn = KD_STUB(reduce_stub);
-  kd_status st = fn ? fn(it, kind) : kd_set_error(KD_EINTERNAL, "%s: no reduction kernel", op);
+static kd_status run_iter(const char *op, kdk_iter *it, kdk_reduce_kind kind) {
+  (void)op; /* the iterator's name is the operator's */
+  if (kdk_iter_is_meta(it)) return KD_OK; /* no loops run on meta */
+  kdk_reduce_fn *fn = KD_ITER_STUB(reduce_stub, it);
+  kd_status st = fn ? fn(it, kind) : KD_ENOKERNEL;
   return st ? st : kdk_iter_finish(it);
 }
 
@@ -243,13 +245,13 @@ static int reduced_runs(const kd_tensor *t, const bool *mask, bool *in_run) {
 }
 
 /* Kinds that may go in stages (see above). */
-static bool stageable(kd__red_kind kind) {
-  return kind != KD__RED_ARGMAX && kind != KD__RED_ARGMIN;
+static bool stageable(kdk_reduce_kind kind) {
+  return kind != KDK_REDUCE_ARGMAX && kind != KDK_REDUCE_ARGMIN;
 }
 
 /* reduce(self) over `dim` into out0 (and out1): make_reduction, in stages
  * when the reduced dims form several runs. */
-static kd_status run_reduction(const char *op, kd__red_kind kind, kd_tensor *self, kd_ints dim,
+static kd_status run_reduction(const char *op, kdk_reduce_kind kind, kd_tensor *self, kd_ints dim,
                                bool keepdim, kd_tensor *out0, kd_tensor *out1, kd_dtype in_dtype,
                                bool cast_out) {
   kd_status st = check_self(op, self);
@@ -261,7 +263,7 @@ static kd_status run_reduction(const char *op, kd__red_kind kind, kd_tensor *sel
   if (stageable(kind) && kd_tensor_device(self).type == KD_DEVICE_CPU &&
       !(st = dim_mask(op, dim, nd, mask))) {
     /* temporaries: the loops' dtype (bool for all / any) */
-    kd_dtype tmp_dtype = kind == KD__RED_ALL || kind == KD__RED_ANY ? KD_BOOL
+    kd_dtype tmp_dtype = kind == KDK_REDUCE_ALL || kind == KDK_REDUCE_ANY ? KD_BOOL
                          : in_dtype != KD_DTYPE_UNDEFINED         ? in_dtype
                                                                   : kd_tensor_dtype(self);
     while (reduced_runs(t, mask, run) > 1) {
@@ -293,7 +295,7 @@ static kd_status run_reduction(const char *op, kd__red_kind kind, kd_tensor *sel
 
 /* A full reduction into a new 0-dim tensor of dtype `dtype` (self converted
  * to it) on self's device (cpu, or meta: nothing is computed). */
-static kd_status reduce_all_new(const char *op, kd__red_kind kind, kd_tensor *self,
+static kd_status reduce_all_new(const char *op, kdk_reduce_kind kind, kd_tensor *self,
                                 kd_dtype dtype, kd_tensor **out) {
   *out = NULL;
   kd_tensor *r = NULL;
@@ -325,7 +327,7 @@ kd_status kdk_meta_sum_dim_IntList(kdk_structured *s, kd_tensor *self, kd_ints d
 kd_status kdk_native_sum_out_cpu(kdk_structured *s, kd_tensor *self, kd_ints dim, bool keepdim,
                                  const kd_dtype *dtype, kd_tensor *out) {
   (void)s, (void)dtype;
-  return run_reduction("sum", KD__RED_SUM, self, dim, keepdim, out, NULL, kd_tensor_dtype(out),
+  return run_reduction("sum", KDK_REDUCE_SUM, self, dim, keepdim, out, NULL, kd_tensor_dtype(out),
                        false);
 }
 
@@ -364,7 +366,7 @@ kd_status kdk_native_mean_out_cpu(kdk_structured *s, kd_tensor *self, kd_ints di
                         kd_dtype_name(kd_get_default_dtype()), kd_dtype_name(dt));
   /* float16/bfloat16: summed and divided in float32, rounded once (as PyTorch) */
   bool low = dt == KD_FLOAT16 || dt == KD_BFLOAT16;
-  return run_reduction("mean", KD__RED_MEAN, self, dim, keepdim, out, NULL,
+  return run_reduction("mean", KDK_REDUCE_MEAN, self, dim, keepdim, out, NULL,
                        low ? KD_FLOAT32 : dt, low);
 }
 
@@ -391,7 +393,7 @@ kd_status kdk_native_prod_out_cpu(kdk_structured *s, kd_tensor *self, int64_t di
                                   const kd_dtype *dtype, kd_tensor *out) {
   (void)s, (void)dtype;
   kd_ints dims = {&dim, 1};
-  return run_reduction("prod", KD__RED_PROD, self, dims, keepdim, out, NULL,
+  return run_reduction("prod", KDK_REDUCE_PROD, self, dims, keepdim, out, NULL,
                        kd_tensor_dtype(out), false);
 }
 
@@ -400,7 +402,7 @@ kd_status kdk_native_prod_all(kd_tensor *self, const kd_dtype *dtype, kd_tensor 
   *out = NULL;
   kd_status st = check_self(op, self);
   if (st || (st = check_dtype_arg(op, dtype))) return st;
-  return reduce_all_new(op, KD__RED_PROD, self, promoted_dtype(self, dtype), out);
+  return reduce_all_new(op, KDK_REDUCE_PROD, self, promoted_dtype(self, dtype), out);
 }
 
 /* ---- amax / amin ----------------------------------------------------------------------- */
@@ -442,13 +444,13 @@ kd_status kdk_meta_amin(kdk_structured *s, kd_tensor *self, kd_ints dim, bool ke
 kd_status kdk_native_amax_out_cpu(kdk_structured *s, kd_tensor *self, kd_ints dim, bool keepdim,
                                   kd_tensor *out) {
   (void)s;
-  return run_reduction("amax", KD__RED_MAX, self, dim, keepdim, out, NULL, KD_DTYPE_UNDEFINED,
+  return run_reduction("amax", KDK_REDUCE_MAX, self, dim, keepdim, out, NULL, KD_DTYPE_UNDEFINED,
                        false);
 }
 kd_status kdk_native_amin_out_cpu(kdk_structured *s, kd_tensor *self, kd_ints dim, bool keepdim,
                                   kd_tensor *out) {
   (void)s;
-  return run_reduction("amin", KD__RED_MIN, self, dim, keepdim, out, NULL, KD_DTYPE_UNDEFINED,
+  return run_reduction("amin", KDK_REDUCE_MIN, self, dim, keepdim, out, NULL, KD_DTYPE_UNDEFINED,
                        false);
 }
 
@@ -487,14 +489,14 @@ kd_status kdk_native_argmax_out_cpu(kdk_structured *s, kd_tensor *self, const in
                                     bool keepdim, kd_tensor *out) {
   (void)s;
   kd_ints dims = {dim, dim ? 1 : -1};
-  return run_reduction("argmax", KD__RED_ARGMAX, self, dims, keepdim, out, NULL,
+  return run_reduction("argmax", KDK_REDUCE_ARGMAX, self, dims, keepdim, out, NULL,
                        KD_DTYPE_UNDEFINED, false);
 }
 kd_status kdk_native_argmin_out_cpu(kdk_structured *s, kd_tensor *self, const int64_t *dim,
                                     bool keepdim, kd_tensor *out) {
   (void)s;
   kd_ints dims = {dim, dim ? 1 : -1};
-  return run_reduction("argmin", KD__RED_ARGMIN, self, dims, keepdim, out, NULL,
+  return run_reduction("argmin", KDK_REDUCE_ARGMIN, self, dims, keepdim, out, NULL,
                        KD_DTYPE_UNDEFINED, false);
 }
 
@@ -534,20 +536,20 @@ kd_status kdk_native_max_out_cpu(kdk_structured *s, kd_tensor *self, int64_t dim
                                  kd_tensor *values, kd_tensor *indices) {
   (void)s;
   kd_ints dims = {&dim, 1};
-  return run_reduction("max", KD__RED_ARGMAX, self, dims, keepdim, values, indices,
+  return run_reduction("max", KDK_REDUCE_ARGMAX, self, dims, keepdim, values, indices,
                        KD_DTYPE_UNDEFINED, false);
 }
 kd_status kdk_native_min_out_cpu(kdk_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
                                  kd_tensor *values, kd_tensor *indices) {
   (void)s;
   kd_ints dims = {&dim, 1};
-  return run_reduction("min", KD__RED_ARGMIN, self, dims, keepdim, values, indices,
+  return run_reduction("min", KDK_REDUCE_ARGMIN, self, dims, keepdim, values, indices,
                        KD_DTYPE_UNDEFINED, false);
 }
 
 /* ---- max() / min() ------------------------------------------------------------------------ */
 
-static kd_status full_maxmin(const char *fn, kd__red_kind kind, kd_tensor *self, kd_tensor **out) {
+static kd_status full_maxmin(const char *fn, kdk_reduce_kind kind, kd_tensor *self, kd_tensor **out) {
   *out = NULL;
   kd_status st = check_self(fn, self);
   if (st) return st;
@@ -564,10 +566,10 @@ static kd_status full_maxmin(const char *fn, kd__red_kind kind, kd_tensor *self,
 }
 
 kd_status kdk_native_max_all(kd_tensor *self, kd_tensor **out) {
-  return full_maxmin("max()", KD__RED_MAX, self, out);
+  return full_maxmin("max()", KDK_REDUCE_MAX, self, out);
 }
 kd_status kdk_native_min_all(kd_tensor *self, kd_tensor **out) {
-  return full_maxmin("min()", KD__RED_MIN, self, out);
+  return full_maxmin("min()", KDK_REDUCE_MIN, self, out);
 }
 
 /* ---- all / any ------------------------------------------------------------------------------ */
@@ -618,25 +620,25 @@ kd_status kdk_native_all_out_cpu(kdk_structured *s, kd_tensor *self, int64_t dim
                                  kd_tensor *out) {
   (void)s;
   kd_ints dims = {&dim, 1};
-  return run_reduction("all", KD__RED_ALL, self, dims, keepdim, out, NULL, KD_DTYPE_UNDEFINED,
+  return run_reduction("all", KDK_REDUCE_ALL, self, dims, keepdim, out, NULL, KD_DTYPE_UNDEFINED,
                        false);
 }
 kd_status kdk_native_any_out_cpu(kdk_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
                                  kd_tensor *out) {
   (void)s;
   kd_ints dims = {&dim, 1};
-  return run_reduction("any", KD__RED_ANY, self, dims, keepdim, out, NULL, KD_DTYPE_UNDEFINED,
+  return run_reduction("any", KDK_REDUCE_ANY, self, dims, keepdim, out, NULL, KD_DTYPE_UNDEFINED,
                        false);
 }
 kd_status kdk_native_all_all_out_cpu(kdk_structured *s, kd_tensor *self, kd_tensor *out) {
   (void)s;
   kd_ints all = {NULL, -1};
-  return run_reduction("all", KD__RED_ALL, self, all, false, out, NULL, KD_DTYPE_UNDEFINED, false);
+  return run_reduction("all", KDK_REDUCE_ALL, self, all, false, out, NULL, KD_DTYPE_UNDEFINED, false);
 }
 kd_status kdk_native_any_all_out_cpu(kdk_structured *s, kd_tensor *self, kd_tensor *out) {
   (void)s;
   kd_ints all = {NULL, -1};
-  return run_reduction("any", KD__RED_ANY, self, all, false, out, NULL, KD_DTYPE_UNDEFINED, false);
+  return run_reduction("any", KDK_REDUCE_ANY, self, all, false, out, NULL, KD_DTYPE_UNDEFINED, false);
 }
 
 /* ---- cumsum ------------------------------------------------------------------------------------ */
@@ -683,9 +685,9 @@ kd_status kdk_native_cumsum_out_cpu(kdk_structured *s, kd_tensor *self, int64_t 
   kdk_iter_add_input(&it, in);
   kdk_iter_set_row_dim(&it, dim);
   st = kdk_iter_build(&it);
-  if (!st) {
-    kd__cumsum_fn *fn = KD_STUB(cumsum_stub);
-    st = fn ? fn(&it) : kd_set_error(KD_EINTERNAL, "%s: no cumsum kernel", op);
+  if (!st && !kdk_iter_is_meta(&it)) {
+    kdk_cumsum_fn *fn = KD_ITER_STUB(cumsum_stub, &it);
+    st = fn ? fn(&it) : KD_ENOKERNEL;
   }
   kdk_iter_release(&it);
   kd_tensor_release(in);

@@ -17,40 +17,14 @@
 
 #include "iter.h"
 #include "kd/ops.h"
+#include "kdk/stubs.h"
 #include "stub.h"
 
 KD_EXTERN_C_BEGIN
 
-typedef enum kd__red_kind {
-  KD__RED_SUM = 0,
-  KD__RED_PROD = 1,
-  KD__RED_MEAN = 2, /* the sum, then each output divided by the row length */
-  KD__RED_MAX = 3,  /* amax, max(): NaN propagates */
-  KD__RED_MIN = 4,
-  KD__RED_ALL = 5, /* output bool or uint8, input any dtype */
-  KD__RED_ANY = 6,
-  KD__RED_ARGMAX = 7, /* first of ties, first NaN */
-  KD__RED_ARGMIN = 8,
-} kd__red_kind;
-
-/* Runs reduction `kind` over `it`, a reduction iterator (kdk_iter_set_reduction)
- * with one input (the last operand) and these outputs:
- *   SUM, PROD, MEAN, MAX, MIN: one, of the input's dtype (mean: floating or
- *     complex);
- *   ALL, ANY: one, bool or uint8;
- *   ARGMAX, ARGMIN: one (the int64 indices), or two (values of the input's
- *     dtype, then the int64 indices: max.dim / min.dim).
- * Indices count elements of the row in row-major order of the reduced dims.
- * Runs over threads above KD_GRAIN_SIZE elements, a single long row in
- * pieces. Nothing on meta. KD_ETYPE ("\"sum_cpu\" not implemented for
- * 'complex64'") when no loop handles the dtypes; nothing is written then. */
-typedef kd_status kd__reduce_fn(const kdk_iter *it, kd__red_kind kind);
-KD_DECLARE_STUB(reduce_stub, kd__reduce_fn);
-
-/* Cumulative sum along the row of `it` (kdk_iter_set_row_dim): output 0 and
- * input 1 of the same dtype; rows over threads. KD_ETYPE as reduce_stub. */
-typedef kd_status kd__cumsum_fn(const kdk_iter *it);
-KD_DECLARE_STUB(cumsum_stub, kd__cumsum_fn);
+/* The loop types and the stubs are public: include/kdk/stubs.h. */
+KD_DECLARE_STUB_CAPS(reduce_stub);
+KD_DECLARE_STUB_CAPS(cumsum_stub);
 
 /* ---- Kernels (ops/native/reduce.c) ------------------------------------------------
  * Prototypes as kdgen declares them from the Reductions section of

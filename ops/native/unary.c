@@ -39,44 +39,44 @@
 
 KD_DEFINE_STUB(unary_stub);
 
-const char *kd__unary_kernel_name(kd__unary_op op) {
+const char *kd__unary_kernel_name(kdk_unary_op op) {
   switch (op) {
-  case KD__UNARY_NEG: return "neg_cpu";
-  case KD__UNARY_ABS:
-  case KD__UNARY_ABS_TO_REAL: return "abs_cpu";
-  case KD__UNARY_SIGN: return "sign_cpu";
-  case KD__UNARY_BITWISE_NOT: return "bitwise_not_cpu";
-  case KD__UNARY_RELU: return "relu_cpu";
-  case KD__UNARY_FLOOR: return "floor_cpu";
-  case KD__UNARY_CEIL: return "ceil_cpu";
-  case KD__UNARY_TRUNC: return "trunc_cpu";
-  case KD__UNARY_ROUND:
-  case KD__UNARY_ROUND_DECIMALS: return "round_cpu";
-  case KD__UNARY_EXP: return "exp_cpu";
-  case KD__UNARY_LOG: return "log_cpu";
-  case KD__UNARY_LOG1P: return "log1p_cpu";
-  case KD__UNARY_EXPM1: return "expm1_cpu";
-  case KD__UNARY_SQRT: return "sqrt_cpu";
-  case KD__UNARY_RSQRT: return "rsqrt_cpu";
-  case KD__UNARY_SIN: return "sin_cpu";
-  case KD__UNARY_COS: return "cos_cpu";
-  case KD__UNARY_TAN: return "tan_cpu";
-  case KD__UNARY_TANH: return "tanh_cpu";
-  case KD__UNARY_SIGMOID: return "sigmoid_cpu";
-  case KD__UNARY_RECIPROCAL: return "reciprocal_cpu";
-  case KD__UNARY_ERF: return "erf_cpu";
-  case KD__UNARY_GELU:
-  case KD__UNARY_GELU_TANH: return "GeluKernelImpl";
-  case KD__UNARY_LOGICAL_NOT: return "logical_not_cpu";
+  case KDK_UNARY_NEG: return "neg_cpu";
+  case KDK_UNARY_ABS:
+  case KDK_UNARY_ABS_TO_REAL: return "abs_cpu";
+  case KDK_UNARY_SIGN: return "sign_cpu";
+  case KDK_UNARY_BITWISE_NOT: return "bitwise_not_cpu";
+  case KDK_UNARY_RELU: return "relu_cpu";
+  case KDK_UNARY_FLOOR: return "floor_cpu";
+  case KDK_UNARY_CEIL: return "ceil_cpu";
+  case KDK_UNARY_TRUNC: return "trunc_cpu";
+  case KDK_UNARY_ROUND:
+  case KDK_UNARY_ROUND_DECIMALS: return "round_cpu";
+  case KDK_UNARY_EXP: return "exp_cpu";
+  case KDK_UNARY_LOG: return "log_cpu";
+  case KDK_UNARY_LOG1P: return "log1p_cpu";
+  case KDK_UNARY_EXPM1: return "expm1_cpu";
+  case KDK_UNARY_SQRT: return "sqrt_cpu";
+  case KDK_UNARY_RSQRT: return "rsqrt_cpu";
+  case KDK_UNARY_SIN: return "sin_cpu";
+  case KDK_UNARY_COS: return "cos_cpu";
+  case KDK_UNARY_TAN: return "tan_cpu";
+  case KDK_UNARY_TANH: return "tanh_cpu";
+  case KDK_UNARY_SIGMOID: return "sigmoid_cpu";
+  case KDK_UNARY_RECIPROCAL: return "reciprocal_cpu";
+  case KDK_UNARY_ERF: return "erf_cpu";
+  case KDK_UNARY_GELU:
+  case KDK_UNARY_GELU_TANH: return "GeluKernelImpl";
+  case KDK_UNARY_LOGICAL_NOT: return "logical_not_cpu";
   default: return "unary_cpu";
   }
 }
 
 /* Runs loop `op` (the stub checks the dtype). */
-static kd_status run(kdk_iter *iter, kd__unary_op op, const kd__unary_extra *extra) {
-  kd__unary_fn *fn = KD_STUB(unary_stub);
-  if (!fn) return kd_set_error(KD_EINTERNAL, "%s: the unary stub has no kernel", kd__unary_kernel_name(op));
-  return fn(iter, op, extra);
+static kd_status run(kdk_iter *iter, kdk_unary_op op, const kdk_unary_extra *extra) {
+  if (kdk_iter_is_meta(iter)) return KD_OK; /* no loops run on meta */
+  kdk_unary_fn *fn = KD_ITER_STUB(unary_stub, iter);
+  return fn ? fn(iter, op, extra) : KD_ENOKERNEL;
 }
 
 static const char *op_name(const kdk_structured *s) { return s && s->op ? s->op : "unary operator"; }
@@ -93,19 +93,19 @@ static const char *op_name(const kdk_structured *s) { return s && s->op ? s->op 
     (void)s, (void)self, (void)out;                                                      \
     return run(iter, OP, NULL);                                                          \
   }
-KD__FLOAT_UNARY(exp, KD__UNARY_EXP)
-KD__FLOAT_UNARY(log, KD__UNARY_LOG)
-KD__FLOAT_UNARY(log1p, KD__UNARY_LOG1P)
-KD__FLOAT_UNARY(expm1, KD__UNARY_EXPM1)
-KD__FLOAT_UNARY(sqrt, KD__UNARY_SQRT)
-KD__FLOAT_UNARY(rsqrt, KD__UNARY_RSQRT)
-KD__FLOAT_UNARY(sin, KD__UNARY_SIN)
-KD__FLOAT_UNARY(cos, KD__UNARY_COS)
-KD__FLOAT_UNARY(tan, KD__UNARY_TAN)
-KD__FLOAT_UNARY(tanh, KD__UNARY_TANH)
-KD__FLOAT_UNARY(sigmoid, KD__UNARY_SIGMOID)
-KD__FLOAT_UNARY(erf, KD__UNARY_ERF)
-KD__FLOAT_UNARY(reciprocal, KD__UNARY_RECIPROCAL)
+KD__FLOAT_UNARY(exp, KDK_UNARY_EXP)
+KD__FLOAT_UNARY(log, KDK_UNARY_LOG)
+KD__FLOAT_UNARY(log1p, KDK_UNARY_LOG1P)
+KD__FLOAT_UNARY(expm1, KDK_UNARY_EXPM1)
+KD__FLOAT_UNARY(sqrt, KDK_UNARY_SQRT)
+KD__FLOAT_UNARY(rsqrt, KDK_UNARY_RSQRT)
+KD__FLOAT_UNARY(sin, KDK_UNARY_SIN)
+KD__FLOAT_UNARY(cos, KDK_UNARY_COS)
+KD__FLOAT_UNARY(tan, KDK_UNARY_TAN)
+KD__FLOAT_UNARY(tanh, KDK_UNARY_TANH)
+KD__FLOAT_UNARY(sigmoid, KDK_UNARY_SIGMOID)
+KD__FLOAT_UNARY(erf, KDK_UNARY_ERF)
+KD__FLOAT_UNARY(reciprocal, KDK_UNARY_RECIPROCAL)
 #undef KD__FLOAT_UNARY
 
 /* ---- Structured: operators that keep the dtype ------------------------------------ */
@@ -161,14 +161,14 @@ KD__CHECK_NOT_COMPLEX(check_ceil, "ceil")
 KD__CHECK_NOT_COMPLEX(check_trunc, "trunc")
 #undef KD__CHECK_NOT_COMPLEX
 
-KD__SAME_UNARY(neg, KD__UNARY_NEG, check_neg)
-KD__SAME_UNARY(sign, KD__UNARY_SIGN, check_sign)
+KD__SAME_UNARY(neg, KDK_UNARY_NEG, check_neg)
+KD__SAME_UNARY(sign, KDK_UNARY_SIGN, check_sign)
 /* floor, ceil, trunc, round of an integer tensor is a copy (the loops'
  * identity); bool has no loop. */
-KD__SAME_UNARY(floor, KD__UNARY_FLOOR, check_floor)
-KD__SAME_UNARY(ceil, KD__UNARY_CEIL, check_ceil)
-KD__SAME_UNARY(trunc, KD__UNARY_TRUNC, check_trunc)
-KD__SAME_UNARY(round, KD__UNARY_ROUND, check_none)
+KD__SAME_UNARY(floor, KDK_UNARY_FLOOR, check_floor)
+KD__SAME_UNARY(ceil, KDK_UNARY_CEIL, check_ceil)
+KD__SAME_UNARY(trunc, KDK_UNARY_TRUNC, check_trunc)
+KD__SAME_UNARY(round, KDK_UNARY_ROUND, check_none)
 #undef KD__SAME_UNARY
 
 /* round.decimals: floating dtypes only, also for decimals == 0 (PyTorch's
@@ -186,14 +186,14 @@ kd_status kdk_native_round_decimals_out(kdk_structured *s, kdk_iter *iter, kd_te
   if (!kd_dtype_is_floating(dt))
     return kd_set_error(KD_ETYPE, "%s: \"round_cpu\" not implemented for '%s'", op_name(s),
                         kd_dtype_name(dt));
-  if (decimals == 0) return run(iter, KD__UNARY_ROUND, NULL);
-  kd__unary_extra ex;
+  if (decimals == 0) return run(iter, KDK_UNARY_ROUND, NULL);
+  kdk_unary_extra ex;
   memset(&ex, 0, sizeof ex);
   ex.neg_decimals = decimals < 0;
   /* 10^|decimals| (inf beyond 308, as std::pow) */
   double d = decimals < 0 ? -(double)decimals : (double)decimals;
   ex.ten_pow = pow(10.0, d);
-  return run(iter, KD__UNARY_ROUND_DECIMALS, &ex);
+  return run(iter, KDK_UNARY_ROUND_DECIMALS, &ex);
 }
 
 /* gelu: approximate is 'none' or 'tanh'. */
@@ -224,7 +224,7 @@ kd_status kdk_native_gelu_out_cpu(kdk_structured *s, kdk_iter *iter, kd_tensor *
   bool t;
   kd_status st = gelu_kind(s, approximate, &t);
   if (st) return st;
-  return run(iter, t ? KD__UNARY_GELU_TANH : KD__UNARY_GELU, NULL);
+  return run(iter, t ? KDK_UNARY_GELU_TANH : KDK_UNARY_GELU, NULL);
 }
 
 /* ---- Not structured: abs, logical_not, relu --------------------------------------- */
@@ -235,7 +235,7 @@ kd_status kdk_native_gelu_out_cpu(kdk_structured *s, kdk_iter *iter, kd_tensor *
 typedef kd_status (*builder)(kdk_iter *it, kd_tensor *self);
 
 static kd_status run_call(const char *op, kdk_structured_mode mode, kd_tensor *given,
-                          kd_tensor *self, builder build, kd__unary_op loop, kd_tensor **take) {
+                          kd_tensor *self, builder build, kdk_unary_op loop, kd_tensor **take) {
   if (!self) return kd_set_error(KD_EINVAL, "%s: self is NULL: expected a tensor", op);
   if (mode != KDK_STRUCTURED_FUNCTIONAL && !given)
     return kd_set_error(KD_EINVAL, "%s: out is NULL: expected a tensor", op);
@@ -287,7 +287,7 @@ static kd_status abs_to_real_cast(const char *op, kd_tensor *self, kd_tensor *ou
   kd_status st = kd_tensor_empty(1, (int64_t[]){0}, kd_dtype_to_real(kd_tensor_dtype(self)),
                                  kd_tensor_device(self), &r);
   if (st) return st;
-  st = run_call(op, KDK_STRUCTURED_OUT, r, self, build_to_real, KD__UNARY_ABS_TO_REAL, NULL);
+  st = run_call(op, KDK_STRUCTURED_OUT, r, self, build_to_real, KDK_UNARY_ABS_TO_REAL, NULL);
   if (!st) {
     kdk_structured s;
     kdk_structured_init(&s, op, KDK_STRUCTURED_OUT, 1, (kd_tensor *[]){out}, kd_tensor_device(out));
@@ -312,14 +312,14 @@ kd_status kdk_native_abs_out(kd_tensor *self, kd_tensor *out) {
      * too); an integral or bool out is refused. */
     kd_dtype real = kd_dtype_to_real(dt);
     if (odt == real)
-      return run_call(op, KDK_STRUCTURED_OUT, out, self, build_to_real, KD__UNARY_ABS_TO_REAL,
+      return run_call(op, KDK_STRUCTURED_OUT, out, self, build_to_real, KDK_UNARY_ABS_TO_REAL,
                       NULL);
     if (!kd__can_cast(real, odt))
       return kd_set_error(KD_ETYPE, "%s: result type %s can't be cast to the desired output type %s",
                           op, kd_dtype_name(real), kd_dtype_name(odt));
     return abs_to_real_cast(op, self, out);
   }
-  return run_call(op, KDK_STRUCTURED_OUT, out, self, build_unary, KD__UNARY_ABS, NULL);
+  return run_call(op, KDK_STRUCTURED_OUT, out, self, build_unary, KDK_UNARY_ABS, NULL);
 }
 
 /* out = empty of dtype dt (0 elements, so the out kernel just sizes it), then
@@ -360,7 +360,7 @@ kd_status kdk_native_abs_(kd_tensor *self) {
 
 kd_status kdk_native_logical_not_out(kd_tensor *self, kd_tensor *out) {
   return run_call("aten::logical_not.out", KDK_STRUCTURED_OUT, out, self, build_any,
-                  KD__UNARY_LOGICAL_NOT, NULL);
+                  KDK_UNARY_LOGICAL_NOT, NULL);
 }
 
 kd_status kdk_native_logical_not(kd_tensor *self, kd_tensor **out) {
@@ -389,12 +389,12 @@ kd_status kdk_native_relu(kd_tensor *self, kd_tensor **out) {
   *out = NULL;
   kd_status st = check_relu(op, self);
   if (st) return st;
-  return run_call(op, KDK_STRUCTURED_FUNCTIONAL, NULL, self, build_unary, KD__UNARY_RELU, out);
+  return run_call(op, KDK_STRUCTURED_FUNCTIONAL, NULL, self, build_unary, KDK_UNARY_RELU, out);
 }
 
 kd_status kdk_native_relu_(kd_tensor *self) {
   static const char op[] = "aten::relu_";
   kd_status st = check_relu(op, self);
   if (st) return st;
-  return run_call(op, KDK_STRUCTURED_INPLACE, self, self, build_unary, KD__UNARY_RELU, NULL);
+  return run_call(op, KDK_STRUCTURED_INPLACE, self, self, build_unary, KDK_UNARY_RELU, NULL);
 }

@@ -6,63 +6,19 @@
 #define KD_OPS_NATIVE_UNARY_H
 
 #include "iter.h"
+#include "kdk/stubs.h"
 #include "stub.h"
 
 KD_EXTERN_C_BEGIN
-
-/* The loops the unary stub knows. */
-typedef enum kd__unary_op {
-  KD__UNARY_NEG,
-  KD__UNARY_ABS,         /* same dtype in and out (complex: |z| + 0i) */
-  KD__UNARY_ABS_TO_REAL, /* complex in, its real dtype out */
-  KD__UNARY_SIGN,
-  KD__UNARY_BITWISE_NOT,
-  KD__UNARY_RELU,
-  KD__UNARY_FLOOR,
-  KD__UNARY_CEIL,
-  KD__UNARY_TRUNC,
-  KD__UNARY_ROUND,
-  KD__UNARY_ROUND_DECIMALS, /* extra: ten_pow, neg_decimals */
-  KD__UNARY_EXP,
-  KD__UNARY_LOG,
-  KD__UNARY_LOG1P,
-  KD__UNARY_EXPM1,
-  KD__UNARY_SQRT,
-  KD__UNARY_RSQRT,
-  KD__UNARY_SIN,
-  KD__UNARY_COS,
-  KD__UNARY_TAN,
-  KD__UNARY_TANH,
-  KD__UNARY_SIGMOID,
-  KD__UNARY_RECIPROCAL,
-  KD__UNARY_ERF,
-  KD__UNARY_GELU,      /* approximate='none' */
-  KD__UNARY_GELU_TANH, /* approximate='tanh' */
-  KD__UNARY_LOGICAL_NOT, /* any dtype in, any dtype out */
-  KD__UNARY_OP_COUNT
-} kd__unary_op;
-
-/* What some loops read besides the elements. */
-typedef struct kd__unary_extra {
-  double ten_pow;   /* round.decimals: 10^|decimals| */
-  int neg_decimals; /* round.decimals: decimals < 0 */
-  kd_dtype in_dtype, out_dtype; /* logical_not; filled by the kernel */
-} kd__unary_extra;
 
 /* A 1-d loop: n elements, out and in advancing os / is bytes. */
 typedef void kd__uloop(char *out, const char *in, int64_t n, int64_t os, int64_t is,
                        const void *extra);
 
 /* The kernel name PyTorch's dtype errors use ("bitwise_not_cpu"). */
-const char *kd__unary_kernel_name(kd__unary_op op);
+const char *kd__unary_kernel_name(kdk_unary_op op);
 
-/* Runs loop `op` over the iterator (output 0, input 1; built by one of the
- * unary builders). The loop is chosen by the input's dtype (which is the
- * output's, except for ABS_TO_REAL and LOGICAL_NOT). KD_ETYPE ("\"exp_cpu\" not
- * implemented for 'int64'") when the operator has no loop for that dtype;
- * nothing is written then. `extra` may be NULL for loops that read none. */
-typedef kd_status kd__unary_fn(kdk_iter *iter, kd__unary_op op, const kd__unary_extra *extra);
-KD_DECLARE_STUB(unary_stub, kd__unary_fn);
+KD_DECLARE_STUB_CAPS(unary_stub);
 
 /* ---- Kernels (docs/CODEGEN.md; with kdgen also declared by the generated
  * <name>_native.h headers, which must agree) ---------------------------------- */

@@ -17,7 +17,7 @@
 
 /* Only the owned operands need anything; the rest are forgotten with
  * ntensors (every reader stops at ntensors). */
-void kdk__iter_release_owned(kdk_iter *it) {
+void kdk_iter_release_owned(kdk_iter *it) {
   for (unsigned o = it->owned; o; o &= o - 1) {
     int k = __builtin_ctz(o);
     kd_tensor_release(it->tensors[k]);
@@ -46,7 +46,7 @@ static bool add_operand(kdk_iter *it, kd_tensor *t) {
   return true;
 }
 
-void kdk__iter_add_output_slow(kdk_iter *it, kd_tensor *out, kd_dtype dtype) {
+void kdk_iter_add_output_slow(kdk_iter *it, kd_tensor *out, kd_dtype dtype) {
   if (it->ntensors != it->noutputs) {
     cfg_error(it, KD_EINVAL, "tensor iterator: outputs must be added before inputs");
     return;
@@ -55,7 +55,7 @@ void kdk__iter_add_output_slow(kdk_iter *it, kd_tensor *out, kd_dtype dtype) {
   it->out_dtype[it->noutputs++] = dtype;
 }
 
-void kdk__iter_add_input_slow(kdk_iter *it, const kd_tensor *in) {
+void kdk_iter_add_input_slow(kdk_iter *it, const kd_tensor *in) {
   if (!in) {
     cfg_error(it, KD_EINVAL, "tensor iterator: an input is NULL");
     return;
@@ -88,16 +88,16 @@ void kdk_iter_set_reduction(kdk_iter *it, const int64_t *dims, int n, bool keepd
     cfg_error(it, KD_EINVAL, "tensor iterator: too many reduction dims");
     return;
   }
-  it->flags |= KD__ITER_REDUCTION;
-  it->flags &= ~(unsigned)KD__ITER_ROW_DIM;
-  kdk__iter_flag(it, KD__ITER_KEEPDIM, keepdim);
+  it->flags |= KDK_ITER_F_REDUCTION;
+  it->flags &= ~(unsigned)KDK_ITER_F_ROW_DIM;
+  kdk_iter_set_flag(it, KDK_ITER_F_KEEPDIM, keepdim);
   it->nreduce = dims && n > 0 ? n : 0;
   for (int i = 0; i < it->nreduce; i++) it->reduce_dims[i] = dims[i];
 }
 
 void kdk_iter_set_row_dim(kdk_iter *it, int64_t dim) {
-  it->flags |= KD__ITER_ROW_DIM;
-  it->flags &= ~(unsigned)(KD__ITER_REDUCTION | KD__ITER_KEEPDIM);
+  it->flags |= KDK_ITER_F_ROW_DIM;
+  it->flags &= ~(unsigned)(KDK_ITER_F_REDUCTION | KDK_ITER_F_KEEPDIM);
   it->nreduce = 1;
   it->reduce_dims[0] = dim;
 }
@@ -256,7 +256,7 @@ typedef struct build_state {
 static kd_status resolve_reduce_dims(kdk_iter *it, build_state *b) {
   int nd = it->full_ndim;
   for (int d = 0; d < nd; d++) b->reduced[d] = false;
-  bool row_dim = (it->flags & KD__ITER_ROW_DIM) != 0;
+  bool row_dim = (it->flags & KDK_ITER_F_ROW_DIM) != 0;
   if (it->nreduce == 0) {
     for (int d = 0; d < nd; d++) b->reduced[d] = true;
     return KD_OK;
@@ -339,7 +339,7 @@ static kd_status compute_types(kdk_iter *it, build_state *b, bool all_scalars) {
       different = true;
   }
   unsigned f = it->flags;
-  if (f & KD__ITER_CHECK_SAME_DTYPE) {
+  if (f & KDK_ITER_F_CHECK_SAME_DTYPE) {
     bool bad = different;
     for (int k = 0; k < nout && !bad; k++)
       if (b->info[k].t && common != KD_DTYPE_UNDEFINED && kd__t_dtype(b->info[k].t) != common)
@@ -355,7 +355,7 @@ static kd_status compute_types(kdk_iter *it, build_state *b, bool all_scalars) {
   }
   if (it->forced_common != KD_DTYPE_UNDEFINED) {
     common = it->forced_common;
-  } else if ((f & KD__ITER_PROMOTE_INPUTS) && (different || all_scalars) && nt > nout) {
+  } else if ((f & KDK_ITER_F_PROMOTE_INPUTS) && (different || all_scalars) && nt > nout) {
     kd_result_type_state rs;
     kd_result_type_init(&rs);
     for (int k = nout; k < nt; k++) {
@@ -367,7 +367,7 @@ static kd_status compute_types(kdk_iter *it, build_state *b, bool all_scalars) {
     }
     common = kd_result_type_finish(&rs);
   }
-  if ((f & KD__ITER_INT_TO_FLOAT) && common != KD_DTYPE_UNDEFINED &&
+  if ((f & KDK_ITER_F_INT_TO_FLOAT) && common != KD_DTYPE_UNDEFINED &&
       kd_dtype_is_integral(common, true))
     common = kd_get_default_dtype();
   it->common_dtype = common;
@@ -379,11 +379,11 @@ static kd_status compute_types(kdk_iter *it, build_state *b, bool all_scalars) {
       kd_dtype od = kd__t_dtype(o->t);
       it->dtypes[k] = od;
       if (common == KD_DTYPE_UNDEFINED || od == common) continue;
-      if ((f & KD__ITER_SAFE_CAST) && !kd__can_cast(common, od))
+      if ((f & KDK_ITER_F_SAFE_CAST) && !kd__can_cast(common, od))
         return kd_set_error(KD_ETYPE,
                             "%s: result type %s can't be cast to the desired output type %s",
                             it->op, kd_dtype_name(common), kd_dtype_name(od));
-      if ((f & KD__ITER_CAST_OUTPUTS) && !it->is_meta) o->needs_temp = true;
+      if ((f & KDK_ITER_F_CAST_OUTPUTS) && !it->is_meta) o->needs_temp = true;
     } else {
       kd_dtype od = it->out_dtype[k] != KD_DTYPE_UNDEFINED ? it->out_dtype[k]
                     : it->static_dtype != KD_DTYPE_UNDEFINED ? it->static_dtype
@@ -400,7 +400,7 @@ static kd_status compute_types(kdk_iter *it, build_state *b, bool all_scalars) {
   for (int k = nout; k < nt; k++) {
     kd_tensor *t = it->tensors[k];
     kd_dtype d = kd__t_dtype(t);
-    if ((f & KD__ITER_PROMOTE_INPUTS) && d != common && !it->is_meta) {
+    if ((f & KDK_ITER_F_PROMOTE_INPUTS) && d != common && !it->is_meta) {
       kd_tensor *c = NULL;
       kd_status st = convert_input(t, common, &c);
       if (st) return with_op(it, st);
@@ -419,7 +419,7 @@ static kd_status compute_types(kdk_iter *it, build_state *b, bool all_scalars) {
 static void reorder(const kdk_iter *it, build_state *b) {
   int nd = it->full_ndim;
   for (int i = 0; i < nd; i++) b->perm[i] = nd - 1 - i;
-  if (nd <= 1 || (it->flags & KD__ITER_LINEAR)) return;
+  if (nd <= 1 || (it->flags & KDK_ITER_F_LINEAR)) return;
   int nt = it->ntensors;
   for (int i = 1; i < nd; i++) {
     int dim1 = i;
@@ -638,7 +638,7 @@ static void finish_geometry(kdk_iter *it, build_state *b) {
 static int build_fast(kdk_iter *it, kd_status *status) {
   unsigned f = it->flags;
   int nt = it->ntensors, nout = it->noutputs;
-  if ((f & (KD__ITER_REDUCTION | KD__ITER_ROW_DIM)) || it->static_ndim >= 0 ||
+  if ((f & (KDK_ITER_F_REDUCTION | KDK_ITER_F_ROW_DIM)) || it->static_ndim >= 0 ||
       it->forced_common != KD_DTYPE_UNDEFINED || nt <= nout || nout < 1)
     return 1;
   kdk_structured *s = it->s;
@@ -665,7 +665,7 @@ static int build_fast(kdk_iter *it, kd_status *status) {
         (!kd__t_shares_storage(t, first) && !kd_device_equal(kd__t_device(t), dev)))
       return 1;
   }
-  if ((f & KD__ITER_INT_TO_FLOAT) && kd_dtype_is_integral(common, true)) return 1;
+  if ((f & KDK_ITER_F_INT_TO_FLOAT) && kd_dtype_is_integral(common, true)) return 1;
   /* outputs: what each one is, without changing anything yet */
   for (int k = 0; k < nout; k++) {
     const kd_tensor *o = it->tensors[k];
@@ -679,7 +679,7 @@ static int build_fast(kdk_iter *it, kd_status *status) {
         !kd_device_equal(kd__t_device(o), dev) ||
         !same_shape(kd__t_ndim(o), kd__t_sizes(o), nd, shape))
       return 1;
-    if ((f & KD__ITER_CHECK_OVERLAP) && numel != 0) {
+    if ((f & KDK_ITER_F_CHECK_OVERLAP) && numel != 0) {
       /* contiguous, same shape: an input sharing the storage must start at
        * the same element or not overlap at all */
       int64_t isz = (int64_t)kd__t_itemsize(o);
@@ -694,6 +694,7 @@ static int build_fast(kdk_iter *it, kd_status *status) {
   }
   /* from here on it is the fast path */
   it->is_meta = false;
+  it->device = dev;
   it->common_dtype = common;
   it->full_ndim = nd;
   for (int d = 0; d < nd; d++) it->full_shape[d] = shape[d];
@@ -750,12 +751,34 @@ static int build_fast(kdk_iter *it, kd_status *status) {
   return 0;
 }
 
+kd_status kdk__iter_check_abi(const kdk_iter *it) {
+  if (it->abi_version != KDK_ABI_VERSION || it->struct_size != sizeof(kdk_iter))
+    /* it->op may lie anywhere in a struct of another layout: not read */
+    return kd_set_error(KD_EUNSUPPORTED,
+                        "kdk_iter of kit ABI %u, %u bytes, but libkdops has kit ABI %d, %zu "
+                        "bytes: rebuild the kernel against this libkdops' headers",
+                        (unsigned)it->abi_version, (unsigned)it->struct_size, KDK_ABI_VERSION,
+                        sizeof(kdk_iter));
+  return it->s ? kdk__structured_check_abi(it->s) : KD_OK;
+}
+
 kd_status kdk_iter_build(kdk_iter *it) {
+  if (__builtin_expect(it->abi_version != KDK_ABI_VERSION || it->struct_size != sizeof(kdk_iter) ||
+                           (it->s && (it->s->abi_version != KDK_ABI_VERSION ||
+                                      it->s->struct_size != sizeof(kdk_structured))),
+                       0))
+    return kdk__iter_check_abi(it);
   if (it->cfg_status) return kd_set_error(it->cfg_status, "%s: %s", it->op, it->cfg_msg);
   if (it->built) return kd_set_error(KD_ESTATE, "%s: the tensor iterator was built twice", it->op);
   kd_status st;
   if (!build_fast(it, &st)) return st;
   return kdk__iter_build_general(it);
+}
+
+/* The device the loops run on: output 0's (a 0-dim CPU input may go with
+ * tensors of another device), else the build's. */
+static kd_device iter_device(const kdk_iter *it, const build_state *b) {
+  return it->noutputs > 0 && it->tensors[0] ? kd__t_device(it->tensors[0]) : b->device;
 }
 
 kd_status kdk__iter_build_general(kdk_iter *it) {
@@ -766,8 +789,8 @@ kd_status kdk__iter_build_general(kdk_iter *it) {
   int nt = it->ntensors, nout = it->noutputs;
   kdk_structured *s = it->s;
   unsigned f = it->flags;
-  bool reduction = (f & KD__ITER_REDUCTION) != 0;
-  bool rows = reduction || (f & KD__ITER_ROW_DIM);
+  bool reduction = (f & KDK_ITER_F_REDUCTION) != 0;
+  bool rows = reduction || (f & KDK_ITER_F_ROW_DIM);
   kd_status st;
 
   /* operands */
@@ -808,7 +831,7 @@ kd_status kdk__iter_build_general(kdk_iter *it) {
     for (int j = nout; j < nt; j++)
       if (it->tensors[j] == t) o->read_write = true;
   }
-  if ((f & KD__ITER_CHECK_SAME_DEVICE) && nt > 1) {
+  if ((f & KDK_ITER_F_CHECK_SAME_DEVICE) && nt > 1) {
     /* As PyTorch's TensorIterator: a 0-dim CPU input (a wrapped Scalar) may
      * go with tensors of another device; the others must agree. */
     const kd_tensor *first = NULL;
@@ -829,7 +852,7 @@ kd_status kdk__iter_build_general(kdk_iter *it) {
       }
     }
   }
-  if ((f & KD__ITER_CHECK_OVERLAP) && !it->is_meta) {
+  if ((f & KDK_ITER_F_CHECK_OVERLAP) && !it->is_meta) {
     for (int k = 0; k < nout; k++) {
       if (!b->info[k].t) continue;
       st = check_overlap(it, b->info[k].t, (const kd_tensor *const *)it->tensors + nout, nt - nout);
@@ -862,7 +885,7 @@ kd_status kdk__iter_build_general(kdk_iter *it) {
     for (int k = 0; k < nt; k++) {
       const kd_tensor *t = b->info[k].t;
       if (!t) continue;
-      if (k < nout && (reduction || (f & KD__ITER_RESIZE_OUTPUTS))) continue;
+      if (k < nout && (reduction || (f & KDK_ITER_F_RESIZE_OUTPUTS))) continue;
       int tn = kd__t_ndim(t);
       const int64_t *ts = kd__t_sizes(t);
       if (tn == 0)
@@ -900,7 +923,7 @@ kd_status kdk__iter_build_general(kdk_iter *it) {
   }
   if (reduction) {
     int on = 0;
-    bool keep = (f & KD__ITER_KEEPDIM) != 0;
+    bool keep = (f & KDK_ITER_F_KEEPDIM) != 0;
     for (int d = 0; d < nd; d++) {
       if (!b->reduced[d])
         b->out_shape[on++] = shape[d];
@@ -920,7 +943,7 @@ kd_status kdk__iter_build_general(kdk_iter *it) {
     for (int k = 0; k < nout; k++) {
       opinfo *o = &b->info[k];
       if (!o->t || same_shape(kd__t_ndim(o->t), kd__t_sizes(o->t), nd, shape)) continue;
-      if ((f & KD__ITER_RESIZE_OUTPUTS) && !o->read_write && it->static_ndim < 0) {
+      if ((f & KDK_ITER_F_RESIZE_OUTPUTS) && !o->read_write && it->static_ndim < 0) {
         o->will_resize = true;
       } else {
         char have[256], want[256];
@@ -958,6 +981,7 @@ kd_status kdk__iter_build_general(kdk_iter *it) {
       it->strides[0][k] = (int64_t)kd_dtype_size(it->dtypes[k]);
       it->data[k] = kd__t_data(it->tensors[k]);
     }
+    it->device = iter_device(it, b);
     it->built = true;
     return KD_OK;
   }
@@ -984,7 +1008,7 @@ kd_status kdk__iter_build_general(kdk_iter *it) {
     } else {
       const int64_t *ts = kd__t_strides(t);
       int64_t isz = (int64_t)kd__t_itemsize(t);
-      bool keep = (f & KD__ITER_KEEPDIM) != 0;
+      bool keep = (f & KDK_ITER_F_KEEPDIM) != 0;
       int j = 0;
       for (int d = 0; d < nd; d++) {
         if (b->reduced[d]) {
@@ -1006,11 +1030,12 @@ kd_status kdk__iter_build_general(kdk_iter *it) {
   }
   finish_geometry(it, b);
   for (int k = 0; k < nt; k++) it->data[k] = kd__t_data(it->tensors[k]);
+  it->device = iter_device(it, b);
   it->built = true;
   return KD_OK;
 }
 
-kd_status kdk__iter_copy_temps(kdk_iter *it) {
+kd_status kdk_iter_copy_temps(kdk_iter *it) {
   if (!it->built || it->is_meta) return KD_OK;
   for (int k = 0; k < it->noutputs; k++) {
     if (!(it->temps & (1u << k)) || !it->originals[k]) continue;
@@ -1027,14 +1052,14 @@ kd_status kdk_iter_build_binary_op(kdk_iter *it, kd_tensor *out, const kd_tensor
   kdk_iter_add_output(it, out);
   kdk_iter_add_input(it, a);
   kdk_iter_add_input(it, b);
-  it->flags = (it->flags | KD__ITER_PROMOTE_INPUTS | KD__ITER_CAST_OUTPUTS | KD__ITER_SAFE_CAST) &
-              ~(unsigned)KD__ITER_CHECK_SAME_DTYPE;
+  it->flags = (it->flags | KDK_ITER_F_PROMOTE_INPUTS | KDK_ITER_F_CAST_OUTPUTS | KDK_ITER_F_SAFE_CAST) &
+              ~(unsigned)KDK_ITER_F_CHECK_SAME_DTYPE;
   return kdk_iter_build(it);
 }
 
 kd_status kdk_iter_build_binary_float_op(kdk_iter *it, kd_tensor *out, const kd_tensor *a,
                                         const kd_tensor *b) {
-  it->flags |= KD__ITER_INT_TO_FLOAT;
+  it->flags |= KDK_ITER_F_INT_TO_FLOAT;
   return kdk_iter_build_binary_op(it, out, a, b);
 }
 
@@ -1043,7 +1068,7 @@ kd_status kdk_iter_build_comparison_op(kdk_iter *it, kd_tensor *out, const kd_te
   kdk_iter_add_output(it, out);
   kdk_iter_add_input(it, a);
   kdk_iter_add_input(it, b);
-  it->flags = (it->flags | KD__ITER_PROMOTE_INPUTS) & ~(unsigned)KD__ITER_CHECK_SAME_DTYPE;
+  it->flags = (it->flags | KDK_ITER_F_PROMOTE_INPUTS) & ~(unsigned)KDK_ITER_F_CHECK_SAME_DTYPE;
   /* the output the call will write: given, or structured given */
   const kd_tensor *o = out;
   if (!o && it->s && it->noutputs > 0 &&
@@ -1052,7 +1077,7 @@ kd_status kdk_iter_build_comparison_op(kdk_iter *it, kd_tensor *out, const kd_te
   if (!o)
     it->static_dtype = KD_BOOL;
   else if (kd__t_dtype(o) != KD_BOOL)
-    it->flags |= KD__ITER_CAST_OUTPUTS;
+    it->flags |= KDK_ITER_F_CAST_OUTPUTS;
   return kdk_iter_build(it);
 }
 
@@ -1060,8 +1085,8 @@ kd_status kdk_iter_build_comparison_op(kdk_iter *it, kd_tensor *out, const kd_te
 kd_status kdk_iter_build_unary_op(kdk_iter *it, kd_tensor *out, const kd_tensor *a) {
   kdk_iter_add_output(it, out);
   kdk_iter_add_input(it, a);
-  it->flags = (it->flags | KD__ITER_CHECK_SAME_DTYPE) &
-              ~(unsigned)(KD__ITER_PROMOTE_INPUTS | KD__ITER_CAST_OUTPUTS | KD__ITER_SAFE_CAST);
+  it->flags = (it->flags | KDK_ITER_F_CHECK_SAME_DTYPE) &
+              ~(unsigned)(KDK_ITER_F_PROMOTE_INPUTS | KDK_ITER_F_CAST_OUTPUTS | KDK_ITER_F_SAFE_CAST);
   return kdk_iter_build(it);
 }
 
@@ -1070,15 +1095,15 @@ kd_status kdk_iter_build_unary_op(kdk_iter *it, kd_tensor *out, const kd_tensor 
 kd_status kdk_iter_build_unary_float_op(kdk_iter *it, kd_tensor *out, const kd_tensor *a) {
   kdk_iter_add_output(it, out);
   kdk_iter_add_input(it, a);
-  it->flags = (it->flags | KD__ITER_PROMOTE_INPUTS | KD__ITER_INT_TO_FLOAT |
-               KD__ITER_CAST_OUTPUTS | KD__ITER_SAFE_CAST) &
-              ~(unsigned)KD__ITER_CHECK_SAME_DTYPE;
+  it->flags = (it->flags | KDK_ITER_F_PROMOTE_INPUTS | KDK_ITER_F_INT_TO_FLOAT |
+               KDK_ITER_F_CAST_OUTPUTS | KDK_ITER_F_SAFE_CAST) &
+              ~(unsigned)KDK_ITER_F_CHECK_SAME_DTYPE;
   return kdk_iter_build(it);
 }
 
 kd_status kdk_iter_build_nullary_op(kdk_iter *it, kd_tensor *out) {
   kdk_iter_add_output(it, out);
-  it->flags = (it->flags & ~(unsigned)(KD__ITER_CHECK_SAME_DTYPE | KD__ITER_RESIZE_OUTPUTS));
+  it->flags = (it->flags & ~(unsigned)(KDK_ITER_F_CHECK_SAME_DTYPE | KDK_ITER_F_RESIZE_OUTPUTS));
   return kdk_iter_build(it);
 }
 
@@ -1086,7 +1111,7 @@ kd_status kdk_iter_build_reduce_op(kdk_iter *it, kd_tensor *out, const kd_tensor
                                   const int64_t *dims, int n, bool keepdim, kd_dtype out_dtype) {
   kdk_iter_add_output_dtype(it, out, out_dtype);
   kdk_iter_add_input(it, a);
-  it->flags &= ~(unsigned)(KD__ITER_CHECK_SAME_DTYPE | KD__ITER_CHECK_OVERLAP);
+  it->flags &= ~(unsigned)(KDK_ITER_F_CHECK_SAME_DTYPE | KDK_ITER_F_CHECK_OVERLAP);
   kdk_iter_set_reduction(it, dims, n, keepdim);
   return kdk_iter_build(it);
 }
@@ -1227,15 +1252,15 @@ void kdk_iter_for_each(const kdk_iter *it, kdk_iter_loop2d loop, void *ctx, int6
   if (!it->built || it->is_meta) return;
   int64_t n = it->outer_numel;
   if (n <= 0) return;
-  if (grain <= 0) grain = KD_GRAIN_SIZE;
+  if (grain <= 0) grain = KDK_GRAIN_SIZE;
   int64_t per = it->has_row && it->row_len > 1 ? it->row_len : 1;
-  if (n == 1 || n * per < grain || kd__in_parallel_region() || kd_get_num_threads() <= 1) {
+  if (n == 1 || n * per < grain || kdk_in_parallel_region() || kd_get_num_threads() <= 1) {
     kdk_iter_serial_for_each_range(it, loop, ctx, 0, n);
     return;
   }
   int64_t g = (grain + per - 1) / per;
   for_each_ctx c = {it, loop, ctx};
-  kd__parallel_for(0, n, g, for_each_chunk, &c);
+  kdk_parallel_for(0, n, g, for_each_chunk, &c);
 }
 
 void kdk_iter_for_each_row(const kdk_iter *it, kdk_iter_loop2d loop, void *ctx, int64_t grain) {
@@ -1267,15 +1292,15 @@ int kdk_iter_split_row(const kdk_iter *it, kdk_iter_row_piece piece, void *ctx, 
                       int64_t grain) {
   if (!it->built || it->is_meta || !it->has_row || it->outer_numel != 1 || max_parts < 2)
     return 0;
-  if (grain <= 0) grain = KD_GRAIN_SIZE;
-  if (it->row_len < grain || kd__in_parallel_region()) return 0;
-  int parts = kd__parallel_chunks(0, it->row_len, grain);
+  if (grain <= 0) grain = KDK_GRAIN_SIZE;
+  if (it->row_len < grain || kdk_in_parallel_region()) return 0;
+  int parts = kdk_parallel_chunks(0, it->row_len, grain);
   if (parts <= 1) return 0;
   if (parts > max_parts) parts = max_parts;
   /* one row of >= grain elements: every operand has its bytes (data != NULL) */
   split_ctx c = {it, piece, ctx, (it->row_len + parts - 1) / parts};
   parts = (int)((it->row_len + c.chunk - 1) / c.chunk);
-  kd__parallel_for(0, parts, 1, split_chunk, &c);
+  kdk_parallel_for(0, parts, 1, split_chunk, &c);
   return parts;
 }
 

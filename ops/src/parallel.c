@@ -1,5 +1,5 @@
 /*
- * parallel.c: the thread pool behind kd__parallel_for (parallel.h).
+ * parallel.c: the thread pool behind kdk_parallel_for (parallel.h).
  *
  * One region runs at a time: a caller that finds the pool busy runs its range
  * serially instead of waiting. A region is posted under the pool mutex with
@@ -82,7 +82,7 @@ static pool the_pool = {
 
 static _Thread_local bool in_region;
 
-bool kd__in_parallel_region(void) { return in_region; }
+bool kdk_in_parallel_region(void) { return in_region; }
 
 /* Takes chunks until none is left. fn, ctx and the bounds were read under
  * the mutex by the caller of this function. */
@@ -147,7 +147,7 @@ static int ensure_workers(pool *pl, int want) {
   return pl->nworkers;
 }
 
-int kd__parallel_chunks(int64_t begin, int64_t end, int64_t grain) {
+int kdk_parallel_chunks(int64_t begin, int64_t end, int64_t grain) {
   if (begin >= end) return 0;
   if (grain < 1) grain = 1;
   int64_t n = end - begin;
@@ -157,10 +157,10 @@ int kd__parallel_chunks(int64_t begin, int64_t end, int64_t grain) {
   return c < t ? (int)c : t;
 }
 
-void kd__parallel_for(int64_t begin, int64_t end, int64_t grain,
+void kdk_parallel_for(int64_t begin, int64_t end, int64_t grain,
                       void (*fn)(void *ctx, int64_t b, int64_t e), void *ctx) {
   if (begin >= end) return;
-  int nthreads = kd__parallel_chunks(begin, end, grain);
+  int nthreads = kdk_parallel_chunks(begin, end, grain);
   pool *pl = &the_pool;
   if (nthreads <= 1 || pthread_mutex_trylock(&pl->region_mu) != 0) {
     fn(ctx, begin, end);

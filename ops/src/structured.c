@@ -129,8 +129,21 @@ static kd_status set_out(kdk_structured *s, int i, kd_tensor *t, int ndim, const
   return KD_OK;
 }
 
+kd_status kdk__structured_check_abi(const kdk_structured *s) {
+  if (s->abi_version == KDK_ABI_VERSION && s->struct_size == sizeof(kdk_structured)) return KD_OK;
+  /* s->op may lie anywhere in a struct of another layout: not read */
+  return kd_set_error(KD_EUNSUPPORTED,
+                      "kdk_structured of kit ABI %u, %u bytes, but libkdops has kit ABI %d, %zu "
+                      "bytes: rebuild the kernel against this libkdops' headers",
+                      (unsigned)s->abi_version, (unsigned)s->struct_size, KDK_ABI_VERSION,
+                      sizeof(kdk_structured));
+}
+
 kd_status kdk_structured_set_output(kdk_structured *s, int i, int ndim, const int64_t *sizes,
                                    const int64_t *strides, kd_dtype dtype) {
+  if (__builtin_expect(s->struct_size != sizeof(kdk_structured) ||
+                           s->abi_version != KDK_ABI_VERSION, 0))
+    return kdk__structured_check_abi(s);
   if (i < 0 || i >= s->nout || s->nout > KDK_STRUCTURED_MAX_OUT)
     return kd_set_error(KD_EINVAL, "%s: output index %d out of range: the call has %d outputs",
                         s->op, i, s->nout);
@@ -171,7 +184,7 @@ kd_status kdk__structured_adopt_given(kdk_structured *s, int i) {
   return KD_OK;
 }
 
-kd_status kdk__structured_copy_proxies(kdk_structured *s) {
+kd_status kdk_structured_copy_proxies(kdk_structured *s) {
   for (unsigned p = s->proxies; p; p &= p - 1) {
     int i = __builtin_ctz(p);
     kd_status st = kd_tensor_copy_(s->given[i], s->outputs[i]);
@@ -180,7 +193,7 @@ kd_status kdk__structured_copy_proxies(kdk_structured *s) {
   return KD_OK;
 }
 
-void kdk__structured_release_outputs(kdk_structured *s, kd_tensor **take) {
+void kdk_structured_release_outputs(kdk_structured *s, kd_tensor **take) {
   int n = s->nout < 0 ? 0 : s->nout < KDK_STRUCTURED_MAX_OUT ? s->nout : KDK_STRUCTURED_MAX_OUT;
   bool owned = s->mode == KDK_STRUCTURED_FUNCTIONAL || s->mode == KDK_STRUCTURED_META;
   if (owned) {

@@ -5,6 +5,7 @@
 #include "stub.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <strings.h>
 
@@ -95,20 +96,101 @@ kd__cpu_cap kd__cpu_capability_get(void) {
 
 const char *kd_cpu_capability(void) { return cap_names[kd__cpu_capability_get()]; }
 
-kd__stub_generic kd__stub_pick(const kd__stub_generic *c, kd__cpu_cap cap) {
+kdk_stub_fn kd__stub_pick(const kdk_stub_fn *c, kd__cpu_cap cap) {
   if (cap < 0 || cap >= KD__CPU_CAP_COUNT) return NULL;
   for (int k = (int)cap; k >= 0; k--)
     if (c[k]) return c[k];
   return NULL;
 }
 
-kd__stub_generic kd__stub_choose(kd__stub *s) {
-  kd__stub_generic c[KD__CPU_CAP_COUNT] = {NULL};
-  s->candidates(c);
-  kd__stub_generic f = kd__stub_pick(c, kd__cpu_capability_get());
-  /* Threads racing here compute the same pointer. */
-  if (f) atomic_store_explicit(&s->fn, f, memory_order_release);
+/* "fakedev", or "device type 9" for a value out of range. */
+static const char *type_name(kd_device_type type, char *buf, size_t cap) {
+  if ((int)type >= 0 && type < KD_DEVICE_TYPE_COUNT) return kd_device_type_name(type);
+  snprintf(buf, cap, "device type %d", (int)type);
+  return buf;
+}
+
+kdk_stub_fn kdk_stub_lookup(kdk_stub *s, kd_device_type type, const char *op) {
+  const char *who = op ? op : "kdk_stub_lookup";
+  if (!s) {
+    kd_set_error(KD_ENOKERNEL, "%s: the dispatch stub is NULL", who);
+    return NULL;
+  }
+  if (type == KD_DEVICE_CPU) {
+    kdk_stub_fn f = atomic_load_explicit(&s->cpu, memory_order_acquire);
+    if (f) return f;
+    kdk_stub_fn c[KD__CPU_CAP_COUNT] = {NULL};
+    s->candidates(c);
+    kd__cpu_cap cap = kd__cpu_capability_get();
+    f = kd__stub_pick(c, cap);
+    if (!f) {
+      kd_set_error(KD_ENOKERNEL,
+                   "%s: dispatch stub %s has no CPU loop for capability %s or below", who,
+                   s->name, kd__cpu_capability_name(cap));
+      return NULL;
+    }
+    /* Threads racing here compute the same pointer. */
+    atomic_store_explicit(&s->cpu, f, memory_order_release);
+    return f;
+  }
+  char buf[32];
+  if ((int)type < 0 || type >= KD_DEVICE_TYPE_COUNT || type == KD_DEVICE_META) {
+    kd_set_error(KD_ENOKERNEL, "%s: dispatch stub %s has no loop for %s", who, s->name,
+                 type == KD_DEVICE_META ? "the meta device (no loops run on meta)"
+                                        : type_name(type, buf, sizeof buf));
+    return NULL;
+  }
+  kdk_stub_fn f = atomic_load_explicit(&s->device[type], memory_order_acquire);
+  if (!f)
+    kd_set_error(KD_ENOKERNEL,
+                 "%s: dispatch stub %s has no loop for device %s; its backend registers one "
+                 "with KDK_REGISTER_DEVICE_STUB(%s, ...)",
+                 who, s->name, kd_device_type_name(type), s->name);
   return f;
+}
+
+/* KD_OK when `type` can have a registered loop, else KD_EINVAL. */
+static kd_status check_device_type(const char *fn, const kdk_stub *s, kd_device_type type) {
+  char buf[32];
+  if (type == KD_DEVICE_CPU)
+    return kd_set_error(KD_EINVAL,
+                        "%s: stub %s: the CPU loops are chosen by CPU capability, not "
+                        "registered; register a loop for a backend's device type",
+                        fn, s->name);
+  if (type == KD_DEVICE_META)
+    return kd_set_error(KD_EINVAL, "%s: stub %s: no loops run on the meta device", fn, s->name);
+  if ((int)type < 0 || type >= KD_DEVICE_TYPE_COUNT)
+    return kd_set_error(KD_EINVAL, "%s: stub %s: %s is not a device type", fn, s->name,
+                        type_name(type, buf, sizeof buf));
+  return KD_OK;
+}
+
+kd_status kdk_stub_register_device(kdk_stub *stub, kd_device_type type, kdk_stub_fn fn) {
+  if (!stub) return kd_set_error(KD_EINVAL, "kdk_stub_register_device: stub is NULL");
+  kd_status st = check_device_type("kdk_stub_register_device", stub, type);
+  if (st) return st;
+  if (!fn)
+    return kd_set_error(KD_EINVAL, "kdk_stub_register_device: stub %s, device %s: the loop is NULL",
+                        stub->name, kd_device_type_name(type));
+  kdk_stub_fn expected = NULL;
+  if (!atomic_compare_exchange_strong_explicit(&stub->device[type], &expected, fn,
+                                               memory_order_acq_rel, memory_order_acquire))
+    return kd_set_error(KD_EEXIST,
+                        "kdk_stub_register_device: stub %s already has a loop for device %s "
+                        "(unregister it first)",
+                        stub->name, kd_device_type_name(type));
+  return KD_OK;
+}
+
+kd_status kdk_stub_unregister_device(kdk_stub *stub, kd_device_type type) {
+  if (!stub) return kd_set_error(KD_EINVAL, "kdk_stub_unregister_device: stub is NULL");
+  kd_status st = check_device_type("kdk_stub_unregister_device", stub, type);
+  if (st) return st;
+  kdk_stub_fn old = atomic_exchange_explicit(&stub->device[type], NULL, memory_order_acq_rel);
+  if (!old)
+    return kd_set_error(KD_ENOTFOUND, "kdk_stub_unregister_device: stub %s has no loop for device %s",
+                        stub->name, kd_device_type_name(type));
+  return KD_OK;
 }
 
 /* ---- The runtime's stubs --------------------------------------------------------- */

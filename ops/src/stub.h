@@ -1,17 +1,20 @@
 /*
- * stub.h: dispatch stubs, CPU inner loops chosen by CPU capability
- * (docs/CODEGEN.md, "Dispatch stubs"). Private to libkdops.
+ * stub.h: libkdops' side of dispatch stubs (public part: include/kdk/stub.h;
+ * docs/CODEGEN.md, "Dispatch stubs"). Private to libkdops.
  *
- *   // a header: the stub's function type
- *   typedef void kd__add_fn(kdk_iter *iter, const kd_scalar *alpha);
- *   KD_DECLARE_STUB(add_stub, kd__add_fn);
+ *   // include/kdk/stubs.h: the stub's loop type and the exported object
+ *   typedef kd_status kdk_binary_fn(kdk_iter *iter, const kd_scalar *p0, const kd_scalar *p1);
+ *   KDK_DECLARE_STUB(add_stub, kdk_binary_fn);
+ *   // a private header: the capability builds' pointers
+ *   KD_DECLARE_STUB_CAPS(add_stub);
  *   // one ordinary .c file of ops/src or ops/native
  *   KD_DEFINE_STUB(add_stub);
  *   // ops/cpu/binary.c, compiled once per capability
- *   static void add_kernel(kdk_iter *iter, const kd_scalar *alpha) { ... }
+ *   static kd_status add_kernel(kdk_iter *iter, const kd_scalar *alpha, const kd_scalar *p1) { ... }
  *   KD_REGISTER_STUB(add_stub, add_kernel);
- *   // impl
- *   KD_STUB(add_stub)(iter, alpha);
+ *   // impl: the loop for the iterator's device (NULL: KD_ENOKERNEL is set)
+ *   kdk_binary_fn *fn = KD_ITER_STUB(add_stub, iter);
+ *   return fn ? fn(iter, alpha, NULL) : KD_ENOKERNEL;
  *
  * Each capability build of an ops/cpu file defines the pointer
  * kd__stub_<name>_<CAP> (CAP from -DKD_CPU_CAP=...). KD_DEFINE_STUB refers to
@@ -28,10 +31,10 @@
  *
  * (strong references: a static link keeps every capability's object).
  *
- * The first KD_STUB of a stub picks its kernel: the chosen capability's, or
+ * The first CPU use of a stub picks its kernel: the chosen capability's, or
  * the closest lower one's when that is NULL. Later uses are one acquire load.
- * KD_STUB gives NULL only when no capability at or below the chosen one has a
- * kernel (register one for DEFAULT).
+ * The CPU lookup gives NULL (with KD_ENOKERNEL) only when no capability at or
+ * below the chosen one has a kernel (register one for DEFAULT).
  */
 #ifndef KD_OPS_STUB_H
 #define KD_OPS_STUB_H
@@ -40,6 +43,7 @@
 #include <stddef.h>
 
 #include "kd/ops.h"
+#include "kdk/stub.h"
 
 KD_EXTERN_C_BEGIN
 
@@ -50,16 +54,7 @@ typedef enum kd__cpu_cap {
   KD__CPU_CAP_AVX512 = 2,
   KD__CPU_CAP_COUNT
 } kd__cpu_cap;
-
-/* Any function pointer, stored; cast back to the stub's type to call. */
-typedef void (*kd__stub_generic)(void);
-
-typedef struct kd__stub {
-  _Atomic(kd__stub_generic) fn; /* the chosen kernel; NULL until the first use */
-  const char *name;
-  /* Writes each built capability's kernel (or NULL) into c[KD__CPU_CAP_COUNT]. */
-  void (*candidates)(kd__stub_generic *c);
-} kd__stub;
+_Static_assert(KD__CPU_CAP_COUNT == KDK_STUB_CPU_CAPS, "kdk/stub.h's KDK_STUB_CPU_CAPS");
 
 /* The chosen capability (picked once per process, thread-safe). */
 kd__cpu_cap kd__cpu_capability_get(void);
@@ -73,48 +68,41 @@ const char *kd__cpu_capability_name(kd__cpu_cap cap);
 
 /* The kernel for `cap` among c[0..KD__CPU_CAP_COUNT): c[cap], else the
  * closest lower non-NULL entry, else NULL. */
-kd__stub_generic kd__stub_pick(const kd__stub_generic *c, kd__cpu_cap cap);
-
-/* Slow path of KD_STUB: picks and publishes s->fn. */
-kd__stub_generic kd__stub_choose(kd__stub *s);
-
-static inline kd__stub_generic kd__stub_get(kd__stub *s) {
-  kd__stub_generic f = atomic_load_explicit(&s->fn, memory_order_acquire);
-  if (__builtin_expect(f == NULL, 0)) f = kd__stub_choose(s);
-  return f;
-}
+kdk_stub_fn kd__stub_pick(const kdk_stub_fn *c, kd__cpu_cap cap);
 
 /* ---- The macros -------------------------------------------------------------- */
 
-#define KD_DECLARE_STUB(name, fn_type)                                       \
-  typedef fn_type kd__stub_fn_##name;                                        \
-  extern kd__stub kd__stub_##name;                                           \
-  extern kd__stub_fn_##name *const kd__stub_##name##_DEFAULT;                \
-  extern kd__stub_fn_##name *const kd__stub_##name##_AVX2;                   \
-  extern kd__stub_fn_##name *const kd__stub_##name##_AVX512
+/* The capability builds' pointers of stub `name` (declared by
+ * KDK_DECLARE_STUB in kdk/stubs.h). Hidden: libkdops-internal. */
+#define KD_DECLARE_STUB_CAPS(name)                                           \
+  extern kdk_stub_fn_##name *const kd__stub_##name##_DEFAULT;                \
+  extern kdk_stub_fn_##name *const kd__stub_##name##_AVX2;                   \
+  extern kdk_stub_fn_##name *const kd__stub_##name##_AVX512
 
 /* Per built capability: one assignment in the candidates function. */
 #define KD__STUB_CAND_DEFAULT(c, name) \
-  c[KD__CPU_CAP_DEFAULT] = (kd__stub_generic)kd__stub_##name##_DEFAULT;
+  c[KD__CPU_CAP_DEFAULT] = (kdk_stub_fn)kd__stub_##name##_DEFAULT;
 #ifdef KD_HAVE_CPU_CAP_AVX2
-#define KD__STUB_CAND_AVX2(c, name) c[KD__CPU_CAP_AVX2] = (kd__stub_generic)kd__stub_##name##_AVX2;
+#define KD__STUB_CAND_AVX2(c, name) c[KD__CPU_CAP_AVX2] = (kdk_stub_fn)kd__stub_##name##_AVX2;
 #else
 #define KD__STUB_CAND_AVX2(c, name)
 #endif
 #ifdef KD_HAVE_CPU_CAP_AVX512
 #define KD__STUB_CAND_AVX512(c, name) \
-  c[KD__CPU_CAP_AVX512] = (kd__stub_generic)kd__stub_##name##_AVX512;
+  c[KD__CPU_CAP_AVX512] = (kdk_stub_fn)kd__stub_##name##_AVX512;
 #else
 #define KD__STUB_CAND_AVX512(c, name)
 #endif
 
+/* The exported stub object (kdk/stub.h) of `sname`. */
 #define KD_DEFINE_STUB(sname)                                          \
-  static void kd__stub_candidates_##sname(kd__stub_generic *c) {       \
+  static void kd__stub_candidates_##sname(kdk_stub_fn *c) {            \
     KD__STUB_CAND_DEFAULT(c, sname)                                    \
     KD__STUB_CAND_AVX2(c, sname)                                       \
     KD__STUB_CAND_AVX512(c, sname)                                     \
   }                                                                    \
-  kd__stub kd__stub_##sname = {.name = #sname, .candidates = kd__stub_candidates_##sname}
+  KDK_API kdk_stub KDK_STUB_OBJECT(sname) = {.name = #sname,           \
+                                             .candidates = kd__stub_candidates_##sname}
 
 /* kd__stub_<name>_<CAP>: KD_CPU_CAP is expanded (it is an argument of
  * KD__STUB_SYM not next to ##) before KD__STUB_PASTE pastes it. */
@@ -123,14 +111,21 @@ static inline kd__stub_generic kd__stub_get(kd__stub *s) {
 
 #ifdef KD_CPU_CAP
 #define KD_REGISTER_STUB(name, fn) \
-  kd__stub_fn_##name *const KD__STUB_SYM(name, KD_CPU_CAP) = (fn)
+  kdk_stub_fn_##name *const KD__STUB_SYM(name, KD_CPU_CAP) = (fn)
 #else
 #define KD_REGISTER_STUB(name, fn) \
   _Static_assert(0, "KD_REGISTER_STUB belongs in ops/cpu/*.c (compiled with -DKD_CPU_CAP=...)")
 #endif
 
-/* The stub's kernel, typed; the first use picks it. */
-#define KD_STUB(name) ((kd__stub_fn_##name *)kd__stub_get(&kd__stub_##name))
+/* The stub's CPU kernel, typed (NULL with KD_ENOKERNEL when there is none);
+ * the first use picks it. For tests and CPU-only code: impls use
+ * KD_ITER_STUB / KDK_STUB_FOR with the device they run on. */
+#define KD_STUB(name) KDK_STUB_FOR(name, KD_DEVICE_CPU, NULL)
+
+/* The loop of stub `name` for iterator `it`'s device, typed; NULL with
+ * KD_ENOKERNEL (naming it's operator, the stub and the device) when that
+ * device has none. */
+#define KD_ITER_STUB(name, it) KDK_STUB_FOR(name, kdk_iter_device(it).type, (it)->op)
 
 KD_EXTERN_C_END
 

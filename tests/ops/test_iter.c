@@ -525,7 +525,7 @@ static void test_threads(void **state) {
   kdk_iter_init(&it, NULL);
   KD_ASSERT_OK(kdk_iter_build_binary_op(&it, NULL, a, b));
   loop_count c = {.main = pthread_self()};
-  kdk_iter_for_each(&it, add_f32, &c, KD_GRAIN_SIZE);
+  kdk_iter_for_each(&it, add_f32, &c, KDK_GRAIN_SIZE);
   assert_int_equal(atomic_load(&c.elements), n);
   assert_true(atomic_load(&c.calls) > 1);
   assert_true(atomic_load(&c.calls) <= 4);

@@ -11,13 +11,13 @@ typedef struct cover {
   atomic_int hits[N];
   atomic_int calls;
   atomic_int nested_serial; /* nested regions that ran as one call */
-  atomic_int in_region;     /* chunks that saw kd__in_parallel_region() */
+  atomic_int in_region;     /* chunks that saw kdk_in_parallel_region() */
 } cover;
 
 static void mark(void *p, int64_t b, int64_t e) {
   cover *c = p;
   atomic_fetch_add(&c->calls, 1);
-  if (kd__in_parallel_region()) atomic_fetch_add(&c->in_region, 1);
+  if (kdk_in_parallel_region()) atomic_fetch_add(&c->in_region, 1);
   for (int64_t i = b; i < e; i++) atomic_fetch_add(&c->hits[i], 1);
 }
 
@@ -48,34 +48,34 @@ static void test_cover(void **state) {
   int saved = kd_get_num_threads();
   KD_ASSERT_OK(kd_set_num_threads(4));
   cover *c = new_cover();
-  kd__parallel_for(5, N - 3, 1000, mark, c);
+  kdk_parallel_for(5, N - 3, 1000, mark, c);
   assert_once(c, 5, N - 3);
   assert_true(atomic_load(&c->calls) > 1);
   assert_true(atomic_load(&c->calls) <= 4);
   assert_int_equal(atomic_load(&c->in_region), atomic_load(&c->calls));
-  assert_int_equal(kd__parallel_chunks(0, N, 1000), 4);
-  assert_int_equal(kd__parallel_chunks(0, 2500, 1000), 3);
-  assert_false(kd__in_parallel_region());
+  assert_int_equal(kdk_parallel_chunks(0, N, 1000), 4);
+  assert_int_equal(kdk_parallel_chunks(0, 2500, 1000), 3);
+  assert_false(kdk_in_parallel_region());
   free(c);
   /* below the grain: one call, on this thread, not a region */
   c = new_cover();
-  kd__parallel_for(0, 999, 1000, mark, c);
+  kdk_parallel_for(0, 999, 1000, mark, c);
   assert_once(c, 0, 999);
   assert_int_equal(atomic_load(&c->calls), 1);
   assert_int_equal(atomic_load(&c->in_region), 0);
-  assert_int_equal(kd__parallel_chunks(0, 999, 1000), 1);
+  assert_int_equal(kdk_parallel_chunks(0, 999, 1000), 1);
   free(c);
   /* empty range: nothing */
   c = new_cover();
-  kd__parallel_for(10, 10, 1, mark, c);
-  kd__parallel_for(10, 3, 1, mark, c);
+  kdk_parallel_for(10, 10, 1, mark, c);
+  kdk_parallel_for(10, 3, 1, mark, c);
   assert_int_equal(atomic_load(&c->calls), 0);
-  assert_int_equal(kd__parallel_chunks(10, 10, 1), 0);
+  assert_int_equal(kdk_parallel_chunks(10, 10, 1), 0);
   free(c);
   /* one thread: serial */
   KD_ASSERT_OK(kd_set_num_threads(1));
   c = new_cover();
-  kd__parallel_for(0, N, 1, mark, c);
+  kdk_parallel_for(0, N, 1, mark, c);
   assert_int_equal(atomic_load(&c->calls), 1);
   assert_once(c, 0, N);
   free(c);
@@ -98,7 +98,7 @@ static void outer(void *p, int64_t b, int64_t e) {
   nest *n = p;
   atomic_fetch_add(&n->outer_calls, 1);
   /* nested: runs serially as one call per outer chunk */
-  kd__parallel_for(0, 1000000, 1, inner_count, n->c);
+  kdk_parallel_for(0, 1000000, 1, inner_count, n->c);
   mark(n->c, b, e);
 }
 
@@ -107,7 +107,7 @@ static void test_nested(void **state) {
   int saved = kd_get_num_threads();
   KD_ASSERT_OK(kd_set_num_threads(4));
   nest n = {.c = new_cover()};
-  kd__parallel_for(0, N, 100, outer, &n);
+  kdk_parallel_for(0, N, 100, outer, &n);
   assert_once(n.c, 0, N);
   assert_int_equal(atomic_load(&n.c->nested_serial), atomic_load(&n.outer_calls));
   free(n.c);
@@ -119,7 +119,7 @@ static void test_nested(void **state) {
 static void *user(void *p) {
   for (int r = 0; r < 50; r++) {
     cover *c = new_cover();
-    kd__parallel_for(0, N, 5000, mark, c);
+    kdk_parallel_for(0, N, 5000, mark, c);
     for (int64_t i = 0; i < N; i++)
       if (atomic_load(&c->hits[i]) != 1) {
         free(c);
@@ -145,7 +145,7 @@ static void test_concurrent_callers(void **state) {
   /* more threads than before: the pool grows */
   KD_ASSERT_OK(kd_set_num_threads(6));
   cover *c = new_cover();
-  kd__parallel_for(0, N, 1, mark, c);
+  kdk_parallel_for(0, N, 1, mark, c);
   assert_once(c, 0, N);
   assert_true(atomic_load(&c->calls) <= 6);
   free(c);

@@ -776,13 +776,13 @@ static void test_reduce_errors(void **state) {
   kdk_iter it;
   kdk_iter_init(&it, NULL);
   KD_ASSERT_OK(kdk_iter_build_reduce_op(&it, NULL, c, NULL, 0, false, KD_DTYPE_UNDEFINED));
-  KD_ASSERT_ERR(KD_STUB(reduce_stub)(&it, KD__RED_MAX), KD_ETYPE,
+  KD_ASSERT_ERR(KD_STUB(reduce_stub)(&it, KDK_REDUCE_MAX), KD_ETYPE,
                 "\"max_values_cpu\" not implemented for 'complex64'");
   kdk_iter_release(&it);
   kd_tensor *l = mk(1, (int64_t[]){2}, KD_INT64, (double[]){1, 2});
   kdk_iter_init(&it, NULL);
   KD_ASSERT_OK(kdk_iter_build_reduce_op(&it, NULL, l, NULL, 0, false, KD_DTYPE_UNDEFINED));
-  KD_ASSERT_ERR(KD_STUB(reduce_stub)(&it, KD__RED_MEAN), KD_ETYPE,
+  KD_ASSERT_ERR(KD_STUB(reduce_stub)(&it, KDK_REDUCE_MEAN), KD_ETYPE,
                 "\"mean_cpu\" not implemented for 'int64'");
   kdk_iter_release(&it);
   kdk_iter_init(&it, NULL);

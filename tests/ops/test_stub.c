@@ -83,10 +83,10 @@ static void test_capability(void **state) {
 
 static void test_pick(void **state) {
   (void)state;
-  kd__stub_generic a = (kd__stub_generic)test_pick, b = (kd__stub_generic)test_capability;
-  kd__stub_generic only_default[3] = {a, NULL, NULL};
-  kd__stub_generic all[3] = {a, b, a};
-  kd__stub_generic no_default[3] = {NULL, b, NULL};
+  kdk_stub_fn a = (kdk_stub_fn)test_pick, b = (kdk_stub_fn)test_capability;
+  kdk_stub_fn only_default[3] = {a, NULL, NULL};
+  kdk_stub_fn all[3] = {a, b, a};
+  kdk_stub_fn no_default[3] = {NULL, b, NULL};
   assert_ptr_equal(kd__stub_pick(only_default, KD__CPU_CAP_AVX512), a);
   assert_ptr_equal(kd__stub_pick(only_default, KD__CPU_CAP_DEFAULT), a);
   assert_ptr_equal(kd__stub_pick(all, KD__CPU_CAP_AVX2), b);
@@ -100,22 +100,22 @@ static void test_pick(void **state) {
 typedef int test_fn(int x);
 static int k_default(int x) { return x + 1; }
 static int k_avx2(int x) { return x + 2; }
-static void test_candidates(kd__stub_generic *c) {
-  c[KD__CPU_CAP_DEFAULT] = (kd__stub_generic)k_default;
-  c[KD__CPU_CAP_AVX2] = (kd__stub_generic)k_avx2;
+static void test_candidates(kdk_stub_fn *c) {
+  c[KD__CPU_CAP_DEFAULT] = (kdk_stub_fn)k_default;
+  c[KD__CPU_CAP_AVX2] = (kdk_stub_fn)k_avx2;
 }
-static kd__stub test_stub = {.name = "test_stub", .candidates = test_candidates};
+static kdk_stub test_stub = {.name = "test_stub", .candidates = test_candidates};
 
 static void test_lower_capability(void **state) {
   (void)state;
-  assert_null(atomic_load(&test_stub.fn));
-  test_fn *f = (test_fn *)kd__stub_get(&test_stub);
+  assert_null(atomic_load(&test_stub.cpu));
+  test_fn *f = (test_fn *)kdk_stub_get(&test_stub, KD_DEVICE_CPU, NULL);
   int expect = kd__cpu_capability_get() >= KD__CPU_CAP_AVX2 ? 2 : 1;
   assert_int_equal(f(10), 10 + expect);
-  assert_ptr_equal((kd__stub_generic)f, atomic_load(&test_stub.fn)); /* published */
-  assert_ptr_equal((test_fn *)kd__stub_get(&test_stub), f);
+  assert_ptr_equal((kdk_stub_fn)f, atomic_load(&test_stub.cpu)); /* published */
+  assert_ptr_equal((test_fn *)kdk_stub_get(&test_stub, KD_DEVICE_CPU, NULL), f);
   /* The fill stub runs the chosen capability's own kernel. */
-  kd__fill_fn *const kernels[3] = {kd__stub_fill_stub_DEFAULT, kd__stub_fill_stub_AVX2,
+  kdk_fill_fn *const kernels[3] = {kd__stub_fill_stub_DEFAULT, kd__stub_fill_stub_AVX2,
                                    kd__stub_fill_stub_AVX512};
   assert_ptr_equal(KD_STUB(fill_stub), kernels[kd__cpu_capability_get()]);
 }
@@ -128,7 +128,7 @@ static const kd_dtype all_dtypes[] = {KD_BOOL,    KD_UINT8,   KD_INT8,    KD_INT
 
 /* Fills a view of a sentinel-filled base with `kernel`; checks that exactly
  * the view's elements hold the value's bytes. Returns base's bytes (malloc'd). */
-static unsigned char *fill_view(kd__fill_fn *kernel, kd_dtype dt, const kd_scalar *value,
+static unsigned char *fill_view(kdk_fill_fn *kernel, kd_dtype dt, const kd_scalar *value,
                                 int64_t base_numel, int64_t offset, int ndim,
                                 const int64_t *sizes, const int64_t *strides) {
   size_t w = kd_dtype_size(dt);
@@ -202,9 +202,9 @@ static kd_scalar value_for(kd_dtype dt, int n) {
 
 static void test_fill(void **state) {
   (void)state;
-  kd__fill_fn *const kernels[3] = {kd__stub_fill_stub_DEFAULT, kd__stub_fill_stub_AVX2,
+  kdk_fill_fn *const kernels[3] = {kd__stub_fill_stub_DEFAULT, kd__stub_fill_stub_AVX2,
                                    kd__stub_fill_stub_AVX512};
-  kd__fill_fn *chosen = KD_STUB(fill_stub);
+  kdk_fill_fn *chosen = KD_STUB(fill_stub);
   for (size_t d = 0; d < sizeof all_dtypes / sizeof *all_dtypes; d++) {
     kd_dtype dt = all_dtypes[d];
     for (size_t c = 0; c < sizeof fill_cases / sizeof *fill_cases; c++) {
@@ -230,7 +230,7 @@ static void test_fill(void **state) {
 
 static void test_fill_values(void **state) {
   (void)state;
-  kd__fill_fn *fill = KD_STUB(fill_stub);
+  kdk_fill_fn *fill = KD_STUB(fill_stub);
   kd_tensor *t;
   kd_scalar got;
   /* float16 / bfloat16 round to nearest even. */

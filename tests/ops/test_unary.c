@@ -827,9 +827,9 @@ static void test_large(void **state) {
 
 /* Runs capability `cap`'s kernel of the unary stub on x; NULL when the
  * processor lacks it. The caller owns the result. */
-static kd_tensor *run_cap(int cap, kd__unary_op op, const kd__unary_extra *ex, kd_tensor *x,
+static kd_tensor *run_cap(int cap, kdk_unary_op op, const kdk_unary_extra *ex, kd_tensor *x,
                           bool is_float) {
-  kd__unary_fn *fn = NULL;
+  kdk_unary_fn *fn = NULL;
 #if defined(__x86_64__)
   __builtin_cpu_init();
   if (cap == 0) fn = kd__stub_unary_stub_DEFAULT;
@@ -905,7 +905,7 @@ static void test_capabilities_agree(void **state) {
   const kd_dtype fdts[] = {KD_FLOAT16, KD_BFLOAT16, KD_FLOAT32, KD_FLOAT64, KD_COMPLEX64, KD_COMPLEX128,
                            KD_INT8, KD_INT32, KD_INT64, KD_UINT8, KD_BOOL};
   int compared[3] = {0, 0, 0};
-  kd__unary_extra rd;
+  kdk_unary_extra rd;
   memset(&rd, 0, sizeof rd);
   rd.ten_pow = 100;
   for (int di = 0; di < N_OF(fdts); di++) {
@@ -918,23 +918,23 @@ static void test_capabilities_agree(void **state) {
       x = mk1(dt, N, w);
       free(w);
     }
-    for (int op = 0; op < KD__UNARY_OP_COUNT; op++) {
-      bool is_float = op >= KD__UNARY_EXP && op <= KD__UNARY_ERF;
+    for (int op = 0; op < KDK_UNARY_OP_COUNT; op++) {
+      bool is_float = op >= KDK_UNARY_EXP && op <= KDK_UNARY_ERF;
       kd_tensor *ref = NULL;
       for (int cap = 0; cap < 3; cap++) {
         /* a loop missing for this dtype fails the same way in every capability */
-        if (op == KD__UNARY_ABS_TO_REAL || op == KD__UNARY_LOGICAL_NOT) continue;
+        if (op == KDK_UNARY_ABS_TO_REAL || op == KDK_UNARY_LOGICAL_NOT) continue;
         kdk_iter it;
         kdk_iter_init(&it, NULL);
         KD_ASSERT_OK(is_float ? kdk_iter_build_unary_float_op(&it, NULL, x)
                               : kdk_iter_build_unary_op(&it, NULL, x));
-        kd_status st = kd__stub_unary_stub_DEFAULT(&it, (kd__unary_op)op, &rd);
+        kd_status st = kd__stub_unary_stub_DEFAULT(&it, (kdk_unary_op)op, &rd);
         kdk_iter_release(&it);
         if (st) {
           kd_clear_error();
           break;
         }
-        kd_tensor *r = run_cap(cap, (kd__unary_op)op, &rd, x, is_float);
+        kd_tensor *r = run_cap(cap, (kdk_unary_op)op, &rd, x, is_float);
         if (!r) continue;
         compared[cap]++;
         if (!ref) {
@@ -942,7 +942,7 @@ static void test_capabilities_agree(void **state) {
           continue;
         }
         char what[96];
-        snprintf(what, sizeof what, "%s, capability %d", kd__unary_kernel_name((kd__unary_op)op), cap);
+        snprintf(what, sizeof what, "%s, capability %d", kd__unary_kernel_name((kdk_unary_op)op), cap);
         assert_same_values(what, ref, r);
         kd_tensor_release(r);
       }
