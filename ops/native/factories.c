@@ -25,6 +25,7 @@
 #include "ones_native.h"
 #include "zeros_like_native.h"
 #include "zeros_native.h"
+#include "kdk/native.h" /* the kit's (exported) declarations of these kernels */
 
 /* ---- Shared helpers ------------------------------------------------------------ */
 

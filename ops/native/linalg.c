@@ -29,6 +29,7 @@
 #include "kd/memory.h"
 #include "kd/ops/copy.h"
 #include "kd/ops/dot.h"
+#include "kdk/native.h" /* the kit's (exported) declarations of these kernels */
 
 /* ---- Checks ------------------------------------------------------------------------ */
 

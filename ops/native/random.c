@@ -17,6 +17,7 @@
 
 #include "native/factories.h"
 #include "native/views.h"
+#include "kdk/native.h" /* the kit's (exported) declarations of these kernels */
 
 #define KD_TWO_PI 6.283185307179586476925286766559
 

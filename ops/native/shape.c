@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "kd/memory.h"
+#include "kdk/native.h" /* the kit's (exported) declarations of these kernels */
 
 static bool on_meta(const kd_tensor *t) { return kd_tensor_device(t).type == KD_DEVICE_META; }
 

@@ -11,6 +11,7 @@
 
 #include "core/checked.h"
 #include "kd/ops/clone.h"
+#include "kdk/native.h" /* the kit's (exported) declarations of these kernels */
 
 #include <stdio.h>
 #include <string.h>

@@ -620,15 +620,23 @@ const kdg_precomputed *kdg_replaced_by(const kdg_func *out, const char *arg) {
   return NULL;
 }
 
-/* ops/<base>_native.h */
+/* include/kdk/native/<base>.h (public, installed: the kit's declarations of
+ * libkdops' meta functions, precomputed structs and native kernels, all
+ * KDK_API) and ops/<base>_native.h (libkdops-private: the public one plus
+ * the generated wrappers and boxed functions). */
 static int write_native_header(gen_ctx *g, const char *out_dir, const char *base) {
-  kdg_buf b;
+  kdg_buf b, pv;
   kdg_buf_init(&b);
+  kdg_buf_init(&pv);
   char guard[256], ub[200];
   kdg_upper(ub, sizeof ub, base);
-  snprintf(guard, sizeof guard, "KD_GEN_OPS_%s_NATIVE_H", ub);
+  snprintf(guard, sizeof guard, "KDK_NATIVE_%s_H", ub);
   header_open(&b, guard);
-  kdg_printf(&b, "#include \"iter.h\"\n#include \"structured.h\"\n\n");
+  kdg_printf(&b, "#include \"kd/ops.h\"\n#include \"kdk/iter.h\"\n#include \"kdk/structured.h\"\n\n"
+                 "KD_EXTERN_C_BEGIN\n\n");
+  snprintf(guard, sizeof guard, "KD_GEN_OPS_%s_NATIVE_H", ub);
+  header_open(&pv, guard);
+  kdg_printf(&pv, "#include \"kdk/native/%s.h\"\n\n", base);
   for (size_t i = 0; i < g->f->nfuncs; i++) {
     const kdg_cfunc *c = &g->cf[i];
     const kdg_func *f = c->f;
@@ -641,11 +649,12 @@ static int write_native_header(gen_ctx *g, const char *out_dir, const char *base
       for (int j = 0; j < k; j++)
         if (!strcmp(t[j].fn, t[k].fn)) dup = true;
       if (dup) continue;
-      kdg_printf(&b, "kd_status %s(", t[k].fn);
-      kdg_print_params(&b, c, true);
-      kdg_printf(&b, ");\n");
+      bool pub = !strncmp(t[k].fn, "kdk_", 4);
+      kdg_printf(pub ? &b : &pv, "%skd_status %s(", pub ? "KDK_API " : "", t[k].fn);
+      kdg_print_params(pub ? &b : &pv, c, true);
+      kdg_printf(pub ? &b : &pv, ");\n");
     }
-    kdg_printf(&b, "kd_status kd__boxed_%s(const kd_call *call, kd_stack *stack, kd_unboxed_fn fn);\n",
+    kdg_printf(&pv, "kd_status kd__boxed_%s(const kd_call *call, kd_stack *stack, kd_unboxed_fn fn);\n",
                f->cname);
     if (f->structured) {
       sinfo si;
@@ -676,7 +685,8 @@ static int write_native_header(gen_ctx *g, const char *out_dir, const char *base
         kdg_printf(&b, "} %s;\n", si.pre);
       }
       /* meta */
-      kdg_printf(&b, "kd_status %s(kdk_structured *s%s", si.meta, si.iter ? ", kdk_iter *iter" : "");
+      kdg_printf(&b, "KDK_API kd_status %s(kdk_structured *s%s", si.meta,
+                 si.iter ? ", kdk_iter *iter" : "");
       for (int p = 0; p < oc->np; p++) {
         if (oc->p[p].is_out) continue;
         const char *ct = kdg_ctype_of(oc->p[p].kind)->param;
@@ -690,7 +700,7 @@ static int write_native_header(gen_ctx *g, const char *out_dir, const char *base
         for (size_t j = 0; j < k; j++)
           if (!strcmp(f->dispatch[j].kernel, f->dispatch[k].kernel)) dup = true;
         if (dup || !strcmp(backend_of(f->dispatch[k].key), "")) continue;
-        kdg_printf(&b, "kd_status kdk_native_%s(kdk_structured *s%s", f->dispatch[k].kernel,
+        kdg_printf(&b, "KDK_API kd_status kdk_native_%s(kdk_structured *s%s", f->dispatch[k].kernel,
                    si.iter ? ", kdk_iter *iter" : "");
         for (int p = 0; p < oc->np; p++) {
           if (oc->p[p].is_out) continue;
@@ -715,11 +725,15 @@ static int write_native_header(gen_ctx *g, const char *out_dir, const char *base
     }
     kdg_printf(&b, "\n");
   }
-  kdg_printf(&b, "#endif\n");
+  kdg_printf(&b, "KD_EXTERN_C_END\n\n#endif\n");
+  kdg_printf(&pv, "\n#endif\n");
   char path[4096];
-  snprintf(path, sizeof path, "%s/ops/%s_native.h", out_dir, base);
+  snprintf(path, sizeof path, "%s/include/kdk/native/%s.h", out_dir, base);
   int rc = kdg_write_file(path, &b, g->d);
+  snprintf(path, sizeof path, "%s/ops/%s_native.h", out_dir, base);
+  if (kdg_write_file(path, &pv, g->d)) rc = -1;
   kdg_buf_free(&b);
+  kdg_buf_free(&pv);
   return rc;
 }
 
@@ -1093,14 +1107,17 @@ static int write_register(gen_ctx *g, const char *out_dir) {
   return rc;
 }
 
-/* kd/ops/all.h and all_native.h */
+/* kd/ops/all.h, all_native.h and kdk/native.h */
 static int write_alls(gen_ctx *g, const char *out_dir, char **bases, size_t nbases) {
-  kdg_buf a, n;
+  kdg_buf a, n, k;
   kdg_buf_init(&a);
   kdg_buf_init(&n);
+  kdg_buf_init(&k);
   header_open(&a, "KD_OPS_ALL_GEN_H");
   header_open(&n, "KD_KDGEN_ALL_NATIVE_H");
+  header_open(&k, "KDK_NATIVE_H"); /* the kit's umbrella of include/kdk/native/ */
   for (size_t i = 0; i < nbases; i++) {
+    kdg_printf(&k, "#include \"kdk/native/%s.h\"\n", bases[i]);
     kdg_printf(&a, "#include \"kd/ops/%s.h\"\n#include \"kd/ops/%s_dispatch.h\"\n", bases[i], bases[i]);
     kdg_printf(&n, "#include \"%s_native.h\"\n", bases[i]);
   }
@@ -1111,8 +1128,12 @@ static int write_alls(gen_ctx *g, const char *out_dir, char **bases, size_t nbas
   int rc = kdg_write_file(path, &a, g->d);
   snprintf(path, sizeof path, "%s/ops/kdgen_all_native.h", out_dir);
   if (kdg_write_file(path, &n, g->d)) rc = -1;
+  kdg_printf(&k, "\n#endif\n");
+  snprintf(path, sizeof path, "%s/include/kdk/native.h", out_dir);
+  if (kdg_write_file(path, &k, g->d)) rc = -1;
   kdg_buf_free(&a);
   kdg_buf_free(&n);
+  kdg_buf_free(&k);
   return rc;
 }
 

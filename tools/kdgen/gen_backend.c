@@ -779,51 +779,6 @@ static void b_emit_direct(const bgen *g, kdg_buf *b, kdg_buf *h, const bplan *p)
   kdg_printf(b, ");\n}\n\n");
 }
 
-/* Declarations of libkdops' functions the Legacy and LegacyMeta entries reuse
- * (libkdops exports them; docs/CODEGEN.md, "Names"). */
-static void b_write_reused(const bgen *g, kdg_buf *b) {
-  char *done[4096];
-  size_t ndone = 0;
-  bool any = false;
-  for (size_t i = 0; i < g->nplans; i++) {
-    const bplan *p = &g->plans[i];
-    bool meta = p->kind == PLAN_STRUCTURED && !p->author_meta && !b_seen(done, ndone, p->meta);
-    bool impl = p->kind == PLAN_STRUCTURED && !p->author_impl && !b_seen(done, ndone, p->impl);
-    bool kern = p->kind == PLAN_KERNEL && !p->author && !b_seen(done, ndone, p->fn);
-    if (!meta && !impl && !kern) continue;
-    if (!any)
-      kdg_printf(b, "/* libkdops' functions reused by the Legacy and LegacyMeta entries. */\n");
-    any = true;
-    if (meta) {
-      if (ndone < 4096) done[ndone++] = (char *)p->meta;
-      if (*p->pre) {
-        kdg_printf(b, "typedef struct %s {\n", p->pre);
-        for (size_t k = 0; k < p->nprecomputed; k++)
-          for (size_t q = 0; q < p->precomputed[k].nfields; q++)
-            kdg_printf(b, "  %s %s;\n", b_precomputed_ctype(p->precomputed[k].fields[q].type),
-                       p->precomputed[k].fields[q].name);
-        kdg_printf(b, "} %s;\n", p->pre);
-      }
-      kdg_printf(b, "kd_status %s(", p->meta);
-      b_meta_params(b, p);
-      kdg_printf(b, ");\n");
-    }
-    if (impl) {
-      if (ndone < 4096) done[ndone++] = (char *)p->impl;
-      kdg_printf(b, "kd_status %s(", p->impl);
-      b_impl_params(b, p);
-      kdg_printf(b, ");\n");
-    }
-    if (kern) {
-      if (ndone < 4096) done[ndone++] = (char *)p->fn;
-      kdg_printf(b, "kd_status %s(", p->fn);
-      b_params(b, &p->c);
-      kdg_printf(b, ");\n");
-    }
-  }
-  if (any) kdg_printf(b, "\n");
-}
-
 static int b_write_plugin(bgen *g, const char *out_dir) {
   kdg_buf b, h;
   kdg_buf_init(&b);
@@ -844,10 +799,10 @@ static int b_write_plugin(bgen *g, const char *out_dir) {
   kdg_printf(&b,
              "/* The backend \"%s\" for %s: wrappers, registration, plugin entry point\n"
              " * (docs/CODEGEN.md, \"Backends\"). */\n"
-             "#include <string.h>\n\n#include <kd/kd.h>\n#include <kd/backend.h>\n#include <kdk/kdk.h>\n\n"
+             "#include <string.h>\n\n#include <kd/kd.h>\n#include <kd/backend.h>\n#include <kdk/kdk.h>\n"
+             "#include <kdk/native.h> /* libkdops' kdk_meta_* and kdk_native_*, reused by Legacy */\n\n"
              "#include \"%s_direct.h\"\n#include \"%s_functions.h\"\n\n",
              g->name, g->b->opts.key, g->name, g->name);
-  b_write_reused(g, &b);
   /* Wrappers and adapters. */
   for (size_t i = 0; i < g->nplans; i++) {
     const bplan *p = &g->plans[i];
