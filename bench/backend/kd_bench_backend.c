@@ -1,5 +1,5 @@
 /*
- * kd_bench_backend.c: `kd-bench backend [FAKEDEV_PLUGIN PLUGIN500]`: the cost
+ * kd_bench_backend.c: `kd-bench backend [FAKEDEV_PLUGIN PLUGIN500 FAKEGEN_PLUGIN]`: the cost
  * of a backend that is a loaded plugin. Medians over REPS repetitions after
  * one warm-up repetition, in ns per operation (us for load and unload):
  *   backend_typed_call_ns  typed call (kd_call_unboxed, inline) of
@@ -17,6 +17,15 @@
  *   load_500_us            kd_backend_load of a plugin that defines 500
  *                          operators and implements each for CPU
  *   unload_500_us          kd_backend_unload of it
+ *   gen_add_out_1_ns       add.out of 1-element float32 tensors on the proof
+ *                          backend generated from YAML (examples/backend_gen):
+ *                          Legacy, so libkdops' meta and impl run and the impl's
+ *                          add_stub reaches the plugin's loop for the device
+ *   cpu_add_out_1_ns       the same call on cpu tensors (libkdops' CPU loop)
+ *   gen_add_out_empty_1_ns gen_add_out_1_ns with an empty loop registered for
+ *                          add_stub on the device instead of the plugin's: the
+ *                          Legacy call minus its loop
+ *   gen_add_out_64k_ns, cpu_add_out_64k_ns  the two with 65,536 elements
  * The plugins are found where the build put them (or given as arguments).
  * kd-bench links libkdispatch statically and exports its symbols, so that
  * the plugins, built without a libkdispatch of their own, bind to it.
@@ -28,6 +37,7 @@
 #include "bench_util.h"
 #include "kd/backend.h"
 #include "kd/ops.h"
+#include "kdk/kdk.h"
 
 #define REPS 15
 
@@ -115,6 +125,86 @@ static int fail(const char *what) {
 
 static void quiet(const char *message, void *user_data) { (void)message, (void)user_data; }
 
+/* ---- The generated backend ---------------------------------------------------- */
+
+static kd_status empty_add_loop(kdk_iter *iter, const kd_scalar *p0, const kd_scalar *p1) {
+  (void)iter, (void)p0, (void)p1;
+  return KD_OK;
+}
+
+/* add.out(a, b, out) n times; the median of REPS repetitions, ns per call. */
+static double median_add_out(kd_tensor *a, kd_tensor *b, kd_tensor *out, size_t n, kd_status *st) {
+  double s[REPS];
+  for (int r = -1; r < REPS; r++) {
+    uint64_t t0 = kd_bench_now_ns();
+    for (size_t i = 0; i < n && !*st; i++) *st = kd_add_out(a, b, NULL, out);
+    if (r >= 0) s[r] = (double)(kd_bench_now_ns() - t0) / (double)n;
+  }
+  return kd_bench_median(s, REPS);
+}
+
+/* a, b and out: float32 [n] on dev (out already of that size). */
+static kd_status float_triple(int64_t n, kd_device dev, kd_tensor **t) {
+  kd_tensor *h;
+  t[0] = t[1] = t[2] = NULL;
+  kd_status st = kd_tensor_empty(1, &n, KD_FLOAT32, kd_device_cpu(), &h);
+  if (st) return st;
+  float *p = kd_tensor_data(h);
+  for (int64_t i = 0; i < n; i++) p[i] = (float)(i % 100) * 0.5f;
+  for (int k = 0; k < 3 && !st; k++) st = kd_tensor_to_device(h, dev, &t[k]);
+  kd_tensor_release(h);
+  return st;
+}
+
+static void release3(kd_tensor **t) {
+  for (int k = 0; k < 3; k++) kd_tensor_release(t[k]);
+}
+
+static int bench_generated(const char *path) {
+  kd_plugin *plugin;
+  if (kd_backend_load(path, &plugin)) return fail(path);
+  kd_device dev = {KD_DEVICE_PRIVATEUSE1, 0};
+  kd_tensor *g[3], *c[3];
+  kd_status st = float_triple(1, dev, g);
+  if (!st) st = float_triple(1, kd_device_cpu(), c);
+  if (st) return fail("generated backend: inputs");
+  double gen1 = 0, cpu1 = 0, empty1;
+  double gs[REPS], cs[REPS];
+  for (int r = 0; r < REPS && !st; r++) { /* interleaved: both see the same machine state */
+    gs[r] = median_add_out(g[0], g[1], g[2], 2000, &st);
+    cs[r] = median_add_out(c[0], c[1], c[2], 2000, &st);
+  }
+  if (st) return fail("add.out on the generated backend");
+  gen1 = kd_bench_median(gs, REPS);
+  cpu1 = kd_bench_median(cs, REPS);
+  /* The same call minus its loop: an empty loop in the device's add_stub slot. */
+  kdk_stub_fn_add_stub *plugin_loop = (kdk_stub_fn_add_stub *)kdk_stub_lookup(
+      &KDK_STUB_OBJECT(add_stub), KD_DEVICE_PRIVATEUSE1, "add.out");
+  if (!plugin_loop || kdk_stub_unregister_device(&KDK_STUB_OBJECT(add_stub), KD_DEVICE_PRIVATEUSE1) ||
+      KDK_REGISTER_DEVICE_STUB(add_stub, KD_DEVICE_PRIVATEUSE1, empty_add_loop))
+    return fail("add_stub's device slot");
+  empty1 = median_add_out(g[0], g[1], g[2], 20000, &st);
+  kdk_stub_unregister_device(&KDK_STUB_OBJECT(add_stub), KD_DEVICE_PRIVATEUSE1);
+  if (st || KDK_REGISTER_DEVICE_STUB(add_stub, KD_DEVICE_PRIVATEUSE1, plugin_loop))
+    return fail("add.out with an empty loop");
+  release3(g);
+  release3(c);
+  printf("gen_add_out_1_ns %.0f\n", gen1);
+  printf("cpu_add_out_1_ns %.0f\n", cpu1);
+  printf("gen_add_out_empty_1_ns %.0f\n", empty1);
+  if ((st = float_triple(65536, dev, g)) || (st = float_triple(65536, kd_device_cpu(), c)))
+    return fail("generated backend: inputs");
+  double gen64 = median_add_out(g[0], g[1], g[2], 20, &st);
+  double cpu64 = median_add_out(c[0], c[1], c[2], 20, &st);
+  release3(g);
+  release3(c);
+  if (st) return fail("add.out on the generated backend");
+  printf("gen_add_out_64k_ns %.0f\n", gen64);
+  printf("cpu_add_out_64k_ns %.0f\n", cpu64);
+  if (kd_backend_unload(plugin)) return fail("unload the generated backend");
+  return 0;
+}
+
 int kd_bench_backend(int argc, char **argv) {
   const char *fakedev = argc > 1 ? argv[1] : KD_BENCH_FAKEDEV_PLUGIN;
   const char *p500 = argc > 2 ? argv[2] : KD_BENCH_PLUGIN500;
@@ -179,6 +269,7 @@ int kd_bench_backend(int argc, char **argv) {
   }
   printf("load_500_us %.0f\n", kd_bench_median(load, REPS));
   printf("unload_500_us %.0f\n", kd_bench_median(unload, REPS));
+  int rc = bench_generated(argc > 3 ? argv[3] : KD_BENCH_FAKEGEN_PLUGIN);
   kd_ops_close();
-  return 0;
+  return rc;
 }
