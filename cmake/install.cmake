@@ -5,7 +5,10 @@ install(TARGETS kdispatch kdispatch_static EXPORT kdispatchTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/kd DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# kd/ (libkdispatch) and kdk/ (the kernel-author kit: libkdops', but for
+# kdk/view.h, which is libkdispatch's).
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/kd ${PROJECT_SOURCE_DIR}/include/kdk
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 # The operator library and its generated public headers (kd/ops_all.h, kd/ops/).
 if(TARGET kdops)
   install(TARGETS kdops kdops_static EXPORT kdispatchTargets
@@ -13,6 +16,11 @@ if(TARGET kdops)
     ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
     INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
   install(DIRECTORY ${CMAKE_BINARY_DIR}/gen/include/kd DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  # The kit's generated kdk/native.h and kdk/native/ headers.
+  install(DIRECTORY ${CMAKE_BINARY_DIR}/gen/include/kdk DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  # libkdops' operators, for backends' code generation (kdgen --native, --tags).
+  install(FILES ${PROJECT_SOURCE_DIR}/ops/native_functions.yaml ${PROJECT_SOURCE_DIR}/ops/tags.yaml
+          DESTINATION ${CMAKE_INSTALL_DATADIR}/kdispatch)
 endif()
 if(KD_BUILD_TOOLS)
   install(TARGETS kd RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
@@ -29,7 +37,8 @@ install(EXPORT kdispatchTargets NAMESPACE kdispatch::
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/kdispatch)
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/kdispatchConfig.cmake.in
   ${PROJECT_BINARY_DIR}/kdispatchConfig.cmake
-  INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/kdispatch)
+  INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/kdispatch
+  PATH_VARS CMAKE_INSTALL_DATADIR)
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/kdispatchConfigVersion.cmake
   COMPATIBILITY SameMajorVersion) # kd/version.h: a newer minor only appends
 install(FILES ${PROJECT_BINARY_DIR}/kdispatchConfig.cmake
@@ -44,3 +53,7 @@ configure_file(${PROJECT_SOURCE_DIR}/cmake/kdispatch.pc.in
   ${PROJECT_BINARY_DIR}/kdispatch.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/kdispatch.pc
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+if(TARGET kdops)
+  configure_file(${PROJECT_SOURCE_DIR}/cmake/kdops.pc.in ${PROJECT_BINARY_DIR}/kdops.pc @ONLY)
+  install(FILES ${PROJECT_BINARY_DIR}/kdops.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+endif()

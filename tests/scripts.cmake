@@ -25,6 +25,19 @@ add_test(NAME test_install_consumer
           -DSANITIZE=${KD_SANITIZE}
           -P ${CMAKE_CURRENT_SOURCE_DIR}/install_consumer.cmake)
 set_tests_properties(test_install_consumer PROPERTIES TIMEOUT 300)
+# The kernel-author kit installed: a device loop registered as a stub and
+# reached by libkdops' meta and impl, built with find_package and pkg-config.
+if(TARGET kdops)
+  add_test(NAME test_install_kit
+    COMMAND ${CMAKE_COMMAND} -DBUILD_DIR=${CMAKE_BINARY_DIR} -DSRC_DIR=${CMAKE_CURRENT_SOURCE_DIR}/kit_consumer
+            -DWORK_DIR=${CMAKE_BINARY_DIR}/install-kit-test -DC_COMPILER=${CMAKE_C_COMPILER}
+            -DSANITIZE=${KD_SANITIZE}
+            -P ${CMAKE_CURRENT_SOURCE_DIR}/install_kit.cmake)
+  set_tests_properties(test_install_kit PROPERTIES TIMEOUT 600)
+  add_test(NAME test_exports_kdops
+    COMMAND ${CMAKE_COMMAND} -DLIB=$<TARGET_FILE:kdops> -DKIND=kdops
+            -DOPS_HEADERS=${CMAKE_BINARY_DIR}/gen/include/kd/ops -P ${CMAKE_CURRENT_SOURCE_DIR}/check_exports.cmake)
+endif()
 add_subdirectory(${CMAKE_CURRENT_SOURCE_DIR}/static_link ${CMAKE_CURRENT_BINARY_DIR}/static_link)
 
 # The README's example program, built against the static library and run.

@@ -216,6 +216,16 @@ static const bad_case bad_cases[] = {
     {"structured_device_guard.yaml",
      "structured_device_guard.yaml:6: error: structured kernels always guard the device: "
      "'relu.out' cannot have device_guard: False"},
+    {"kd_stubs_not_structured.yaml",
+     "kd_stubs_not_structured.yaml:2: error: kd_stubs of 'relu.out' needs structured: True (it "
+     "names the stubs a structured impl calls)"},
+    {"kd_stubs_bad.yaml",
+     "kd_stubs_bad.yaml:7: error: kd_stubs of 'neg.out': '2bad' is not a stub name (a C "
+     "identifier)"},
+    {"kd_stubs_twice.yaml",
+     "kd_stubs_twice.yaml:7: error: kd_stubs of 'neg.out' names 'unary_stub' twice"},
+    {"kd_stubs_not_list.yaml",
+     "kd_stubs_not_list.yaml:3: error: 'kd_stubs' of 'neg.out' must be a list, found a string"},
     {"inherits_not_structured.yaml",
      "inherits_not_structured.yaml:2: error: structured_inherits of 'relu.out' needs "
      "structured: True"},

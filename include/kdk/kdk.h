@@ -13,5 +13,6 @@
 #include "kdk/structured.h"
 #include "kdk/stub.h"
 #include "kdk/stubs.h"
+#include "kdk/view.h"
 
 #endif

@@ -5,6 +5,7 @@
 
 #include "core/checked.h"
 #include "core/tensor_impl.h"
+#include "kdk/view.h"
 
 /* ---- Layout and memory format names --------------------------------------- */
 
@@ -396,6 +397,29 @@ size_t kd_tensor_itemsize(const kd_tensor *t) { return (size_t)t->itemsize; }
 bool kd_tensor_is_contiguous(const kd_tensor *t) { return t->contiguous; }
 
 uint64_t kd_tensor_layout_stamp(void) { return kd__tensor_layout_here(); }
+
+kd_status kd_tensor_get_view(const kd_tensor *t, kd_tensor_view *out) {
+  if (!out) return kd_set_error(KD_EINVAL, "kd_tensor_get_view: out is NULL");
+  if (!t) return kd_set_error(KD_EINVAL, "kd_tensor_get_view: tensor is NULL");
+  if (out->api_version == 0 || out->api_version > KD_TENSOR_VIEW_API_VERSION)
+    return kd_set_error(KD_EUNSUPPORTED, "kd_tensor_get_view: api_version %u, this library fills %d",
+                        (unsigned)out->api_version, KD_TENSOR_VIEW_API_VERSION);
+  /* version 1 */
+  out->dtype = t->dtype;
+  out->ndim = t->ndim;
+  out->sizes = t->sizes;
+  out->strides = t->strides;
+  char *d = (char *)t->storage->data;
+  out->data = d ? d + t->offset * (int64_t)t->itemsize : NULL;
+  out->numel = t->numel;
+  out->storage_offset = t->offset;
+  out->itemsize = (size_t)t->itemsize;
+  out->device = t->storage->device;
+  out->is_contiguous = t->contiguous;
+  out->is_wrapped_number = t->wrapped_number;
+  out->storage = t->storage;
+  return KD_OK;
+}
 
 bool kd_tensor_shares_storage(const kd_tensor *a, const kd_tensor *b) {
   return a && b && a->storage == b->storage;

@@ -320,9 +320,8 @@ static const kdg_func *b_native_of(const bgen *g, const kdg_func *f, char *why, 
 
 /* The stubs libkdops' impl of out variant n calls (its kd_stubs: list). */
 static char **b_native_stubs(const kdg_func *n, size_t *count) {
-  (void)n;
-  *count = 0; /* until the loader reads kd_stubs: (branch kit) */
-  return NULL;
+  *count = n->nkd_stubs;
+  return n->kd_stubs;
 }
 
 static void b_plan_structured(bgen *g, bplan *p) {

@@ -107,6 +107,7 @@ static const char *const known_keys[] = {
     "python_module",
     "category_override",
     "ufunc_inner_loop",
+    "kd_stubs", /* kdgen's extension: the dispatch stubs a structured impl calls */
 };
 
 static bool known_key(const char *k) {
@@ -555,6 +556,8 @@ static void read_keys(loader *L, kdg_func *fn, const yaml_node_t *m) {
       fn->category_override = get_string(L, fn, key, v);
     } else if (!strcmp(key, "ufunc_inner_loop")) {
       get_ufunc_inner_loop(L, fn, v);
+    } else if (!strcmp(key, "kd_stubs")) {
+      get_string_list(L, fn, key, v, false, &fn->kd_stubs, &fn->nkd_stubs);
     }
     if (L->oom) return;
   }

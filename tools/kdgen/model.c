@@ -70,6 +70,7 @@ static void free_func(kdg_func *fn) {
   kd_host_free(fn->precomputed);
   kd_host_free(fn->device_check);
   free_strings(fn->tags, fn->ntags);
+  free_strings(fn->kd_stubs, fn->nkd_stubs);
   free_strings(fn->autogen, fn->nautogen);
   free_strings(fn->cpp_no_default_args, fn->ncpp_no_default_args);
   kd_host_free(fn->python_module);

@@ -86,6 +86,11 @@ typedef struct kdg_func {
   char *python_module;
   char *category_override;
   bool has_ufunc_inner_loop; /* ufunc_inner_loop: accepted, not generated */
+  /* kdgen extension (docs/CODEGEN.md): the dispatch stubs a structured out
+   * entry's impl calls ("add_stub"), so that a backend reusing the impl
+   * (Legacy) knows which loops to register. */
+  char **kd_stubs;
+  size_t nkd_stubs;
 
   /* Added by the loader: what was written, for validation messages. */
   char *variants_text; /* the variants: value as written, or NULL */

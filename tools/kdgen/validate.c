@@ -216,6 +216,31 @@ static void check_dispatch(vctx *V, kdg_func *fn) {
   }
 }
 
+/* kd_stubs (kdgen's extension, docs/CODEGEN.md): on a structured out=
+ * variant only; each item a C identifier ("add_stub"), none twice. */
+static void check_kd_stubs(vctx *V, kdg_func *fn) {
+  if (!fn->nkd_stubs) return;
+  if (!fn->structured) {
+    ERR(fn, "kd_stubs",
+        "kd_stubs of '%s' needs structured: True (it names the stubs a structured impl calls)",
+        fn->qualified);
+    return;
+  }
+  for (size_t i = 0; i < fn->nkd_stubs; i++) {
+    const char *n = fn->kd_stubs[i];
+    bool ok = (*n >= 'a' && *n <= 'z') || (*n >= 'A' && *n <= 'Z') || *n == '_';
+    for (const char *c = n; ok && *c; c++)
+      ok = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+           *c == '_';
+    if (!ok)
+      ERR(fn, "kd_stubs", "kd_stubs of '%s': '%s' is not a stub name (a C identifier)",
+          fn->qualified, n);
+    for (size_t j = 0; j < i; j++)
+      if (!strcmp(fn->kd_stubs[j], n))
+        ERR(fn, "kd_stubs", "kd_stubs of '%s' names '%s' twice", fn->qualified, n);
+  }
+}
+
 static void check_structured(vctx *V, kdg_func *fn) {
   if (fn->structured && fn->kind != KDG_OUT)
     ERR(fn, "structured",
@@ -236,6 +261,7 @@ static void check_structured(vctx *V, kdg_func *fn) {
   if (fn->structured_inherits && !fn->structured)
     ERR(fn, "structured_inherits", "structured_inherits of '%s' needs structured: True",
         fn->qualified);
+  check_kd_stubs(V, fn);
   /* kdgen neither generates nor registers kernels of a manual entry, so a
    * structured flag would promise wrappers that never exist. */
   if (fn->manual_kernel_registration && (fn->structured || fn->structured_delegate))
