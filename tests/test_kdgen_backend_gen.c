@@ -87,6 +87,8 @@ static void test_fakegen(void **state) {
   ASSERT_CONTAINS(entries, "19 entries, 19 generated, 0 not");
   ASSERT_CONTAINS(entries, "add.Tensor Legacy structured generated: meta kdk_meta_add_Tensor, "
                            "impl kdk_native_add_out_cpu");
+  ASSERT_CONTAINS(entries, "add.out Legacy structured generated: meta kdk_meta_add_Tensor, impl "
+                           "kdk_native_add_out_cpu, stubs fakegen_add_stub\n");
   ASSERT_CONTAINS(entries, "neg_ LegacyMeta structured generated: meta kdk_meta_neg, impl "
                            "fakegen_neg_out");
   ASSERT_CONTAINS(entries, "sub.out Customized structured generated: meta "
@@ -112,6 +114,9 @@ static void test_fakegen(void **state) {
                      "kd_status fakegen_scale_add(kd_tensor *self, kd_tensor *other, double "
                      "alpha, kd_tensor **out);");
   ASSERT_CONTAINS(h, "kd_status fakegen_copy_(kd_tensor *self, kd_tensor *src, bool non_blocking);");
+  /* The loops of the stubs libkdops' impls of the Legacy groups call (kd_stubs:), once each. */
+  ASSERT_CONTAINS(h, "kdk_stub_fn_add_stub fakegen_add_stub;\nkdk_stub_fn_mul_stub fakegen_mul_stub;\n");
+  assert_int_equal(count(h, "fakegen_add_stub"), 1);
   assert_int_equal(count(h, "fakegen_neg_out("), 1);  /* three entries, one impl */
   assert_int_equal(count(h, "fakegen_sub_out("), 1);
   /* Legacy entries reuse libkdops: nothing of theirs to write but stub loops. */
@@ -135,6 +140,9 @@ static void test_fakegen(void **state) {
   ASSERT_CONTAINS(c, "{0, \"resize_\", \"(Tensor(a!), SymInt[], MemoryFormat?) -> Tensor(a!)\"");
   ASSERT_CONTAINS(c, "static const char *const nss[2] = {\"aten\", \"fakegen\"};");
   ASSERT_CONTAINS(c, "kd_plugin_library(plugin, KD_LIBRARY_IMPL, nss[x->ns], KD_KEY_PRIVATEUSE1,");
+  ASSERT_CONTAINS(c, "case 0: *fn = (kdk_stub_fn)fakegen_add_stub; return &KDK_STUB_OBJECT(add_stub);");
+  ASSERT_CONTAINS(c, "case 1: *fn = (kdk_stub_fn)fakegen_mul_stub; return &KDK_STUB_OBJECT(mul_stub);");
+  ASSERT_CONTAINS(c, "if ((st = kdk_stub_register_device(stub, KD_DEVICE_PRIVATEUSE1, fn))) return st;");
   ASSERT_CONTAINS(c, "KD_PLUGIN(fakegen__desc)");
   assert_int_equal(count(c, "kd_status kd_fakegen_"), 19); /* one direct call per entry */
   free(c);

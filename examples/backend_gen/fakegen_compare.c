@@ -159,7 +159,7 @@ CASE(scale_add) {
   }
   if (!st) st = kd_value_get_tensor(&s.items[0], out);
   if (!st) kd_tensor_retain(*out);
-  kd_stack_destroy(&s);
+  kd_stack_free(&s);
   return st;
 }
 
