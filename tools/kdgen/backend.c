@@ -1028,3 +1028,21 @@ void kdg_backend_print_classification(const kdg_backend *b, FILE *to) {
   }
   fprintf(to, "total: %zu\n", b->nentries);
 }
+
+kdg_strategy kdg_bentry_key_strategy(const kdg_backend *b, const kdg_bentry *e, const char *key) {
+  if (!strcmp(key, b->opts.key)) return e->strategy;
+  const kdg_dispatch *k = dispatch_of(e->dispatch, e->ndispatch, key);
+  if (!k || !e->up) return KDG_STRATEGY_NONE;
+  if (e->is_new || e->is_autogen) return KDG_STRATEGY_CUSTOMIZED;
+  size_t kl = strlen(key), ml = strlen(b->opts.key);
+  if (kl < ml || strcmp(key + kl - ml, b->opts.key)) return KDG_STRATEGY_CUSTOMIZED;
+  /* torch_musa's related_torch_dispatch_keys: the same functionality on CPU, CUDA */
+  static const char *const comps[] = {"CPU", "CUDA"};
+  for (size_t c = 0; c < 2; c++) {
+    char rel[128];
+    snprintf(rel, sizeof rel, "%.*s%s", (int)(kl - ml), key, comps[c]);
+    const kdg_dispatch *u = dispatch_of(e->up->dispatch, e->up->ndispatch, rel);
+    if (u && !strcmp(u->kernel, k->kernel)) return KDG_STRATEGY_LEGACY;
+  }
+  return KDG_STRATEGY_CUSTOMIZED;
+}
