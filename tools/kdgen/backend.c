@@ -77,7 +77,9 @@ static kdg_func *find_up(const bctx *C, const char *qualified) {
 
 static int cmp_agen(const void *a, const void *b) {
   const struct agen *x = a, *y = b;
-  return strcmp(x->name, y->name);
+  int c = strcmp(x->name, y->name);
+  if (c) return c;
+  return (x->from < y->from) - (x->from > y->from); /* the later entry first */
 }
 
 static kdg_func *find_agen(const bctx *C, const char *qualified) {
@@ -138,6 +140,12 @@ static void join(char **v, size_t n, char *buf, size_t cap) {
     at += (size_t)snprintf(buf + at, cap - at, "%s%s", i ? ", " : "", v[i]);
 }
 
+static bool in_list(const char *k, const char *const *v, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (!strcmp(v[i], k)) return true;
+  return false;
+}
+
 /* ---- Options ------------------------------------------------------------ */
 
 static int set_opts(bctx *C, const kdg_backend_opts *o) {
@@ -163,9 +171,9 @@ static int set_opts(bctx *C, const kdg_backend_opts *o) {
   }
   to->ns = xdup(C, o && o->ns ? o->ns : name);
   if (C->oom) return -1;
-  if (!kdg_known_dispatch_key(key) || strcmp(key, "PrivateUse1") * strcmp(key, "PrivateUse2") *
-                                              strcmp(key, "PrivateUse3") * strcmp(key, "CUDA") !=
-                                          0) {
+  static const char *const runtime_backends[] = {"CUDA", "PrivateUse1", "PrivateUse2",
+                                                 "PrivateUse3"};
+  if (!in_list(key, runtime_backends, 4)) {
     kdg_error(C->d, C->path, 0,
               "the backend's key '%s' is not a backend key of the runtime (CUDA or "
               "PrivateUse1..3)",
@@ -195,16 +203,19 @@ static int build_index(bctx *C) {
     kdg_func *fn = &s->funcs[i];
     if (!fn->schema) continue;
     for (size_t j = 0; j < fn->nautogen; j++) {
-      /* a group names its out= variant from two entries: keep the first */
-      bool seen = false;
-      for (size_t k = 0; k < C->nagen && !seen; k++) seen = !strcmp(C->agen[k].name, fn->autogen[j]);
-      if (seen) continue;
       C->agen[C->nagen].name = fn->autogen[j];
       C->agen[C->nagen].from = fn;
       C->nagen++;
     }
   }
+  /* A group names its out= variant from two entries (functional and
+   * in-place): keep the later one, as torch_musa's dict of autogen schemas
+   * does (both give the same schema). */
   qsort(C->agen, C->nagen, sizeof *C->agen, cmp_agen);
+  size_t kept = 0;
+  for (size_t i = 0; i < C->nagen; i++)
+    if (!kept || strcmp(C->agen[kept - 1].name, C->agen[i].name)) C->agen[kept++] = C->agen[i];
+  C->nagen = kept;
   return 0;
 }
 
@@ -216,12 +227,6 @@ static const char *const upstream_keys[] = {
     "func",         "dispatch",    "structured", "structured_inherits", "precomputed",
     "device_check", "device_guard", "tags",      "autogen",
 };
-
-static bool in_list(const char *k, const char *const *v, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    if (!strcmp(v[i], k)) return true;
-  return false;
-}
 
 static void check_keys_upstream(bctx *C, const kdg_func *e, const kdg_func *up) {
   for (size_t i = 0; i < e->nkeys; i++) {
@@ -1022,4 +1027,22 @@ void kdg_backend_print_classification(const kdg_backend *b, FILE *to) {
             count[s][0] + count[s][1], count[s][0], count[s][1]);
   }
   fprintf(to, "total: %zu\n", b->nentries);
+}
+
+kdg_strategy kdg_bentry_key_strategy(const kdg_backend *b, const kdg_bentry *e, const char *key) {
+  if (!strcmp(key, b->opts.key)) return e->strategy;
+  const kdg_dispatch *k = dispatch_of(e->dispatch, e->ndispatch, key);
+  if (!k || !e->up) return KDG_STRATEGY_NONE;
+  if (e->is_new || e->is_autogen) return KDG_STRATEGY_CUSTOMIZED;
+  size_t kl = strlen(key), ml = strlen(b->opts.key);
+  if (kl < ml || strcmp(key + kl - ml, b->opts.key)) return KDG_STRATEGY_CUSTOMIZED;
+  /* torch_musa's related_torch_dispatch_keys: the same functionality on CPU, CUDA */
+  static const char *const comps[] = {"CPU", "CUDA"};
+  for (size_t c = 0; c < 2; c++) {
+    char rel[128];
+    snprintf(rel, sizeof rel, "%.*s%s", (int)(kl - ml), key, comps[c]);
+    const kdg_dispatch *u = dispatch_of(e->up->dispatch, e->up->ndispatch, rel);
+    if (u && !strcmp(u->kernel, k->kernel)) return KDG_STRATEGY_LEGACY;
+  }
+  return KDG_STRATEGY_CUSTOMIZED;
 }

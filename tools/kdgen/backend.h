@@ -83,6 +83,14 @@ int kdg_backend_load(const char *path, kdg_file *source, const kdg_backend_opts 
 /* Frees what *b owns and zeroes it; NULL or a zeroed backend is fine. */
 void kdg_backend_free(kdg_backend *b);
 
+/* The strategy of the entry's kernel for `key`, one of the backend's keys
+ * (its main key gives e->strategy). For the other keys (SparsePrivateUse1,
+ * QuantizedPrivateUse1, ...) torch_musa's rule: Legacy when upstream's kernel
+ * for the same functionality on CPU or CUDA (SparseCPU, SparseCUDA, ...) has
+ * the same name, else Customized; always Customized for new and generated
+ * operators; none when the entry names no kernel for `key`. */
+kdg_strategy kdg_bentry_key_strategy(const kdg_backend *b, const kdg_bentry *e, const char *key);
+
 /* "Legacy", "LegacyMeta", "Customized", "none" (static strings). */
 const char *kdg_strategy_name(kdg_strategy s);
 
