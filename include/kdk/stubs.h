@@ -163,9 +163,9 @@ KDK_DECLARE_STUB(cumsum_stub, kdk_cumsum_fn);
 /* Writes `value`, converted to self's dtype as kd_scalar_to_element converts
  * (with its errors: KD_EOVERFLOW, KD_ETYPE; nothing is written then), into
  * every element of self: any sizes, strides and storage offset. Elements that
- * share memory (expanded tensors) are simply written more than once. A meta
- * tensor is KD_OK with nothing written; a tensor on another device is
- * KD_EUNSUPPORTED. */
+ * share memory (expanded tensors) are simply written more than once.
+ * libkdops calls it for the tensor's device (nothing for meta tensors); its
+ * CPU loop refuses a tensor of another device with KD_EUNSUPPORTED. */
 typedef kd_status kdk_fill_fn(kd_tensor *self, const kd_scalar *value);
 KDK_DECLARE_STUB(fill_stub, kdk_fill_fn);
 

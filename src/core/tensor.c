@@ -410,7 +410,8 @@ kd_status kd_tensor_get_view(const kd_tensor *t, kd_tensor_view *out) {
   out->sizes = t->sizes;
   out->strides = t->strides;
   char *d = (char *)t->storage->data;
-  out->data = d ? d + t->offset * (int64_t)t->itemsize : NULL;
+  size_t off = (size_t)t->offset * (size_t)t->itemsize; /* as kd_tensor_data */
+  out->data = d && off <= t->storage->nbytes ? d + off : NULL;
   out->numel = t->numel;
   out->storage_offset = t->offset;
   out->itemsize = (size_t)t->itemsize;
