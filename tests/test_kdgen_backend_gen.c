@@ -244,7 +244,20 @@ static void test_torch_musa(void **state) {
   size_t lines = count(entries, "\n") - 1;
   assert_true(lines >= 1212);
   assert_int_equal(count(entries, " generated: "), lines); /* "not generated: " included */
+  /* C has no overloads: a kernel name shared by two signatures binds the first only. */
+  ASSERT_CONTAINS(entries, "bucketize.Scalar Customized unstructured not generated: its kernel "
+                           "musa_Bucketize is already 'bucketize.Tensor''s (line ");
   free(entries);
+  /* What was generated compiles against the installed headers' sources, warning-free. */
+  char cmd[8192];
+  snprintf(cmd, sizeof cmd,
+           "cc -std=c11 -Wall -Wextra -Wpedantic -Werror -fsyntax-only -I'%s/include' "
+           "-I'%s/../gen/include' -I'" WORK "/musa' '" WORK "/musa/musa_plugin.c' 2>&1",
+           KD_SOURCE_DIR, KD_BIN_DIR);
+  int status;
+  char *out = kd_test_run(cmd, &status);
+  if (status != 0) fail_msg("the generated musa_plugin.c does not compile:\n%.4000s", out);
+  free(out);
 }
 
 int main(void) {

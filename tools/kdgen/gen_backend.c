@@ -820,15 +820,14 @@ static int b_write_plugin(bgen *g, const char *out_dir) {
                  "  const char *signature;\n  kd_unboxed_fn fn;\n  const char *where;\n} %s__impl;\n\n",
              g->name, g->up_ns, g->ns, g->name);
   size_t ndefs = 0, nimpls = 0;
-  kdg_printf(&b, "static const char *const %s__defs[] = {\n", g->name);
   for (size_t i = 0; i < g->nplans; i++) {
     const bplan *p = &g->plans[i];
     if (p->kind == PLAN_NONE || !p->e->is_new) continue;
+    if (!ndefs++) kdg_printf(&b, "static const char *const %s__defs[] = {\n", g->name);
     kdg_printf(&b, "    \"%s\",\n", p->f->func);
-    ndefs++;
   }
-  if (!ndefs) kdg_printf(&b, "    NULL,\n");
-  kdg_printf(&b, "};\n\nstatic const %s__impl %s__impls[] = {\n", g->name, g->name);
+  if (ndefs) kdg_printf(&b, "};\n\n");
+  kdg_printf(&b, "static const %s__impl %s__impls[] = {\n", g->name, g->name);
   for (size_t i = 0; i < g->nplans; i++) {
     const bplan *p = &g->plans[i];
     if (p->kind == PLAN_NONE) continue;
@@ -989,6 +988,32 @@ static int b_write_entries(bgen *g, const char *out_dir) {
   return rc;
 }
 
+/* C has no overloads: an author function that an earlier entry already
+ * declared with other parameters (torch_musa's musa_Bucketize serves
+ * bucketize.Tensor and bucketize.Scalar) cannot be bound a second time. */
+static void b_check_same_name(const bgen *g, bplan *p, size_t n) {
+  const char *name = p->kind == PLAN_KERNEL && p->author         ? p->fn
+                     : p->kind == PLAN_STRUCTURED && p->author_impl ? p->impl
+                                                                    : NULL;
+  if (!name) return;
+  const char *sig = p->kind == PLAN_KERNEL ? p->c.sig : p->oc.sig;
+  for (size_t i = 0; i < n; i++) {
+    const bplan *q = &g->plans[i];
+    const char *qname = q->kind == PLAN_KERNEL && q->author         ? q->fn
+                        : q->kind == PLAN_STRUCTURED && q->author_impl ? q->impl
+                                                                       : NULL;
+    if (!qname || strcmp(qname, name) || q->kind != p->kind) continue;
+    const char *qsig = q->kind == PLAN_KERNEL ? q->c.sig : q->oc.sig;
+    if (!strcmp(qsig, sig)) return;
+    snprintf(p->why, sizeof p->why,
+             "its kernel %.100s is already '%.100s''s (line %d) with other parameters %.250s, and C has no "
+             "overloads: give this entry a kernel of its own",
+             name, q->e->written, q->e->line, qsig);
+    p->kind = PLAN_NONE;
+    return;
+  }
+}
+
 int kdg_generate_backend(const kdg_backend *b, const kdg_file *native, const char *out_dir,
                          kdg_diag *d) {
   size_t before = d->errors;
@@ -1023,6 +1048,7 @@ int kdg_generate_backend(const kdg_backend *b, const kdg_file *native, const cha
     bplan *p = &g.plans[i];
     p->e = &b->entries[i];
     b_plan(&g, p);
+    b_check_same_name(&g, p, i);
     if (p->kind == PLAN_NONE)
       kdg_note(g.d, b->path, p->e->line, "'%s' (%s) is not generated: %s", p->e->written,
              kdg_strategy_name(p->e->strategy), p->why);
