@@ -81,7 +81,7 @@ static void loop2d(void *vctx, char **data, const int64_t *strides, int64_t size
   bool ints = is_int(c->dt);
   for (int64_t j = 0; j < size1; j++)
     for (int64_t i = 0; i < size0; i++) {
-      char *p[3];
+      char *p[3] = {data[0], data[0], data[0]}; /* run() checks nt: 2 (neg) or 3 */
       for (int k = 0; k < c->nt && k < 3; k++) p[k] = data[k] + i * strides[k] + j * strides[c->nt + k];
       num a = get(c->index, c->dt, p[1]), r = {0, 0};
       num b = c->op == L_NEG ? a : get(c->index, c->dt, p[2]);
@@ -110,6 +110,9 @@ static kd_status run(const char *name, kdk_iter *iter, loop_op op, const kd_scal
     kd_dtype dt = kdk_iter_dtype(iter, k);
     if (dt != c.dt || !supported(dt)) return not_implemented(name, dt);
   }
+  if (c.nt != (op == L_NEG ? 2 : 3) || kdk_iter_noutputs(iter) != 1)
+    return kd_set_error(KD_EINTERNAL, "%s_fakegen: expected one output and %d inputs, got %d operands",
+                        name, op == L_NEG ? 1 : 2, c.nt);
   const kd_tensor *out = kdk_iter_output(iter, 0);
   c.index = kd_tensor_device(out).index;
   for (int k = 0; k < kdk_iter_noutputs(iter); k++) {
