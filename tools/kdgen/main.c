@@ -8,6 +8,7 @@
  * Errors go to stderr as "FILE:LINE: error: reason"; the exit status is 0
  * when there were none, 1 otherwise, 2 for bad usage.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -47,6 +48,14 @@ int main(int argc, char **argv) {
     }
   }
   if (!file || (!validate && !out)) return usage(stderr);
+  bool ns_ok = (*ns >= 'a' && *ns <= 'z') || (*ns >= 'A' && *ns <= 'Z') || *ns == '_';
+  for (const char *p = ns; *p; p++)
+    ns_ok = ns_ok && ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || *p == '_' ||
+                      (*p >= '0' && *p <= '9'));
+  if (!ns_ok) {
+    fprintf(stderr, "kdgen: --namespace '%s' is not an identifier ([A-Za-z_][A-Za-z0-9_]*)\n", ns);
+    return 2;
+  }
 
   kdg_diag diag = {0, 0, 0};
   kdg_file f;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "model.h"
+#include "kd/dispatch.h"
 #include "kd/memory.h"
 
 /* Dispatch keys an entry may name (torchgen's supported keys). */
@@ -40,7 +41,9 @@ static const char *const dispatch_keys[] = {
 static bool known_dispatch_key(const char *k) {
   for (size_t i = 0; i < sizeof dispatch_keys / sizeof *dispatch_keys; i++)
     if (!strcmp(dispatch_keys[i], k)) return true;
-  return false;
+  /* and every backend key of kdispatch's runtime (PrivateUse1..3...) */
+  kd_dispatch_key key;
+  return kd_dispatch_key_from_name(k, &key) == KD_OK && (kd_keyset_of(key) & kd_keyset_backends());
 }
 
 static const char *const kind_names[] = {"functional", "inplace", "out=", "mutable", "scratch"};
