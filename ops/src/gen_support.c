@@ -299,6 +299,17 @@ static kd_library *aten_lib;
 kd_status kd__ops_register_tables(const char *ns, const char *source, const kd__gen_def *defs,
                                   size_t ndefs, const kd__gen_impl *impls, size_t nimpls) {
   kd_library *lib;
+  kd_status st = kd__ops_register_lib(ns, source, defs, ndefs, impls, nimpls, &lib);
+  if (st) return st;
+  aten_lib = lib; /* open until kd__ops_unregister (kd_ops_close) */
+  return KD_OK;
+}
+
+kd_status kd__ops_register_lib(const char *ns, const char *source, const kd__gen_def *defs,
+                               size_t ndefs, const kd__gen_impl *impls, size_t nimpls,
+                               kd_library **out) {
+  *out = NULL;
+  kd_library *lib;
   kd_status st = kd_library_open(KD_LIBRARY_DEF, ns, KD_KEY_CATCH_ALL, source, 1, &lib);
   if (st) return st;
   for (size_t i = 0; i < ndefs && !st; i++)
@@ -317,7 +328,7 @@ kd_status kd__ops_register_tables(const char *ns, const char *source, const kd__
     kd_library_close(lib);
     return kd_set_error(st, "kd_ops_open: %s", msg);
   }
-  aten_lib = lib; /* open until kd__ops_unregister (kd_ops_close) */
+  *out = lib;
   return KD_OK;
 }
 

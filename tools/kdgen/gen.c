@@ -1090,11 +1090,19 @@ static int write_register(gen_ctx *g, const char *out_dir) {
     kdg_printf(&b, "static const kd__gen_impl kd__impls[] = {\n%s};\n\n", impls.data);
   else
     kdg_printf(&b, "static const kd__gen_impl kd__impls[1];\n\n");
-  kdg_printf(&b,
-             "kd_status kd__ops_register(void) {\n"
-             "  return kd__ops_register_tables(\"%s\", \"%s\", kd__defs, sizeof kd__defs / sizeof kd__defs[0],\n"
-             "                                 kd__impls, %zu);\n}\n",
-             g->ns, g->src, nimpl);
+  if (!strcmp(g->ns, "aten"))
+    kdg_printf(&b,
+               "kd_status kd__ops_register(void) {\n"
+               "  return kd__ops_register_tables(\"%s\", \"%s\", kd__defs, sizeof kd__defs / sizeof kd__defs[0],\n"
+               "                                 kd__impls, %zu);\n}\n",
+               g->ns, g->src, nimpl);
+  else /* another library beside libkdops: its own registration function */
+    kdg_printf(&b,
+               "kd_status kd__%s_register(kd_library **lib);\n"
+               "kd_status kd__%s_register(kd_library **lib) {\n"
+               "  return kd__ops_register_lib(\"%s\", \"%s\", kd__defs, sizeof kd__defs / sizeof kd__defs[0],\n"
+               "                              kd__impls, %zu, lib);\n}\n",
+               g->ns, g->ns, g->ns, g->src, nimpl);
   char path[4096];
   snprintf(path, sizeof path, "%s/ops/gen_register.c", out_dir);
   int rc = kdg_write_file(path, &b, g->d);
