@@ -6,7 +6,10 @@
  *   kdgen [--tags TAGS.yaml] [--namespace NS] --out DIR FILE.yaml
  *
  * Errors go to stderr as "FILE:LINE: error: reason"; the exit status is 0
- * when there were none, 1 otherwise, 2 for bad usage.
+ * when there were none, 1 otherwise, 2 for bad usage. Notes ("FILE:LINE:
+ * note: 'add.out': not generated: ...") say what the file asks for that
+ * kdgen does not generate (docs/CODEGEN.md, "Notes and errors"); they leave
+ * the exit status 0.
  */
 #include <stdbool.h>
 #include <stdio.h>
