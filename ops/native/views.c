@@ -10,6 +10,7 @@
 #include "native/views.h"
 
 #include "core/checked.h"
+#include "kd/memory.h"
 #include "kd/ops/clone.h"
 #include "kdk/native.h" /* the kit's (exported) declarations of these kernels */
 
@@ -903,6 +904,90 @@ kd_status kdk_native_narrow(kd_tensor *self, int64_t dim, int64_t start, int64_t
                         (long long)start, (long long)length, (long long)cur);
   int64_t end = start + length;
   return kdk_native_slice(self, d, &start, &end, 1, out);
+}
+
+/* ---- Tensor[] results: unbind, split, chunk ------------------------------------ */
+
+/* A list of n NULLs the caller fills (kd_tensor_list_free gives it back). */
+static kd_status list_alloc(const char *op, int64_t n, kd_tensor_list *out) {
+  *out = (kd_tensor_list){NULL, 0};
+  if (n == 0) return KD_OK;
+  kd_tensor **data = kd_host_calloc((size_t)n, sizeof *data);
+  if (!data) return kd_set_error(KD_ENOMEM, "%s: out of memory for a list of %lld tensors", op, (long long)n);
+  *out = (kd_tensor_list){data, n};
+  return KD_OK;
+}
+
+kd_status kdk_native_unbind(kd_tensor *self, int64_t dim, kd_tensor_list *out) {
+  if (out) *out = (kd_tensor_list){NULL, 0};
+  if (!self || !out) return kd_set_error(KD_EINVAL, "unbind: NULL argument");
+  int n = kd_tensor_ndim(self);
+  int64_t d = 0;
+  kd_status st = kd__vw_wrap_dim(dim, n, &d);
+  if (st) return st;
+  if (n == 0) return kd_set_error(KD_ERANGE, "Dimension specified as 0 but tensor has no dimensions");
+  int64_t size = kd_tensor_sizes(self)[d];
+  if ((st = list_alloc("unbind", size, out))) return st;
+  for (int64_t i = 0; i < size && !st; i++) st = kdk_native_select(self, d, i, &out->data[i]);
+  if (st) kd_tensor_list_free(out);
+  return st;
+}
+
+kd_status kdk_native_split(kd_tensor *self, int64_t split_size, int64_t dim, kd_tensor_list *out) {
+  if (out) *out = (kd_tensor_list){NULL, 0};
+  if (!self || !out) return kd_set_error(KD_EINVAL, "split: NULL argument");
+  int n = kd_tensor_ndim(self);
+  if (n == 0) return kd_set_error(KD_ERANGE, "split expects at least a 1-dimensional tensor");
+  int64_t d = 0;
+  kd_status st = kd__vw_wrap_dim(dim, n, &d);
+  if (st) return st;
+  if (split_size < 0)
+    return kd_set_error(KD_EINVAL, "split expects split_size be non-negative, but got split_size=%lld",
+                        (long long)split_size);
+  int64_t dim_size = kd_tensor_sizes(self)[d];
+  if (split_size == 0 && dim_size != 0)
+    return kd_set_error(KD_EINVAL,
+                        "split_size can only be 0 if dimension size is 0, but got dimension size of %lld",
+                        (long long)dim_size);
+  /* PyTorch: ceil(dim_size / split_size) pieces, at least one; the last one
+   * holds what remains. */
+  int64_t pieces = split_size ? dim_size / split_size + (dim_size % split_size != 0) : 1;
+  if (pieces < 1) pieces = 1;
+  int64_t last = dim_size - split_size * (pieces - 1);
+  if ((st = list_alloc("split", pieces, out))) return st;
+  for (int64_t i = 0; i < pieces && !st; i++) {
+    int64_t start = i * split_size, end = start + (i == pieces - 1 ? last : split_size);
+    st = kdk_native_slice(self, d, &start, &end, 1, &out->data[i]);
+  }
+  if (st) kd_tensor_list_free(out);
+  return st;
+}
+
+kd_status kdk_native_chunk(kd_tensor *self, int64_t chunks, int64_t dim, kd_tensor_list *out) {
+  if (out) *out = (kd_tensor_list){NULL, 0};
+  if (!self || !out) return kd_set_error(KD_EINVAL, "chunk: NULL argument");
+  int n = kd_tensor_ndim(self);
+  if (n == 0) return kd_set_error(KD_ERANGE, "chunk expects at least a 1-dimensional tensor");
+  if (chunks <= 0)
+    return kd_set_error(KD_EINVAL, "chunk expects `chunks` to be greater than 0, got: %lld",
+                        (long long)chunks);
+  int64_t d = 0;
+  kd_status st = kd__vw_wrap_dim(dim, n, &d);
+  if (st) return st;
+  int64_t dim_size = kd_tensor_sizes(self)[d];
+  int64_t split_size = dim_size / chunks + (dim_size % chunks != 0);
+  /* PyTorch: an empty dimension with several chunks gives as many empty
+   * pieces (split_size 0 would give one). */
+  if (split_size == 0 && dim_size == 0) {
+    if ((st = list_alloc("chunk", chunks, out))) return st;
+    for (int64_t i = 0; i < chunks && !st; i++) {
+      int64_t zero = 0;
+      st = kdk_native_slice(self, d, &zero, &zero, 1, &out->data[i]);
+    }
+    if (st) kd_tensor_list_free(out);
+    return st;
+  }
+  return kdk_native_split(self, split_size, d, out);
 }
 
 kd_status kdk_native_narrow_Tensor(kd_tensor *self, int64_t dim, kd_tensor *start,

@@ -49,6 +49,11 @@ kd_status kdk_native_narrow(kd_tensor *self, int64_t dim, int64_t start, int64_t
                             kd_tensor **out);
 kd_status kdk_native_narrow_Tensor(kd_tensor *self, int64_t dim, kd_tensor *start,
                                    int64_t length, kd_tensor **out);
+/* Tensor[] results: views of self in a caller-owned list (kd_tensor_list_free);
+ * {NULL, 0} on error. */
+kd_status kdk_native_unbind(kd_tensor *self, int64_t dim, kd_tensor_list *out);
+kd_status kdk_native_split(kd_tensor *self, int64_t split_size, int64_t dim, kd_tensor_list *out);
+kd_status kdk_native_chunk(kd_tensor *self, int64_t chunks, int64_t dim, kd_tensor_list *out);
 kd_status kdk_native_contiguous(kd_tensor *self, kd_memory_format memory_format,
                                 kd_tensor **out);
 

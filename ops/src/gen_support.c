@@ -296,11 +296,21 @@ kd_status kd__ops_backend_select(const kd_call *call, const kd_arg *args, kd_val
 
 static kd_library *aten_lib;
 
-kd_status kd__ops_register_tables(const kd__gen_def *defs, size_t ndefs, const kd__gen_impl *impls,
-                                  size_t nimpls) {
+kd_status kd__ops_register_tables(const char *ns, const char *source, const kd__gen_def *defs,
+                                  size_t ndefs, const kd__gen_impl *impls, size_t nimpls) {
   kd_library *lib;
-  kd_status st = kd_library_open(KD_LIBRARY_DEF, "aten", KD_KEY_CATCH_ALL, "ops/native_functions.yaml",
-                                 1, &lib);
+  kd_status st = kd__ops_register_lib(ns, source, defs, ndefs, impls, nimpls, &lib);
+  if (st) return st;
+  aten_lib = lib; /* open until kd__ops_unregister (kd_ops_close) */
+  return KD_OK;
+}
+
+kd_status kd__ops_register_lib(const char *ns, const char *source, const kd__gen_def *defs,
+                               size_t ndefs, const kd__gen_impl *impls, size_t nimpls,
+                               kd_library **out) {
+  *out = NULL;
+  kd_library *lib;
+  kd_status st = kd_library_open(KD_LIBRARY_DEF, ns, KD_KEY_CATCH_ALL, source, 1, &lib);
   if (st) return st;
   for (size_t i = 0; i < ndefs && !st; i++)
     st = kd_library_def(lib, defs[i].schema, defs[i].ntags ? defs[i].tags : NULL, defs[i].ntags, NULL);
@@ -318,7 +328,7 @@ kd_status kd__ops_register_tables(const kd__gen_def *defs, size_t ndefs, const k
     kd_library_close(lib);
     return kd_set_error(st, "kd_ops_open: %s", msg);
   }
-  aten_lib = lib; /* open until kd__ops_unregister (kd_ops_close) */
+  *out = lib;
   return KD_OK;
 }
 

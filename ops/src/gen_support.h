@@ -131,10 +131,17 @@ typedef struct kd__gen_impl {
   const char *debug; /* "ops/native_functions.yaml:12" */
 } kd__gen_impl;
 
-/* Opens the aten library, defines every operator and registers every kernel;
- * all or nothing (a failure closes what was opened). */
-kd_status kd__ops_register_tables(const kd__gen_def *defs, size_t ndefs, const kd__gen_impl *impls,
-                                  size_t nimpls);
+/* Opens the library of namespace ns ("aten", kdgen --namespace; source names
+ * the YAML file), defines every operator and registers every kernel; all or
+ * nothing (a failure closes what was opened). */
+kd_status kd__ops_register_tables(const char *ns, const char *source, const kd__gen_def *defs,
+                                  size_t ndefs, const kd__gen_impl *impls, size_t nimpls);
+/* The same for another namespace than libkdops' own (kdgen --namespace NS
+ * generates kd__NS_register(kd_library **lib)): *out receives the open
+ * library, which the caller closes (kd_library_close) to unregister all. */
+kd_status kd__ops_register_lib(const char *ns, const char *source, const kd__gen_def *defs,
+                               size_t ndefs, const kd__gen_impl *impls, size_t nimpls,
+                               kd_library **out);
 
 /* The kernel of factories (no tensor arguments) for the slot such calls
  * reach: calls again with the backend key of argument `device_arg` (a

@@ -947,6 +947,12 @@ Outcome kd_run(const OpInfo &oi, const Case &c) {
       RSnap rs;
       switch (r.tag) {
         case KD_VALUE_TENSOR: rs.kind = VK::Tensor; rs.t = kd_snap(r.u.t, b); break;
+        case KD_VALUE_TENSOR_LIST: {
+          rs.kind = VK::TensorList;
+          kd_tensor *const *items = kd_value_tensor_list_data(&r);
+          for (size_t j = 0; j < kd_value_list_size(&r); j++) rs.list.push_back(kd_snap(items[j], b));
+          break;
+        }
         case KD_VALUE_INT: rs.kind = VK::Int; rs.i = r.u.i; break;
         case KD_VALUE_DOUBLE: rs.kind = VK::Double; rs.d = r.u.d; break;
         case KD_VALUE_BOOL: rs.kind = VK::Bool; rs.b = r.u.b; break;
@@ -1094,6 +1100,12 @@ std::vector<std::string> compare(const OpInfo &oi, const Outcome &k, const Outco
         std::string what = "result " + std::to_string(i);
         if (a.kind != b.kind) diffs.push_back(what + " kind differs");
         else if (a.kind == VK::Tensor) compare_tensor(what, a.t, b.t, values, true, diffs);
+        else if (a.kind == VK::TensorList && a.list.size() != b.list.size())
+          diffs.push_back(what + " list length: kd " + std::to_string(a.list.size()) + ", torch " +
+                          std::to_string(b.list.size()));
+        else if (a.kind == VK::TensorList)
+          for (size_t j = 0; j < a.list.size(); j++)
+            compare_tensor(what + "[" + std::to_string(j) + "]", a.list[j], b.list[j], values, true, diffs);
         else if (a.kind == VK::Int && a.i != b.i) diffs.push_back(what + " value differs");
       }
     }

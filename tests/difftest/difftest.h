@@ -68,8 +68,9 @@ struct TSnap {
 };
 
 struct RSnap {
-  VK kind = VK::None;  // Tensor, Int, Double, Bool, or None
+  VK kind = VK::None;  // Tensor, TensorList, Int, Double, Bool, or None
   TSnap t;
+  std::vector<TSnap> list;  // TensorList
   int64_t i = 0;
   double d = 0;
   bool b = false;

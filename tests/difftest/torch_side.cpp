@@ -129,6 +129,9 @@ Outcome torch_run(const std::string &name, const std::string &overload, const Ca
       if (r.isTensor()) {
         rs.kind = VK::Tensor;
         rs.t = snap(r.toTensor(), b);
+      } else if (r.isTensorList()) {
+        rs.kind = VK::TensorList;
+        for (const at::Tensor &x : r.toTensorVector()) rs.list.push_back(snap(x, b));
       } else if (r.isInt()) {
         rs.kind = VK::Int;
         rs.i = r.toInt();

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "model.h"
+#include "kd/dispatch.h"
 #include "kd/memory.h"
 
 /* Dispatch keys an entry may name: PyTorch's (torchgen's DispatchKey: a
@@ -54,7 +55,9 @@ bool kdg_known_dispatch_key(const char *k) {
     for (size_t c = 0; c < sizeof backend_components / sizeof *backend_components; c++)
       if (!strcmp(k + n, backend_components[c])) return true;
   }
-  return false;
+  /* and every backend key of kdispatch's runtime (PrivateUse1..3...) */
+  kd_dispatch_key key;
+  return kd_dispatch_key_from_name(k, &key) == KD_OK && (kd_keyset_of(key) & kd_keyset_backends());
 }
 
 static const char *const kind_names[] = {"functional", "inplace", "out=", "mutable", "scratch"};

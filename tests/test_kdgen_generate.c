@@ -1,0 +1,250 @@
+/*
+ * kdgen --out: in-tree generation (tools/kdgen/gen.c) for every runtime
+ * backend key, the notes for keys kdispatch has no runtime layout for,
+ * Tensor[] returns and --namespace. Runs KD_BIN_DIR/kdgen on the fixtures of
+ * tests/kdgen/gen/ into a temporary folder and reads what it wrote; the
+ * exact "FILE:LINE: note: ..." and "FILE:LINE: error: ..." lines are
+ * checked. That the generated C compiles is proven by the build: the
+ * Tensor[] fixture's files are an object library of tests/CMakeLists.txt,
+ * pu1.yaml is linked and run by tests/ops/kdgen_pu1/. Skipped when kdgen was
+ * not built (-DKD_BUILD_OPS=OFF).
+ */
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "kd_test.h"
+
+#define KDGEN KD_BIN_DIR "/kdgen"
+
+static char tmp[256]; /* the output folder of the current test */
+
+static int setup(void **state) {
+  (void)state;
+  if (access(KDGEN, X_OK) != 0) return 0;
+  snprintf(tmp, sizeof tmp, "/tmp/kdgen_generate_XXXXXX");
+  if (!mkdtemp(tmp)) return -1;
+  return 0;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  char cmd[512];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
+  return system(cmd) == 0 ? 0 : -1;
+}
+
+#define SKIP_WITHOUT_KDGEN()                                                        \
+  do {                                                                              \
+    if (access(KDGEN, X_OK) != 0) {                                                 \
+      print_message("kdgen not built (configure with -DKD_BUILD_OPS=ON); skipping\n"); \
+      skip();                                                                       \
+    }                                                                               \
+  } while (0)
+
+/* Runs `kdgen ARGS` in the source folder; stdout and stderr together. */
+static char *run_kdgen(const char *args, int *status) {
+  char cmd[4096];
+  snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s 2>&1 </dev/null", KD_SOURCE_DIR, KDGEN, args);
+  return kd_test_run(cmd, status);
+}
+
+/* The bytes of tmp/REL, NUL-terminated (the test fails when it is absent). */
+static char *slurp(const char *rel) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/%s", tmp, rel);
+  FILE *f = fopen(path, "rb");
+  if (!f) fail_msg("kdgen did not write %s", rel);
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *s = malloc((size_t)n + 1);
+  assert_non_null(s);
+  assert_int_equal(fread(s, 1, (size_t)n, f), (size_t)n);
+  s[n] = 0;
+  fclose(f);
+  return s;
+}
+
+static size_t count(const char *hay, const char *needle) {
+  size_t n = 0;
+  for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle)) n++;
+  return n;
+}
+
+#define ASSERT_CONTAINS(hay, needle)                                              \
+  do {                                                                            \
+    const char *h_ = (hay), *n_ = (needle);                                       \
+    if (!strstr(h_, n_)) fail_msg("output does not contain \"%s\":\n%s", n_, h_); \
+  } while (0)
+#define ASSERT_FILE_CONTAINS(rel, needle) \
+  do {                                    \
+    char *s_ = slurp(rel);                \
+    ASSERT_CONTAINS(s_, needle);          \
+    free(s_);                             \
+  } while (0)
+
+/* ---- Keys ----------------------------------------------------------------- */
+
+static void test_every_runtime_key(void **state) {
+  (void)state;
+  SKIP_WITHOUT_KDGEN();
+  char args[1024];
+  int status;
+  snprintf(args, sizeof args, "--out '%s' tests/kdgen/gen/keys.yaml", tmp);
+  char *out = run_kdgen(args, &status);
+  assert_int_equal(status, 0);
+  /* Structured impls for CPU, CUDA and PrivateUse1 (and the Meta one of
+   * every structured group) for each function of the group. */
+  static const char *const keys[] = {"CPU", "CUDA", "PrivateUse1", "Meta"};
+  static const char *const fns[] = {"twice", "twice_", "twice.out"};
+  for (int f = 0; f < 3; f++)
+    for (int k = 0; k < 4; k++) {
+      char want[128];
+      snprintf(want, sizeof want, "    {\"%s\", \"%s\", kd__u_%s_", fns[f], keys[k], keys[k]);
+      ASSERT_FILE_CONTAINS("ops/gen_register.c", want);
+    }
+  ASSERT_FILE_CONTAINS("ops/gen_register.c", "kd_status kd__s_PrivateUse1_twice_out(kd_tensor *self, kd_tensor *out) {");
+  ASSERT_FILE_CONTAINS("ops/gen_register.c", "kdk_native_twice_out_pu1(&kd__s, &kd__it, self, kdk_structured_output(&kd__s, 0));");
+  ASSERT_FILE_CONTAINS("ops/twice_native.h", "kd_status kdk_native_twice_out_cuda(kdk_structured *s, kdk_iter *iter, kd_tensor *self, kd_tensor *out);");
+  /* unstructured kernels of PrivateUse2 and 3 */
+  ASSERT_FILE_CONTAINS("ops/gen_register.c", "    {\"negate\", \"PrivateUse2\", kd__u_PrivateUse2_negate,");
+  ASSERT_FILE_CONTAINS("ops/gen_register.c", "    {\"negate\", \"PrivateUse3\", kd__u_PrivateUse3_negate,");
+  ASSERT_FILE_CONTAINS("ops/negate_native.h", "kd_status kdk_native_negate_pu3(kd_tensor *self, kd_tensor **out);");
+  /* direct calls per backend the file names */
+  char *h = slurp("include/kd/ops/twice_dispatch.h");
+  ASSERT_CONTAINS(h, "KD_API kd_status kd_cuda_twice(kd_tensor *self, kd_tensor **out);");
+  ASSERT_CONTAINS(h, "KD_API kd_status kd_privateuse1_twice_out(kd_tensor *self, kd_tensor *out);");
+  ASSERT_CONTAINS(h, "KD_API kd_status kd_meta_twice_(kd_tensor *self);");
+  assert_null(strstr(h, "kd_privateuse2_twice")); /* no kernel, no composite */
+  free(h);
+  ASSERT_FILE_CONTAINS("ops/gen_direct.c", "kd_status kd_privateuse2_negate(kd_tensor *self, kd_tensor **out) {");
+  ASSERT_FILE_CONTAINS("ops/gen_direct.c", "  return kdk_native_negate_pu3(self, out);");
+  /* keys without a runtime layout: one note each, with the line of the key */
+  static const char *const notes[] = {
+      "tests/kdgen/gen/keys.yaml:9: note: 'twice': not generated: SparseCPU has no sparse COO layout in kdispatch (kernel 'twice_sparse')\n",
+      "tests/kdgen/gen/keys.yaml:9: note: 'twice': not generated: SparseCUDA has no sparse COO layout in kdispatch (kernel 'twice_sparse')\n",
+      "tests/kdgen/gen/keys.yaml:21: note: 'twice.out': not generated: MPS has no MPS device type in kdispatch (kernel 'twice_out_mps')\n",
+      "tests/kdgen/gen/keys.yaml:22: note: 'twice.out': not generated: QuantizedCPU has no quantized tensors in kdispatch (kernel 'twice_out_quantized')\n",
+      "tests/kdgen/gen/keys.yaml:28: note: 'negate': not generated: NestedTensorCPU has no nested tensors in kdispatch (kernel 'negate_nested')\n",
+      "tests/kdgen/gen/keys.yaml:29: note: 'negate': not generated: MkldnnCPU has no MKL-DNN layout in kdispatch (kernel 'negate_mkldnn')\n",
+      "tests/kdgen/gen/keys.yaml:30: note: 'negate': not generated: SparseCsrCPU has no sparse compressed layout in kdispatch (kernel 'negate_csr')\n",
+      "tests/kdgen/gen/keys.yaml:31: note: 'negate': not generated: ZeroTensor has no ZeroTensor key in kdispatch (kernel 'negate_zero')\n",
+      "tests/kdgen/gen/keys.yaml:36: note: 'pieces': not generated: CompositeImplicitAutogradNestedTensor has no nested tensors in kdispatch (kernel 'pieces_nested')\n",
+      "tests/kdgen/gen/keys.yaml:42: note: 'q_scheme': not generated: kdgen cannot return a 'QScheme'\n",
+      "kdgen: 10 notes: entries not generated (not an error)\n",
+  };
+  for (size_t i = 0; i < sizeof notes / sizeof *notes; i++) ASSERT_CONTAINS(out, notes[i]);
+  assert_null(strstr(out, "error:"));
+  assert_int_equal(count(out, "\n"), sizeof notes / sizeof *notes);
+  /* none of those kernels appears in the output */
+  char *r = slurp("ops/gen_register.c");
+  assert_null(strstr(r, "Sparse"));
+  assert_null(strstr(r, "twice_out_mps"));
+  assert_null(strstr(r, "q_scheme"));
+  free(r);
+  free(out);
+}
+
+/* Errors stay errors, with generation too: exit status 1, nothing written. */
+static void test_errors_are_not_notes(void **state) {
+  (void)state;
+  SKIP_WITHOUT_KDGEN();
+  char args[1024];
+  int status;
+  snprintf(args, sizeof args, "--out '%s' tests/kdgen/unknown_dispatch_key.yaml", tmp);
+  char *out = run_kdgen(args, &status);
+  assert_int_equal(status, 1);
+  ASSERT_CONTAINS(out, "tests/kdgen/unknown_dispatch_key.yaml:4: error: unknown dispatch key 'TPU' in 'dispatch' of 'relu'");
+  ASSERT_CONTAINS(out, "kdgen: 1 error\n");
+  assert_null(strstr(out, "note:"));
+  free(out);
+  char path[512];
+  snprintf(path, sizeof path, "%s/ops/gen_register.c", tmp);
+  assert_int_not_equal(access(path, F_OK), 0);
+}
+
+/* ---- Namespace -------------------------------------------------------------- */
+
+static void test_namespace(void **state) {
+  (void)state;
+  SKIP_WITHOUT_KDGEN();
+  char args[1024];
+  int status;
+  snprintf(args, sizeof args, "--namespace myns --out '%s' tests/kdgen/gen/keys.yaml", tmp);
+  char *out = run_kdgen(args, &status);
+  assert_int_equal(status, 0);
+  free(out);
+  static const char *const files[] = {"ops/gen_entry.c", "ops/gen_register.c", "ops/gen_boxed.c",
+                                      "ops/gen_direct.c", "ops/twice_native.h",
+                                      "include/kd/ops/twice.h", "include/kd/ops/twice_dispatch.h"};
+  for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+    char *s = slurp(files[i]);
+    if (strstr(s, "aten")) fail_msg("%s names aten:\n%s", files[i], strstr(s, "aten"));
+    free(s);
+  }
+  ASSERT_FILE_CONTAINS("ops/gen_entry.c", "kd__ops_lookup(\"myns::twice.out\", \"(Tensor, Tensor(a!)) -> Tensor(a!)\"");
+  ASSERT_FILE_CONTAINS("ops/gen_register.c", "kdk_structured_init(&kd__s, \"myns::twice\", ");
+  ASSERT_FILE_CONTAINS("ops/gen_register.c", "kd_status kd__myns_register(kd_library **lib) {\n"
+                                             "  return kd__ops_register_lib(\"myns\", \"gen/keys.yaml\", ");
+  ASSERT_FILE_CONTAINS("include/kd/ops/twice.h", "/* myns::twice(Tensor self) -> Tensor */");
+  /* the default is aten, with libkdops' registration function */
+  snprintf(args, sizeof args, "--out '%s' tests/kdgen/gen/keys.yaml", tmp);
+  free(run_kdgen(args, &status));
+  assert_int_equal(status, 0);
+  ASSERT_FILE_CONTAINS("ops/gen_entry.c", "kd__ops_lookup(\"aten::twice.out\", ");
+  ASSERT_FILE_CONTAINS("ops/gen_register.c", "kd_status kd__ops_register(void) {\n"
+                                             "  return kd__ops_register_tables(\"aten\", \"gen/keys.yaml\", ");
+  /* a namespace must be an identifier */
+  out = run_kdgen("--namespace 'my-ns' --out /nonexistent tests/kdgen/gen/keys.yaml", &status);
+  assert_int_equal(status, 2);
+  ASSERT_CONTAINS(out, "kdgen: --namespace 'my-ns' is not an identifier ([A-Za-z_][A-Za-z0-9_]*)\n");
+  free(out);
+}
+
+/* ---- Tensor[] returns ------------------------------------------------------------ */
+
+/* PyTorch 2.6's 121 operators that return a list of tensors (115 a single
+ * Tensor[] or Tensor(a)[], 6 a tuple holding one) all generate: an entry
+ * point with a kd_tensor_list output each. */
+static void test_tensor_list_returns(void **state) {
+  (void)state;
+  SKIP_WITHOUT_KDGEN();
+  char args[1024];
+  int status;
+  snprintf(args, sizeof args, "--out '%s' tests/kdgen/gen/tensor_lists_2_6.yaml", tmp);
+  char *out = run_kdgen(args, &status);
+  assert_int_equal(status, 0);
+  assert_null(strstr(out, "cannot return"));
+  assert_null(strstr(out, "error:"));
+  free(out);
+  char *e = slurp("ops/gen_entry.c");
+  size_t lists = 0;
+  for (const char *p = strstr(e, "\nkd_status kd_"); p; p = strstr(p + 1, "\nkd_status kd_")) {
+    const char *eol = strchr(p + 1, '\n');
+    char line[2048];
+    snprintf(line, sizeof line, "%.*s", (int)(eol - p - 1), p + 1);
+    if (!strstr(line, "_redispatch(") && strstr(line, "kd_tensor_list *")) lists++;
+  }
+  assert_int_equal(lists, 121);
+  ASSERT_CONTAINS(e, "kd_status kd_unbind_int(kd_tensor *self, int64_t dim, kd_tensor_list *out) {\n"
+                     "  if (!out) return kd_set_error(KD_EINVAL, \"kd_unbind_int: NULL output 'out'\");\n"
+                     "  *out = (kd_tensor_list){NULL, 0};\n");
+  ASSERT_CONTAINS(e, "kd__ret_tensor_list(&kd__r[0], out, \"aten::unbind.int\")");
+  /* a tuple with a list: histogramdd's (Tensor hist, Tensor[] bin_edges) */
+  ASSERT_CONTAINS(e, "kd_status kd_histogramdd(kd_tensor *self, kd_ints bins, kd_floats range, kd_tensor *weight, "
+                     "bool density, kd_tensor **hist, kd_tensor_list *bin_edges) {");
+  free(e);
+  ASSERT_FILE_CONTAINS("ops/gen_register.c",
+                       "  if ((kd__st = kd__value_take_tensor_list(&kd__o1, &r[1], \"aten::histogramdd\"))) {\n"
+                       "    kd_tensor_release(kd__o0);\n    return kd__st;\n  }\n");
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_every_runtime_key, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_errors_are_not_notes, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_namespace, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_tensor_list_returns, setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
