@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "gen_impl.h"
+#include "gen_select.h"
 #include "kd/dispatch.h"
 #include "kd/memory.h"
 
@@ -786,7 +787,9 @@ static int write_direct(gen_ctx *g, const char *out_dir) {
 static int write_boxed(gen_ctx *g, const char *out_dir) {
   kdg_buf b;
   kdg_buf_init(&b);
-  kdg_printf(&b, GENERATED "#include \"gen_support.h\"\n#include \"kdgen_all_native.h\"\n\n");
+  kdg_printf(&b, GENERATED "#include \"gen_support.h\"\n#include \"kdgen_all_native.h\"\n");
+  kdg_sel_include(&b);
+  kdg_printf(&b, "\n");
   for (size_t i = 0; i < g->f->nfuncs; i++) {
     const cfunc *c = &g->cf[i];
     if (!c->ok) continue;
@@ -985,7 +988,9 @@ static int write_register(gen_ctx *g, const char *out_dir) {
   kdg_buf_init(&b);
   kdg_buf_init(&defs);
   kdg_buf_init(&impls);
-  kdg_printf(&b, GENERATED "#include \"gen_support.h\"\n#include \"kdgen_all_native.h\"\n\n");
+  kdg_printf(&b, GENERATED "#include \"gen_support.h\"\n#include \"kdgen_all_native.h\"\n");
+  kdg_sel_include(&b);
+  kdg_printf(&b, "\n");
   size_t nimpl = 0;
   for (size_t i = 0; i < g->f->nfuncs; i++) {
     const cfunc *c = &g->cf[i];
@@ -998,6 +1003,12 @@ static int write_register(gen_ctx *g, const char *out_dir) {
     int nt = targets_of(g, f, t, 16);
     for (int k = 0; k < nt; k++) {
       if (t[k].kind == TARGET_STRUCTURED) emit_structured_wrapper(g, &b, c, &t[k]);
+      /* selective builds: the unboxed and boxed wrappers and the row of
+       * (op, key) only when the allow-list has them (gen_select.h); the
+       * structured wrapper stays for the direct calls, which a static link
+       * drops with it unless the program calls them */
+      bool sel = kdg_sel_guard_open(&b, "aten", f, t[k].key);
+      kdg_sel_guard_open(&impls, "aten", f, t[k].key);
       char uname[600], bname[600];
       snprintf(uname, sizeof uname, "kd__u_%.60s_%.400s", t[k].key, f->cname);
       snprintf(bname, sizeof bname, "kd__b_%.60s_%.400s", t[k].key, f->cname);
@@ -1008,19 +1019,20 @@ static int write_register(gen_ctx *g, const char *out_dir) {
                  bname, f->cname, uname);
       kdg_printf(&impls, "    {\"%s%s%s\", \"%s\", %s, %s, \"%s\", \"ops/native_functions.yaml:%d\"},\n",
                  f->name, *f->overload ? "." : "", f->overload, t[k].key, uname, bname, c->sig, t[k].line);
+      kdg_sel_guard_close(&b, sel);
+      kdg_sel_guard_close(&impls, sel);
       nimpl++;
     }
   }
   kdg_printf(&b, "static const kd__gen_def kd__defs[] = {\n%s};\n\n", defs.data ? defs.data : "");
-  if (nimpl)
-    kdg_printf(&b, "static const kd__gen_impl kd__impls[] = {\n%s};\n\n", impls.data);
-  else
-    kdg_printf(&b, "static const kd__gen_impl kd__impls[1];\n\n");
+  /* a selective build may leave out every row: the table ends with a
+   * sentinel row that is not counted */
+  kdg_printf(&b, "static const kd__gen_impl kd__impls[] = {\n%s    {NULL, NULL, NULL, NULL, NULL, NULL}};\n\n",
+             nimpl ? impls.data : "");
   kdg_printf(&b,
              "kd_status kd__ops_register(void) {\n"
              "  return kd__ops_register_tables(kd__defs, sizeof kd__defs / sizeof kd__defs[0],\n"
-             "                                 kd__impls, %zu);\n}\n",
-             nimpl);
+             "                                 kd__impls, sizeof kd__impls / sizeof kd__impls[0] - 1);\n}\n");
   char path[4096];
   snprintf(path, sizeof path, "%s/ops/gen_register.c", out_dir);
   int rc = kdg_write_file(path, &b, g->d);
@@ -1081,6 +1093,7 @@ int kdg_generate(const kdg_file *f, const char *out_dir, kdg_diag *d) {
     write_direct(&g, out_dir);
     write_boxed(&g, out_dir);
     write_register(&g, out_dir);
+    kdg_sel_write_dtypes(f, "aten", out_dir, d);
   }
   kd_host_free(g.cf);
   kd_host_free(bases);
