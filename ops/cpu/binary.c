@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "native/binary.h"
+#include "select.h"
 
 /* ---- Element conversions ---------------------------------------------------------- */
 
@@ -669,12 +670,20 @@ KD__WIDTHS(L_MFILL)
 #define KD__TBL_B(op) [KD_BOOL] = op##_b,
 #define KD__TBL_SAME(op, s, E, ...) [E] = op##_##s##_same,
 
+/* Selective builds (ops/src/select.h): the operators whose impls reach a
+ * table, by name; a table with a mask keeps only the allowed dtypes. */
+#define KD__SEL_OPS_add (KDK__SEL_DTYPES_add(CPU) | KDK__SEL_DTYPES_sub(CPU))
+#define KD__SEL_OPS_add1 KD__SEL_OPS_add
+#define KD__SEL_OPS_mul KDK__SEL_DTYPES_mul(CPU)
+#define KD__TBLS_B(op) [KD_BOOL] = KDK__SEL_LOOP(KD__SEL_OPS_##op, KD_BOOL, op##_b),
+#define KD__TBLS(op, s, E, ...) [E] = KDK__SEL_LOOP(KD__SEL_OPS_##op, E, op##_##s),
+
 static loop2d_fn *const add_loops[KD_DTYPE_COUNT] = {
-    KD__TBL_B(add) KD__INTS(KD__TBL, add) KD__FLTS(KD__TBL, add) KD__CPXS(KD__TBL, add)};
+    KD__TBLS_B(add) KD__INTS(KD__TBLS, add) KD__FLTS(KD__TBLS, add) KD__CPXS(KD__TBLS, add)};
 static loop2d_fn *const add1_loops[KD_DTYPE_COUNT] = {
-    KD__TBL_B(add1) KD__INTS(KD__TBL, add1) KD__FLTS(KD__TBL, add1)};
+    KD__TBLS_B(add1) KD__INTS(KD__TBLS, add1) KD__FLTS(KD__TBLS, add1)};
 static loop2d_fn *const mul_loops[KD_DTYPE_COUNT] = {
-    KD__TBL_B(mul) KD__INTS(KD__TBL, mul) KD__FLTS(KD__TBL, mul) KD__CPXS(KD__TBL, mul)};
+    KD__TBLS_B(mul) KD__INTS(KD__TBLS, mul) KD__FLTS(KD__TBLS, mul) KD__CPXS(KD__TBLS, mul)};
 static loop2d_fn *const divt_loops[KD_DTYPE_COUNT] = {KD__FLTS(KD__TBL, divt) KD__CPXS(KD__TBL, divt)};
 static loop2d_fn *const divtr_loops[KD_DTYPE_COUNT] = {KD__INTS(KD__TBL, divtr) KD__FLTS(KD__TBL, divtr)};
 static loop2d_fn *const divfl_loops[KD_DTYPE_COUNT] = {KD__INTS(KD__TBL, divfl) KD__FLTS(KD__TBL, divfl)};
@@ -725,7 +734,9 @@ static loop2d_fn *const clamp3_loops[KD_DTYPE_COUNT] = {KD__INTS(KD__TBL, clamp3
 
 /* PyTorch's names of dtypes are not used: messages name the project's. */
 static kd_status not_implemented(const char *name, kd_dtype dt) {
-  return kd_set_error(KD_EUNSUPPORTED, "\"%s\" not implemented for '%s'", name, kd_dtype_name(dt));
+  return kd_set_error(KD_EUNSUPPORTED, "\"%s\" not implemented for '%s'%s", name, kd_dtype_name(dt),
+                      KDK__SEL_BUILD ? " (or left out of this selective build: not in its allow-list)"
+                                     : "");
 }
 
 /* Reads parameter s for computing in dtype dt into c (index 0 or 1):

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "native/unary.h"
+#include "select.h"
 
 #if defined(__F16C__)
 #include <immintrin.h>
@@ -213,13 +214,18 @@ static inline int u_disjoint(const char *a, int64_t an, const char *b, int64_t b
   U_DEF_SAME(op##_c128, kd_c128_t, U_NOEXTRA, EZ)
 
 /* Tables by dtype. */
+/* Entries go through U_E, which keeps only the dtypes in U_MASK: every
+ * dtype, except for the operator tables below, each of which sets U_MASK
+ * to its operator's allowed dtypes in a selective build (ops/src/select.h). */
+#define U_MASK 0xffffffffu
+#define U_E(E, fn) [E] = KDK__SEL_LOOP(U_MASK, E, fn)
 #define U_TBL_INTS(op) \
-  [KD_UINT8] = op##_u8, [KD_INT8] = op##_i8, [KD_INT16] = op##_i16, [KD_INT32] = op##_i32, \
-  [KD_INT64] = op##_i64
+  U_E(KD_UINT8, op##_u8), U_E(KD_INT8, op##_i8), U_E(KD_INT16, op##_i16), U_E(KD_INT32, op##_i32), \
+  U_E(KD_INT64, op##_i64)
 #define U_TBL_FLOATS(op) \
-  [KD_FLOAT16] = op##_f16, [KD_BFLOAT16] = op##_bf16, [KD_FLOAT32] = op##_f32, \
-  [KD_FLOAT64] = op##_f64
-#define U_TBL_COMPLEX(op) [KD_COMPLEX64] = op##_c64, [KD_COMPLEX128] = op##_c128
+  U_E(KD_FLOAT16, op##_f16), U_E(KD_BFLOAT16, op##_bf16), U_E(KD_FLOAT32, op##_f32), \
+  U_E(KD_FLOAT64, op##_f64)
+#define U_TBL_COMPLEX(op) U_E(KD_COMPLEX64, op##_c64), U_E(KD_COMPLEX128, op##_c128)
 
 /* ---- Element expressions: E(x, T) ---------------------------------------------------- */
 
@@ -482,35 +488,87 @@ static void logical_not_loop(char *out, const char *in, int64_t n, int64_t os, i
 
 /* ---- Tables ----------------------------------------------------------------------------- */
 
+/* Each table keeps the dtypes U_SEL_MASK allows: those of its operator
+ * (and float32 for the floating operators when an integral dtype is
+ * allowed: an integral input computes in float32). */
 #define U_TABLE(name, ...) static kd__uloop *const name##_tbl[KD_DTYPE_COUNT] = {__VA_ARGS__}
-
+#undef U_MASK
+#define U_MASK U_SEL_MASK
+#define U_SEL_MASK KDK__SEL_DTYPES_neg(CPU)
 U_TABLE(neg, U_TBL_INTS(neg), U_TBL_FLOATS(neg), U_TBL_COMPLEX(neg));
-U_TABLE(abs, U_TBL_INTS(abs), U_TBL_FLOATS(abs), [KD_COMPLEX64] = abs_c64c,
-        [KD_COMPLEX128] = abs_c128c);
-U_TABLE(abs_to_real, [KD_COMPLEX64] = abs_c64, [KD_COMPLEX128] = abs_c128);
-U_TABLE(sign, [KD_BOOL] = sign_b, U_TBL_INTS(sign), U_TBL_FLOATS(sign));
-U_TABLE(bitwise_not, [KD_BOOL] = bitwise_not_b, U_TBL_INTS(bitwise_not));
+#undef U_SEL_MASK
+#define U_SEL_MASK KDK__SEL_DTYPES_abs(CPU)
+U_TABLE(abs, U_TBL_INTS(abs), U_TBL_FLOATS(abs), U_E(KD_COMPLEX64, abs_c64c),
+        U_E(KD_COMPLEX128, abs_c128c));
+U_TABLE(abs_to_real, U_E(KD_COMPLEX64, abs_c64), U_E(KD_COMPLEX128, abs_c128));
+#undef U_SEL_MASK
+#define U_SEL_MASK KDK__SEL_DTYPES_sign(CPU)
+U_TABLE(sign, U_E(KD_BOOL, sign_b), U_TBL_INTS(sign), U_TBL_FLOATS(sign));
+#undef U_SEL_MASK
+#define U_SEL_MASK KDK__SEL_DTYPES_bitwise_not(CPU)
+U_TABLE(bitwise_not, U_E(KD_BOOL, bitwise_not_b), U_TBL_INTS(bitwise_not));
+#undef U_SEL_MASK
+#define U_SEL_MASK KDK__SEL_DTYPES_relu(CPU)
 U_TABLE(relu, U_TBL_INTS(relu), U_TBL_FLOATS(relu));
+#undef U_SEL_MASK
+#define U_SEL_MASK KDK__SEL_DTYPES_floor(CPU)
 U_TABLE(floor, U_TBL_INTS(ident), U_TBL_FLOATS(floor));
+#undef U_SEL_MASK
+#define U_SEL_MASK KDK__SEL_DTYPES_ceil(CPU)
 U_TABLE(ceil, U_TBL_INTS(ident), U_TBL_FLOATS(ceil));
+#undef U_SEL_MASK
+#define U_SEL_MASK KDK__SEL_DTYPES_trunc(CPU)
 U_TABLE(trunc, U_TBL_INTS(ident), U_TBL_FLOATS(trunc));
+#undef U_SEL_MASK
+#define U_SEL_MASK KDK__SEL_DTYPES_round(CPU)
 U_TABLE(round, U_TBL_INTS(ident), U_TBL_FLOATS(round));
 U_TABLE(round_dec, U_TBL_FLOATS(round_dec));
+#undef U_SEL_MASK
+#define U_SEL_MASK KDK__SEL_INT_TO_FLOAT(KDK__SEL_DTYPES_exp(CPU))
 U_TABLE(exp, U_TBL_FLOATS(exp), U_TBL_COMPLEX(exp));
+#undef U_SEL_MASK
+#define U_SEL_MASK KDK__SEL_INT_TO_FLOAT(KDK__SEL_DTYPES_log(CPU))
 U_TABLE(log, U_TBL_FLOATS(log), U_TBL_COMPLEX(log));
+#undef U_SEL_MASK
+#define U_SEL_MASK KDK__SEL_INT_TO_FLOAT(KDK__SEL_DTYPES_log1p(CPU))
 U_TABLE(log1p, U_TBL_FLOATS(log1p), U_TBL_COMPLEX(log1p));
+#undef U_SEL_MASK
+#define U_SEL_MASK KDK__SEL_INT_TO_FLOAT(KDK__SEL_DTYPES_expm1(CPU))
 U_TABLE(expm1, U_TBL_FLOATS(expm1), U_TBL_COMPLEX(expm1));
+#undef U_SEL_MASK
+#define U_SEL_MASK KDK__SEL_INT_TO_FLOAT(KDK__SEL_DTYPES_sqrt(CPU))
 U_TABLE(sqrt, U_TBL_FLOATS(sqrt), U_TBL_COMPLEX(sqrt));
+#undef U_SEL_MASK
+#define U_SEL_MASK KDK__SEL_INT_TO_FLOAT(KDK__SEL_DTYPES_rsqrt(CPU))
 U_TABLE(rsqrt, U_TBL_FLOATS(rsqrt), U_TBL_COMPLEX(rsqrt));
+#undef U_SEL_MASK
+#define U_SEL_MASK KDK__SEL_INT_TO_FLOAT(KDK__SEL_DTYPES_sin(CPU))
 U_TABLE(sin, U_TBL_FLOATS(sin), U_TBL_COMPLEX(sin));
+#undef U_SEL_MASK
+#define U_SEL_MASK KDK__SEL_INT_TO_FLOAT(KDK__SEL_DTYPES_cos(CPU))
 U_TABLE(cos, U_TBL_FLOATS(cos), U_TBL_COMPLEX(cos));
+#undef U_SEL_MASK
+#define U_SEL_MASK KDK__SEL_INT_TO_FLOAT(KDK__SEL_DTYPES_tan(CPU))
 U_TABLE(tan, U_TBL_FLOATS(tan), U_TBL_COMPLEX(tan));
+#undef U_SEL_MASK
+#define U_SEL_MASK KDK__SEL_INT_TO_FLOAT(KDK__SEL_DTYPES_tanh(CPU))
 U_TABLE(tanh, U_TBL_FLOATS(tanh), U_TBL_COMPLEX(tanh));
+#undef U_SEL_MASK
+#define U_SEL_MASK KDK__SEL_INT_TO_FLOAT(KDK__SEL_DTYPES_sigmoid(CPU))
 U_TABLE(sigmoid, U_TBL_FLOATS(sigmoid), U_TBL_COMPLEX(sigmoid));
+#undef U_SEL_MASK
+#define U_SEL_MASK KDK__SEL_INT_TO_FLOAT(KDK__SEL_DTYPES_reciprocal(CPU))
 U_TABLE(reciprocal, U_TBL_FLOATS(reciprocal), U_TBL_COMPLEX(reciprocal));
+#undef U_SEL_MASK
+#define U_SEL_MASK KDK__SEL_INT_TO_FLOAT(KDK__SEL_DTYPES_erf(CPU))
 U_TABLE(erf, U_TBL_FLOATS(erf));
+#undef U_SEL_MASK
+#define U_SEL_MASK KDK__SEL_INT_TO_FLOAT(KDK__SEL_DTYPES_gelu(CPU))
 U_TABLE(gelu, U_TBL_FLOATS(gelu));
 U_TABLE(gelu_tanh, U_TBL_FLOATS(gelu_tanh));
+#undef U_SEL_MASK
+#undef U_MASK
+#define U_MASK 0xffffffffu
 
 /* The loop of `op` for elements of `dtype` (the input's; for logical_not any
  * pair, checked by the caller); NULL when the operator has none. */
@@ -597,8 +655,10 @@ static kd_status unary_kernel(kdk_iter *iter, kdk_unary_op op, const kdk_unary_e
   }
   if (!loop) {
     const char *name = iter->op ? iter->op : "unary operator";
-    return kd_set_error(KD_ETYPE, "%s: \"%s\" not implemented for '%s'", name,
-                        kd__unary_kernel_name(op), kd_dtype_name(in));
+    return kd_set_error(KD_ETYPE, "%s: \"%s\" not implemented for '%s'%s", name,
+                        kd__unary_kernel_name(op), kd_dtype_name(in),
+                        KDK__SEL_BUILD ? " (or left out of this selective build: not in its allow-list)"
+                                       : "");
   }
   if (kdk_iter_is_meta(iter) || kdk_iter_numel(iter) == 0) return KD_OK;
   u_ctx c = {loop, &ex};

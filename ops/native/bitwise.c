@@ -247,23 +247,22 @@ typedef struct bw_plain {
   bool wanted;
 } bw_plain;
 
-#define KD__BW_PLAIN_BINARY(op)                                                             \
-  {#op ".Tensor", op##_functional_cpu, KD__BW_SIG_BINARY,                                   \
-   KD_SHOULD_REGISTER(aten, op##_Tensor, CPU)},                                             \
-      {#op "_.Tensor", op##_inplace_cpu, KD__BW_SIG_BINARY_INPLACE,                         \
-       KD_SHOULD_REGISTER(aten, op##__Tensor, CPU)},                                        \
-      {#op ".Tensor_out", op##_out_cpu, KD__BW_SIG_BINARY_OUT,                              \
-       KD_SHOULD_REGISTER(aten, op##_Tensor_out, CPU)},
+/* An unwanted kernel is not referenced either (NULL), so that a static link
+ * of a selective build drops it. */
+#define KD__BW_PLAIN(name, tok, fn, sig)                                  \
+  {name, KD_SHOULD_REGISTER(aten, tok, CPU) ? fn : NULL, sig,             \
+   KD_SHOULD_REGISTER(aten, tok, CPU)}
+#define KD__BW_PLAIN_BINARY(op)                                                              \
+  KD__BW_PLAIN(#op ".Tensor", op##_Tensor, op##_functional_cpu, KD__BW_SIG_BINARY),          \
+      KD__BW_PLAIN(#op "_.Tensor", op##__Tensor, op##_inplace_cpu, KD__BW_SIG_BINARY_INPLACE), \
+      KD__BW_PLAIN(#op ".Tensor_out", op##_Tensor_out, op##_out_cpu, KD__BW_SIG_BINARY_OUT),
 static const bw_plain plain_kernels[] = {
     KD__BW_PLAIN_BINARY(bitwise_and) KD__BW_PLAIN_BINARY(bitwise_or)
     KD__BW_PLAIN_BINARY(bitwise_xor) KD__BW_PLAIN_BINARY(bitwise_left_shift)
     KD__BW_PLAIN_BINARY(bitwise_right_shift)
-    {"bitwise_not", bitwise_not_functional_cpu, KD__BW_SIG_UNARY,
-     KD_SHOULD_REGISTER(aten, bitwise_not, CPU)},
-    {"bitwise_not_", bitwise_not_inplace_cpu, KD__BW_SIG_UNARY_INPLACE,
-     KD_SHOULD_REGISTER(aten, bitwise_not_, CPU)},
-    {"bitwise_not.out", bitwise_not_out_cpu, KD__BW_SIG_UNARY_OUT,
-     KD_SHOULD_REGISTER(aten, bitwise_not_out, CPU)},
+    KD__BW_PLAIN("bitwise_not", bitwise_not, bitwise_not_functional_cpu, KD__BW_SIG_UNARY),
+    KD__BW_PLAIN("bitwise_not_", bitwise_not_, bitwise_not_inplace_cpu, KD__BW_SIG_UNARY_INPLACE),
+    KD__BW_PLAIN("bitwise_not.out", bitwise_not_out, bitwise_not_out_cpu, KD__BW_SIG_UNARY_OUT),
 };
 
 KD_LIBRARY_FRAGMENT(aten, bitwise_other_dtypes, m) {
@@ -318,6 +317,9 @@ static kd_status check_keyed(const char *qualified, kd_dispatch_key key, kd_dtyp
 }
 
 kd_status kd__bitwise_check(void) {
+  /* a selective build registers only what its allow-list has, so the
+   * family is incomplete by design (kd_add_selective_kdops) */
+  if (KD__SEL_ON) return KD_OK;
   for (size_t i = 0; i < sizeof family / sizeof family[0]; i++)
     for (int v = 0; v < 3; v++) {
       kd_status st = check_keyed(family[i]->names[v], KD_KEY_CPU, KD_INT64);

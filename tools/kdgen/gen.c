@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "gen_impl.h"
+#include "gen_select.h"
 #include "kd/dispatch.h"
 #include "kd/memory.h"
 
@@ -856,7 +857,9 @@ static int write_boxed(gen_ctx *g, const char *out_dir) {
   kdg_buf b;
   kdg_buf_init(&b);
   generated(&b, g);
-  kdg_printf(&b, "#include \"gen_support.h\"\n#include \"kdgen_all_native.h\"\n\n");
+  kdg_printf(&b, "#include \"gen_support.h\"\n#include \"kdgen_all_native.h\"\n");
+  kdg_sel_include(&b);
+  kdg_printf(&b, "\n");
   for (size_t i = 0; i < g->f->nfuncs; i++) {
     const kdg_cfunc *c = &g->cf[i];
     if (!c->ok) continue;
@@ -1072,7 +1075,9 @@ static int write_register(gen_ctx *g, const char *out_dir) {
   kdg_buf_init(&defs);
   kdg_buf_init(&impls);
   generated(&b, g);
-  kdg_printf(&b, "#include \"gen_support.h\"\n#include \"kdgen_all_native.h\"\n\n");
+  kdg_printf(&b, "#include \"gen_support.h\"\n#include \"kdgen_all_native.h\"\n");
+  kdg_sel_include(&b);
+  kdg_printf(&b, "\n");
   size_t nimpl = 0;
   for (size_t i = 0; i < g->f->nfuncs; i++) {
     const kdg_cfunc *c = &g->cf[i];
@@ -1085,6 +1090,12 @@ static int write_register(gen_ctx *g, const char *out_dir) {
     int nt = targets_of(g, f, t, 16);
     for (int k = 0; k < nt; k++) {
       if (t[k].kind == TARGET_STRUCTURED) emit_structured_wrapper(g, &b, c, &t[k]);
+      /* selective builds: the unboxed and boxed wrappers and the row of
+       * (op, key) only when the allow-list has them (gen_select.h); the
+       * structured wrapper stays for the direct calls, which a static link
+       * drops with it unless the program calls them */
+      bool sel = kdg_sel_guard_open(&b, g->ns, f, t[k].key);
+      kdg_sel_guard_open(&impls, g->ns, f, t[k].key);
       char uname[600], bname[600];
       snprintf(uname, sizeof uname, "kd__u_%.60s_%.400s", t[k].key, f->cname);
       snprintf(bname, sizeof bname, "kd__b_%.60s_%.400s", t[k].key, f->cname);
@@ -1096,27 +1107,29 @@ static int write_register(gen_ctx *g, const char *out_dir) {
                  bname, f->cname, uname);
       kdg_printf(&impls, "    {\"%s%s%s\", \"%s\", %s, %s, \"%s\", \"%s:%d\"},\n",
                  f->name, *f->overload ? "." : "", f->overload, t[k].key, uname, bname, c->sig, g->src, t[k].line);
+      kdg_sel_guard_close(&b, sel);
+      kdg_sel_guard_close(&impls, sel);
       nimpl++;
     }
   }
   kdg_printf(&b, "static const kd__gen_def kd__defs[] = {\n%s};\n\n", defs.data ? defs.data : "");
-  if (nimpl)
-    kdg_printf(&b, "static const kd__gen_impl kd__impls[] = {\n%s};\n\n", impls.data);
-  else
-    kdg_printf(&b, "static const kd__gen_impl kd__impls[1];\n\n");
+  /* a selective build may leave out every row: the table ends with a
+   * sentinel row that is not counted */
+  kdg_printf(&b, "static const kd__gen_impl kd__impls[] = {\n%s    {NULL, NULL, NULL, NULL, NULL, NULL}};\n\n",
+             nimpl ? impls.data : "");
   if (!strcmp(g->ns, "aten"))
     kdg_printf(&b,
                "kd_status kd__ops_register(void) {\n"
                "  return kd__ops_register_tables(\"%s\", \"%s\", kd__defs, sizeof kd__defs / sizeof kd__defs[0],\n"
-               "                                 kd__impls, %zu);\n}\n",
-               g->ns, g->src, nimpl);
+               "                                 kd__impls, sizeof kd__impls / sizeof kd__impls[0] - 1);\n}\n",
+               g->ns, g->src);
   else /* another library beside libkdops: its own registration function */
     kdg_printf(&b,
                "kd_status kd__%s_register(kd_library **lib);\n"
                "kd_status kd__%s_register(kd_library **lib) {\n"
                "  return kd__ops_register_lib(\"%s\", \"%s\", kd__defs, sizeof kd__defs / sizeof kd__defs[0],\n"
-               "                              kd__impls, %zu, lib);\n}\n",
-               g->ns, g->ns, g->ns, g->src, nimpl);
+               "                              kd__impls, sizeof kd__impls / sizeof kd__impls[0] - 1, lib);\n}\n",
+               g->ns, g->ns, g->ns, g->src);
   char path[4096];
   snprintf(path, sizeof path, "%s/ops/gen_register.c", out_dir);
   int rc = kdg_write_file(path, &b, g->d);
@@ -1216,6 +1229,7 @@ int kdg_generate(const kdg_file *f, const char *ns, const char *out_dir, kdg_dia
     write_direct(&g, out_dir);
     write_boxed(&g, out_dir);
     write_register(&g, out_dir);
+    kdg_sel_write_dtypes(f, ns, out_dir, d);
   }
   kd_host_free(g.cf);
   kd_host_free(bases);
