@@ -105,11 +105,11 @@ static void test_every_runtime_key(void **state) {
     }
   ASSERT_FILE_CONTAINS("ops/gen_register.c", "kd_status kd__s_PrivateUse1_twice_out(kd_tensor *self, kd_tensor *out) {");
   ASSERT_FILE_CONTAINS("ops/gen_register.c", "kdk_native_twice_out_pu1(&kd__s, &kd__it, self, kdk_structured_output(&kd__s, 0));");
-  ASSERT_FILE_CONTAINS("ops/twice_native.h", "kd_status kdk_native_twice_out_cuda(kdk_structured *s, kdk_iter *iter, kd_tensor *self, kd_tensor *out);");
+  ASSERT_FILE_CONTAINS("include/kdk/native/twice.h", "KDK_API kd_status kdk_native_twice_out_cuda(kdk_structured *s, kdk_iter *iter, kd_tensor *self, kd_tensor *out);");
   /* unstructured kernels of PrivateUse2 and 3 */
   ASSERT_FILE_CONTAINS("ops/gen_register.c", "    {\"negate\", \"PrivateUse2\", kd__u_PrivateUse2_negate,");
   ASSERT_FILE_CONTAINS("ops/gen_register.c", "    {\"negate\", \"PrivateUse3\", kd__u_PrivateUse3_negate,");
-  ASSERT_FILE_CONTAINS("ops/negate_native.h", "kd_status kdk_native_negate_pu3(kd_tensor *self, kd_tensor **out);");
+  ASSERT_FILE_CONTAINS("include/kdk/native/negate.h", "KDK_API kd_status kdk_native_negate_pu3(kd_tensor *self, kd_tensor **out);");
   /* direct calls per backend the file names */
   char *h = slurp("include/kd/ops/twice_dispatch.h");
   ASSERT_CONTAINS(h, "KD_API kd_status kd_cuda_twice(kd_tensor *self, kd_tensor **out);");

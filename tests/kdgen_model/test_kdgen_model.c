@@ -20,7 +20,7 @@ static kdg_backend g_b;
 
 static int setup(void **state) {
   (void)state;
-  kdg_diag d = {0, 0};
+  kdg_diag d = {0, 0, 0};
   if (kdg_load(FIX "upstream.yaml", KD_SOURCE_DIR "/ops/tags.yaml", &g_src, &d) != 0) return -1;
   if (kdg_validate(&g_src, &d) != 0) return -1;
   if (kdg_backend_load(FIX "valid.yaml", &g_src, NULL, &g_b, &d) != 0) return -1;
@@ -145,7 +145,7 @@ static void test_mutable_out_and_options(void **state) {
   assert_int_equal(write(fd, text, sizeof text - 1), (ssize_t)(sizeof text - 1));
   close(fd);
   kdg_backend b;
-  kdg_diag d = {0, 0};
+  kdg_diag d = {0, 0, 0};
   kdg_backend_opts o = {"PrivateUse2", "fakedev", NULL, NULL};
   int rc = kdg_backend_load(path, &g_src, &o, &b, &d);
   unlink(path);
