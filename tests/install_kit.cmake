@@ -31,11 +31,16 @@ foreach(mode shared static)
   set(ldflags "")
   if(mode STREQUAL "static")
     set(pcargs --static --cflags --libs kdops)
-    set(ldflags -static-libgcc -Wl,-Bstatic -lkdops -lkdispatch -Wl,-Bdynamic)
+    # the archives instead of -lkdops -lkdispatch (which would also load the
+    # shared libraries); the rest of --static's flags are the private ones
+    set(ldflags ${libdir}/libkdops.a ${libdir}/libkdispatch.a)
   endif()
   run(${CMAKE_COMMAND} -E env PKG_CONFIG_PATH=${pcdir} pkg-config ${pcargs})
   string(STRIP "${LAST_OUT}" pkgflags)
   separate_arguments(pkgflags UNIX_COMMAND "${pkgflags}")
+  if(mode STREQUAL "static")
+    list(REMOVE_ITEM pkgflags -lkdops -lkdispatch)
+  endif()
   run(${C_COMPILER} ${flags} -std=c11 -Wall -Wextra -Wpedantic -Werror -o ${WORK_DIR}/kit_pc_${mode}
       ${SRC_DIR}/main.c ${ldflags} ${pkgflags})
   run(${CMAKE_COMMAND} -E env LD_LIBRARY_PATH=${libdir} ${WORK_DIR}/kit_pc_${mode})
