@@ -3,7 +3,7 @@
 # root; otherwise prints the exact apt-get line and fails. Extra package names
 # may be given as arguments (CI adds clang).
 set -eu
-pkgs="cmake make gcc pkg-config libcmocka-dev libdlpack-dev libyaml-dev libopenblas-dev libedit-dev $*"
+pkgs="cmake make gcc pkg-config libcmocka-dev libdlpack-dev libyaml-dev libopenblas-dev libedit-dev patch $*"
 missing=""
 for p in $pkgs; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
