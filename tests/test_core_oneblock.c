@@ -57,14 +57,6 @@ static void test_layout(void **state) {
   kd_storage_release(s);
 }
 
-/* The stamp libkdops compares in kd_ops_open: the library's and this
- * build's agree. */
-static void test_layout_stamp(void **state) {
-  (void)state;
-  assert_true(kd_tensor_layout_stamp() == kd__tensor_layout_here());
-  assert_true(kd_tensor_layout_stamp() != 0);
-}
-
 static void test_views_keep_block(void **state) {
   (void)state;
   kd_tensor *t = from_floats(1, (int64_t[]){4}, (float[]){1, 2, 3, 4});
@@ -209,7 +201,6 @@ static void test_threads(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_layout),
-      cmocka_unit_test(test_layout_stamp),
       cmocka_unit_test(test_views_keep_block),
       cmocka_unit_test(test_resize_moves_bytes_out),
       cmocka_unit_test(test_installed_allocator),

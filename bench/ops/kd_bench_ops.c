@@ -5,6 +5,10 @@
  *                   the dispatcher, result released (median ns per call)
  *   add_out_1_ns    add.out into a preallocated 1-element tensor
  *   empty_1_ns      empty([1]) float32, released
+ *   neg_1_ns        functional neg of a 1-element float32 tensor (a unary
+ *                   through the iterator), result released
+ *   sum_1_ns        sum of a 1-element float32 tensor (a reduction), result
+ *                   released
  *   c_loop_add_16M_f32_GBps   c[i] = a[i] + b[i] over 16M floats, a plain C
  *                   loop (the reference; 12 bytes moved per element)
  *   add_16M_f32_GBps_1t, add_16M_f32_GBps   add.out over 16M floats, one
@@ -49,6 +53,10 @@ static double small_add(bench_ctx *c, int variant) {
         kd_add_Tensor(c->a, c->b, NULL, &t);
       } else if (variant == 1) {
         kd_add_out(c->a, c->b, NULL, c->o);
+      } else if (variant == 3) {
+        kd_neg(c->a, &t);
+      } else if (variant == 4) {
+        kd_sum(c->a, NULL, &t);
       } else {
         kd_empty_memory_format(size, &f32, NULL, NULL, NULL, NULL, &t);
       }
@@ -114,9 +122,17 @@ int kd_bench_ops(int argc, char **argv) {
   if (check(kd_empty_memory_format((kd_ints){&one, 1}, &f32, NULL, NULL, NULL, NULL, &probe), "empty"))
     goto done;
   kd_tensor_release(probe);
+  probe = NULL;
+  if (check(kd_neg(c.a, &probe), "neg")) goto done;
+  kd_tensor_release(probe);
+  probe = NULL;
+  if (check(kd_sum(c.a, NULL, &probe), "sum")) goto done;
+  kd_tensor_release(probe);
   printf("add_1_ns %.1f\n", small_add(&c, 0));
   printf("add_out_1_ns %.1f\n", small_add(&c, 1));
   printf("empty_1_ns %.1f\n", small_add(&c, 2));
+  printf("neg_1_ns %.1f\n", small_add(&c, 3));
+  printf("sum_1_ns %.1f\n", small_add(&c, 4));
   kd_tensor_release(c.a);
   kd_tensor_release(c.b);
   kd_tensor_release(c.o);

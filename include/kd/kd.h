@@ -12,6 +12,7 @@
 #include "kd/scalar.h"
 #include "kd/device.h"
 #include "kd/tensor.h"
+#include "kd/tensor_head.h"
 #include "kd/value.h"
 #include "kd/schema.h"
 #include "kd/dlpack.h"

@@ -191,12 +191,6 @@ KD_API bool kd_tensor_is_contiguous(const kd_tensor *tensor);
 /* True when both tensors view the same storage. */
 KD_API bool kd_tensor_shares_storage(const kd_tensor *a, const kd_tensor *b);
 
-/* A hash of the tensor object's private layout (struct sizes and field
- * offsets). Only for libraries built from this source tree that read tensor
- * fields inline (libkdops checks it in kd_ops_open); nobody else needs it.
- * Cannot fail. */
-KD_API uint64_t kd_tensor_layout_stamp(void);
-
 /* Element access on cpu tensors. `index` has ndim entries (NULL for 0-dim);
  * negative entries count from the end. KD_ERANGE for an index out of range
  * (naming the dimension, the index and the size); KD_EUNSUPPORTED for a tensor

@@ -19,13 +19,19 @@
  *     keys, dtypes, ...), or inserting an enum value anywhere but the end;
  *   - changing the three exported kd__ symbols the inline typed call uses
  *     (kd__tls_reader, kd__global_epoch, kd__call_unboxed_in_section) or
- *     their protocol, or the tensor layout libkdops reads inline;
+ *     their protocol;
+ *   - moving, retyping or changing the meaning of a field of the public
+ *     tensor and storage heads (kd_tensor_head, kd_storage_head in
+ *     kd/tensor_head.h: the first bytes of every kd_tensor and kd_storage,
+ *     read inline by libkdops and kernel authors);
  *   - dropping a version of an interface struct from the accepted range.
  *
  * A new MINOR (same soname) may only add:
  *   - new functions;
  *   - new fields at the end of a versioned interface struct, with its
  *     api_version macro incremented (below);
+ *   - new fields at the end of the tensor or storage head, with
+ *     KD_TENSOR_HEAD_VERSION incremented;
  *   - new enum values, flags and status codes at the end of their lists;
  *   - new behaviour for input that was an error before.
  * A PATCH changes no interface at all.

@@ -14,6 +14,11 @@
  * and nothing needs freeing. Writing through `data` is the caller's business
  * (the tensor's elements are mutable; the view's fields are not).
  *
+ * For reads without a call, a kd_tensor's first bytes are its public head
+ * (kd/tensor_head.h, included here): kd_tensor_head_of(t)->dtype, ... is a
+ * load; libkdops' iterator reads tensors that way. kd_tensor_get_view is for
+ * callers that want a versioned snapshot with `data` and `device` resolved.
+ *
  * Versioning (DLPack style): the caller sets api_version to the version its
  * headers know; the library fills the fields of that version and leaves any
  * later field alone. Fields are only appended.
@@ -29,6 +34,7 @@
 #include "kd/dtype.h"
 #include "kd/status.h"
 #include "kd/tensor.h"
+#include "kd/tensor_head.h"
 
 KD_EXTERN_C_BEGIN
 

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "kd/memory.h"
-#include "tensor_access.h"
+#include "kd/tensor_head.h"
 
 /* ---- Boxed arguments --------------------------------------------------------- */
 
@@ -275,7 +275,7 @@ void kd_tensor_list_free(kd_tensor_list *list) {
 
 kd_device kd__device_of_first(kd_tensor *const *tensors, int n) {
   for (int i = 0; i < n; i++)
-    if (tensors[i]) return kd__t_device(tensors[i]);
+    if (tensors[i]) return kd_tensor_head_of(tensors[i])->storage->device;
   return kd_device_cpu();
 }
 

@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "tensor_access.h"
+#include "kd/tensor_head.h"
 
 /* Only the owned operands need anything; the rest are forgotten with
  * ntensors (every reader stops at ntensors). */
@@ -139,8 +139,8 @@ bool kd__can_cast(kd_dtype from, kd_dtype to) {
 
 /* Non-overlapping and dense: some permutation of the dims is contiguous. */
 static bool non_overlapping_dense(const kd_tensor *t) {
-  int nd = kd__t_ndim(t);
-  const int64_t *sz = kd__t_sizes(t), *st = kd__t_strides(t);
+  int nd = kd_tensor_head_of(t)->ndim;
+  const int64_t *sz = kd_tensor_head_of(t)->sizes, *st = kd_tensor_head_of(t)->strides;
   int order[KD_MAX_DIMS], n = 0;
   for (int d = 0; d < nd; d++) {
     if (sz[d] == 1) continue;
@@ -161,9 +161,9 @@ static bool non_overlapping_dense(const kd_tensor *t) {
 
 static kd_status check_overlap(const kdk_iter *it, const kd_tensor *out, const kd_tensor *const *ins,
                                int nin) {
-  int nd = kd__t_ndim(out);
-  const int64_t *sz = kd__t_sizes(out), *st = kd__t_strides(out);
-  int64_t on = kd__t_numel(out);
+  int nd = kd_tensor_head_of(out)->ndim;
+  const int64_t *sz = kd_tensor_head_of(out)->sizes, *st = kd_tensor_head_of(out)->strides;
+  int64_t on = kd_tensor_head_of(out)->numel;
   /* as PyTorch's has_internal_overlap: a tensor without elements is
    * contiguous, so an expanded [3, 0] never overlaps */
   for (int d = 0; d < nd && on > 0; d++)
@@ -176,17 +176,19 @@ static kd_status check_overlap(const kdk_iter *it, const kd_tensor *out, const k
   if (on == 0) return KD_OK;
   for (int j = 0; j < nin; j++) {
     const kd_tensor *in = ins[j];
-    if (in == out || !kd__t_shares_storage(in, out)) continue;
-    int64_t inn = kd__t_numel(in);
+    if (in == out ||
+        !(in && out && kd_tensor_head_of(in)->storage == kd_tensor_head_of(out)->storage))
+      continue;
+    int64_t inn = kd_tensor_head_of(in)->numel;
     if (inn == 0 || !non_overlapping_dense(in) || !non_overlapping_dense(out)) continue;
-    int64_t a0 = kd__t_storage_offset(out) * (int64_t)kd__t_itemsize(out);
-    int64_t a1 = a0 + on * (int64_t)kd__t_itemsize(out);
-    int64_t b0 = kd__t_storage_offset(in) * (int64_t)kd__t_itemsize(in);
-    int64_t b1 = b0 + inn * (int64_t)kd__t_itemsize(in);
+    int64_t a0 = kd_tensor_head_of(out)->offset * (int64_t)kd_tensor_head_of(out)->itemsize;
+    int64_t a1 = a0 + on * (int64_t)kd_tensor_head_of(out)->itemsize;
+    int64_t b0 = kd_tensor_head_of(in)->offset * (int64_t)kd_tensor_head_of(in)->itemsize;
+    int64_t b1 = b0 + inn * (int64_t)kd_tensor_head_of(in)->itemsize;
     bool partial;
     if (a0 == b0 && a1 == b1) {
-      int ind = kd__t_ndim(in);
-      partial = !same_shape(nd, st, ind, kd__t_strides(in));
+      int ind = kd_tensor_head_of(in)->ndim;
+      partial = !same_shape(nd, st, ind, kd_tensor_head_of(in)->strides);
     } else {
       partial = a0 < b1 && b0 < a1;
     }
@@ -223,9 +225,9 @@ static kd_status broadcast_into(const kdk_iter *it, int *nd, int64_t *shape, int
 
 /* Byte strides of t broadcast to (nd, shape), aligned to the right. */
 static void broadcast_strides(const kd_tensor *t, int nd, const int64_t *shape, int64_t *out) {
-  int tn = kd__t_ndim(t);
-  const int64_t *sz = kd__t_sizes(t), *st = kd__t_strides(t);
-  int64_t isz = (int64_t)kd__t_itemsize(t);
+  int tn = kd_tensor_head_of(t)->ndim;
+  const int64_t *sz = kd_tensor_head_of(t)->sizes, *st = kd_tensor_head_of(t)->strides;
+  int64_t isz = (int64_t)kd_tensor_head_of(t)->itemsize;
   int off = nd - tn;
   for (int d = 0; d < off; d++) out[d] = 0;
   for (int d = 0; d < tn; d++)
@@ -287,10 +289,10 @@ static kd_status resolve_reduce_dims(kdk_iter *it, build_state *b) {
  * the original would have: a permuted int64 input of a float32 add gives a
  * permuted result. Contiguous (and empty) inputs take kd_tensor_to_dtype. */
 static kd_status convert_input(const kd_tensor *t, kd_dtype dtype, kd_tensor **out) {
-  int nd = kd__t_ndim(t);
-  const int64_t *sz = kd__t_sizes(t), *st = kd__t_strides(t);
+  int nd = kd_tensor_head_of(t)->ndim;
+  const int64_t *sz = kd_tensor_head_of(t)->sizes, *st = kd_tensor_head_of(t)->strides;
   int64_t strides[KD_MAX_DIMS];
-  if (nd < 2 || kd__t_is_contiguous(t) || kd__t_numel(t) == 0)
+  if (nd < 2 || kd_tensor_head_of(t)->contiguous || kd_tensor_head_of(t)->numel == 0)
     return kd_tensor_to_dtype(t, dtype, out);
   if (non_overlapping_dense(t)) {
     for (int d = 0; d < nd; d++) strides[d] = st[d];
@@ -316,7 +318,8 @@ static kd_status convert_input(const kd_tensor *t, kd_dtype dtype, kd_tensor **o
     }
   }
   kd_tensor *c = NULL;
-  kd_status r = kd_tensor_empty_strided(nd, sz, strides, dtype, kd__t_device(t), &c);
+  kd_status r =
+      kd_tensor_empty_strided(nd, sz, strides, dtype, kd_tensor_head_of(t)->storage->device, &c);
   if (!r) r = kd_tensor_copy_(c, t);
   if (r) {
     kd_tensor_release(c);
@@ -332,7 +335,7 @@ static kd_status compute_types(kdk_iter *it, build_state *b, bool all_scalars) {
   kd_dtype common = KD_DTYPE_UNDEFINED;
   bool different = false;
   for (int k = nout; k < nt; k++) {
-    kd_dtype d = kd__t_dtype(it->tensors[k]);
+    kd_dtype d = kd_tensor_head_of(it->tensors[k])->dtype;
     if (common == KD_DTYPE_UNDEFINED)
       common = d;
     else if (d != common)
@@ -342,14 +345,15 @@ static kd_status compute_types(kdk_iter *it, build_state *b, bool all_scalars) {
   if (f & KDK_ITER_F_CHECK_SAME_DTYPE) {
     bool bad = different;
     for (int k = 0; k < nout && !bad; k++)
-      if (b->info[k].t && common != KD_DTYPE_UNDEFINED && kd__t_dtype(b->info[k].t) != common)
+      if (b->info[k].t && common != KD_DTYPE_UNDEFINED &&
+          kd_tensor_head_of(b->info[k].t)->dtype != common)
         bad = true;
     if (bad) {
       for (int k = 0; k < nt; k++) {
         const kd_tensor *t = b->info[k].t;
-        if (t && kd__t_dtype(t) != common)
+        if (t && kd_tensor_head_of(t)->dtype != common)
           return kd_set_error(KD_ETYPE, "%s: Found dtype %s but expected %s", it->op,
-                              kd_dtype_name(kd__t_dtype(t)), kd_dtype_name(common));
+                              kd_dtype_name(kd_tensor_head_of(t)->dtype), kd_dtype_name(common));
       }
     }
   }
@@ -360,10 +364,10 @@ static kd_status compute_types(kdk_iter *it, build_state *b, bool all_scalars) {
     kd_result_type_init(&rs);
     for (int k = nout; k < nt; k++) {
       const kd_tensor *t = it->tensors[k];
-      if (kd__t_is_wrapped_number(t))
-        kd_result_type_add_scalar(&rs, kd__t_dtype(t));
+      if ((t && kd_tensor_head_of(t)->wrapped_number))
+        kd_result_type_add_scalar(&rs, kd_tensor_head_of(t)->dtype);
       else
-        kd_result_type_add_tensor(&rs, kd__t_dtype(t), kd__t_ndim(t));
+        kd_result_type_add_tensor(&rs, kd_tensor_head_of(t)->dtype, kd_tensor_head_of(t)->ndim);
     }
     common = kd_result_type_finish(&rs);
   }
@@ -376,7 +380,7 @@ static kd_status compute_types(kdk_iter *it, build_state *b, bool all_scalars) {
   for (int k = 0; k < nout; k++) {
     opinfo *o = &b->info[k];
     if (o->t) {
-      kd_dtype od = kd__t_dtype(o->t);
+      kd_dtype od = kd_tensor_head_of(o->t)->dtype;
       it->dtypes[k] = od;
       if (common == KD_DTYPE_UNDEFINED || od == common) continue;
       if ((f & KDK_ITER_F_SAFE_CAST) && !kd__can_cast(common, od))
@@ -399,7 +403,7 @@ static kd_status compute_types(kdk_iter *it, build_state *b, bool all_scalars) {
   /* inputs */
   for (int k = nout; k < nt; k++) {
     kd_tensor *t = it->tensors[k];
-    kd_dtype d = kd__t_dtype(t);
+    kd_dtype d = kd_tensor_head_of(t)->dtype;
     if ((f & KDK_ITER_F_PROMOTE_INPUTS) && d != common && !it->is_meta) {
       kd_tensor *c = NULL;
       kd_status st = convert_input(t, common, &c);
@@ -477,7 +481,7 @@ static bool layout_strides(const kdk_iter *it, const build_state *b, int64_t *st
 static kd_status set_up_output(kdk_iter *it, build_state *b, int k, int ndim, const int64_t *sizes,
                                const int64_t *strides, const int64_t *temp_strides) {
   opinfo *o = &b->info[k];
-  kd_dtype dt = o->t ? kd__t_dtype(o->t) : it->dtypes[k];
+  kd_dtype dt = o->t ? kd_tensor_head_of(o->t)->dtype : it->dtypes[k];
   kd_tensor *t;
   kd_status st;
   if (o->structured) {
@@ -501,8 +505,9 @@ static kd_status set_up_output(kdk_iter *it, build_state *b, int k, int ndim, co
   if (o->needs_temp) {
     kd_tensor *tmp = NULL;
     st = temp_strides ? kd_tensor_empty_strided(ndim, sizes, temp_strides, it->common_dtype,
-                                                kd__t_device(t), &tmp)
-                      : kd_tensor_empty(ndim, sizes, it->common_dtype, kd__t_device(t), &tmp);
+                                                kd_tensor_head_of(t)->storage->device, &tmp)
+                      : kd_tensor_empty(ndim, sizes, it->common_dtype,
+                                        kd_tensor_head_of(t)->storage->device, &tmp);
     if (st) return with_op(it, st);
     it->originals[k] = t;
     it->temps |= 1u << k;
@@ -525,8 +530,8 @@ static kd_status copy_for_rows(kdk_iter *it, build_state *b, int k) {
     }
   kd_tensor *c = NULL;
   kd_tensor *src = it->tensors[k];
-  kd_status st = kd_tensor_empty_strided(nd, it->full_shape, strides, kd__t_dtype(src),
-                                         kd__t_device(src), &c);
+  kd_status st = kd_tensor_empty_strided(nd, it->full_shape, strides, kd_tensor_head_of(src)->dtype,
+                                         kd_tensor_head_of(src)->storage->device, &c);
   if (!st) st = kd_tensor_copy_(c, src);
   if (st) {
     kd_tensor_release(c);
@@ -646,23 +651,25 @@ static int build_fast(kdk_iter *it, kd_status *status) {
       s->mode != KDK_STRUCTURED_INPLACE)
     return 1;
   const kd_tensor *first = it->tensors[nout];
-  kd_dtype common = kd__t_dtype(first);
-  kd_device dev = kd__t_device(first);
-  int nd = kd__t_ndim(first);
-  if (dev.type == KD_DEVICE_META || !kd__t_is_contiguous(first) ||
-      (nd == 0 && kd__t_is_wrapped_number(first)))
+  kd_dtype common = kd_tensor_head_of(first)->dtype;
+  kd_device dev = kd_tensor_head_of(first)->storage->device;
+  int nd = kd_tensor_head_of(first)->ndim;
+  if (dev.type == KD_DEVICE_META || !kd_tensor_head_of(first)->contiguous ||
+      (nd == 0 && (first && kd_tensor_head_of(first)->wrapped_number)))
     return 1;
-  const int64_t *shape = kd__t_sizes(first);
-  int64_t numel = kd__t_numel(first);
+  const int64_t *shape = kd_tensor_head_of(first)->sizes;
+  int64_t numel = kd_tensor_head_of(first)->numel;
   /* the other inputs against the first: numel first (cheap, and it settles
    * most mismatches), then the full shape */
   for (int k = nout + 1; k < nt; k++) {
     const kd_tensor *t = it->tensors[k];
     if (t == first) continue;
-    if (kd__t_dtype(t) != common || kd__t_numel(t) != numel || !kd__t_is_contiguous(t) ||
-        !same_shape(kd__t_ndim(t), kd__t_sizes(t), nd, shape) ||
-        (nd == 0 && kd__t_is_wrapped_number(t)) ||
-        (!kd__t_shares_storage(t, first) && !kd_device_equal(kd__t_device(t), dev)))
+    if (kd_tensor_head_of(t)->dtype != common || kd_tensor_head_of(t)->numel != numel ||
+        !kd_tensor_head_of(t)->contiguous ||
+        !same_shape(kd_tensor_head_of(t)->ndim, kd_tensor_head_of(t)->sizes, nd, shape) ||
+        (nd == 0 && (t && kd_tensor_head_of(t)->wrapped_number)) ||
+        (!(t && first && kd_tensor_head_of(t)->storage == kd_tensor_head_of(first)->storage) &&
+         !kd_device_equal(kd_tensor_head_of(t)->storage->device, dev)))
       return 1;
   }
   if ((f & KDK_ITER_F_INT_TO_FLOAT) && kd_dtype_is_integral(common, true)) return 1;
@@ -675,19 +682,22 @@ static int build_fast(kdk_iter *it, kd_status *status) {
       else if (!kd_device_equal(s->device, dev)) return 1;
     }
     if (!o) continue; /* a new output, allocated below */
-    if (kd__t_dtype(o) != common || kd__t_numel(o) != numel || !kd__t_is_contiguous(o) ||
-        !kd_device_equal(kd__t_device(o), dev) ||
-        !same_shape(kd__t_ndim(o), kd__t_sizes(o), nd, shape))
+    if (kd_tensor_head_of(o)->dtype != common || kd_tensor_head_of(o)->numel != numel ||
+        !kd_tensor_head_of(o)->contiguous ||
+        !kd_device_equal(kd_tensor_head_of(o)->storage->device, dev) ||
+        !same_shape(kd_tensor_head_of(o)->ndim, kd_tensor_head_of(o)->sizes, nd, shape))
       return 1;
     if ((f & KDK_ITER_F_CHECK_OVERLAP) && numel != 0) {
       /* contiguous, same shape: an input sharing the storage must start at
        * the same element or not overlap at all */
-      int64_t isz = (int64_t)kd__t_itemsize(o);
-      int64_t a0 = kd__t_storage_offset(o) * isz, a1 = a0 + numel * isz;
+      int64_t isz = (int64_t)kd_tensor_head_of(o)->itemsize;
+      int64_t a0 = kd_tensor_head_of(o)->offset * isz, a1 = a0 + numel * isz;
       for (int j = nout; j < nt; j++) {
         const kd_tensor *in = it->tensors[j];
-        if (in == o || !kd__t_shares_storage(in, o)) continue;
-        int64_t b0 = kd__t_storage_offset(in) * isz, b1 = b0 + numel * isz;
+        if (in == o ||
+            !(in && o && kd_tensor_head_of(in)->storage == kd_tensor_head_of(o)->storage))
+          continue;
+        int64_t b0 = kd_tensor_head_of(in)->offset * isz, b1 = b0 + numel * isz;
         if (b0 != a0 && a0 < b1 && b0 < a1) return 1;
       }
     }
@@ -708,7 +718,7 @@ static int build_fast(kdk_iter *it, kd_status *status) {
     kd_status st;
     if (!t && s) {
       const kd_tensor *g = s->mode == KDK_STRUCTURED_FUNCTIONAL ? NULL : s->given[k];
-      if (g) dt = kd__t_dtype(g);
+      if (g) dt = kd_tensor_head_of(g)->dtype;
       /* a given tensor passed every check of set_output above */
       st = g ? kdk__structured_adopt_given(s, k)
              : kdk_structured_set_output(s, k, nd, it->full_shape, NULL, dt);
@@ -718,7 +728,7 @@ static int build_fast(kdk_iter *it, kd_status *status) {
       }
       t = kdk_structured_output(s, k);
     } else if (t) {
-      dt = kd__t_dtype(t);
+      dt = kd_tensor_head_of(t)->dtype;
     } else {
       st = kd_tensor_empty(nd, it->full_shape, dt, dev, &t);
       if (st) {
@@ -737,11 +747,11 @@ static int build_fast(kdk_iter *it, kd_status *status) {
   bool ready = nd > 0;
   for (int k = 0; k < nt; k++) { /* tensors[k] has dtypes[k]: its itemsize is the stride */
     const kd_tensor *t = it->tensors[k];
-    int64_t isz = (int64_t)kd__t_itemsize(t);
+    int64_t isz = (int64_t)kd_tensor_head_of(t)->itemsize;
     it->strides[0][k] = isz;
     it->loop_strides[k] = isz;
     it->loop_strides[nt + k] = 0;
-    char *d = kd__t_data(t);
+    char *d = kd_tensor_head_data(kd_tensor_head_of(t));
     it->data[k] = d;
     ready = ready && d;
   }
@@ -778,7 +788,8 @@ kd_status kdk_iter_build(kdk_iter *it) {
 /* The device the loops run on: output 0's (a 0-dim CPU input may go with
  * tensors of another device), else the build's. */
 static kd_device iter_device(const kdk_iter *it, const build_state *b) {
-  return it->noutputs > 0 && it->tensors[0] ? kd__t_device(it->tensors[0]) : b->device;
+  return it->noutputs > 0 && it->tensors[0] ? kd_tensor_head_of(it->tensors[0])->storage->device
+                                            : b->device;
 }
 
 kd_status kdk__iter_build_general(kdk_iter *it) {
@@ -799,7 +810,7 @@ kd_status kdk__iter_build_general(kdk_iter *it) {
   bool have_device = false;
   for (int k = nout; k < nt; k++) {
     const kd_tensor *t = it->tensors[k];
-    kd_device d = kd__t_device(t);
+    kd_device d = kd_tensor_head_of(t)->storage->device;
     if (d.type == KD_DEVICE_META) it->is_meta = true;
     if (!have_device) {
       if (!s) b->device = d;
@@ -824,10 +835,10 @@ kd_status kdk__iter_build_general(kdk_iter *it) {
     o->t = t;
     if (!t) continue;
     if (!have_device && !s) {
-      b->device = kd__t_device(t);
+      b->device = kd_tensor_head_of(t)->storage->device;
       have_device = true;
     }
-    if (kd__t_device(t).type == KD_DEVICE_META) it->is_meta = true;
+    if (kd_tensor_head_of(t)->storage->device.type == KD_DEVICE_META) it->is_meta = true;
     for (int j = nout; j < nt; j++)
       if (it->tensors[j] == t) o->read_write = true;
   }
@@ -838,13 +849,16 @@ kd_status kdk__iter_build_general(kdk_iter *it) {
     for (int k = 0; k < nt; k++) {
       const kd_tensor *t = b->info[k].t;
       if (!t) continue;
-      if (k >= nout && kd__t_ndim(t) == 0 && kd__t_device(t).type == KD_DEVICE_CPU) continue;
+      if (k >= nout && kd_tensor_head_of(t)->ndim == 0 &&
+          kd_tensor_head_of(t)->storage->device.type == KD_DEVICE_CPU)
+        continue;
       if (!first) {
         first = t;
-      } else if (!kd_device_equal(kd__t_device(t), kd__t_device(first))) {
+      } else if (!kd_device_equal(kd_tensor_head_of(t)->storage->device,
+                                  kd_tensor_head_of(first)->storage->device)) {
         char a[64], c[64];
-        kd_device_format(kd__t_device(first), a, sizeof a);
-        kd_device_format(kd__t_device(t), c, sizeof c);
+        kd_device_format(kd_tensor_head_of(first)->storage->device, a, sizeof a);
+        kd_device_format(kd_tensor_head_of(t)->storage->device, c, sizeof c);
         return kd_set_error(KD_EINVAL,
                             "%s: Expected all tensors to be on the same device, but found at "
                             "least two devices, %s and %s!",
@@ -874,20 +888,22 @@ kd_status kdk__iter_build_general(kdk_iter *it) {
       int tmp_nd = nd;
       int64_t tmp[KD_MAX_DIMS];
       for (int d = 0; d < nd; d++) tmp[d] = shape[d];
-      st = broadcast_into(it, &tmp_nd, tmp, kd__t_ndim(t), kd__t_sizes(t));
+      st =
+          broadcast_into(it, &tmp_nd, tmp, kd_tensor_head_of(t)->ndim, kd_tensor_head_of(t)->sizes);
       if (st) return st;
       if (!same_shape(tmp_nd, tmp, nd, shape))
         return kd_set_error(KD_EINVAL, "%s: operand %d of shape %s does not fit the static shape",
                             it->op, k,
-                            fmt_shape((char[256]){0}, 256, kd__t_ndim(t), kd__t_sizes(t)));
+                            fmt_shape((char[256]){0}, 256, kd_tensor_head_of(t)->ndim,
+                                      kd_tensor_head_of(t)->sizes));
     }
   } else {
     for (int k = 0; k < nt; k++) {
       const kd_tensor *t = b->info[k].t;
       if (!t) continue;
       if (k < nout && (reduction || (f & KDK_ITER_F_RESIZE_OUTPUTS))) continue;
-      int tn = kd__t_ndim(t);
-      const int64_t *ts = kd__t_sizes(t);
+      int tn = kd_tensor_head_of(t)->ndim;
+      const int64_t *ts = kd_tensor_head_of(t)->sizes;
       if (tn == 0)
         has_scalars = true;
       else
@@ -934,7 +950,8 @@ kd_status kdk__iter_build_general(kdk_iter *it) {
     for (int k = 0; k < nout; k++) {
       opinfo *o = &b->info[k];
       if (!o->t) continue;
-      if (!same_shape(kd__t_ndim(o->t), kd__t_sizes(o->t), on, b->out_shape))
+      if (!same_shape(kd_tensor_head_of(o->t)->ndim, kd_tensor_head_of(o->t)->sizes, on,
+                      b->out_shape))
         o->will_resize = true;
     }
   } else {
@@ -942,15 +959,18 @@ kd_status kdk__iter_build_general(kdk_iter *it) {
     for (int d = 0; d < nd; d++) b->out_shape[d] = shape[d];
     for (int k = 0; k < nout; k++) {
       opinfo *o = &b->info[k];
-      if (!o->t || same_shape(kd__t_ndim(o->t), kd__t_sizes(o->t), nd, shape)) continue;
+      if (!o->t ||
+          same_shape(kd_tensor_head_of(o->t)->ndim, kd_tensor_head_of(o->t)->sizes, nd, shape))
+        continue;
       if ((f & KDK_ITER_F_RESIZE_OUTPUTS) && !o->read_write && it->static_ndim < 0) {
         o->will_resize = true;
       } else {
         char have[256], want[256];
-        return kd_set_error(
-            KD_EINVAL, "%s: output with shape %s doesn't match the broadcast shape %s", it->op,
-            fmt_shape(have, sizeof have, kd__t_ndim(o->t), kd__t_sizes(o->t)),
-            fmt_shape(want, sizeof want, nd, shape));
+        return kd_set_error(KD_EINVAL,
+                            "%s: output with shape %s doesn't match the broadcast shape %s", it->op,
+                            fmt_shape(have, sizeof have, kd_tensor_head_of(o->t)->ndim,
+                                      kd_tensor_head_of(o->t)->sizes),
+                            fmt_shape(want, sizeof want, nd, shape));
       }
     }
   }
@@ -965,7 +985,7 @@ kd_status kdk__iter_build_general(kdk_iter *it) {
     for (int k = 0; k < nt && fast; k++) {
       const kd_tensor *t = b->info[k].t;
       if (!t || b->info[k].will_resize) continue;
-      if (!kd__t_is_contiguous(t)) fast = false;
+      if (!kd_tensor_head_of(t)->contiguous) fast = false;
     }
   }
   if (fast) {
@@ -979,7 +999,7 @@ kd_status kdk__iter_build_general(kdk_iter *it) {
     it->outer_numel = numel;
     for (int k = 0; k < nt; k++) {
       it->strides[0][k] = (int64_t)kd_dtype_size(it->dtypes[k]);
-      it->data[k] = kd__t_data(it->tensors[k]);
+      it->data[k] = kd_tensor_head_data(kd_tensor_head_of(it->tensors[k]));
     }
     it->device = iter_device(it, b);
     it->built = true;
@@ -1006,8 +1026,8 @@ kd_status kdk__iter_build_general(kdk_iter *it) {
     if (!reduction) {
       broadcast_strides(t, nd, shape, b->ostr[k]);
     } else {
-      const int64_t *ts = kd__t_strides(t);
-      int64_t isz = (int64_t)kd__t_itemsize(t);
+      const int64_t *ts = kd_tensor_head_of(t)->strides;
+      int64_t isz = (int64_t)kd_tensor_head_of(t)->itemsize;
       bool keep = (f & KDK_ITER_F_KEEPDIM) != 0;
       int j = 0;
       for (int d = 0; d < nd; d++) {
@@ -1029,7 +1049,7 @@ kd_status kdk__iter_build_general(kdk_iter *it) {
     if (st) return st;
   }
   finish_geometry(it, b);
-  for (int k = 0; k < nt; k++) it->data[k] = kd__t_data(it->tensors[k]);
+  for (int k = 0; k < nt; k++) it->data[k] = kd_tensor_head_data(kd_tensor_head_of(it->tensors[k]));
   it->device = iter_device(it, b);
   it->built = true;
   return KD_OK;
@@ -1076,7 +1096,7 @@ kd_status kdk_iter_build_comparison_op(kdk_iter *it, kd_tensor *out, const kd_te
     o = it->s->given[0];
   if (!o)
     it->static_dtype = KD_BOOL;
-  else if (kd__t_dtype(o) != KD_BOOL)
+  else if (kd_tensor_head_of(o)->dtype != KD_BOOL)
     it->flags |= KDK_ITER_F_CAST_OUTPUTS;
   return kdk_iter_build(it);
 }

@@ -5,7 +5,6 @@
 #include <stdio.h>
 
 #include "gen_support.h"
-#include "tensor_access.h"
 #include "kd/ops.h"
 #include "native/bitwise.h"
 
@@ -37,13 +36,6 @@ static void close_hand_registered(void) {
 }
 
 static kd_status open_libraries(void) {
-  /* libkdops reads tensor fields inline (src/tensor_access.h): the
-   * libkdispatch it runs with must lay tensors out as the one it was built
-   * with. */
-  if (kd_tensor_layout_stamp() != kd__tensor_layout_here())
-    return kd_set_error(KD_ESTATE,
-                        "kd_ops_open: this libkdops was built against another libkdispatch (the "
-                        "tensor layout differs): use the libkdispatch of the same build");
   kd_status st = kd__ops_register();
   if (st) return st; /* kd__ops_register leaves nothing registered on failure */
   if ((st = open_hand_registered())) {

@@ -6,11 +6,11 @@
  */
 #include "structured.h"
 
-#include "iter.h" /* kdk__structured_adopt_given */
-
 #include <stdio.h>
 #include <string.h>
-#include "tensor_access.h"
+
+#include "iter.h" /* kdk__structured_adopt_given */
+#include "kd/tensor_head.h"
 
 /* "[2, 3]"; "[]" for 0-dim. Cut at cap. */
 static const char *format_shape(char *buf, size_t cap, int ndim, const int64_t *sizes) {
@@ -36,15 +36,15 @@ static kd_status with_op(const kdk_structured *s, kd_status st) {
 }
 
 static bool same_sizes(const kd_tensor *t, int ndim, const int64_t *sizes) {
-  if (kd__t_ndim(t) != ndim) return false;
-  const int64_t *ts = kd__t_sizes(t);
+  if (kd_tensor_head_of(t)->ndim != ndim) return false;
+  const int64_t *ts = kd_tensor_head_of(t)->sizes;
   for (int d = 0; d < ndim; d++)
     if (ts[d] != sizes[d]) return false;
   return true;
 }
 
 static bool same_strides(const kd_tensor *t, int ndim, const int64_t *strides) {
-  const int64_t *ts = kd__t_strides(t);
+  const int64_t *ts = kd_tensor_head_of(t)->strides;
   for (int d = 0; d < ndim; d++)
     if (ts[d] != strides[d]) return false;
   return true;
@@ -67,17 +67,17 @@ static kd_status set_inplace(kdk_structured *s, int i, kd_tensor *t, int ndim,
                              const int64_t *sizes, const int64_t *strides, kd_dtype dtype) {
   if (!same_sizes(t, ndim, sizes)) {
     char have[256], want[256];
-    return kd_set_error(KD_EINVAL, "%s: output with shape %s doesn't match the broadcast shape %s",
-                        s->op,
-                        format_shape(have, sizeof have, kd__t_ndim(t), kd__t_sizes(t)),
-                        format_shape(want, sizeof want, ndim, sizes));
+    return kd_set_error(
+        KD_EINVAL, "%s: output with shape %s doesn't match the broadcast shape %s", s->op,
+        format_shape(have, sizeof have, kd_tensor_head_of(t)->ndim, kd_tensor_head_of(t)->sizes),
+        format_shape(want, sizeof want, ndim, sizes));
   }
-  if (kd__t_dtype(t) != dtype)
+  if (kd_tensor_head_of(t)->dtype != dtype)
     return kd_set_error(KD_ETYPE,
                         "%s: bad in-place call: input tensor dtype %s and output tensor dtype %s "
                         "should match",
-                        s->op, kd_dtype_name(kd__t_dtype(t)), kd_dtype_name(dtype));
-  kd_device dev = kd__t_device(t);
+                        s->op, kd_dtype_name(kd_tensor_head_of(t)->dtype), kd_dtype_name(dtype));
+  kd_device dev = kd_tensor_head_of(t)->storage->device;
   if (!kd_device_equal(dev, s->device)) {
     char have[64], want[64];
     return kd_set_error(KD_EINVAL,
@@ -95,10 +95,10 @@ static kd_status set_inplace(kdk_structured *s, int i, kd_tensor *t, int ndim,
 
 static kd_status set_out(kdk_structured *s, int i, kd_tensor *t, int ndim, const int64_t *sizes,
                          const int64_t *strides, kd_dtype dtype) {
-  if (kd__t_dtype(t) != dtype)
+  if (kd_tensor_head_of(t)->dtype != dtype)
     return kd_set_error(KD_ETYPE, "%s: Expected out tensor to have dtype %s, but got %s instead",
-                        s->op, kd_dtype_name(dtype), kd_dtype_name(kd__t_dtype(t)));
-  kd_device dev = kd__t_device(t);
+                        s->op, kd_dtype_name(dtype), kd_dtype_name(kd_tensor_head_of(t)->dtype));
+  kd_device dev = kd_tensor_head_of(t)->storage->device;
   if (!kd_device_equal(dev, s->device)) {
     char have[64], want[64];
     return kd_set_error(KD_EINVAL, "%s: Expected out tensor to have device %s, but got %s instead",
@@ -109,9 +109,10 @@ static kd_status set_out(kdk_structured *s, int i, kd_tensor *t, int ndim, const
     /* PyTorch's resize_output: resizing an out that has elements is
      * deprecated and warned about. The asked-for strides are used for the
      * new geometry, so a resized out never needs a proxy. */
-    bool warn = kd__t_numel(t) != 0;
+    bool warn = kd_tensor_head_of(t)->numel != 0;
     char have[256];
-    if (warn) format_shape(have, sizeof have, kd__t_ndim(t), kd__t_sizes(t));
+    if (warn)
+      format_shape(have, sizeof have, kd_tensor_head_of(t)->ndim, kd_tensor_head_of(t)->sizes);
     kd_status st = kd_tensor_resize_(t, ndim, sizes, strides);
     if (st) return with_op(s, st);
     if (warn) {

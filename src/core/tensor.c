@@ -396,8 +396,6 @@ int64_t kd_tensor_numel(const kd_tensor *t) { return t->numel; }
 size_t kd_tensor_itemsize(const kd_tensor *t) { return (size_t)t->itemsize; }
 bool kd_tensor_is_contiguous(const kd_tensor *t) { return t->contiguous; }
 
-uint64_t kd_tensor_layout_stamp(void) { return kd__tensor_layout_here(); }
-
 kd_status kd_tensor_get_view(const kd_tensor *t, kd_tensor_view *out) {
   if (!out) return kd_set_error(KD_EINVAL, "kd_tensor_get_view: out is NULL");
   if (!t) return kd_set_error(KD_EINVAL, "kd_tensor_get_view: tensor is NULL");

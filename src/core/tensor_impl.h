@@ -11,12 +11,14 @@
 #include "core/internal.h"
 #include "kd/dispatch.h"
 #include "kd/tensor.h"
+#include "kd/tensor_head.h"
 
+/* Both structs start with their public head (kd/tensor_head.h: the same
+ * field lists, asserted below), which libkdops and kernel authors read
+ * inline; the private fields follow. */
 struct kd_storage {
+  KD_STORAGE_HEAD_FIELDS /* data, nbytes, device */
   kd__refcount refs;
-  void *data;    /* NULL for meta storage and for nbytes == 0 */
-  size_t nbytes;
-  kd_device device;
   /* Exactly one way to free the bytes: the allocator copy it came from, or a
    * deleter for wrapped memory (or neither, for meta / empty). */
   bool owns_via_allocator;
@@ -33,24 +35,40 @@ struct kd_storage {
   bool data_inline;
 };
 
+/* The head's fields: storage (one reference, never NULL), offset (in
+ * elements), numel (cached product of sizes), ndim, dtype, itemsize (cached
+ * kd_dtype_size(dtype)), contiguous (cached), wrapped_number (a 0-dim tensor
+ * made from a scalar), sizes, strides. */
 struct kd_tensor {
+  KD_TENSOR_HEAD_FIELDS(kd_storage)
   kd__refcount refs;
-  kd_keyset keys;      /* dispatch keys: the backend key of the device */
-  kd_storage *storage; /* one reference, never NULL */
-  int64_t offset;      /* in elements */
-  int ndim;
-  kd_dtype dtype;
-  int itemsize;        /* cached kd_dtype_size(dtype) */
+  kd_keyset keys; /* dispatch keys: the backend key of the device */
   kd_layout layout;
-  int64_t numel;       /* cached product of sizes */
-  bool contiguous;     /* cached */
-  bool wrapped_number; /* a 0-dim tensor made from a scalar */
   /* The tensor lives in its storage's block (kd__tensor_new): its memory goes
    * with the storage's last reference, so `storage` never changes. */
   bool embedded;
-  int64_t sizes[KD_MAX_DIMS];
-  int64_t strides[KD_MAX_DIMS];
 };
+
+/* The public heads are the private structs' first bytes. */
+#define KD__HEAD_SAME(priv, pub, f)                                                  \
+  _Static_assert(offsetof(struct priv, f) == offsetof(pub, f) &&                      \
+                     sizeof(((struct priv *)0)->f) == sizeof(((pub *)0)->f),          \
+                 #priv "." #f " is not where " #pub " has it")
+KD__HEAD_SAME(kd_storage, kd_storage_head, data);
+KD__HEAD_SAME(kd_storage, kd_storage_head, nbytes);
+KD__HEAD_SAME(kd_storage, kd_storage_head, device);
+KD__HEAD_SAME(kd_tensor, kd_tensor_head, storage);
+KD__HEAD_SAME(kd_tensor, kd_tensor_head, offset);
+KD__HEAD_SAME(kd_tensor, kd_tensor_head, numel);
+KD__HEAD_SAME(kd_tensor, kd_tensor_head, ndim);
+KD__HEAD_SAME(kd_tensor, kd_tensor_head, dtype);
+KD__HEAD_SAME(kd_tensor, kd_tensor_head, itemsize);
+KD__HEAD_SAME(kd_tensor, kd_tensor_head, contiguous);
+KD__HEAD_SAME(kd_tensor, kd_tensor_head, wrapped_number);
+KD__HEAD_SAME(kd_tensor, kd_tensor_head, sizes);
+KD__HEAD_SAME(kd_tensor, kd_tensor_head, strides);
+_Static_assert(sizeof(struct kd_storage) >= sizeof(kd_storage_head), "storage head");
+_Static_assert(sizeof(struct kd_tensor) >= sizeof(kd_tensor_head), "tensor head");
 
 /* The backend key of a device type: backend keys follow the device types in
  * order (checked in src/dispatch/keys.c). */
@@ -116,25 +134,6 @@ void kd__tensor_free_last(kd_tensor *tensor);
  * `tensor` is not NULL. */
 static inline void kd__tensor_release(kd_tensor *tensor) {
   if (kd__ref_dec_last(&tensor->refs)) kd__tensor_free_last(tensor);
-}
-
-/* A stamp of the layout libkdops reads inline (ops/src/tensor_access.h):
- * the struct sizes and the offsets of the fields it reads. kd_tensor_layout_stamp
- * returns the stamp libkdispatch was built with; kd_ops_open compares it
- * with kd__tensor_layout_here() as libkdops was built. */
-static inline uint64_t kd__tensor_layout_here(void) {
-  const uint64_t v[] = {
-      sizeof(struct kd_tensor),           sizeof(struct kd_storage),
-      offsetof(struct kd_tensor, storage), offsetof(struct kd_tensor, offset),
-      offsetof(struct kd_tensor, ndim),    offsetof(struct kd_tensor, dtype),
-      offsetof(struct kd_tensor, itemsize), offsetof(struct kd_tensor, numel),
-      offsetof(struct kd_tensor, contiguous), offsetof(struct kd_tensor, wrapped_number),
-      offsetof(struct kd_tensor, sizes),   offsetof(struct kd_tensor, strides),
-      offsetof(struct kd_storage, data),   offsetof(struct kd_storage, device),
-      KD_MAX_DIMS};
-  uint64_t h = UINT64_C(14695981039346656037);
-  for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) h = (h ^ v[i]) * UINT64_C(1099511628211);
-  return h;
 }
 
 /* kd_dtype_size inline, for the tensor constructors (dtype.c fills it). */
