@@ -23,6 +23,7 @@
 
 #include "gen_backend.h"
 #include "gen_impl.h"
+#include "gen_select.h"
 #include "kd/dispatch.h"
 #include "kd/memory.h"
 
@@ -778,6 +779,24 @@ static void b_emit_direct(const bgen *g, kdg_buf *b, kdg_buf *h, const bplan *p)
   kdg_printf(b, ");\n}\n\n");
 }
 
+/* Opens the selective-build guard of a stub's device loop: registered when
+ * any Legacy operator whose impl calls it is. False (no guard) when one of
+ * them has no key token. */
+static bool b_stub_guard_open(const bgen *g, kdg_buf *b, const char *stub) {
+  const char *k = kdg_sel_key_token(g->b->opts.key);
+  if (!k) return false;
+  size_t n = 0;
+  for (size_t i = 0; i < g->nplans; i++) {
+    const bplan *p = &g->plans[i];
+    if (p->kind != PLAN_STRUCTURED || !b_seen(p->stubs, p->nstubs, stub)) continue;
+    char tok[512];
+    kdg_sel_op_token(p->f, tok, sizeof tok);
+    kdg_printf(b, "%s KD_SHOULD_REGISTER(%s, %s, %s)", n++ ? " ||" : "#if", p->ns, tok, k);
+  }
+  if (n) kdg_printf(b, "\n");
+  return n > 0;
+}
+
 static int b_write_plugin(bgen *g, const char *out_dir) {
   kdg_buf b, h;
   kdg_buf_init(&b);
@@ -792,8 +811,10 @@ static int b_write_plugin(bgen *g, const char *out_dir) {
              " * `kd_tensor **` output receives one reference the caller owns; a NULL\n"
              " * `const kd_scalar *` for a Scalar with a default means the default. On error\n"
              " * the status says why and tensor outputs are NULL. */\n\n"
-             "#include <kd/kd.h>\n#include <kdk/kdk.h>\n\nKD_EXTERN_C_BEGIN\n\n",
+             "#include <kd/kd.h>\n#include <kdk/kdk.h>\n",
              g->name);
+  kdg_sel_include(&h);
+  kdg_printf(&h, "\nKD_EXTERN_C_BEGIN\n\n");
   kdg_printf(&b, B_GENERATED, g->b->path);
   kdg_printf(&b,
              "/* The backend \"%s\" for %s: wrappers, registration, plugin entry point\n"
@@ -802,18 +823,31 @@ static int b_write_plugin(bgen *g, const char *out_dir) {
              "#include <kdk/native.h> /* libkdops' kdk_meta_* and kdk_native_*, reused by Legacy */\n\n"
              "#include \"%s_direct.h\"\n#include \"%s_functions.h\"\n\n",
              g->name, g->b->opts.key, g->name, g->name);
-  /* Wrappers and adapters. */
+  kdg_sel_include(&b);
+  kdg_printf(&b, "\n");
+  /* Wrappers and adapters, each inside its selective-build guard (with its
+   * direct call and its row: nothing else names them). */
+  const char *key = g->b->opts.key;
   for (size_t i = 0; i < g->nplans; i++) {
     const bplan *p = &g->plans[i];
     if (p->kind == PLAN_NONE) continue;
+    bool sel = kdg_sel_guard_open(&b, p->ns, p->f, key);
     b_schema_comment(&b, p, p->f);
     if (p->kind == PLAN_STRUCTURED) b_emit_structured(g, &b, p);
     b_emit_adapter(g, &b, p, i);
+    kdg_sel_guard_close(&b, sel);
   }
   /* Direct calls. */
   kdg_printf(&b, "/* ---- Direct calls (%s_direct.h) ---- */\n\n", g->name);
-  for (size_t i = 0; i < g->nplans; i++)
-    if (g->plans[i].kind != PLAN_NONE) b_emit_direct(g, &b, &h, &g->plans[i]);
+  for (size_t i = 0; i < g->nplans; i++) {
+    const bplan *p = &g->plans[i];
+    if (p->kind == PLAN_NONE) continue;
+    bool sel = kdg_sel_guard_open(&b, p->ns, p->f, key);
+    kdg_sel_guard_open(&h, p->ns, p->f, key);
+    b_emit_direct(g, &b, &h, p);
+    kdg_sel_guard_close(&b, sel);
+    kdg_sel_guard_close(&h, sel);
+  }
   /* Registration tables. */
   kdg_printf(&b, "/* ---- Registration ---- */\n\n");
   kdg_printf(&b, "typedef struct %s__impl {\n  int ns; /* 0: %s, 1: %s */\n  const char *name;\n"
@@ -831,12 +865,14 @@ static int b_write_plugin(bgen *g, const char *out_dir) {
   for (size_t i = 0; i < g->nplans; i++) {
     const bplan *p = &g->plans[i];
     if (p->kind == PLAN_NONE) continue;
+    bool sel = kdg_sel_guard_open(&b, p->ns, p->f, key);
     kdg_printf(&b, "    {%d, \"%s\", \"%s\", %s__u%zu, \"%s:%d\"},\n", p->e->is_new ? 1 : 0,
                p->f->qualified, p->c.sig, g->name, i, g->b->path, p->e->line);
+    kdg_sel_guard_close(&b, sel);
     nimpls++;
   }
-  if (!nimpls) kdg_printf(&b, "    {0, NULL, NULL, NULL, NULL},\n");
-  kdg_printf(&b, "};\n\n");
+  /* A selective build may leave out every row: the table ends at its sentinel. */
+  kdg_printf(&b, "    {0, NULL, NULL, NULL, NULL}, /* the end (a selective build may leave no row) */\n};\n\n");
   char *stubs[512];
   size_t nstubs = b_stubs(g, stubs, 512);
   kdg_printf(&b, "static size_t %s__nstubs_registered;\nstatic bool %s__author_up; /* %sbackend succeeded */\n\n",
@@ -844,15 +880,20 @@ static int b_write_plugin(bgen *g, const char *out_dir) {
   kdg_printf(&b, "/* The device loops of the stubs, in registration order. */\n");
   kdg_printf(&b, "static kdk_stub *%s__stub(size_t i, kdk_stub_fn *fn) {\n  (void)i;\n  switch (i) {\n",
              g->name);
-  for (size_t i = 0; i < nstubs; i++)
+  for (size_t i = 0; i < nstubs; i++) {
+    bool sel = b_stub_guard_open(g, &b, stubs[i]);
     kdg_printf(&b, "  case %zu: *fn = (kdk_stub_fn)%s%s; return &KDK_STUB_OBJECT(%s);\n", i, g->prefix,
                stubs[i], stubs[i]);
-  kdg_printf(&b, "  default: (void)fn; return NULL;\n  }\n}\n\n");
+    kdg_sel_guard_close(&b, sel);
+  }
+  kdg_printf(&b, "  default: (void)fn; return NULL; /* also a stub a selective build left out */\n"
+                 "  }\n}\n\n");
   kdg_printf(&b,
              "static void %s__unregister_stubs(void) {\n"
              "  while (%s__nstubs_registered) {\n"
              "    kdk_stub_fn fn;\n"
-             "    kdk_stub_unregister_device(%s__stub(--%s__nstubs_registered, &fn), %s);\n"
+             "    kdk_stub *stub = %s__stub(--%s__nstubs_registered, &fn);\n"
+             "    if (stub) kdk_stub_unregister_device(stub, %s);\n"
              "  }\n}\n\n",
              g->name, g->name, g->name, g->name, g->dev_enum);
   kdg_printf(
@@ -881,7 +922,7 @@ static int b_write_plugin(bgen *g, const char *out_dir) {
     kdg_printf(&b,
              "  kd_library *libs[2] = {NULL, NULL};\n"
              "  static const char *const nss[2] = {\"%s\", \"%s\"};\n"
-             "  for (size_t i = 0; i < %zu; i++) {\n"
+             "  for (size_t i = 0; %s__impls[i].name; i++) {\n"
              "    const %s__impl *x = &%s__impls[i];\n"
              "    if (!libs[x->ns] &&\n"
              "        (st = kd_plugin_library(plugin, KD_LIBRARY_IMPL, nss[x->ns], %s, &libs[x->ns])))\n"
@@ -895,14 +936,14 @@ static int b_write_plugin(bgen *g, const char *out_dir) {
              "    k.debug = x->where;\n"
              "    if ((st = kd_library_impl(libs[x->ns], x->name, &k, NULL))) return st;\n"
              "  }\n",
-             g->up_ns, g->ns, nimpls, g->name, g->name, g->key_enum);
+             g->up_ns, g->ns, g->name, g->name, g->name, g->key_enum);
   if (nstubs)
     kdg_printf(&b,
              "  for (size_t i = 0; i < %zu; i++) {\n"
              "    kdk_stub_fn fn;\n"
              "    kdk_stub *stub = %s__stub(i, &fn);\n"
-             "    if ((st = kdk_stub_register_device(stub, %s, fn))) return st;\n"
-             "    %s__nstubs_registered++;\n"
+             "    if (stub && (st = kdk_stub_register_device(stub, %s, fn))) return st;\n"
+             "    %s__nstubs_registered = i + 1;\n"
              "  }\n",
              nstubs, g->name, g->dev_enum, g->name);
   kdg_printf(&b, "  return KD_OK;\n}\n\n");
