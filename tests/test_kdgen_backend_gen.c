@@ -142,10 +142,25 @@ static void test_fakegen(void **state) {
   ASSERT_CONTAINS(c, "kd_plugin_library(plugin, KD_LIBRARY_IMPL, nss[x->ns], KD_KEY_PRIVATEUSE1,");
   ASSERT_CONTAINS(c, "case 0: *fn = (kdk_stub_fn)fakegen_add_stub; return &KDK_STUB_OBJECT(add_stub);");
   ASSERT_CONTAINS(c, "case 1: *fn = (kdk_stub_fn)fakegen_mul_stub; return &KDK_STUB_OBJECT(mul_stub);");
-  ASSERT_CONTAINS(c, "if ((st = kdk_stub_register_device(stub, KD_DEVICE_PRIVATEUSE1, fn))) return st;");
+  ASSERT_CONTAINS(c, "if (stub && (st = kdk_stub_register_device(stub, KD_DEVICE_PRIVATEUSE1, fn))) "
+                     "return st;");
+  /* Selective builds: every entry's code and row in its guard, in its namespace;
+   * a stub loop registered when an operator of its Legacy group is kept. */
+  ASSERT_CONTAINS(c, "#include \"kd/selective.h\"");
+  assert_int_equal(count(c, "#if KD_SHOULD_REGISTER("), 3 * 19 + 2);
+  assert_int_equal(count(c, "#if KD_SHOULD_REGISTER(fakegen, scale_add, PRIVATEUSE1)\n"), 3);
+  ASSERT_CONTAINS(c, "#if KD_SHOULD_REGISTER(aten, mul_Tensor, PRIVATEUSE1) || KD_SHOULD_REGISTER(aten, "
+                     "mul__Tensor, PRIVATEUSE1) || KD_SHOULD_REGISTER(aten, mul_out, PRIVATEUSE1)\n"
+                     "  case 1: ");
+  ASSERT_CONTAINS(c, "    {0, NULL, NULL, NULL, NULL}, /* the end");
+  ASSERT_CONTAINS(c, "for (size_t i = 0; fakegen__impls[i].name; i++) {");
   ASSERT_CONTAINS(c, "KD_PLUGIN(fakegen__desc)");
   assert_int_equal(count(c, "kd_status kd_fakegen_"), 19); /* one direct call per entry */
   free(c);
+  char *dh = slurp(WORK "/a/fakegen_direct.h");
+  assert_int_equal(count(dh, "#if KD_SHOULD_REGISTER("), 19);
+  ASSERT_CONTAINS(dh, "#if KD_SHOULD_REGISTER(aten, add_Tensor, PRIVATEUSE1)\n/* aten::add.Tensor");
+  free(dh);
 
   /* Deterministic: a second run writes the same bytes. */
   snprintf(args, sizeof args, "%s/b", fakegen_args);
