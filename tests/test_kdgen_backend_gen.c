@@ -154,6 +154,21 @@ static void test_fakegen(void **state) {
                      "  case 1: ");
   ASSERT_CONTAINS(c, "    {0, NULL, NULL, NULL, NULL}, /* the end");
   ASSERT_CONTAINS(c, "for (size_t i = 0; fakegen__impls[i].name; i++) {");
+  /* device_check / device_guard (torchgen's RegisterDispatchKey), from the entry or upstream:
+   * scale_add checks both tensors and guards on self; copy_ and resize_ (NoCheck, no guard)
+   * are called as they are; add.Tensor (NoCheck: the iterator checks) only guards. */
+  ASSERT_CONTAINS(c, "/* device_check: ExactSame; device_guard: self */\nstatic kd_status fakegen__c18(kd_tensor "
+                     "*self, kd_tensor *other, double alpha, kd_tensor **out) {");
+  ASSERT_CONTAINS(c, "  if ((kd__st = fakegen__same_device(\"wrapper_PrivateUse1_scale_add\", 2, kd__t, kd__n)))");
+  ASSERT_CONTAINS(c, "  if (self && (kd__st = kd_device_guard_enter(&kd__g, kd_tensor_device(self)))) return "
+                     "kd__st;\n  kd__st = fakegen_scale_add(self, other, alpha, out);\n"
+                     "  kd_device_guard_exit(&kd__g);\n");
+  ASSERT_CONTAINS(c, "/* device_check: NoCheck; device_guard: self */\nstatic kd_status fakegen__c5(");
+  ASSERT_CONTAINS(c, "/* device_check: NoCheck; device_guard: device */\nstatic kd_status fakegen__c0(");
+  ASSERT_CONTAINS(c, "  if (device && (kd__st = kd_device_guard_enter(&kd__g, *device))) return kd__st;");
+  ASSERT_LACKS(c, "fakegen__c3(");
+  ASSERT_LACKS(c, "fakegen__c4(");
+  ASSERT_CONTAINS(c, "return fakegen_copy_(self, src, non_blocking);");
   ASSERT_CONTAINS(c, "KD_PLUGIN(fakegen__desc)");
   assert_int_equal(count(c, "kd_status kd_fakegen_"), 19); /* one direct call per entry */
   free(c);

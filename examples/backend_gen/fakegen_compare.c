@@ -139,11 +139,8 @@ CASE(resize_shrink) {
 }
 /* The new operator fakegen::scale_add, boxed by name; on the CPU (which has
  * no kernel for it) the same values from add with alpha. */
-CASE(scale_add) {
-  if (dev.type == KD_DEVICE_CPU) {
-    kd_scalar a = {.kind = KD_SCALAR_DOUBLE, .v.d = 0.25};
-    return kd_add_Tensor(x[0], x[1], &a, out);
-  }
+/* fakegen::scale_add boxed, on the tensors given (x[0], x[1]). */
+static kd_status call_scale_add(kd_tensor **x, kd_tensor **out) {
   kd_op *op;
   kd_status st = kd_op_find("fakegen::scale_add", "", &op);
   if (st) return st;
@@ -161,6 +158,13 @@ CASE(scale_add) {
   if (!st) kd_tensor_retain(*out);
   kd_stack_free(&s);
   return st;
+}
+CASE(scale_add) {
+  if (dev.type == KD_DEVICE_CPU) {
+    kd_scalar a = {.kind = KD_SCALAR_DOUBLE, .v.d = 0.25};
+    return kd_add_Tensor(x[0], x[1], &a, out);
+  }
+  return call_scale_add(x, out);
 }
 
 typedef struct tcase {
@@ -287,6 +291,29 @@ static void run_case(const tcase *c, kd_tensor **x, kd_device dev) {
   for (int i = 0; i < NIN; i++) kd_tensor_release(dx[i]);
 }
 
+/* device_check: ExactSame: operands on fakedev:0 and fakedev:1 are refused
+ * by the generated wrapper, with PyTorch's message, before the kernel runs. */
+static void check_device_mismatch(kd_tensor **x) {
+  kd_device d0 = {KD_DEVICE_PRIVATEUSE1, 0}, d1 = {KD_DEVICE_PRIVATEUSE1, 1};
+  kd_tensor *y[2] = {NULL, NULL}, *got = NULL;
+  kd_status st = kd_tensor_to_device(x[0], d0, &y[0]);
+  if (!st) st = kd_tensor_to_device(x[1], d1, &y[1]);
+  if (st) {
+    FAIL("device_check", d1, "inputs: %s", kd_last_error());
+  } else {
+    static const char want[] = "Expected all tensors to be on the same device, but found at least two "
+                               "devices, fakedev:0 and fakedev:1! (when checking argument for argument "
+                               "other in method wrapper_PrivateUse1_scale_add)";
+    st = call_scale_add(y, &got);
+    if (st != KD_EINVAL || !strstr(kd_last_error(), want))
+      FAIL("device_check", d1, "got %s: %s; expected KD_EINVAL: %s", kd_status_name(st),
+           st ? kd_last_error() : "", want);
+  }
+  kd_tensor_release(got);
+  kd_tensor_release(y[0]);
+  kd_tensor_release(y[1]);
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: fakegen_compare path/to/libfakegen.so\n");
@@ -305,6 +332,7 @@ int main(int argc, char **argv) {
   size_t n = sizeof cases / sizeof cases[0];
   for (int d = 0; d < 2; d++)
     for (size_t i = 0; i < n; i++) run_case(&cases[i], x, (kd_device){KD_DEVICE_PRIVATEUSE1, d});
+  check_device_mismatch(x);
   for (int i = 0; i < NIN; i++) kd_tensor_release(x[i]);
   /* Every device byte was freed. */
   const kd_backend_iface *b = kd_backend_iface_of(kd_backend_for_device(KD_DEVICE_PRIVATEUSE1));

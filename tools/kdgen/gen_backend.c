@@ -267,6 +267,11 @@ typedef struct bplan {
   size_t nprecomputed;
   char **stubs; /* Legacy: the stubs libkdops' impl calls (native's kd_stubs) */
   size_t nstubs;
+  /* device_check: ExactSame (the default) over two or more tensor parameters */
+  bool check;
+  /* device_guard (the default): the parameter whose device becomes current,
+   * -1 for none */
+  int guard;
 } bplan;
 
 typedef struct bgen {
@@ -434,6 +439,33 @@ static void b_plan_kernel(bgen *g, bplan *p) {
   p->kind = PLAN_KERNEL;
 }
 
+static bool b_is_tensor(const bparam *q) {
+  return q->kind == KDG_C_TENSOR || q->kind == KDG_C_OPT_TENSOR;
+}
+
+/* torchgen's RegisterDispatchKey: device_check (the entry's, else upstream's;
+ * ExactSame unless NoCheck) checks every tensor argument; device_guard (the
+ * entry's, else upstream's; true unless False) makes the device of the first
+ * of self, the out arguments, the other tensor arguments (else the Device
+ * argument of a factory) current for the call. */
+static void b_plan_device(bplan *p) {
+  p->guard = -1;
+  const char *dc = p->e->device_check ? p->e->device_check : p->f->device_check;
+  bool guard = p->e->device_guard >= 0 ? p->e->device_guard != 0 : p->f->device_guard;
+  int ntensors = 0;
+  for (int i = 0; i < p->c.np; i++) ntensors += b_is_tensor(&p->c.p[i]);
+  p->check = (!dc || strcmp(dc, "NoCheck")) && ntensors > 1;
+  if (!guard) return;
+  for (int i = 0; i < p->c.np && p->guard < 0; i++)
+    if (b_is_tensor(&p->c.p[i]) && !strcmp(p->c.p[i].name, "self")) p->guard = i;
+  for (int i = 0; i < p->c.np && p->guard < 0; i++)
+    if (b_is_tensor(&p->c.p[i]) && p->c.p[i].is_out) p->guard = i;
+  for (int i = 0; i < p->c.np && p->guard < 0; i++)
+    if (b_is_tensor(&p->c.p[i])) p->guard = i;
+  for (int i = 0; i < p->c.np && p->guard < 0; i++)
+    if (p->c.p[i].kind == KDG_C_DEVICE || p->c.p[i].kind == KDG_C_OPT_DEVICE) p->guard = i;
+}
+
 static void b_plan(bgen *g, bplan *p) {
   const kdg_bentry *e = p->e;
   p->f = e->up;
@@ -453,6 +485,7 @@ static void b_plan(bgen *g, bplan *p) {
     b_plan_structured(g, p);
   else
     b_plan_kernel(g, p);
+  b_plan_device(p);
 }
 
 /* ---- Writers -------------------------------------------------------------------- */
@@ -604,12 +637,100 @@ static int b_write_functions(bgen *g, const char *out_dir) {
   return rc;
 }
 
-/* The C function the adapter and the direct call use. */
-static void b_target(const bgen *g, const bplan *p, char *dst, size_t cap) {
+/* The function that runs the entry: its structured wrapper or its kernel. */
+static void b_raw_target(const bgen *g, const bplan *p, char *dst, size_t cap) {
   if (p->kind == PLAN_STRUCTURED)
     snprintf(dst, cap, "%s__s_%s", g->name, p->f->cname);
   else
     snprintf(dst, cap, "%s", p->fn);
+}
+
+/* The C function the adapter and the direct call use: the raw target, behind
+ * its device check and guard when it has them. */
+static void b_target(const bgen *g, const bplan *p, char *dst, size_t cap) {
+  if (p->check || p->guard >= 0)
+    snprintf(dst, cap, "%s__c%zu", g->name, (size_t)(p - g->plans));
+  else
+    b_raw_target(g, p, dst, cap);
+}
+
+/* The helper of device_check: ExactSame (PyTorch's
+ * check_and_update_common_device and its message), once per plugin. */
+static void b_emit_same_device(const bgen *g, kdg_buf *b) {
+  kdg_printf(b,
+             "/* device_check: ExactSame. KD_EINVAL naming the method and the argument\n"
+             " * when two defined tensors are on different devices. (A selective build\n"
+             " * may leave out every caller.) */\n"
+             "#if defined(__GNUC__)\n__attribute__((unused))\n#endif\n"
+             "static kd_status %s__same_device(const char *method, size_t n, kd_tensor *const *t,\n"
+             "                                 const char *const *names) {\n"
+             "  size_t first = n;\n"
+             "  for (size_t i = 0; i < n; i++) {\n"
+             "    if (!t[i]) continue;\n"
+             "    if (first == n) {\n"
+             "      first = i;\n"
+             "    } else if (!kd_device_equal(kd_tensor_device(t[i]), kd_tensor_device(t[first]))) {\n"
+             "      char a[64], c[64];\n"
+             "      kd_device_format(kd_tensor_device(t[first]), a, sizeof a);\n"
+             "      kd_device_format(kd_tensor_device(t[i]), c, sizeof c);\n"
+             "      return kd_set_error(KD_EINVAL,\n"
+             "                          \"Expected all tensors to be on the same device, but found at least \"\n"
+             "                          \"two devices, %%s and %%s! (when checking argument for argument %%s in \"\n"
+             "                          \"method %%s)\",\n"
+             "                          a, c, names[i], method);\n"
+             "    }\n"
+             "  }\n"
+             "  return KD_OK;\n"
+             "}\n\n",
+             g->name);
+}
+
+/* The device check and guard in front of the raw target. */
+static void b_emit_checked(const bgen *g, kdg_buf *b, const bplan *p) {
+  const bfunc *c = &p->c;
+  char fn[400], raw[400];
+  b_target(g, p, fn, sizeof fn);
+  b_raw_target(g, p, raw, sizeof raw);
+  kdg_printf(b, "/* device_check: %s; device_guard: %s */\nstatic kd_status %s(",
+             p->check ? "ExactSame" : "NoCheck", p->guard >= 0 ? c->p[p->guard].name : "none", fn);
+  b_params(b, c);
+  kdg_printf(b, ") {\n  kd_status kd__st;\n");
+  if (p->check) {
+    /* As torchgen: the out arguments, then the others. */
+    int n = 0;
+    kdg_printf(b, "  kd_tensor *const kd__t[] = {");
+    for (int pass = 0; pass < 2; pass++)
+      for (int i = 0; i < c->np; i++)
+        if (b_is_tensor(&c->p[i]) && c->p[i].is_out == (pass == 0))
+          kdg_printf(b, "%s%s", n++ ? ", " : "", c->p[i].name);
+    kdg_printf(b, "};\n  static const char *const kd__n[] = {");
+    n = 0;
+    for (int pass = 0; pass < 2; pass++)
+      for (int i = 0; i < c->np; i++)
+        if (b_is_tensor(&c->p[i]) && c->p[i].is_out == (pass == 0))
+          kdg_printf(b, "%s\"%s\"", n++ ? ", " : "", kd_argument_name(c->p[i].arg));
+    kdg_printf(b, "};\n  if ((kd__st = %s__same_device(\"wrapper_%s_%s\", %d, kd__t, kd__n)))\n"
+                  "    return kd__st;\n",
+               g->name, g->b->opts.key, p->f->cname, n);
+  }
+  if (p->guard >= 0) {
+    const bparam *q = &c->p[p->guard];
+    kdg_printf(b, "  kd_device_guard kd__g;\n  kd__g.active = false;\n");
+    if (q->kind == KDG_C_DEVICE)
+      kdg_printf(b, "  if ((kd__st = kd_device_guard_enter(&kd__g, %s))) return kd__st;\n", q->name);
+    else if (q->kind == KDG_C_OPT_DEVICE)
+      kdg_printf(b, "  if (%s && (kd__st = kd_device_guard_enter(&kd__g, *%s))) return kd__st;\n",
+                 q->name, q->name);
+    else
+      kdg_printf(b,
+                 "  if (%s && (kd__st = kd_device_guard_enter(&kd__g, kd_tensor_device(%s)))) return kd__st;\n",
+                 q->name, q->name);
+  }
+  kdg_printf(b, "  kd__st = %s(", raw);
+  b_args(b, c);
+  kdg_printf(b, ");\n");
+  if (p->guard >= 0) kdg_printf(b, "  kd_device_guard_exit(&kd__g);\n");
+  kdg_printf(b, "  return kd__st;\n}\n\n");
 }
 
 static void b_emit_structured(const bgen *g, kdg_buf *b, const bplan *p) {
@@ -621,7 +742,7 @@ static void b_emit_structured(const bgen *g, kdg_buf *b, const bplan *p) {
                      : f->kind == KDG_OUT   ? "KDK_STRUCTURED_OUT"
                                             : "KDK_STRUCTURED_FUNCTIONAL";
   char fn[400];
-  b_target(g, p, fn, sizeof fn);
+  b_raw_target(g, p, fn, sizeof fn);
   kdg_printf(b, "/* %s: %s + %s */\nstatic kd_status %s(", kdg_strategy_name(p->e->strategy), p->meta,
              p->impl, fn);
   b_params(b, c);
@@ -825,6 +946,11 @@ static int b_write_plugin(bgen *g, const char *out_dir) {
              g->name, g->b->opts.key, g->name, g->name);
   kdg_sel_include(&b);
   kdg_printf(&b, "\n");
+  for (size_t i = 0; i < g->nplans; i++)
+    if (g->plans[i].kind != PLAN_NONE && g->plans[i].check) {
+      b_emit_same_device(g, &b);
+      break;
+    }
   /* Wrappers and adapters, each inside its selective-build guard (with its
    * direct call and its row: nothing else names them). */
   const char *key = g->b->opts.key;
@@ -834,6 +960,7 @@ static int b_write_plugin(bgen *g, const char *out_dir) {
     bool sel = kdg_sel_guard_open(&b, p->ns, p->f, key);
     b_schema_comment(&b, p, p->f);
     if (p->kind == PLAN_STRUCTURED) b_emit_structured(g, &b, p);
+    if (p->check || p->guard >= 0) b_emit_checked(g, &b, p);
     b_emit_adapter(g, &b, p, i);
     kdg_sel_guard_close(&b, sel);
   }
