@@ -142,10 +142,40 @@ static void test_fakegen(void **state) {
   ASSERT_CONTAINS(c, "kd_plugin_library(plugin, KD_LIBRARY_IMPL, nss[x->ns], KD_KEY_PRIVATEUSE1,");
   ASSERT_CONTAINS(c, "case 0: *fn = (kdk_stub_fn)fakegen_add_stub; return &KDK_STUB_OBJECT(add_stub);");
   ASSERT_CONTAINS(c, "case 1: *fn = (kdk_stub_fn)fakegen_mul_stub; return &KDK_STUB_OBJECT(mul_stub);");
-  ASSERT_CONTAINS(c, "if ((st = kdk_stub_register_device(stub, KD_DEVICE_PRIVATEUSE1, fn))) return st;");
+  ASSERT_CONTAINS(c, "if (stub && (st = kdk_stub_register_device(stub, KD_DEVICE_PRIVATEUSE1, fn))) "
+                     "return st;");
+  /* Selective builds: every entry's code and row in its guard, in its namespace;
+   * a stub loop registered when an operator of its Legacy group is kept. */
+  ASSERT_CONTAINS(c, "#include \"kd/selective.h\"");
+  assert_int_equal(count(c, "#if KD_SHOULD_REGISTER("), 3 * 19 + 2);
+  assert_int_equal(count(c, "#if KD_SHOULD_REGISTER(fakegen, scale_add, PRIVATEUSE1)\n"), 3);
+  ASSERT_CONTAINS(c, "#if KD_SHOULD_REGISTER(aten, mul_Tensor, PRIVATEUSE1) || KD_SHOULD_REGISTER(aten, "
+                     "mul__Tensor, PRIVATEUSE1) || KD_SHOULD_REGISTER(aten, mul_out, PRIVATEUSE1)\n"
+                     "  case 1: ");
+  ASSERT_CONTAINS(c, "    {0, NULL, NULL, NULL, NULL}, /* the end");
+  ASSERT_CONTAINS(c, "for (size_t i = 0; fakegen__impls[i].name; i++) {");
+  /* device_check / device_guard (torchgen's RegisterDispatchKey), from the entry or upstream:
+   * scale_add checks both tensors and guards on self; copy_ and resize_ (NoCheck, no guard)
+   * are called as they are; add.Tensor (NoCheck: the iterator checks) only guards. */
+  ASSERT_CONTAINS(c, "/* device_check: ExactSame; device_guard: self */\nstatic kd_status fakegen__c18(kd_tensor "
+                     "*self, kd_tensor *other, double alpha, kd_tensor **out) {");
+  ASSERT_CONTAINS(c, "  if ((kd__st = fakegen__same_device(\"wrapper_PrivateUse1_scale_add\", 2, kd__t, kd__n)))");
+  ASSERT_CONTAINS(c, "  if (self && (kd__st = kd_device_guard_enter(&kd__g, kd_tensor_device(self)))) return "
+                     "kd__st;\n  kd__st = fakegen_scale_add(self, other, alpha, out);\n"
+                     "  kd_device_guard_exit(&kd__g);\n");
+  ASSERT_CONTAINS(c, "/* device_check: NoCheck; device_guard: self */\nstatic kd_status fakegen__c5(");
+  ASSERT_CONTAINS(c, "/* device_check: NoCheck; device_guard: device */\nstatic kd_status fakegen__c0(");
+  ASSERT_CONTAINS(c, "  if (device && (kd__st = kd_device_guard_enter(&kd__g, *device))) return kd__st;");
+  ASSERT_LACKS(c, "fakegen__c3(");
+  ASSERT_LACKS(c, "fakegen__c4(");
+  ASSERT_CONTAINS(c, "return fakegen_copy_(self, src, non_blocking);");
   ASSERT_CONTAINS(c, "KD_PLUGIN(fakegen__desc)");
   assert_int_equal(count(c, "kd_status kd_fakegen_"), 19); /* one direct call per entry */
   free(c);
+  char *dh = slurp(WORK "/a/fakegen_direct.h");
+  assert_int_equal(count(dh, "#if KD_SHOULD_REGISTER("), 19);
+  ASSERT_CONTAINS(dh, "#if KD_SHOULD_REGISTER(aten, add_Tensor, PRIVATEUSE1)\n/* aten::add.Tensor");
+  free(dh);
 
   /* Deterministic: a second run writes the same bytes. */
   snprintf(args, sizeof args, "%s/b", fakegen_args);

@@ -139,11 +139,8 @@ CASE(resize_shrink) {
 }
 /* The new operator fakegen::scale_add, boxed by name; on the CPU (which has
  * no kernel for it) the same values from add with alpha. */
-CASE(scale_add) {
-  if (dev.type == KD_DEVICE_CPU) {
-    kd_scalar a = {.kind = KD_SCALAR_DOUBLE, .v.d = 0.25};
-    return kd_add_Tensor(x[0], x[1], &a, out);
-  }
+/* fakegen::scale_add boxed, on the tensors given (x[0], x[1]). */
+static kd_status call_scale_add(kd_tensor **x, kd_tensor **out) {
   kd_op *op;
   kd_status st = kd_op_find("fakegen::scale_add", "", &op);
   if (st) return st;
@@ -161,6 +158,67 @@ CASE(scale_add) {
   if (!st) kd_tensor_retain(*out);
   kd_stack_free(&s);
   return st;
+}
+CASE(scale_add) {
+  if (dev.type == KD_DEVICE_CPU) {
+    kd_scalar a = {.kind = KD_SCALAR_DOUBLE, .v.d = 0.25};
+    return kd_add_Tensor(x[0], x[1], &a, out);
+  }
+  return call_scale_add(x, out);
+}
+
+/* The generated direct calls (fakegen_direct.h), without the dispatcher:
+ * the plugin hands them out through get_proc_address. On the CPU the same
+ * values from libkdops' operators. */
+static void (*direct(const char *name))(void) {
+  const kd_backend_iface *b = kd_backend_iface_of(kd_backend_for_device(KD_DEVICE_PRIVATEUSE1));
+  void *p = b && b->get_proc_address ? b->get_proc_address(b->ctx, name) : NULL;
+  return (void (*)(void))(uintptr_t)p;
+}
+#define DIRECT(var, type, name)                                                              \
+  type var = (type)direct(name);                                                             \
+  if (!var) return kd_set_error(KD_ENOTFOUND, "the plugin hands out no direct call %s", name)
+
+typedef kd_status (*binary_fn)(kd_tensor *, kd_tensor *, const kd_scalar *, kd_tensor **);
+typedef kd_status (*binary_inplace_fn)(kd_tensor *, kd_tensor *, const kd_scalar *);
+typedef kd_status (*unary_out_fn)(kd_tensor *, kd_tensor *);
+typedef kd_status (*scale_add_fn)(kd_tensor *, kd_tensor *, double, kd_tensor **);
+
+CASE(direct_add) { /* Legacy structured, functional */
+  if (dev.type == KD_DEVICE_CPU) return kd_add_Tensor(x[0], x[2], &two_and_half, out);
+  DIRECT(fn, binary_fn, "kd_fakegen_add_Tensor");
+  return fn(x[0], x[2], &two_and_half, out);
+}
+CASE(direct_add_inplace) { /* Legacy structured, inplace */
+  kd_status st = dup(x[3], out);
+  if (st || dev.type == KD_DEVICE_CPU) return st ? st : kd_add__Tensor(*out, x[3], &three);
+  DIRECT(fn, binary_inplace_fn, "kd_fakegen_add__Tensor");
+  return fn(*out, x[3], &three);
+}
+CASE(direct_neg_out) { /* LegacyMeta structured, out */
+  kd_status st = empty_out(KD_FLOAT64, dev, out);
+  if (st || dev.type == KD_DEVICE_CPU) return st ? st : kd_neg_out(x[4], *out);
+  DIRECT(fn, unary_out_fn, "kd_fakegen_neg_out");
+  return fn(x[4], *out);
+}
+CASE(direct_sub) { /* Customized structured, functional; alpha NULL: its default 1 */
+  if (dev.type == KD_DEVICE_CPU) return kd_sub_Tensor(x[0], x[1], NULL, out);
+  DIRECT(fn, binary_fn, "kd_fakegen_sub_Tensor");
+  return fn(x[0], x[1], NULL, out);
+}
+CASE(direct_exp_out) { /* unstructured */
+  kd_status st = empty_out(KD_FLOAT32, dev, out);
+  if (st || dev.type == KD_DEVICE_CPU) return st ? st : kd_exp_out(x[5], *out);
+  DIRECT(fn, unary_out_fn, "kd_fakegen_exp_out");
+  return fn(x[5], *out);
+}
+CASE(direct_scale_add) { /* a new operator */
+  if (dev.type == KD_DEVICE_CPU) {
+    kd_scalar a = {.kind = KD_SCALAR_DOUBLE, .v.d = -1.5};
+    return kd_add_Tensor(x[4], x[4], &a, out);
+  }
+  DIRECT(fn, scale_add_fn, "kd_fakegen_scale_add");
+  return fn(x[4], x[4], -1.5, out);
 }
 
 typedef struct tcase {
@@ -183,6 +241,9 @@ static const tcase cases[] = {
     {"exp_out_f64", exp_out_f64, true}, {"fill", fill, true},
     {"copy", copy, true},               {"resize_shrink", resize_shrink, true},
     {"scale_add", scale_add, true},
+    {"direct_add", direct_add, true},   {"direct_add_inplace", direct_add_inplace, true},
+    {"direct_neg_out", direct_neg_out, true}, {"direct_sub", direct_sub, true},
+    {"direct_exp_out", direct_exp_out, true}, {"direct_scale_add", direct_scale_add, true},
 };
 
 /* ---- Inputs and comparison ---------------------------------------------------- */
@@ -287,6 +348,29 @@ static void run_case(const tcase *c, kd_tensor **x, kd_device dev) {
   for (int i = 0; i < NIN; i++) kd_tensor_release(dx[i]);
 }
 
+/* device_check: ExactSame: operands on fakedev:0 and fakedev:1 are refused
+ * by the generated wrapper, with PyTorch's message, before the kernel runs. */
+static void check_device_mismatch(kd_tensor **x) {
+  kd_device d0 = {KD_DEVICE_PRIVATEUSE1, 0}, d1 = {KD_DEVICE_PRIVATEUSE1, 1};
+  kd_tensor *y[2] = {NULL, NULL}, *got = NULL;
+  kd_status st = kd_tensor_to_device(x[0], d0, &y[0]);
+  if (!st) st = kd_tensor_to_device(x[1], d1, &y[1]);
+  if (st) {
+    FAIL("device_check", d1, "inputs: %s", kd_last_error());
+  } else {
+    static const char want[] = "Expected all tensors to be on the same device, but found at least two "
+                               "devices, fakedev:0 and fakedev:1! (when checking argument for argument "
+                               "other in method wrapper_PrivateUse1_scale_add)";
+    st = call_scale_add(y, &got);
+    if (st != KD_EINVAL || !strstr(kd_last_error(), want))
+      FAIL("device_check", d1, "got %s: %s; expected KD_EINVAL: %s", kd_status_name(st),
+           st ? kd_last_error() : "", want);
+  }
+  kd_tensor_release(got);
+  kd_tensor_release(y[0]);
+  kd_tensor_release(y[1]);
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: fakegen_compare path/to/libfakegen.so\n");
@@ -305,6 +389,7 @@ int main(int argc, char **argv) {
   size_t n = sizeof cases / sizeof cases[0];
   for (int d = 0; d < 2; d++)
     for (size_t i = 0; i < n; i++) run_case(&cases[i], x, (kd_device){KD_DEVICE_PRIVATEUSE1, d});
+  check_device_mismatch(x);
   for (int i = 0; i < NIN; i++) kd_tensor_release(x[i]);
   /* Every device byte was freed. */
   const kd_backend_iface *b = kd_backend_iface_of(kd_backend_for_device(KD_DEVICE_PRIVATEUSE1));

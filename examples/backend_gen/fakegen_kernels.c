@@ -24,6 +24,16 @@ static kd_status sync_dev(const kd_tensor *t) {
   return t && on_dev(t) ? fakedev_sync(fakegen_ctx(), kd_tensor_device(t)) : KD_OK;
 }
 
+/* The generated wrapper's device_guard made the operand's device current
+ * (docs/CODEGEN.md, "Device check and guard"). */
+static kd_status current_is(const kd_tensor *t, const char *who) {
+  kd_device cur = kd_current_device(KD_DEVICE_PRIVATEUSE1);
+  if (t && on_dev(t) && cur.index != kd_tensor_device(t).index)
+    return kd_set_error(KD_ESTATE, "%s (fakegen): the current device is fakedev:%d, not the operand's fakedev:%d",
+                        who, (int)cur.index, (int)kd_tensor_device(t).index);
+  return KD_OK;
+}
+
 static bool supported(kd_dtype dt) {
   return dt == KD_FLOAT32 || dt == KD_FLOAT64 || dt == KD_INT32 || dt == KD_INT64;
 }
@@ -148,8 +158,9 @@ kd_status fakegen_mul_stub(kdk_iter *iter, const kd_scalar *p0, const kd_scalar 
 
 /* LegacyMeta: libkdops' meta built the unary iterator. */
 kd_status fakegen_neg_out(kdk_structured *s, kdk_iter *iter, kd_tensor *self, kd_tensor *out) {
-  (void)s, (void)self, (void)out;
-  return run("neg", iter, L_NEG, NULL);
+  (void)s, (void)out;
+  kd_status st = current_is(self, "neg.out");
+  return st ? st : run("neg", iter, L_NEG, NULL);
 }
 
 /* Customized: the backend's own meta (the same checks as libkdops' sub) ... */
@@ -222,6 +233,8 @@ static void exp_elem(void *vctx, int64_t od, int64_t oa) {
  * resizes out to self's sizes, as a structured out variant would. */
 kd_status fakegen_exp_out(kd_tensor *self, kd_tensor *out) {
   kd_dtype dt = kd_tensor_dtype(out);
+  kd_status cst = current_is(self, "exp.out");
+  if (cst) return cst;
   if (!on_dev(self) || !on_dev(out) || kd_tensor_device(self).index != kd_tensor_device(out).index)
     return kd_set_error(KD_EINVAL, "exp.out (fakegen): self and out must be on one fakedev device");
   if (!supported(kd_tensor_dtype(self))) return not_implemented("exp", kd_tensor_dtype(self));
@@ -250,6 +263,8 @@ kd_status fakegen_exp_out(kd_tensor *self, kd_tensor *out) {
  * operator; self and other of one float dtype and one shape. */
 kd_status fakegen_scale_add(kd_tensor *self, kd_tensor *other, double alpha, kd_tensor **out) {
   kd_dtype dt = kd_tensor_dtype(self);
+  kd_status cst = current_is(self, "fakegen::scale_add");
+  if (cst) return cst;
   if (dt != kd_tensor_dtype(other) || (dt != KD_FLOAT32 && dt != KD_FLOAT64))
     return kd_set_error(KD_ETYPE, "fakegen::scale_add: expected self and other of one floating "
                         "dtype, got %s and %s", kd_dtype_name(dt), kd_dtype_name(kd_tensor_dtype(other)));

@@ -23,6 +23,7 @@
 
 #include "gen_backend.h"
 #include "gen_impl.h"
+#include "gen_select.h"
 #include "kd/dispatch.h"
 #include "kd/memory.h"
 
@@ -266,6 +267,11 @@ typedef struct bplan {
   size_t nprecomputed;
   char **stubs; /* Legacy: the stubs libkdops' impl calls (native's kd_stubs) */
   size_t nstubs;
+  /* device_check: ExactSame (the default) over two or more tensor parameters */
+  bool check;
+  /* device_guard (the default): the parameter whose device becomes current,
+   * -1 for none */
+  int guard;
 } bplan;
 
 typedef struct bgen {
@@ -433,6 +439,33 @@ static void b_plan_kernel(bgen *g, bplan *p) {
   p->kind = PLAN_KERNEL;
 }
 
+static bool b_is_tensor(const bparam *q) {
+  return q->kind == KDG_C_TENSOR || q->kind == KDG_C_OPT_TENSOR;
+}
+
+/* torchgen's RegisterDispatchKey: device_check (the entry's, else upstream's;
+ * ExactSame unless NoCheck) checks every tensor argument; device_guard (the
+ * entry's, else upstream's; true unless False) makes the device of the first
+ * of self, the out arguments, the other tensor arguments (else the Device
+ * argument of a factory) current for the call. */
+static void b_plan_device(bplan *p) {
+  p->guard = -1;
+  const char *dc = p->e->device_check ? p->e->device_check : p->f->device_check;
+  bool guard = p->e->device_guard >= 0 ? p->e->device_guard != 0 : p->f->device_guard;
+  int ntensors = 0;
+  for (int i = 0; i < p->c.np; i++) ntensors += b_is_tensor(&p->c.p[i]);
+  p->check = (!dc || strcmp(dc, "NoCheck")) && ntensors > 1;
+  if (!guard) return;
+  for (int i = 0; i < p->c.np && p->guard < 0; i++)
+    if (b_is_tensor(&p->c.p[i]) && !strcmp(p->c.p[i].name, "self")) p->guard = i;
+  for (int i = 0; i < p->c.np && p->guard < 0; i++)
+    if (b_is_tensor(&p->c.p[i]) && p->c.p[i].is_out) p->guard = i;
+  for (int i = 0; i < p->c.np && p->guard < 0; i++)
+    if (b_is_tensor(&p->c.p[i])) p->guard = i;
+  for (int i = 0; i < p->c.np && p->guard < 0; i++)
+    if (p->c.p[i].kind == KDG_C_DEVICE || p->c.p[i].kind == KDG_C_OPT_DEVICE) p->guard = i;
+}
+
 static void b_plan(bgen *g, bplan *p) {
   const kdg_bentry *e = p->e;
   p->f = e->up;
@@ -452,6 +485,7 @@ static void b_plan(bgen *g, bplan *p) {
     b_plan_structured(g, p);
   else
     b_plan_kernel(g, p);
+  b_plan_device(p);
 }
 
 /* ---- Writers -------------------------------------------------------------------- */
@@ -603,12 +637,100 @@ static int b_write_functions(bgen *g, const char *out_dir) {
   return rc;
 }
 
-/* The C function the adapter and the direct call use. */
-static void b_target(const bgen *g, const bplan *p, char *dst, size_t cap) {
+/* The function that runs the entry: its structured wrapper or its kernel. */
+static void b_raw_target(const bgen *g, const bplan *p, char *dst, size_t cap) {
   if (p->kind == PLAN_STRUCTURED)
     snprintf(dst, cap, "%s__s_%s", g->name, p->f->cname);
   else
     snprintf(dst, cap, "%s", p->fn);
+}
+
+/* The C function the adapter and the direct call use: the raw target, behind
+ * its device check and guard when it has them. */
+static void b_target(const bgen *g, const bplan *p, char *dst, size_t cap) {
+  if (p->check || p->guard >= 0)
+    snprintf(dst, cap, "%s__c%zu", g->name, (size_t)(p - g->plans));
+  else
+    b_raw_target(g, p, dst, cap);
+}
+
+/* The helper of device_check: ExactSame (PyTorch's
+ * check_and_update_common_device and its message), once per plugin. */
+static void b_emit_same_device(const bgen *g, kdg_buf *b) {
+  kdg_printf(b,
+             "/* device_check: ExactSame. KD_EINVAL naming the method and the argument\n"
+             " * when two defined tensors are on different devices. (A selective build\n"
+             " * may leave out every caller.) */\n"
+             "#if defined(__GNUC__)\n__attribute__((unused))\n#endif\n"
+             "static kd_status %s__same_device(const char *method, size_t n, kd_tensor *const *t,\n"
+             "                                 const char *const *names) {\n"
+             "  size_t first = n;\n"
+             "  for (size_t i = 0; i < n; i++) {\n"
+             "    if (!t[i]) continue;\n"
+             "    if (first == n) {\n"
+             "      first = i;\n"
+             "    } else if (!kd_device_equal(kd_tensor_device(t[i]), kd_tensor_device(t[first]))) {\n"
+             "      char a[64], c[64];\n"
+             "      kd_device_format(kd_tensor_device(t[first]), a, sizeof a);\n"
+             "      kd_device_format(kd_tensor_device(t[i]), c, sizeof c);\n"
+             "      return kd_set_error(KD_EINVAL,\n"
+             "                          \"Expected all tensors to be on the same device, but found at least \"\n"
+             "                          \"two devices, %%s and %%s! (when checking argument for argument %%s in \"\n"
+             "                          \"method %%s)\",\n"
+             "                          a, c, names[i], method);\n"
+             "    }\n"
+             "  }\n"
+             "  return KD_OK;\n"
+             "}\n\n",
+             g->name);
+}
+
+/* The device check and guard in front of the raw target. */
+static void b_emit_checked(const bgen *g, kdg_buf *b, const bplan *p) {
+  const bfunc *c = &p->c;
+  char fn[400], raw[400];
+  b_target(g, p, fn, sizeof fn);
+  b_raw_target(g, p, raw, sizeof raw);
+  kdg_printf(b, "/* device_check: %s; device_guard: %s */\nstatic kd_status %s(",
+             p->check ? "ExactSame" : "NoCheck", p->guard >= 0 ? c->p[p->guard].name : "none", fn);
+  b_params(b, c);
+  kdg_printf(b, ") {\n  kd_status kd__st;\n");
+  if (p->check) {
+    /* As torchgen: the out arguments, then the others. */
+    int n = 0;
+    kdg_printf(b, "  kd_tensor *const kd__t[] = {");
+    for (int pass = 0; pass < 2; pass++)
+      for (int i = 0; i < c->np; i++)
+        if (b_is_tensor(&c->p[i]) && c->p[i].is_out == (pass == 0))
+          kdg_printf(b, "%s%s", n++ ? ", " : "", c->p[i].name);
+    kdg_printf(b, "};\n  static const char *const kd__n[] = {");
+    n = 0;
+    for (int pass = 0; pass < 2; pass++)
+      for (int i = 0; i < c->np; i++)
+        if (b_is_tensor(&c->p[i]) && c->p[i].is_out == (pass == 0))
+          kdg_printf(b, "%s\"%s\"", n++ ? ", " : "", kd_argument_name(c->p[i].arg));
+    kdg_printf(b, "};\n  if ((kd__st = %s__same_device(\"wrapper_%s_%s\", %d, kd__t, kd__n)))\n"
+                  "    return kd__st;\n",
+               g->name, g->b->opts.key, p->f->cname, n);
+  }
+  if (p->guard >= 0) {
+    const bparam *q = &c->p[p->guard];
+    kdg_printf(b, "  kd_device_guard kd__g;\n  kd__g.active = false;\n");
+    if (q->kind == KDG_C_DEVICE)
+      kdg_printf(b, "  if ((kd__st = kd_device_guard_enter(&kd__g, %s))) return kd__st;\n", q->name);
+    else if (q->kind == KDG_C_OPT_DEVICE)
+      kdg_printf(b, "  if (%s && (kd__st = kd_device_guard_enter(&kd__g, *%s))) return kd__st;\n",
+                 q->name, q->name);
+    else
+      kdg_printf(b,
+                 "  if (%s && (kd__st = kd_device_guard_enter(&kd__g, kd_tensor_device(%s)))) return kd__st;\n",
+                 q->name, q->name);
+  }
+  kdg_printf(b, "  kd__st = %s(", raw);
+  b_args(b, c);
+  kdg_printf(b, ");\n");
+  if (p->guard >= 0) kdg_printf(b, "  kd_device_guard_exit(&kd__g);\n");
+  kdg_printf(b, "  return kd__st;\n}\n\n");
 }
 
 static void b_emit_structured(const bgen *g, kdg_buf *b, const bplan *p) {
@@ -620,7 +742,7 @@ static void b_emit_structured(const bgen *g, kdg_buf *b, const bplan *p) {
                      : f->kind == KDG_OUT   ? "KDK_STRUCTURED_OUT"
                                             : "KDK_STRUCTURED_FUNCTIONAL";
   char fn[400];
-  b_target(g, p, fn, sizeof fn);
+  b_raw_target(g, p, fn, sizeof fn);
   kdg_printf(b, "/* %s: %s + %s */\nstatic kd_status %s(", kdg_strategy_name(p->e->strategy), p->meta,
              p->impl, fn);
   b_params(b, c);
@@ -778,6 +900,24 @@ static void b_emit_direct(const bgen *g, kdg_buf *b, kdg_buf *h, const bplan *p)
   kdg_printf(b, ");\n}\n\n");
 }
 
+/* Opens the selective-build guard of a stub's device loop: registered when
+ * any Legacy operator whose impl calls it is. False (no guard) when one of
+ * them has no key token. */
+static bool b_stub_guard_open(const bgen *g, kdg_buf *b, const char *stub) {
+  const char *k = kdg_sel_key_token(g->b->opts.key);
+  if (!k) return false;
+  size_t n = 0;
+  for (size_t i = 0; i < g->nplans; i++) {
+    const bplan *p = &g->plans[i];
+    if (p->kind != PLAN_STRUCTURED || !b_seen(p->stubs, p->nstubs, stub)) continue;
+    char tok[512];
+    kdg_sel_op_token(p->f, tok, sizeof tok);
+    kdg_printf(b, "%s KD_SHOULD_REGISTER(%s, %s, %s)", n++ ? " ||" : "#if", p->ns, tok, k);
+  }
+  if (n) kdg_printf(b, "\n");
+  return n > 0;
+}
+
 static int b_write_plugin(bgen *g, const char *out_dir) {
   kdg_buf b, h;
   kdg_buf_init(&b);
@@ -792,8 +932,10 @@ static int b_write_plugin(bgen *g, const char *out_dir) {
              " * `kd_tensor **` output receives one reference the caller owns; a NULL\n"
              " * `const kd_scalar *` for a Scalar with a default means the default. On error\n"
              " * the status says why and tensor outputs are NULL. */\n\n"
-             "#include <kd/kd.h>\n#include <kdk/kdk.h>\n\nKD_EXTERN_C_BEGIN\n\n",
+             "#include <kd/kd.h>\n#include <kdk/kdk.h>\n",
              g->name);
+  kdg_sel_include(&h);
+  kdg_printf(&h, "\nKD_EXTERN_C_BEGIN\n\n");
   kdg_printf(&b, B_GENERATED, g->b->path);
   kdg_printf(&b,
              "/* The backend \"%s\" for %s: wrappers, registration, plugin entry point\n"
@@ -802,18 +944,37 @@ static int b_write_plugin(bgen *g, const char *out_dir) {
              "#include <kdk/native.h> /* libkdops' kdk_meta_* and kdk_native_*, reused by Legacy */\n\n"
              "#include \"%s_direct.h\"\n#include \"%s_functions.h\"\n\n",
              g->name, g->b->opts.key, g->name, g->name);
-  /* Wrappers and adapters. */
+  kdg_sel_include(&b);
+  kdg_printf(&b, "\n");
+  for (size_t i = 0; i < g->nplans; i++)
+    if (g->plans[i].kind != PLAN_NONE && g->plans[i].check) {
+      b_emit_same_device(g, &b);
+      break;
+    }
+  /* Wrappers and adapters, each inside its selective-build guard (with its
+   * direct call and its row: nothing else names them). */
+  const char *key = g->b->opts.key;
   for (size_t i = 0; i < g->nplans; i++) {
     const bplan *p = &g->plans[i];
     if (p->kind == PLAN_NONE) continue;
+    bool sel = kdg_sel_guard_open(&b, p->ns, p->f, key);
     b_schema_comment(&b, p, p->f);
     if (p->kind == PLAN_STRUCTURED) b_emit_structured(g, &b, p);
+    if (p->check || p->guard >= 0) b_emit_checked(g, &b, p);
     b_emit_adapter(g, &b, p, i);
+    kdg_sel_guard_close(&b, sel);
   }
   /* Direct calls. */
   kdg_printf(&b, "/* ---- Direct calls (%s_direct.h) ---- */\n\n", g->name);
-  for (size_t i = 0; i < g->nplans; i++)
-    if (g->plans[i].kind != PLAN_NONE) b_emit_direct(g, &b, &h, &g->plans[i]);
+  for (size_t i = 0; i < g->nplans; i++) {
+    const bplan *p = &g->plans[i];
+    if (p->kind == PLAN_NONE) continue;
+    bool sel = kdg_sel_guard_open(&b, p->ns, p->f, key);
+    kdg_sel_guard_open(&h, p->ns, p->f, key);
+    b_emit_direct(g, &b, &h, p);
+    kdg_sel_guard_close(&b, sel);
+    kdg_sel_guard_close(&h, sel);
+  }
   /* Registration tables. */
   kdg_printf(&b, "/* ---- Registration ---- */\n\n");
   kdg_printf(&b, "typedef struct %s__impl {\n  int ns; /* 0: %s, 1: %s */\n  const char *name;\n"
@@ -831,12 +992,14 @@ static int b_write_plugin(bgen *g, const char *out_dir) {
   for (size_t i = 0; i < g->nplans; i++) {
     const bplan *p = &g->plans[i];
     if (p->kind == PLAN_NONE) continue;
+    bool sel = kdg_sel_guard_open(&b, p->ns, p->f, key);
     kdg_printf(&b, "    {%d, \"%s\", \"%s\", %s__u%zu, \"%s:%d\"},\n", p->e->is_new ? 1 : 0,
                p->f->qualified, p->c.sig, g->name, i, g->b->path, p->e->line);
+    kdg_sel_guard_close(&b, sel);
     nimpls++;
   }
-  if (!nimpls) kdg_printf(&b, "    {0, NULL, NULL, NULL, NULL},\n");
-  kdg_printf(&b, "};\n\n");
+  /* A selective build may leave out every row: the table ends at its sentinel. */
+  kdg_printf(&b, "    {0, NULL, NULL, NULL, NULL}, /* the end (a selective build may leave no row) */\n};\n\n");
   char *stubs[512];
   size_t nstubs = b_stubs(g, stubs, 512);
   kdg_printf(&b, "static size_t %s__nstubs_registered;\nstatic bool %s__author_up; /* %sbackend succeeded */\n\n",
@@ -844,15 +1007,20 @@ static int b_write_plugin(bgen *g, const char *out_dir) {
   kdg_printf(&b, "/* The device loops of the stubs, in registration order. */\n");
   kdg_printf(&b, "static kdk_stub *%s__stub(size_t i, kdk_stub_fn *fn) {\n  (void)i;\n  switch (i) {\n",
              g->name);
-  for (size_t i = 0; i < nstubs; i++)
+  for (size_t i = 0; i < nstubs; i++) {
+    bool sel = b_stub_guard_open(g, &b, stubs[i]);
     kdg_printf(&b, "  case %zu: *fn = (kdk_stub_fn)%s%s; return &KDK_STUB_OBJECT(%s);\n", i, g->prefix,
                stubs[i], stubs[i]);
-  kdg_printf(&b, "  default: (void)fn; return NULL;\n  }\n}\n\n");
+    kdg_sel_guard_close(&b, sel);
+  }
+  kdg_printf(&b, "  default: (void)fn; return NULL; /* also a stub a selective build left out */\n"
+                 "  }\n}\n\n");
   kdg_printf(&b,
              "static void %s__unregister_stubs(void) {\n"
              "  while (%s__nstubs_registered) {\n"
              "    kdk_stub_fn fn;\n"
-             "    kdk_stub_unregister_device(%s__stub(--%s__nstubs_registered, &fn), %s);\n"
+             "    kdk_stub *stub = %s__stub(--%s__nstubs_registered, &fn);\n"
+             "    if (stub) kdk_stub_unregister_device(stub, %s);\n"
              "  }\n}\n\n",
              g->name, g->name, g->name, g->name, g->dev_enum);
   kdg_printf(
@@ -881,7 +1049,7 @@ static int b_write_plugin(bgen *g, const char *out_dir) {
     kdg_printf(&b,
              "  kd_library *libs[2] = {NULL, NULL};\n"
              "  static const char *const nss[2] = {\"%s\", \"%s\"};\n"
-             "  for (size_t i = 0; i < %zu; i++) {\n"
+             "  for (size_t i = 0; %s__impls[i].name; i++) {\n"
              "    const %s__impl *x = &%s__impls[i];\n"
              "    if (!libs[x->ns] &&\n"
              "        (st = kd_plugin_library(plugin, KD_LIBRARY_IMPL, nss[x->ns], %s, &libs[x->ns])))\n"
@@ -895,14 +1063,14 @@ static int b_write_plugin(bgen *g, const char *out_dir) {
              "    k.debug = x->where;\n"
              "    if ((st = kd_library_impl(libs[x->ns], x->name, &k, NULL))) return st;\n"
              "  }\n",
-             g->up_ns, g->ns, nimpls, g->name, g->name, g->key_enum);
+             g->up_ns, g->ns, g->name, g->name, g->name, g->key_enum);
   if (nstubs)
     kdg_printf(&b,
              "  for (size_t i = 0; i < %zu; i++) {\n"
              "    kdk_stub_fn fn;\n"
              "    kdk_stub *stub = %s__stub(i, &fn);\n"
-             "    if ((st = kdk_stub_register_device(stub, %s, fn))) return st;\n"
-             "    %s__nstubs_registered++;\n"
+             "    if (stub && (st = kdk_stub_register_device(stub, %s, fn))) return st;\n"
+             "    %s__nstubs_registered = i + 1;\n"
              "  }\n",
              nstubs, g->name, g->dev_enum, g->name);
   kdg_printf(&b, "  return KD_OK;\n}\n\n");
