@@ -367,8 +367,17 @@ static void b_plan_structured(bgen *g, bplan *p) {
                  out->qualified, g->native->path, n->line);
         return;
       }
-      snprintf(p->impl, sizeof p->impl, "kdk_native_%s", k);
       p->stubs = b_native_stubs(n, &p->nstubs);
+      if (!p->nstubs) {
+        /* libkdops' impl runs its loop on the host (no kd_stubs:): bound to the
+         * backend's key it would read device memory as host memory */
+        snprintf(p->why, sizeof p->why,
+                 "libkdops' impl of '%s' (%s:%d) reaches no dispatch stub (no kd_stubs:), so its loop "
+                 "cannot run on the device: name the backend's impl in dispatch: (LegacyMeta)",
+                 out->qualified, g->native->path, n->line);
+        return;
+      }
+      snprintf(p->impl, sizeof p->impl, "kdk_native_%s", k);
     } else {
       if (!ke->kernel) {
         snprintf(p->why, sizeof p->why, "no kernel for %s in the group of '%s'", g->b->opts.key,
