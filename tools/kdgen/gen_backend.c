@@ -202,32 +202,6 @@ static void b_unpack(kdg_buf *b, const bparam *p, int i) {
   }
 }
 
-/* A C expression for a Scalar default ("kd_scalar_int(1LL)"). */
-static bool b_scalar_default(const kd_argument *a, char *buf, size_t cap) {
-  kd_value v;
-  if (kd_argument_default_value(a, &v) != KD_OK) return false;
-  bool ok = true;
-  switch (v.tag) {
-  case KD_VALUE_INT: snprintf(buf, cap, "kd_scalar_int(%lldLL)", (long long)v.u.i); break;
-  case KD_VALUE_DOUBLE: snprintf(buf, cap, "kd_scalar_double(%.17g)", v.u.d); break;
-  case KD_VALUE_BOOL: snprintf(buf, cap, "kd_scalar_bool(%s)", v.u.b ? "true" : "false"); break;
-  case KD_VALUE_SCALAR: {
-    const kd_scalar *s = &v.u.s;
-    kd_dtype dt = kd_scalar_dtype(s);
-    if (dt == KD_BOOL)
-      snprintf(buf, cap, "kd_scalar_bool(%s)", kd_scalar_to_int64(s) ? "true" : "false");
-    else if (kd_dtype_is_integral(dt, false))
-      snprintf(buf, cap, "kd_scalar_int(%lldLL)", (long long)kd_scalar_to_int64(s));
-    else
-      snprintf(buf, cap, "kd_scalar_double(%.17g)", kd_scalar_to_double(s));
-    break;
-  }
-  default: ok = false;
-  }
-  kd_value_destroy(&v);
-  return ok;
-}
-
 static const char *b_precomputed_ctype(const char *schema_type) {
   if (!strcmp(schema_type, "int") || !strcmp(schema_type, "SymInt")) return "int64_t";
   if (!strcmp(schema_type, "bool")) return "bool";
@@ -830,7 +804,7 @@ static void b_emit_adapter(const bgen *g, kdg_buf *b, const bplan *p, size_t idx
   if (!c->nr) kdg_printf(b, "  (void)r;\n");
   for (int i = 0; i < c->np; i++) {
     char expr[128];
-    if (c->p[i].scalar_default && b_scalar_default(c->p[i].arg, expr, sizeof expr))
+    if (c->p[i].scalar_default && kdg_scalar_default_expr(c->p[i].arg, expr, sizeof expr))
       kdg_printf(b, "  kd_scalar kd__d%d = %s;\n", i, expr);
   }
   for (int i = 0; i < c->nr; i++) {
@@ -849,7 +823,7 @@ static void b_emit_adapter(const bgen *g, kdg_buf *b, const bplan *p, size_t idx
   for (int i = 0; i < c->np; i++) {
     kdg_printf(b, "%s", n++ ? ", " : "");
     char expr[128];
-    if (c->p[i].scalar_default && b_scalar_default(c->p[i].arg, expr, sizeof expr))
+    if (c->p[i].scalar_default && kdg_scalar_default_expr(c->p[i].arg, expr, sizeof expr))
       kdg_printf(b, "a[%d].s ? a[%d].s : &kd__d%d", i, i, i);
     else
       b_unpack(b, &c->p[i], i);
@@ -900,7 +874,7 @@ static void b_emit_direct(const bgen *g, kdg_buf *b, kdg_buf *h, const bplan *p)
   }
   for (int i = 0; i < c->np; i++) {
     char expr[128];
-    if (!c->p[i].scalar_default || !b_scalar_default(c->p[i].arg, expr, sizeof expr)) continue;
+    if (!c->p[i].scalar_default || !kdg_scalar_default_expr(c->p[i].arg, expr, sizeof expr)) continue;
     kdg_printf(b, "  kd_scalar kd__d%d;\n  if (!%s) {\n    kd__d%d = %s;\n    %s = &kd__d%d;\n  }\n",
                i, c->p[i].name, i, expr, c->p[i].name, i);
   }
