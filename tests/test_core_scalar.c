@@ -10,6 +10,8 @@ static void test_status_and_version(void **state) {
   KD_ASSERT_STR_EQ(kd_status_name(KD_EINVAL), "KD_EINVAL");
   KD_ASSERT_STR_EQ(kd_status_str(KD_ENOMEM), "out of memory");
   KD_ASSERT_STR_EQ(kd_status_str(KD_OK), "success");
+  KD_ASSERT_STR_EQ(kd_status_str(KD_EDEVICE), "device or driver error");
+  KD_ASSERT_STR_EQ(kd_status_name(KD_EDEVICE), "KD_EDEVICE");
   KD_ASSERT_STR_EQ(kd_status_str((kd_status)-999), "unknown status");
   KD_ASSERT_STR_EQ(kd_status_name((kd_status)-999), "KD_UNKNOWN");
   kd_clear_error();

@@ -31,7 +31,8 @@ KD_EXTERN_C_BEGIN
   X(EOVERFLOW, -10, "value does not fit the destination type")   \
   X(ENOKERNEL, -11, "no kernel for this dispatch key or dtype")  \
   X(EINTERNAL, -12, "internal error")                            \
-  X(EBUSY, -13, "resource in use")
+  X(EBUSY, -13, "resource in use")                              \
+  X(EDEVICE, -14, "device or driver error")
 
 typedef enum kd_status {
 #define KD_STATUS_ENUM_(name, value, desc) KD_##name = value,
