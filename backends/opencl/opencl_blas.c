@@ -33,11 +33,11 @@
  * written in place; the other tensors are borrowed. Temporaries are
  * released before returning.
  */
-#include <clblast_c.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "kdcl.h"
+#include "kdcl.h" /* before clblast_c.h: CL_TARGET_OPENCL_VERSION */
+#include <clblast_c.h>
 #include "opencl_functions.h"
 
 #include <kd/ops_all.h>

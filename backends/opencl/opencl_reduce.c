@@ -229,8 +229,9 @@ static kd_status reduce_run(int kind, kd_tensor *self, const bool *mask, kd_tens
   g.S = S > 1 ? (g.R + g.chunk - 1) / g.chunk : 1;
   g.blocked = cpu;
   char opts[256];
-  snprintf(opts, sizeof opts, "-DOP=%d -DT_IN=%s -DT_OUT=%s -DACC=%s -DIDENT=%s", kind, t_in, t_out,
-           acc, ident);
+  bool flt = !strcmp(acc, "float") || !strcmp(acc, "double");
+  snprintf(opts, sizeof opts, "-DOP=%d -DT_IN=%s -DT_OUT=%s -DACC=%s -DIDENT=%s%s", kind, t_in, t_out,
+           acc, ident, flt ? " -DFLT" : "");
   kdcl_kernel *k1 = NULL, *k2 = NULL;
   if ((st = kdcl_kernel_get(d, kdcl_reduce_src, opts, "kd_reduce", &k1, op))) return st;
   if (g.S > 1 && (st = kdcl_kernel_get(d, kdcl_reduce_src, opts, "kd_reduce_partials", &k2, op)))

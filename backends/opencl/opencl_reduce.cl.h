@@ -6,6 +6,7 @@
  *
  *   reductions: -DOP=<KDCL_R_*> -DT_IN=<self's type> -DT_OUT=<out's type>
  *               -DACC=<accumulator type> -DIDENT=<the identity of OP in ACC>
+ *               [-DFLT: ACC is floating, NaN is tested]
  *   softmax:    -DT=<float|double> -DLOG=<0|1>
  *
  * Included by opencl_reduce.c only (the strings are static).
@@ -52,10 +53,17 @@
   "  return a;\n"                                                                   \
   "}\n"
 
+/* The sources are longer than the 4095 characters C99 promises for a string
+ * literal; gcc and clang take any length (-Woverlength-strings is only
+ * -Wpedantic's portability note). */
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Woverlength-strings"
+#endif
+
 /* Reductions. OP: 0 sum, 1 prod, 2 mean, 3 max, 4 min, 5 argmax, 6 argmin.
  * Each element is converted to T_OUT first (the CPU converts the input to
- * the output dtype before reducing), then to ACC. max/min: NaN wins (x != x
- * is never true for integers). argmax/argmin: the first NaN, else the first
+ * the output dtype before reducing), then to ACC. max/min: NaN wins. argmax/argmin: the first NaN, else the first
  * of equal extremes; a work-item without elements has index -1.
  *
  * kd_reduce: one work-group per (output o, split s) of S splits of `chunk`
@@ -67,6 +75,11 @@
  * order, then the same tree and the result into out. */
 static const char kdcl_reduce_src[] =
     KDCL_GEOM_SRC
+    "#ifdef FLT\n"
+    "#define ISNAN(x) isnan(x)\n"
+    "#else\n"
+    "#define ISNAN(x) 0\n"
+    "#endif\n"
     "#define IS_ARG (OP == 5 || OP == 6)\n"
     "#if IS_ARG\n"
     "#define LOAD(x) ((ACC)(x))\n"
@@ -85,15 +98,15 @@ static const char kdcl_reduce_src[] =
     "#elif OP == 1\n"
     "  return a * b;\n"
     "#else\n"
-    "  return (a != a || (b == b && !BETTER(b, a))) ? a : b;\n"
+    "  return (ISNAN(a) || (!ISNAN(b) && !BETTER(b, a))) ? a : b;\n"
     "#endif\n"
     "}\n"
     "/* argmax/argmin: does (vb, ib) beat (va, ia)? */\n"
     "static int arg_wins(ACC va, long ia, ACC vb, long ib) {\n"
     "  if (ib < 0) return 0;\n"
     "  if (ia < 0) return 1;\n"
-    "  if (va != va) return vb != vb && ib < ia;\n"
-    "  if (vb != vb) return 1;\n"
+    "  if (ISNAN(va)) return ISNAN(vb) && ib < ia;\n"
+    "  if (ISNAN(vb)) return 1;\n"
     "  if (BETTER(vb, va)) return 1;\n"
     "  return vb == va && ib < ia;\n"
     "}\n"
@@ -247,5 +260,9 @@ static const char kdcl_softmax_src[] =
     "  for (long i = begin; i < end; i += step) out[oo + i * os] = exp(in[io + i * is] - m) / sum;\n"
     "#endif\n"
     "}\n";
+
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 #endif /* OPENCL_REDUCE_CL_H */
