@@ -198,7 +198,10 @@ static void test_errors(void **state) {
   kd_tensor *g = NULL;
   KD_ASSERT_ERR(kd_mm(a.d, b.d, &g), KD_EINVAL, "mat1 and mat2 shapes cannot be multiplied (3x4 and 5x2)");
   KD_ASSERT_ERR(kd_mm(a.d, vec.d, &g), KD_EINVAL, "mat2 must be a matrix");
-  KD_ASSERT_ERR(kd_mm(a.d, i.d, &g), KD_ETYPE, "expected scalar type float32 but found int64");
+  int64_t isz[2] = {4, 2};
+  kdt_pair i2 = kdt_contig(KD_INT64, 2, isz, 59);
+  KD_ASSERT_ERR(kd_mm(a.d, i2.d, &g), KD_ETYPE, "expected scalar type float32 but found int64");
+  kdt_pair_release(i2);
   KD_ASSERT_ERR(kd_mm(i.d, i.d, &g), KD_EINVAL, "shapes cannot be multiplied");
   int64_t sq[2] = {4, 4};
   kdt_pair is = kdt_contig(KD_INT32, 2, sq, 56);

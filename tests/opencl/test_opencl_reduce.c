@@ -288,7 +288,7 @@ static void test_errors(void **state) {
   kd_tensor *cpu_out = NULL;
   KD_ASSERT_OK(kd_tensor_empty(0, NULL, KD_INT64, kd_device_cpu(), &cpu_out));
   KD_ASSERT_ERR(kd_sum_IntList_out(x.d, (kd_ints){NULL, 0}, false, NULL, cpu_out), KD_EINVAL,
-                "same device");
+                "Expected out tensor to have device opencl:0, but got cpu");
   kd_tensor_release(cpu_out);
   kdt_pair_release(x);
 }
