@@ -225,10 +225,14 @@ static void cache_empty(kdcl_device *d) {
   d->cached_bytes = 0;
 }
 
+/* Plain device buffers, also on a device that shares host memory: on PoCL
+ * CL_MEM_ALLOC_HOST_PTR with clEnqueueMapBuffer copies no faster than
+ * clEnqueueRead/WriteBuffer (64 MiB: ~8 GB/s both ways for both; a 64-byte
+ * map is slower than a 64-byte read), so the copies do not map
+ * (docs/GUIDE.md, "The OpenCL backend"). */
 static cl_mem_flags buffer_flags(const kdcl_device *d) {
-  /* On a device that shares host memory the buffer is host memory the
-   * driver allocates (CL_MEM_ALLOC_HOST_PTR): mapping it is free. */
-  return CL_MEM_READ_WRITE | (d->info.host_unified ? CL_MEM_ALLOC_HOST_PTR : 0);
+  (void)d;
+  return CL_MEM_READ_WRITE;
 }
 
 static void *cl_alloc(void *ctx, kd_device device, size_t nbytes) {
@@ -249,41 +253,45 @@ static void *cl_alloc(void *ctx, kd_device device, size_t nbytes) {
     cls = nbytes;
     bin = -1;
   }
+  /* A hit takes the lock once: the buffer out of its bin and a slot for it. */
   pthread_mutex_lock(&alloc_lock);
   cl_mem buf = NULL;
+  uint32_t i = 0;
   if (bin >= 0 && d->bins[bin]) {
     cache_block *blk = d->bins[bin];
-    d->bins[bin] = blk->next;
-    buf = blk->buf;
-    free(blk);
-    d->cached_bytes -= cls;
-    d->hits++;
+    if ((i = slot_new(blk->buf, cls, d->info.index, false))) {
+      d->bins[bin] = blk->next;
+      buf = blk->buf;
+      free(blk);
+      d->cached_bytes -= cls;
+      d->hits++;
+      d->live_bytes += (long long)cls;
+    }
   }
   pthread_mutex_unlock(&alloc_lock);
-  if (!buf) {
-    cl_int err;
-    buf = clCreateBuffer(d->ctx, buffer_flags(d), cls, NULL, &err);
-    if (err != CL_SUCCESS) {
-      /* Out of memory: give the cache back and try once more. */
-      pthread_mutex_lock(&alloc_lock);
-      cache_empty(d);
-      pthread_mutex_unlock(&alloc_lock);
-      buf = clCreateBuffer(d->ctx, buffer_flags(d), cls, NULL, &err);
-    }
-    if (err != CL_SUCCESS) {
-      kdcl_fail(err, "clCreateBuffer", "opencl alloc", d);
-      char msg[512];
-      snprintf(msg, sizeof msg, "%s", kd_last_error());
-      kd_set_error(kd_last_status(), "%s (%zu bytes)", msg, cls);
-      return NULL;
-    }
+  if (i) return addr_of(i, 0);
+  cl_int err;
+  buf = clCreateBuffer(d->ctx, buffer_flags(d), cls, NULL, &err);
+  if (err != CL_SUCCESS) {
+    /* Out of memory: give the cache back and try once more. */
     pthread_mutex_lock(&alloc_lock);
-    d->creates++;
+    cache_empty(d);
     pthread_mutex_unlock(&alloc_lock);
+    buf = clCreateBuffer(d->ctx, buffer_flags(d), cls, NULL, &err);
+  }
+  if (err != CL_SUCCESS) {
+    kdcl_fail(err, "clCreateBuffer", "opencl alloc", d);
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", kd_last_error());
+    kd_set_error(kd_last_status(), "%s (%zu bytes)", msg, cls);
+    return NULL;
   }
   pthread_mutex_lock(&alloc_lock);
-  uint32_t i = slot_new(buf, cls, d->info.index, false);
-  if (i) d->live_bytes += (long long)cls;
+  i = slot_new(buf, cls, d->info.index, false);
+  if (i) {
+    d->creates++;
+    d->live_bytes += (long long)cls;
+  }
   pthread_mutex_unlock(&alloc_lock);
   if (!i) {
     clReleaseMemObject(buf);
