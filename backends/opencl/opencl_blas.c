@@ -316,19 +316,22 @@ static kd_status on_cpu(cpu_op op, kd_tensor *self, kd_tensor *m1, kd_tensor *m2
     else if (inplace) st = kd_addmm_(cs, c1, c2, beta, alpha);
     else st = kd_addmm(cs, c1, c2, beta, alpha, &r);
   }
-  if (!st) st = kd_tensor_to_device(inplace ? cs : r, dev, &back);
+  kd_tensor *res = inplace ? cs : r;
   if (!st && (given || inplace)) {
     kd_tensor *dst = given ? given : inplace;
     if (given) {
-      kd_ints sz = {kd_tensor_sizes(back), kd_tensor_ndim(back)};
+      kd_ints sz = {kd_tensor_sizes(res), kd_tensor_ndim(res)};
       if (kd_tensor_ndim(given) != sz.size ||
           memcmp(kd_tensor_sizes(given), sz.data, sizeof(int64_t) * (size_t)sz.size))
         st = kd_resize_(given, sz, NULL);
     }
-    if (!st) st = kd_copy_(dst, back, false);
+    if (!st) st = kdcl_write_from_cpu(dst, res, op == CPU_MM ? "mm" : op == CPU_BMM ? "bmm" : "addmm");
   } else if (!st) {
-    *ret = back;
-    back = NULL;
+    st = kd_tensor_to_device(res, dev, &back);
+    if (!st) {
+      *ret = back;
+      back = NULL;
+    }
   }
   kd_tensor *ts[] = {cs, c1, c2, r, back};
   for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) kd_tensor_release(ts[i]);

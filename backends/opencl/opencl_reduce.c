@@ -31,8 +31,9 @@
  *
  * Dtypes the device does not compute (float16, bfloat16, complex, float64
  * without fp64; a bool sum or prod) run the CPU's operator instead: self
- * copied to the CPU (which waits for the device), the result copied into
- * out. Their results and errors are the CPU's.
+ * copied to the CPU (which waits for the device), the result written into
+ * out (one blocking write when out is contiguous). Their results and errors
+ * are the CPU's.
  *
  * Softmax: one work-group per row along dim (the other dims' positions),
  * max-subtracted: the maximum (NaN wins; a row of -inf: 0), the sum of
@@ -284,12 +285,34 @@ static bool on_device(const kdcl_device *d, int kind, kd_dtype in_dt, kd_dtype o
   return !((kind == R_SUM || kind == R_PROD) && out_dt == KD_BOOL);
 }
 
+/* kdcl.h (opencl_reduce.c's section). */
+kd_status kdcl_write_from_cpu(kd_tensor *out, kd_tensor *r, const char *op) {
+  if (kd_tensor_is_contiguous(out) && kd_tensor_is_contiguous(r) &&
+      kd_tensor_numel(out) == kd_tensor_numel(r) && kd_tensor_dtype(out) == kd_tensor_dtype(r)) {
+    cl_mem buf = NULL;
+    size_t off = 0;
+    kd_status st = kdcl_tensor_buffer(out, &buf, &off, op);
+    if (st || !buf) return st;
+    kdcl_device *d = kdcl_tensor_device(out, op);
+    if (!d) return kd_last_status();
+    cl_int err = clEnqueueWriteBuffer(kdcl_queue(d), buf, CL_TRUE, off,
+                                      (size_t)kd_tensor_numel(r) * kd_tensor_itemsize(r),
+                                      kd_tensor_data(r), 0, NULL, NULL);
+    return KDCL_CHECK(err, "clEnqueueWriteBuffer", op, d);
+  }
+  kd_tensor *rd = NULL;
+  kd_status st = kd_tensor_to_device(r, kd_tensor_device(out), &rd);
+  if (!st) st = kd_copy_(out, rd, false);
+  kd_tensor_release(rd);
+  return st;
+}
+
 /* The CPU's reduction for what the device does not compute: self copied to
  * the CPU (this waits for the device), the CPU's operator with out's dtype
  * (the meta's choice), the result copied into out. Borrows self; writes
  * out; temporaries released. Errors: the copies', the CPU kernel's. */
 static kd_status reduce_on_cpu(int kind, kd_tensor *self, kd_ints dim, bool keepdim, kd_tensor *out) {
-  kd_tensor *c = NULL, *r = NULL, *rd = NULL;
+  kd_tensor *c = NULL, *r = NULL;
   kd_dtype odt = kd_tensor_dtype(out);
   kd_status st = kd_tensor_to_device(self, kd_device_cpu(), &c);
   if (!st) {
@@ -303,11 +326,9 @@ static kd_status reduce_on_cpu(int kind, kd_tensor *self, kd_ints dim, bool keep
     default: st = kd_argmin(c, dim.size > 0 ? dim.data : NULL, keepdim, &r); break;
     }
   }
-  if (!st) st = kd_tensor_to_device(r, kd_tensor_device(out), &rd);
-  if (!st) st = kd_copy_(out, rd, false);
+  if (!st) st = kdcl_write_from_cpu(out, r, op_names[kind]);
   kd_tensor_release(c);
   kd_tensor_release(r);
-  kd_tensor_release(rd);
   return st;
 }
 
@@ -427,14 +448,12 @@ static kd_status softmax_run(const char *op, bool is_log, kd_tensor *self, int64
   kd_dtype dt = kd_tensor_dtype(self);
   if (dt != KD_FLOAT32 && !(dt == KD_FLOAT64 && kdcl_info(d)->fp64)) {
     /* float16, bfloat16 (or float64 without fp64): the CPU's kernel, as reduce_on_cpu */
-    kd_tensor *c = NULL, *r = NULL, *rd = NULL;
+    kd_tensor *c = NULL, *r = NULL;
     kd_status st = kd_tensor_to_device(self, kd_device_cpu(), &c);
     if (!st) st = is_log ? kd__log_softmax(c, dim, false, &r) : kd__softmax(c, dim, false, &r);
-    if (!st) st = kd_tensor_to_device(r, kd_tensor_device(out), &rd);
-    if (!st) st = kd_copy_(out, rd, false);
+    if (!st) st = kdcl_write_from_cpu(out, r, op);
     kd_tensor_release(c);
     kd_tensor_release(r);
-    kd_tensor_release(rd);
     return st;
   }
   const char *t = kdcl_ctype(d, dt, op);

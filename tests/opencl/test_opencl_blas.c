@@ -212,6 +212,15 @@ static void test_int_dtypes(void **state) {
   kdt_check("bmm int16", w, g, 0, 0);
   kd_tensor_release(w);
   kd_tensor_release(g);
+  /* float16 (no cl_khr_fp16 on PoCL; CLBlast's Hgemm needs it): the CPU's too */
+  kdt_pair h1 = kdt_contig(KD_FLOAT16, 2, m1s, 107), h2 = kdt_contig(KD_FLOAT16, 2, m2s, 108);
+  kdt_pair ho = kdt_contig(KD_FLOAT16, 2, full, 109);
+  KD_ASSERT_OK(kd_mm_out(h1.c, h2.c, ho.c));
+  KD_ASSERT_OK(kd_mm_out(h1.d, h2.d, ho.d));
+  kdt_check("mm.out float16", ho.c, ho.d, 0, 0);
+  kdt_pair_release(h1);
+  kdt_pair_release(h2);
+  kdt_pair_release(ho);
   kdt_pair ps[] = {m1, m2, sr, ip, o, x, y};
   for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++) kdt_pair_release(ps[i]);
 }
