@@ -16,9 +16,12 @@
  * K == 0 gives beta * self (zeros for mm and bmm) without CLBlast, which
  * refuses zero dimensions; M, N or the batch being 0 computes nothing.
  *
- * Dtypes: float32, and float64 on a device with fp64. CLBlast has no integer
- * gemm: other dtypes are refused with KD_ETYPE (the CPU computes them; a
- * caller moves such tensors to the CPU). CLBlast's status codes become kd
+ * Dtypes: float32, and float64 on a device with fp64, through CLBlast.
+ * CLBlast has no integer (or bool, or float16 on a device without fp16)
+ * gemm: those run the CPU's kernel inside this one (operands copied to the
+ * CPU, which waits for the device; the CPU's checks, messages and results;
+ * the result copied back), so every dtype gives what the CPU gives, bool's
+ * error included. CLBlast's status codes become kd
  * statuses naming the CLBlast routine and code: KD_ENOMEM for its
  * allocation failures, KD_ETYPE for CLBlastNoDoublePrecision, KD_EDEVICE
  * otherwise.
@@ -285,6 +288,56 @@ static kd_status gemm(const char *op, kdcl_device *d, kd_tensor *a, kd_tensor *b
   return st;
 }
 
+/* ---- Dtypes CLBlast has no gemm for: the CPU's kernel ----------------------------------- */
+
+/* float32, and float64 on a device with fp64: CLBlast's. */
+static bool clblast_dtype(const kdcl_device *d, kd_dtype dt) {
+  return dt == KD_FLOAT32 || (dt == KD_FLOAT64 && kdcl_info(d)->fp64);
+}
+
+typedef enum cpu_op { CPU_MM, CPU_BMM, CPU_ADDMM } cpu_op;
+
+/* Runs op on the CPU for another dtype: the operands copied to the CPU (this
+ * waits for the device), the CPU's kernel (its checks, messages and
+ * results), the result copied back: into *ret (a new device tensor), into
+ * given (out=, resized), or into inplace (addmm_'s self). Borrows the
+ * operands; temporaries are released. */
+static kd_status on_cpu(cpu_op op, kd_tensor *self, kd_tensor *m1, kd_tensor *m2,
+                        const kd_scalar *beta, const kd_scalar *alpha, kd_tensor *given,
+                        kd_tensor *inplace, kd_tensor **ret) {
+  kd_device dev = kd_tensor_device(m1), cpu = kd_device_cpu();
+  kd_tensor *cs = NULL, *c1 = NULL, *c2 = NULL, *r = NULL, *back = NULL;
+  kd_status st = kd_tensor_to_device(m1, cpu, &c1);
+  if (!st) st = kd_tensor_to_device(m2, cpu, &c2);
+  if (!st && self) st = kd_tensor_to_device(self, cpu, &cs);
+  if (!st) {
+    if (op == CPU_MM) st = kd_mm(c1, c2, &r);
+    else if (op == CPU_BMM) st = kd_bmm(c1, c2, &r);
+    else if (inplace) st = kd_addmm_(cs, c1, c2, beta, alpha);
+    else st = kd_addmm(cs, c1, c2, beta, alpha, &r);
+  }
+  kd_tensor *res = inplace ? cs : r;
+  if (!st && (given || inplace)) {
+    kd_tensor *dst = given ? given : inplace;
+    if (given) {
+      kd_ints sz = {kd_tensor_sizes(res), kd_tensor_ndim(res)};
+      if (kd_tensor_ndim(given) != sz.size ||
+          memcmp(kd_tensor_sizes(given), sz.data, sizeof(int64_t) * (size_t)sz.size))
+        st = kd_resize_(given, sz, NULL);
+    }
+    if (!st) st = kdcl_write_from_cpu(dst, res, op == CPU_MM ? "mm" : op == CPU_BMM ? "bmm" : "addmm");
+  } else if (!st) {
+    st = kd_tensor_to_device(res, dev, &back);
+    if (!st) {
+      *ret = back;
+      back = NULL;
+    }
+  }
+  kd_tensor *ts[] = {cs, c1, c2, r, back};
+  for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) kd_tensor_release(ts[i]);
+  return st;
+}
+
 /* ---- mm / bmm ---------------------------------------------------------------------------- */
 
 /* mm (batched false) or bmm for every variant: `given` is out (NULL:
@@ -298,6 +351,8 @@ static kd_status mm_impl(bool batched, kd_tensor *self, kd_tensor *mat2, kd_tens
   if (st) return st;
   kdcl_device *d = kdcl_tensor_device(self, op);
   if (!d) return kd_last_status();
+  if (!clblast_dtype(d, kd_tensor_dtype(self)) && kd_tensor_dtype(self) == kd_tensor_dtype(mat2))
+    return on_cpu(batched ? CPU_BMM : CPU_MM, NULL, self, mat2, NULL, NULL, given, NULL, ret);
   int nd = batched ? 3 : 2;
   if (!batched) {
     if (kd_tensor_ndim(self) != 2) return kd_set_error(KD_EINVAL, "%s: self must be a matrix", op);
@@ -396,6 +451,10 @@ static kd_status addmm_impl(kd_tensor *self, kd_tensor *mat1, kd_tensor *mat2,
   if (st) return st;
   kdcl_device *d = kdcl_tensor_device(mat1, op);
   if (!d) return kd_last_status();
+  kd_dtype dt0 = kd_tensor_dtype(mat1);
+  if (!clblast_dtype(d, dt0) && kd_tensor_dtype(mat2) == dt0 && kd_tensor_dtype(self) == dt0)
+    return on_cpu(CPU_ADDMM, self, mat1, mat2, beta, alpha, given,
+                  mode == ADDMM_INPLACE ? self : NULL, ret);
   if (kd_tensor_ndim(mat1) != 2)
     return kd_set_error(KD_EINVAL, "%s: mat1 must be a matrix, got %d-D tensor", op,
                         kd_tensor_ndim(mat1));

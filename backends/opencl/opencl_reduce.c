@@ -29,10 +29,17 @@
  * index. An empty reduction gives the identity (sum 0, prod 1, mean NaN);
  * amax/amin/argmax/argmin of empty rows are refused by the meta, as on the CPU.
  *
+ * Dtypes the device does not compute (float16, bfloat16, complex, float64
+ * without fp64; a bool sum or prod) run the CPU's operator instead: self
+ * copied to the CPU (which waits for the device), the result written into
+ * out (one blocking write when out is contiguous). Their results and errors
+ * are the CPU's.
+ *
  * Softmax: one work-group per row along dim (the other dims' positions),
  * max-subtracted: the maximum (NaN wins; a row of -inf: 0), the sum of
  * exp(x - max) in the dtype, then exp(x - max) / sum or x - max - log(sum).
  * The CPU computes rows in float64: float32 agrees to about 1e-6 relative.
+ * float16 / bfloat16 run the CPU's kernel, as above.
  *
  * Nothing waits: the kernels are queued on the device's queue; the
  * temporaries of two-stage reductions are released after queueing (OpenCL
@@ -45,7 +52,7 @@
 #include "opencl_functions.h"
 #include "opencl_reduce.cl.h"
 
-#include <kdk/native.h>
+#include <kd/ops_all.h>
 
 /* ---- Geometry (the layout of geom in opencl_reduce.cl.h) ----------------------- */
 
@@ -265,73 +272,137 @@ static kd_status reduce_run(int kind, kd_tensor *self, const bool *mask, kd_tens
   return st;
 }
 
-/* One impl over kd_ints dims. */
-static kd_status reduce_dims(int kind, kd_tensor *self, kd_ints dim, kd_tensor *out) {
+/* Whether the device computes kind from in_dt into out_dt (else the CPU does:
+ * float16, bfloat16, complex, float64 without fp64, a bool sum or prod). */
+static bool on_device(const kdcl_device *d, int kind, kd_dtype in_dt, kd_dtype out_dt) {
+  const kdcl_device_info *info = kdcl_info(d);
+  kd_dtype dts[2] = {in_dt, out_dt};
+  for (int i = 0; i < 2; i++) {
+    kd_dtype t = dts[i];
+    if (t == KD_FLOAT16 || t == KD_BFLOAT16 || kd_dtype_is_complex(t)) return false;
+    if (t == KD_FLOAT64 && !info->fp64) return false;
+  }
+  return !((kind == R_SUM || kind == R_PROD) && out_dt == KD_BOOL);
+}
+
+/* kdcl.h (opencl_reduce.c's section). */
+kd_status kdcl_write_from_cpu(kd_tensor *out, kd_tensor *r, const char *op) {
+  if (kd_tensor_is_contiguous(out) && kd_tensor_is_contiguous(r) &&
+      kd_tensor_numel(out) == kd_tensor_numel(r) && kd_tensor_dtype(out) == kd_tensor_dtype(r)) {
+    cl_mem buf = NULL;
+    size_t off = 0;
+    kd_status st = kdcl_tensor_buffer(out, &buf, &off, op);
+    if (st || !buf) return st;
+    kdcl_device *d = kdcl_tensor_device(out, op);
+    if (!d) return kd_last_status();
+    cl_int err = clEnqueueWriteBuffer(kdcl_queue(d), buf, CL_TRUE, off,
+                                      (size_t)kd_tensor_numel(r) * kd_tensor_itemsize(r),
+                                      kd_tensor_data(r), 0, NULL, NULL);
+    return KDCL_CHECK(err, "clEnqueueWriteBuffer", op, d);
+  }
+  kd_tensor *rd = NULL;
+  kd_status st = kd_tensor_to_device(r, kd_tensor_device(out), &rd);
+  if (!st) st = kd_copy_(out, rd, false);
+  kd_tensor_release(rd);
+  return st;
+}
+
+/* The CPU's reduction for what the device does not compute: self copied to
+ * the CPU (this waits for the device), the CPU's operator with out's dtype
+ * (the meta's choice), the result copied into out. Borrows self; writes
+ * out; temporaries released. Errors: the copies', the CPU kernel's. */
+static kd_status reduce_on_cpu(int kind, kd_tensor *self, kd_ints dim, bool keepdim, kd_tensor *out) {
+  kd_tensor *c = NULL, *r = NULL;
+  kd_dtype odt = kd_tensor_dtype(out);
+  kd_status st = kd_tensor_to_device(self, kd_device_cpu(), &c);
+  if (!st) {
+    switch (kind) {
+    case R_SUM: st = kd_sum_dim_IntList(c, dim, keepdim, &odt, &r); break;
+    case R_MEAN: st = kd_mean_dim(c, dim, keepdim, &odt, &r); break;
+    case R_PROD: st = kd_prod_dim_int(c, dim.data[0], keepdim, &odt, &r); break;
+    case R_MAX: st = kd_amax(c, dim, keepdim, &r); break;
+    case R_MIN: st = kd_amin(c, dim, keepdim, &r); break;
+    case R_ARGMAX: st = kd_argmax(c, dim.size > 0 ? dim.data : NULL, keepdim, &r); break;
+    default: st = kd_argmin(c, dim.size > 0 ? dim.data : NULL, keepdim, &r); break;
+    }
+  }
+  if (!st) st = kdcl_write_from_cpu(out, r, op_names[kind]);
+  kd_tensor_release(c);
+  kd_tensor_release(r);
+  return st;
+}
+
+/* One impl: on the device, or the CPU's for dtypes the device lacks. */
+static kd_status reduce_dims(int kind, kd_tensor *self, kd_ints dim, bool keepdim, kd_tensor *out) {
+  const char *op = op_names[kind];
+  kdcl_device *d = common_device(op, self, out);
+  if (!d) return kd_last_status();
+  if (!on_device(d, kind, kd_tensor_dtype(self), kd_tensor_dtype(out)))
+    return reduce_on_cpu(kind, self, dim, keepdim, out);
   bool mask[KD_MAX_DIMS];
-  if (!self) return kd_set_error(KD_EINVAL, "%s (opencl): self is NULL", op_names[kind]);
-  kd_status st = reduce_mask(op_names[kind], self, dim, mask);
+  kd_status st = reduce_mask(op, self, dim, mask);
   return st ? st : reduce_run(kind, self, mask, out);
 }
 
 /* ---- The LegacyMeta impls (opencl_functions.h). All borrow their tensors
- * and write `out` (resized by libkdops' meta); errors as reduce_run. ------- */
+ * and write `out` (resized by libkdops' meta: dtype and keepdim applied);
+ * errors as reduce_run. ---------------------------------------------------- */
 
 kd_status opencl_sum_out(kdk_structured *s, kd_tensor *self, kd_ints dim, bool keepdim,
                          const kd_dtype *dtype, kd_tensor *out) {
-  (void)s, (void)keepdim, (void)dtype; /* the meta applied them to out */
-  return reduce_dims(R_SUM, self, dim, out);
+  (void)s, (void)dtype; /* the meta applied it to out */
+  return reduce_dims(R_SUM, self, dim, keepdim, out);
 }
 
 kd_status opencl_mean_out(kdk_structured *s, kd_tensor *self, kd_ints dim, bool keepdim,
                           const kd_dtype *dtype, kd_tensor *out) {
-  (void)s, (void)keepdim, (void)dtype;
+  (void)s, (void)dtype;
   kd_dtype dt = out ? kd_tensor_dtype(out) : KD_FLOAT32;
   /* an integral out (mean.out without dtype), as the CPU's mean_out_cpu */
   if (!kd_dtype_is_floating(dt) && !kd_dtype_is_complex(dt))
     return kd_set_error(KD_ETYPE, "mean: result type %s can't be cast to the desired output type %s",
                         kd_dtype_name(kd_get_default_dtype()), kd_dtype_name(dt));
-  return reduce_dims(R_MEAN, self, dim, out);
+  return reduce_dims(R_MEAN, self, dim, keepdim, out);
 }
 
 kd_status opencl_prod_out(kdk_structured *s, kd_tensor *self, int64_t dim, bool keepdim,
                           const kd_dtype *dtype, kd_tensor *out) {
-  (void)s, (void)keepdim, (void)dtype;
+  (void)s, (void)dtype;
   kd_ints dims = {&dim, 1};
-  return reduce_dims(R_PROD, self, dims, out);
+  return reduce_dims(R_PROD, self, dims, keepdim, out);
 }
 
 kd_status opencl_amax_out(kdk_structured *s, kd_tensor *self, kd_ints dim, bool keepdim,
                           kd_tensor *out) {
-  (void)s, (void)keepdim;
-  return reduce_dims(R_MAX, self, dim, out);
+  (void)s;
+  return reduce_dims(R_MAX, self, dim, keepdim, out);
 }
 
 kd_status opencl_amin_out(kdk_structured *s, kd_tensor *self, kd_ints dim, bool keepdim,
                           kd_tensor *out) {
-  (void)s, (void)keepdim;
-  return reduce_dims(R_MIN, self, dim, out);
+  (void)s;
+  return reduce_dims(R_MIN, self, dim, keepdim, out);
 }
 
 kd_status opencl_argmax_out(kdk_structured *s, kd_tensor *self, const int64_t *dim, bool keepdim,
                             kd_tensor *out) {
-  (void)s, (void)keepdim;
+  (void)s;
   kd_ints dims = {dim, dim ? 1 : -1};
-  return reduce_dims(R_ARGMAX, self, dims, out);
+  return reduce_dims(R_ARGMAX, self, dims, keepdim, out);
 }
 
 kd_status opencl_argmin_out(kdk_structured *s, kd_tensor *self, const int64_t *dim, bool keepdim,
                             kd_tensor *out) {
-  (void)s, (void)keepdim;
+  (void)s;
   kd_ints dims = {dim, dim ? 1 : -1};
-  return reduce_dims(R_ARGMIN, self, dims, out);
+  return reduce_dims(R_ARGMIN, self, dims, keepdim, out);
 }
 
 /* ---- softmax / log_softmax (Customized) ----------------------------------------- */
 
-/* The backend's meta: libkdops' checks and output (self's sizes and dtype),
- * then what the device can compute (float32, float64 where it has fp64;
- * half_to_float refused), before the output is allocated... and dim wrapped
- * once into pre->dim. */
+/* The backend's meta: the CPU's checks and messages (dim in range, no
+ * half_to_float, a floating dtype) before the output is allocated, dim
+ * wrapped once into pre->dim, the output of self's sizes and dtype. */
 static kd_status softmax_meta(const char *op, bool is_log, kdk_structured *s, kd_tensor *self,
                               int64_t dim, bool half_to_float, int64_t *pre_dim) {
   if (!self) return kd_set_error(KD_EINVAL, "%s: self is NULL", op);
@@ -374,7 +445,18 @@ static kd_status softmax_run(const char *op, bool is_log, kd_tensor *self, int64
                              kd_tensor *out) {
   kdcl_device *d = common_device(op, self, out);
   if (!d) return kd_last_status();
-  const char *t = kdcl_ctype(d, kd_tensor_dtype(self), op);
+  kd_dtype dt = kd_tensor_dtype(self);
+  if (dt != KD_FLOAT32 && !(dt == KD_FLOAT64 && kdcl_info(d)->fp64)) {
+    /* float16, bfloat16 (or float64 without fp64): the CPU's kernel, as reduce_on_cpu */
+    kd_tensor *c = NULL, *r = NULL;
+    kd_status st = kd_tensor_to_device(self, kd_device_cpu(), &c);
+    if (!st) st = is_log ? kd__log_softmax(c, dim, false, &r) : kd__softmax(c, dim, false, &r);
+    if (!st) st = kdcl_write_from_cpu(out, r, op);
+    kd_tensor_release(c);
+    kd_tensor_release(r);
+    return st;
+  }
+  const char *t = kdcl_ctype(d, dt, op);
   if (!t) return kd_last_status();
   int nd = kd_tensor_ndim(self);
   int64_t rows = 1;

@@ -4,8 +4,9 @@
  * (CLBlast's transpose flags) and other strided operands (a contiguous
  * copy), an expanded batch, out= (contiguous and strided), addmm's beta /
  * alpha, broadcast self, beta = 0 with NaN in self, addmm_ in place, zero
- * sizes (K == 0: beta * self, zeros), float64; errors by status and message
- * (shapes, dtypes, integer dtypes CLBlast has no gemm for).
+ * sizes (K == 0: beta * self, zeros), float64, integer dtypes (CLBlast has
+ * no integer gemm: the CPU's kernel runs); errors by status and message
+ * (shapes, dtypes, bool as on the CPU).
  * float32: rtol 1e-4 (the sums of K products in another order).
  *
  *   test_opencl_blas path/to/libkd_opencl.so   (exit 77: no OpenCL platform)
@@ -188,6 +189,42 @@ static void test_zero_sizes(void **state) {
   for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++) kdt_pair_release(ps[i]);
 }
 
+/* Integer dtypes through the CPU's kernel: every variant, results exact. */
+static void test_int_dtypes(void **state) {
+  (void)state;
+  int64_t m1s[2] = {6, 5}, m2s[2] = {5, 4}, row[1] = {4}, full[2] = {6, 4};
+  kdt_pair m1 = kdt_contig(KD_INT64, 2, m1s, 100), m2 = kdt_contig(KD_INT64, 2, m2s, 101);
+  kdt_pair sr = kdt_contig(KD_INT64, 1, row, 102), ip = kdt_contig(KD_INT64, 2, full, 103);
+  kdt_pair o = kdt_contig(KD_INT64, 2, full, 104);
+  check_addmm("addmm int64, broadcast row", sr, m1, m2, kd_scalar_int(3), kd_scalar_int(-2));
+  kd_scalar beta = kd_scalar_int(2), alpha = kd_scalar_int(5);
+  KD_ASSERT_OK(kd_addmm_(ip.c, m1.c, m2.c, &beta, &alpha));
+  KD_ASSERT_OK(kd_addmm_(ip.d, m1.d, m2.d, &beta, &alpha));
+  kdt_check("addmm_ int64", ip.c, ip.d, 0, 0);
+  KD_ASSERT_OK(kd_mm_out(m1.c, m2.c, o.c));
+  KD_ASSERT_OK(kd_mm_out(m1.d, m2.d, o.d));
+  kdt_check("mm.out int64", o.c, o.d, 0, 0);
+  int64_t b1[3] = {3, 4, 5}, b2[3] = {3, 5, 2};
+  kdt_pair x = kdt_contig(KD_INT16, 3, b1, 105), y = kdt_contig(KD_INT16, 3, b2, 106);
+  kd_tensor *w = NULL, *g = NULL;
+  KD_ASSERT_OK(kd_bmm(x.c, y.c, &w));
+  KD_ASSERT_OK(kd_bmm(x.d, y.d, &g));
+  kdt_check("bmm int16", w, g, 0, 0);
+  kd_tensor_release(w);
+  kd_tensor_release(g);
+  /* float16 (no cl_khr_fp16 on PoCL; CLBlast's Hgemm needs it): the CPU's too */
+  kdt_pair h1 = kdt_contig(KD_FLOAT16, 2, m1s, 107), h2 = kdt_contig(KD_FLOAT16, 2, m2s, 108);
+  kdt_pair ho = kdt_contig(KD_FLOAT16, 2, full, 109);
+  KD_ASSERT_OK(kd_mm_out(h1.c, h2.c, ho.c));
+  KD_ASSERT_OK(kd_mm_out(h1.d, h2.d, ho.d));
+  kdt_check("mm.out float16", ho.c, ho.d, 0, 0);
+  kdt_pair_release(h1);
+  kdt_pair_release(h2);
+  kdt_pair_release(ho);
+  kdt_pair ps[] = {m1, m2, sr, ip, o, x, y};
+  for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++) kdt_pair_release(ps[i]);
+}
+
 static void test_errors(void **state) {
   (void)state;
   int64_t asz[2] = {3, 4}, bsz[2] = {5, 2}, v[1] = {4}, b3[3] = {2, 3, 4}, c3[3] = {3, 4, 2};
@@ -205,7 +242,17 @@ static void test_errors(void **state) {
   KD_ASSERT_ERR(kd_mm(i.d, i.d, &g), KD_EINVAL, "shapes cannot be multiplied");
   int64_t sq[2] = {4, 4};
   kdt_pair is = kdt_contig(KD_INT32, 2, sq, 56);
-  KD_ASSERT_ERR(kd_mm(is.d, is.d, &g), KD_ETYPE, "dtype int32 is not supported on opencl:0");
+  kd_tensor *w = NULL;
+  /* no integer gemm in CLBlast: the CPU's kernel, its results and errors */
+  KD_ASSERT_OK(kd_mm(is.c, is.c, &w));
+  KD_ASSERT_OK(kd_mm(is.d, is.d, &g));
+  kdt_check("mm int32 (on the cpu)", w, g, 0, 0);
+  kd_tensor_release(w);
+  kd_tensor_release(g);
+  g = NULL;
+  kdt_pair bl = kdt_contig(KD_BOOL, 2, sq, 60);
+  KD_ASSERT_ERR(kd_mm(bl.d, bl.d, &g), KD_ENOKERNEL, "not implemented for 'Bool'");
+  kdt_pair_release(bl);
   KD_ASSERT_ERR(kd_bmm(x.d, y.d, &g), KD_EINVAL, "batch1 and batch2 must have same number of batches");
   KD_ASSERT_ERR(kd_bmm(a.d, a.d, &g), KD_EINVAL, "batch1 must be a 3D tensor");
   KD_ASSERT_ERR(kd_mm(a.d, a.c, &g), KD_EINVAL, "same device");
@@ -227,7 +274,8 @@ int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_mm_layouts), cmocka_unit_test(test_mm_f64_and_out),
       cmocka_unit_test(test_bmm),        cmocka_unit_test(test_addmm),
-      cmocka_unit_test(test_zero_sizes), cmocka_unit_test(test_errors),
+      cmocka_unit_test(test_zero_sizes), cmocka_unit_test(test_int_dtypes),
+      cmocka_unit_test(test_errors),
   };
   return cmocka_run_group_tests(tests, kdt_setup, kdt_teardown);
 }
