@@ -18,6 +18,7 @@
 
 #include "kd_test.h"
 #include "kd/backend.h"
+#include "kd/cpu_fallback.h"
 #include "kd/ops/abs.h"
 #include "kd/ops/add.h"
 #include "kd/ops/clamp.h"
@@ -661,6 +662,22 @@ static void test_to_dtype(void **state) {
   drop(f);
 }
 
+/* Every operator the tests above ran on opencl ran there: none went through
+ * the CPU fallback (which would compute the right values too). */
+static void fell_back(const kd_op *op, kd_dispatch_key key, uint64_t count, void *user) {
+  (void)key;
+  int *n = user;
+  printf("fell back to the cpu: %s (%llu calls)\n", kd_op_name(op), (unsigned long long)count);
+  (*n)++;
+}
+
+static void test_no_cpu_fallback(void **state) {
+  (void)state;
+  int n = 0;
+  kd_fallback_counts_foreach(fell_back, &n);
+  assert_int_equal(n, 0);
+}
+
 /* ---- Main ---------------------------------------------------------------------------------------- */
 
 static int setup(void **state) {
@@ -720,6 +737,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_copy),
       cmocka_unit_test(test_fill),
       cmocka_unit_test(test_to_dtype),
+      cmocka_unit_test(test_no_cpu_fallback),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
