@@ -242,6 +242,8 @@ static void test_add_every_dtype(void **state) {
     bin(add2, sliced(dt, 4, 1), transposed(dt, 4, 2, 2), what);
     bin(add2, mk(dt, 0, NULL, 4), mk(dt, 2, (int64_t[]){2, 3}, 5), what);
     bin(add2, mk(dt, 2, (int64_t[]){0, 3}, 1), mk(dt, 1, (int64_t[]){3}, 2), what);
+    /* 1000 elements: two launches of the flat kernel (768, then 232). */
+    bin(add2, mk(dt, 1, (int64_t[]){1000}, 6), mk(dt, 1, (int64_t[]){1000}, 7), what);
   }
 }
 
