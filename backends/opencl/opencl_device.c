@@ -703,6 +703,11 @@ kd_status opencl_backend(kd_plugin *plugin, kd_backend_iface *iface) {
   if (devs)
     return kd_set_error(KD_EEXIST, "opencl: the backend is already loaded in this process (opencl:0..%d)",
                         dev_count - 1);
+  /* The CPU fallback switch below belongs to the key: another backend's. */
+  const kd_backend *other = kd_backend_for_device(KDCL_DEVICE_TYPE);
+  if (other)
+    return kd_set_error(KD_EEXIST, "opencl: device type %s already has the backend '%s'",
+                        "PrivateUse1", kd_backend_iface_of(other)->name);
   cl_platform_id platform = NULL;
   cl_uint nd = 0;
   kd_status st = pick_platform(&platform, &nd);
