@@ -19,6 +19,8 @@
 #include <CL/cl.h>
 
 #include "kd/backend.h"
+#include "kd/dlpack.h"
+#include "kd/ops.h"
 #include "kdcl.h"
 
 static const char *plugin_path;
@@ -36,6 +38,8 @@ typedef kd_status (*kernel_get_fn)(kdcl_device *, const char *, const char *, co
 typedef kd_status (*launch_fn)(kdcl_device *, kdcl_kernel *, int, const kdcl_arg *, cl_uint,
                                const size_t *, const size_t *, const char *);
 typedef const char *(*ctype_fn)(const kdcl_device *, kd_dtype, const char *);
+typedef cl_context (*context_fn)(const kdcl_device *);
+typedef cl_command_queue (*queue_fn)(const kdcl_device *);
 
 static const kd_backend_iface *iface(void) {
   const kd_backend *b = kd_backend_for_device(KD_DEVICE_PRIVATEUSE1);
@@ -380,11 +384,180 @@ static void test_ctype(void **state) {
 
 static void test_factories(void **state) {
   (void)state;
-  kd_tensor *t;
+  kd_tensor *t = NULL, *back;
   int64_t sizes[2] = {3, 4}, strides[2] = {1, 3};
-  KD_ASSERT_OK(kd_tensor_empty_strided(2, sizes, strides, KD_FLOAT32, dev0, &t));
-  assert_int_equal(kd_tensor_numel(t), 12);
+  kd_dtype f32 = KD_FLOAT32;
+  /* empty_strided and empty.memory_format: the plugin's own kernels (dispatched). */
+  KD_ASSERT_OK(kd_empty_strided((kd_ints){sizes, 2}, (kd_ints){strides, 2}, &f32, NULL, &dev0,
+                                NULL, &t));
+  assert_int_equal(kd_tensor_device(t).type, KD_DEVICE_PRIVATEUSE1);
+  assert_int_equal(kd_tensor_strides(t)[0], 1);
+  assert_int_equal(kd_tensor_strides(t)[1], 3);
   kd_tensor_release(t);
+  KD_ASSERT_OK(kd_empty_memory_format((kd_ints){sizes, 2}, &f32, NULL, &dev0, NULL, NULL, &t));
+  assert_int_equal(kd_tensor_numel(t), 12);
+  assert_true(kd_tensor_is_contiguous(t));
+  /* resize_: libkdops' own kernel, growing through the device's allocator and
+   * keeping the old values. */
+  float v[12];
+  for (int i = 0; i < 12; i++) v[i] = (float)i;
+  const kd_backend_iface *b = iface();
+  KD_ASSERT_OK(b->copy_from_host(b->ctx, dev0, kd_tensor_data(t), v, sizeof v));
+  int64_t big = 100;
+  KD_ASSERT_OK(kd_resize_(t, (kd_ints){&big, 1}, NULL));
+  assert_int_equal(kd_tensor_numel(t), 100);
+  KD_ASSERT_OK(kd_tensor_to_device(t, (kd_device){KD_DEVICE_CPU, 0}, &back));
+  assert_memory_equal(kd_tensor_data(back), v, sizeof v);
+  kd_tensor_release(back);
+  kd_tensor_release(t);
+  /* Refusals, with the operator named. */
+  int64_t neg = -2;
+  t = NULL;
+  KD_ASSERT_ERR(kd_empty_memory_format((kd_ints){&neg, 1}, &f32, NULL, &dev0, NULL, NULL, &t),
+                KD_EINVAL, "opencl empty.memory_format: Trying to create tensor with negative dimension -2");
+  assert_null(t);
+  KD_ASSERT_ERR(kd_empty_strided((kd_ints){sizes, 2}, (kd_ints){strides, 1}, &f32, NULL, &dev0,
+                                 NULL, &t),
+                KD_EINVAL, "opencl empty_strided: mismatch in length of strides and shape");
+  kd_layout sparse = KD_LAYOUT_SPARSE;
+  KD_ASSERT_ERR(kd_empty_memory_format((kd_ints){sizes, 2}, &f32, &sparse, &dev0, NULL, NULL, &t),
+                KD_EUNSUPPORTED, "expected strided");
+}
+
+/* ---- DLPack (kDLOpenCL: data is the cl_mem, byte_offset the offset in it) ------------- */
+
+static int foreign_deletes;
+static void foreign_deleter(DLManagedTensor *m) {
+  foreign_deletes++;
+  clReleaseMemObject((cl_mem)m->dl_tensor.data);
+}
+
+/* A managed tensor over `buf` (which it owns: the deleter releases it). */
+static DLManagedTensor foreign_managed(cl_mem buf, int64_t *shape, uint64_t byte_offset) {
+  DLManagedTensor m;
+  memset(&m, 0, sizeof m);
+  m.dl_tensor.data = buf;
+  m.dl_tensor.device.device_type = (DLDeviceType)4; /* kDLOpenCL */
+  m.dl_tensor.device.device_id = 0;
+  m.dl_tensor.ndim = 1;
+  m.dl_tensor.dtype.code = kDLFloat;
+  m.dl_tensor.dtype.bits = 32;
+  m.dl_tensor.dtype.lanes = 1;
+  m.dl_tensor.shape = shape;
+  m.dl_tensor.byte_offset = byte_offset;
+  m.deleter = foreign_deleter;
+  return m;
+}
+
+static void test_dlpack(void **state) {
+  (void)state;
+  tensor_buffer_fn tb = (tensor_buffer_fn)proc("kdcl_tensor_buffer");
+  /* Export a view with a storage offset: the handle and the offset of element 0. */
+  float v[10];
+  for (int i = 0; i < 10; i++) v[i] = (float)i + 0.25f;
+  int64_t n = 10, six = 6, one = 1;
+  kd_tensor *h, *d, *view, *back;
+  KD_ASSERT_OK(kd_tensor_from_data(1, &n, KD_FLOAT32, v, &h));
+  KD_ASSERT_OK(kd_tensor_to_device(h, dev0, &d));
+  KD_ASSERT_OK(kd_tensor_from_storage(kd_tensor_storage(d), 3, 1, &six, &one, KD_FLOAT32, &view));
+  cl_mem buf;
+  size_t off;
+  KD_ASSERT_OK(tb(view, &buf, &off, "test"));
+  assert_int_equal(off, 12);
+  DLManagedTensor *m = NULL;
+  KD_ASSERT_OK(kd_tensor_to_dlpack(view, &m));
+  assert_int_equal(m->dl_tensor.device.device_type, 4);
+  assert_int_equal(m->dl_tensor.device.device_id, 0);
+  assert_ptr_equal(m->dl_tensor.data, buf);
+  assert_int_equal(m->dl_tensor.byte_offset, 12);
+  /* ... and back: a tensor over the same buffer and offset. */
+  kd_tensor *imp;
+  KD_ASSERT_OK(kd_tensor_from_dlpack(m, &imp));
+  cl_mem buf2;
+  size_t off2;
+  KD_ASSERT_OK(tb(imp, &buf2, &off2, "test"));
+  assert_ptr_equal(buf2, buf);
+  assert_int_equal(off2, 12);
+  KD_ASSERT_OK(kd_tensor_to_device(imp, (kd_device){KD_DEVICE_CPU, 0}, &back));
+  assert_memory_equal(kd_tensor_data(back), v + 3, 6 * sizeof(float));
+  kd_tensor_release(back);
+  kd_tensor_release(view);
+  kd_tensor_release(d);
+  kd_tensor_release(h);
+  /* The import holds the export (and so the storage): still readable. */
+  KD_ASSERT_OK(kd_tensor_to_device(imp, (kd_device){KD_DEVICE_CPU, 0}, &back));
+  assert_memory_equal(kd_tensor_data(back), v + 3, 6 * sizeof(float));
+  kd_tensor_release(back);
+  /* A live import counts as a live storage: the plugin cannot be unloaded. */
+  KD_ASSERT_ERR(kd_backend_unload(plugin), KD_EBUSY, "");
+  kd_tensor_release(imp); /* calls the export's deleter */
+
+  /* A foreign cl_mem of the device's context: wrapped, not owned. */
+  kdcl_device *dv = ((device_get_fn)proc("kdcl_device_get"))(0);
+  cl_context ctx = ((context_fn)proc("kdcl_context"))(dv);
+  cl_command_queue q = ((queue_fn)proc("kdcl_queue"))(dv);
+  cl_int err;
+  cl_mem fb = clCreateBuffer(ctx, CL_MEM_READ_WRITE, sizeof v, NULL, &err);
+  assert_int_equal(err, CL_SUCCESS);
+  assert_int_equal(clEnqueueWriteBuffer(q, fb, CL_TRUE, 0, sizeof v, v, 0, NULL, NULL), CL_SUCCESS);
+  int64_t four = 4;
+  DLManagedTensor fm = foreign_managed(fb, &four, 8);
+  foreign_deletes = 0;
+  KD_ASSERT_OK(kd_tensor_from_dlpack(&fm, &imp));
+  assert_int_equal(kd_tensor_device(imp).type, KD_DEVICE_PRIVATEUSE1);
+  KD_ASSERT_OK(kd_tensor_to_device(imp, (kd_device){KD_DEVICE_CPU, 0}, &back));
+  assert_memory_equal(kd_tensor_data(back), v + 2, 4 * sizeof(float));
+  kd_tensor_release(back);
+  /* Written through kdispatch, seen by the owner. */
+  float nine = 9.0f;
+  const kd_backend_iface *b = iface();
+  KD_ASSERT_OK(b->fill(b->ctx, dev0, kd_tensor_data(imp), &nine, 4, 4));
+  float got[10];
+  assert_int_equal(clEnqueueReadBuffer(q, fb, CL_TRUE, 0, sizeof got, got, 0, NULL, NULL), CL_SUCCESS);
+  assert_true(got[1] == v[1] && got[2] == 9.0f && got[5] == 9.0f && got[6] == v[6]);
+  assert_int_equal(foreign_deletes, 0);
+  kd_tensor_release(imp);
+  assert_int_equal(foreign_deletes, 1);
+
+  /* Refusals: the caller keeps the managed tensor (its deleter is not called). */
+  fb = clCreateBuffer(ctx, CL_MEM_READ_WRITE, sizeof v, NULL, &err);
+  assert_int_equal(err, CL_SUCCESS);
+  int64_t nine_elems = 9;
+  fm = foreign_managed(fb, &nine_elems, 8); /* 8 + 36 bytes > 40 */
+  imp = NULL;
+  KD_ASSERT_ERR(kd_tensor_from_dlpack(&fm, &imp), KD_EINVAL, "exceed the cl_mem's 40 bytes");
+  assert_null(imp);
+  assert_int_equal(foreign_deletes, 1);
+  fm.deleter(&fm);
+  /* A buffer of another context. */
+  cl_device_id id;
+  cl_platform_id pid;
+  assert_int_equal(clGetContextInfo(ctx, CL_CONTEXT_DEVICES, sizeof id, &id, NULL), CL_SUCCESS);
+  assert_int_equal(clGetDeviceInfo(id, CL_DEVICE_PLATFORM, sizeof pid, &pid, NULL), CL_SUCCESS);
+  cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)pid, 0};
+  cl_context other = clCreateContext(props, 1, &id, NULL, NULL, &err);
+  assert_int_equal(err, CL_SUCCESS);
+  fb = clCreateBuffer(other, CL_MEM_READ_WRITE, sizeof v, NULL, &err);
+  assert_int_equal(err, CL_SUCCESS);
+  fm = foreign_managed(fb, &four, 0);
+  KD_ASSERT_ERR(kd_tensor_from_dlpack(&fm, &imp), KD_EUNSUPPORTED,
+                "DLPack import: the cl_mem belongs to another OpenCL context than opencl:0's");
+  assert_null(imp);
+  fm.deleter(&fm);
+  clReleaseContext(other);
+  /* A device index the platform does not have. */
+  fb = clCreateBuffer(ctx, CL_MEM_READ_WRITE, sizeof v, NULL, &err);
+  fm = foreign_managed(fb, &four, 0);
+  fm.dl_tensor.device.device_id = 77;
+  KD_ASSERT_ERR(kd_tensor_from_dlpack(&fm, &imp), KD_ERANGE, "opencl:77");
+  fm.deleter(&fm);
+  /* Zero elements: no handle needed. */
+  int64_t zero = 0;
+  fm = foreign_managed(NULL, &zero, 0);
+  fm.deleter = NULL;
+  KD_ASSERT_OK(kd_tensor_from_dlpack(&fm, &imp));
+  assert_int_equal(kd_tensor_numel(imp), 0);
+  kd_tensor_release(imp);
 }
 
 static void test_unload(void **state) {
@@ -434,6 +607,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_error_names),
       cmocka_unit_test(test_ctype),
       cmocka_unit_test(test_factories),
+      cmocka_unit_test(test_dlpack),
       cmocka_unit_test(test_unload),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
