@@ -13,7 +13,8 @@
  * which inputs are cpu scalars passed by value) and cached by
  * kdcl_kernel_get. Each program has two kernels: pw_flat (every operand
  * contiguous after the iterator coalesced its dims) and pw_strided (up to
- * KD_MAX_DIMS dims, byte strides per operand, stride 0 for broadcast).
+ * KD_MAX_DIMS dims, byte strides per operand, stride 0 for broadcast; a
+ * 2-d launch, dim 0 by the rest).
  * A loop is one launch, not waited for; only integer division waits (it must
  * report a zero divisor before writing, as the CPU loop does).
  *
@@ -273,24 +274,35 @@ static const char *const pw_source_parts[] = {
     "  if (NIN > 2) c = LF2(i);\n"
     "  PW_STORE(po[i], a, b, c);\n"
     "}\n",
+    /* 2-d launch: dim 0 of the shape along work dim 0, the other dims
+     * (decomposed once per row, the same for the whole row) along work dim 1 */
     "__kernel void pw_strided(PW_ARGS, long ndim, long16 size, long16 st_o, long16 st_0, long16 st_1,\n"
     "                         long16 st_2) {\n"
-    "  long i = get_global_id(0);\n"
-    "  if (i >= n) return;\n"
-    "  long sz[16], so[16], s0[16], s1[16], s2[16];\n"
-    "  vstore16(size, 0, sz);\n"
-    "  vstore16(st_o, 0, so);\n"
-    "  vstore16(st_0, 0, s0);\n"
-    "  vstore16(st_1, 0, s1);\n"
-    "  vstore16(st_2, 0, s2);\n"
-    "  long r = i;\n"
-    "  for (int d = 0; d < ndim; d++) {\n"
-    "    long k = r % sz[d];\n"
-    "    r /= sz[d];\n"
-    "    oo += k * so[d];\n"
-    "    o0 += k * s0[d];\n"
-    "    o1 += k * s1[d];\n"
-    "    o2 += k * s2[d];\n"
+    "  long i = get_global_id(0), r = get_global_id(1);\n"
+    "  oo += i * st_o.s0;\n"
+    "  o0 += i * st_0.s0;\n"
+    "  o1 += i * st_1.s0;\n"
+    "  o2 += i * st_2.s0;\n"
+    "  if (ndim == 2) {\n"
+    "    oo += r * st_o.s1;\n"
+    "    o0 += r * st_0.s1;\n"
+    "    o1 += r * st_1.s1;\n"
+    "    o2 += r * st_2.s1;\n"
+    "  } else if (ndim > 2) {\n"
+    "    long sz[16], so[16], s0[16], s1[16], s2[16];\n"
+    "    vstore16(size, 0, sz);\n"
+    "    vstore16(st_o, 0, so);\n"
+    "    vstore16(st_0, 0, s0);\n"
+    "    vstore16(st_1, 0, s1);\n"
+    "    vstore16(st_2, 0, s2);\n"
+    "    for (int d = 1; d < ndim; d++) {\n"
+    "      long k = r % sz[d];\n"
+    "      r /= sz[d];\n"
+    "      oo += k * so[d];\n"
+    "      o0 += k * s0[d];\n"
+    "      o1 += k * s1[d];\n"
+    "      o2 += k * s2[d];\n"
+    "    }\n"
     "  }\n"
     "  PW_BODY(oo, o0, o1, o2)\n"
     "}\n"
@@ -503,10 +515,9 @@ static kd_status pw_go(pw_launch *L) {
   }
   size_t global = (size_t)L->numel;
   if (!flat) {
-    /* A multiple of 64 work items (pw_strided skips those past n), so that
-     * the driver can pick a large work-group whatever n is. */
-    if (global > 64) global = (global + 63) / 64 * 64;
-    return kdcl_launch(L->d, k, nargs, args, 1, &global, NULL, L->op);
+    /* Dim 0 of the shape by the rest (pw_strided: no bounds check). */
+    size_t g2[2] = {(size_t)L->shape[0], (size_t)(L->numel / L->shape[0])};
+    return kdcl_launch(L->d, k, nargs, args, 2, g2, NULL, L->op);
   }
   /* pw_flat has no bounds check: a launch of a multiple of PW_GROUP items,
    * then one for the rest with every operand's offset moved past the first

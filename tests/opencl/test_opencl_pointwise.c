@@ -243,6 +243,9 @@ static void test_add_every_dtype(void **state) {
     bin(add2, sliced(dt, 4, 1), transposed(dt, 4, 2, 2), what);
     bin(add2, mk(dt, 0, NULL, 4), mk(dt, 2, (int64_t[]){2, 3}, 5), what);
     bin(add2, mk(dt, 2, (int64_t[]){0, 3}, 1), mk(dt, 1, (int64_t[]){3}, 2), what);
+    /* Three dims the iterator cannot merge (dims 0 and 1 swapped). */
+    bin(add2, view(mk(dt, 3, (int64_t[]){3, 2, 4}, 8), 3, (int64_t[]){2, 3, 4}, (int64_t[]){4, 8, 1}, 0),
+        mk(dt, 3, (int64_t[]){2, 3, 4}, 9), what);
     /* 1000 elements: two launches of the flat kernel (768, then 232). */
     bin(add2, mk(dt, 1, (int64_t[]){1000}, 6), mk(dt, 1, (int64_t[]){1000}, 7), what);
   }
@@ -592,6 +595,12 @@ static void test_copy(void **state) {
   KD_ASSERT_OK(kd_copy_(b.c, a.c, false));
   KD_ASSERT_OK(kd_copy_(b.d, a.d, false));
   same_now(b, "copy_ opencl transposed -> opencl");
+  pair b3 = mk(KD_INT16, 3, (int64_t[]){2, 3, 4}, 4);
+  pair a3 = view(mk(KD_FLOAT32, 3, (int64_t[]){3, 2, 4}, 5), 3, (int64_t[]){2, 3, 4}, (int64_t[]){4, 8, 1}, 0);
+  KD_ASSERT_OK(kd_copy_(b3.c, a3.c, false));
+  KD_ASSERT_OK(kd_copy_(b3.d, a3.d, false));
+  same_now(b3, "copy_ opencl 3 strided dims -> opencl");
+  drop(a3);
   drop(a);
   /* Overlap: a square tensor copied from its own transpose. */
   pair sq = mk(KD_FLOAT32, 2, (int64_t[]){4, 4}, 3);
