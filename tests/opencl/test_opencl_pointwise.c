@@ -32,6 +32,7 @@
 #include "kd/ops/logical_and.h"
 #include "kd/ops/logical_not.h"
 #include "kd/ops/logical_xor.h"
+#include "kd/ops/masked_fill.h"
 #include "kd/ops/lt.h"
 #include "kd/ops/maximum.h"
 #include "kd/ops/minimum.h"
@@ -242,6 +243,9 @@ static void test_add_every_dtype(void **state) {
     bin(add2, sliced(dt, 4, 1), transposed(dt, 4, 2, 2), what);
     bin(add2, mk(dt, 0, NULL, 4), mk(dt, 2, (int64_t[]){2, 3}, 5), what);
     bin(add2, mk(dt, 2, (int64_t[]){0, 3}, 1), mk(dt, 1, (int64_t[]){3}, 2), what);
+    /* Three dims the iterator cannot merge (dims 0 and 1 swapped). */
+    bin(add2, view(mk(dt, 3, (int64_t[]){3, 2, 4}, 8), 3, (int64_t[]){2, 3, 4}, (int64_t[]){4, 8, 1}, 0),
+        mk(dt, 3, (int64_t[]){2, 3, 4}, 9), what);
     /* 1000 elements: two launches of the flat kernel (768, then 232). */
     bin(add2, mk(dt, 1, (int64_t[]){1000}, 6), mk(dt, 1, (int64_t[]){1000}, 7), what);
   }
@@ -415,6 +419,17 @@ static void test_where_and_clamp(void **state) {
   KD_ASSERT_ERR(kd_clamp(s8.d, NULL, &big, &rd), KD_EOVERFLOW, "clamp: max");
   drop(s8);
 
+  /* masked_fill_ through a broadcast mask: unmasked elements stay. */
+  pair mf = mk(KD_INT64, 2, (int64_t[]){3, 4}, 7), mask = mk(KD_BOOL, 1, (int64_t[]){4}, 8);
+  kd_scalar mv = kd_scalar_int(-42);
+  KD_ASSERT_OK(kd_masked_fill__Scalar(mf.c, mask.c, &mv));
+  KD_ASSERT_OK(kd_masked_fill__Scalar(mf.d, mask.d, &mv));
+  same_now(mf, "masked_fill_");
+  pair mi = mk(KD_INT8, 1, (int64_t[]){4}, 9);
+  KD_ASSERT_ERR(kd_masked_fill__Scalar(mi.d, mask.d, &big), KD_EOVERFLOW, "masked_fill_");
+  drop(mi);
+  drop(mask);
+
   pair mn = mk(KD_FLOAT32, 1, (int64_t[]){4}, 5), mx = mk(KD_FLOAT32, 2, (int64_t[]){3, 4}, 6);
   KD_ASSERT_OK(kd_clamp_Tensor(a.c, mn.c, mx.c, &rc));
   KD_ASSERT_OK(kd_clamp_Tensor(a.d, mn.d, mx.d, &rd));
@@ -580,6 +595,12 @@ static void test_copy(void **state) {
   KD_ASSERT_OK(kd_copy_(b.c, a.c, false));
   KD_ASSERT_OK(kd_copy_(b.d, a.d, false));
   same_now(b, "copy_ opencl transposed -> opencl");
+  pair b3 = mk(KD_INT16, 3, (int64_t[]){2, 3, 4}, 4);
+  pair a3 = view(mk(KD_FLOAT32, 3, (int64_t[]){3, 2, 4}, 5), 3, (int64_t[]){2, 3, 4}, (int64_t[]){4, 8, 1}, 0);
+  KD_ASSERT_OK(kd_copy_(b3.c, a3.c, false));
+  KD_ASSERT_OK(kd_copy_(b3.d, a3.d, false));
+  same_now(b3, "copy_ opencl 3 strided dims -> opencl");
+  drop(a3);
   drop(a);
   /* Overlap: a square tensor copied from its own transpose. */
   pair sq = mk(KD_FLOAT32, 2, (int64_t[]){4, 4}, 3);
