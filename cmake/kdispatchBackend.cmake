@@ -3,14 +3,15 @@
 #
 #   kd_add_backend(NAME fakegen YAML fakegen.yaml SOURCES device.c kernels.c
 #                  [PREFIX fakegen_] [KEY PrivateUse1] [NAMESPACE fakegen]
-#                  [SOURCE upstream.yaml] [NATIVE kdops.yaml] [TAGS tags.yaml])
+#                  [SOURCE upstream.yaml] [NATIVE kdops.yaml] [TAGS tags.yaml]
+#                  [TARGET target])
 #
 # runs kdgen --backend YAML --source SOURCE --native NATIVE into
 # ${CMAKE_CURRENT_BINARY_DIR}/NAME_gen (NAME_functions.h: what the SOURCES must
 # define; NAME_plugin.c: wrappers, registration, KD_PLUGIN; NAME_entries.txt:
 # every entry and why it was or was not generated) and builds the MODULE
-# library NAME from the SOURCES and NAME_plugin.c, linked to kdispatch::kdops and
-# kdispatch::kdispatch, with hidden visibility (only kd_plugin_entry is
+# library TARGET (default NAME; its file is libTARGET.so) from the SOURCES and
+# NAME_plugin.c, linked to kdispatch::kdops and kdispatch::kdispatch, with hidden visibility (only kd_plugin_entry is
 # exported). SOURCE and NATIVE default to libkdops' own native_functions.yaml
 # (installed in share/kdispatch), so a backend of libkdops names only its YAML.
 # The generated folder is on NAME's include path.
@@ -19,7 +20,7 @@
 # kdispatch's own build, kdispatch::kdgen from the package) and
 # KD_NATIVE_FUNCTIONS_YAML (libkdops' YAML).
 function(kd_add_backend)
-  cmake_parse_arguments(KB "" "NAME;YAML;PREFIX;KEY;NAMESPACE;SOURCE;NATIVE;TAGS"
+  cmake_parse_arguments(KB "" "NAME;YAML;PREFIX;KEY;NAMESPACE;SOURCE;NATIVE;TAGS;TARGET"
                         "SOURCES" ${ARGN})
   if(NOT KB_NAME OR NOT KB_YAML)
     message(FATAL_ERROR "kd_add_backend: NAME and YAML are required")
@@ -35,6 +36,9 @@ function(kd_add_backend)
   endif()
   if(NOT KB_PREFIX)
     set(KB_PREFIX ${KB_NAME}_)
+  endif()
+  if(NOT KB_TARGET)
+    set(KB_TARGET ${KB_NAME})
   endif()
   get_filename_component(yaml ${KB_YAML} ABSOLUTE)
   set(dir ${CMAKE_CURRENT_BINARY_DIR}/${KB_NAME}_gen)
@@ -72,14 +76,14 @@ function(kd_add_backend)
     VERBATIM)
   add_custom_target(${KB_NAME}_gen DEPENDS ${dir}/kdgen.stamp)
   set_source_files_properties(${outs} PROPERTIES GENERATED TRUE)
-  add_library(${KB_NAME} MODULE ${KB_SOURCES} ${dir}/${KB_NAME}_plugin.c)
-  add_dependencies(${KB_NAME} ${KB_NAME}_gen)
-  target_include_directories(${KB_NAME} PRIVATE ${dir})
-  set_target_properties(${KB_NAME} PROPERTIES C_VISIBILITY_PRESET hidden PREFIX "lib")
+  add_library(${KB_TARGET} MODULE ${KB_SOURCES} ${dir}/${KB_NAME}_plugin.c)
+  add_dependencies(${KB_TARGET} ${KB_NAME}_gen)
+  target_include_directories(${KB_TARGET} PRIVATE ${dir})
+  set_target_properties(${KB_TARGET} PROPERTIES C_VISIBILITY_PRESET hidden PREFIX "lib")
   if(TARGET kdispatch::kdops)
-    target_link_libraries(${KB_NAME} PRIVATE kdispatch::kdops)
+    target_link_libraries(${KB_TARGET} PRIVATE kdispatch::kdops)
   endif()
-  target_link_libraries(${KB_NAME} PRIVATE kdispatch::kdispatch)
+  target_link_libraries(${KB_TARGET} PRIVATE kdispatch::kdispatch)
   # A linker that drops "unused" libraries must keep them: the plugin needs their symbols.
-  target_link_options(${KB_NAME} PRIVATE "LINKER:--no-as-needed")
+  target_link_options(${KB_TARGET} PRIVATE "LINKER:--no-as-needed")
 endfunction()

@@ -84,6 +84,13 @@ cl_command_queue kdcl_queue(const kdcl_device *d);
 
 /* ---- Device addresses and tensors ------------------------------------------ */
 
+/* A device address: KDCL_ADDR_BASE | slot << KDCL_SLOT_SHIFT | byte offset
+ * (bits 62..63 are 01: never a canonical x86-64 or AArch64 user address). */
+#define KDCL_ADDR_BASE ((uintptr_t)1 << 62)
+#define KDCL_SLOT_SHIFT 32
+/* The largest allocation (the offset field's range, one past the end included). */
+#define KDCL_MAX_ALLOC ((size_t)0xFFFFF000u)
+
 /* The buffer and byte offset of a device address (any pointer inside an
  * allocation of this backend, or one past its end). KD_EINVAL naming `op`
  * when addr is not one (a host pointer, a freed allocation). */
@@ -148,5 +155,11 @@ kd_status kdcl_launch(kdcl_device *d, kdcl_kernel *k, int nargs, const kdcl_arg 
  * fp16, complex, bfloat16) with KD_ETYPE set:
  *   "<op>: dtype float16 is not supported on opencl:0 (no cl_khr_fp16)". */
 const char *kdcl_ctype(const kdcl_device *d, kd_dtype dtype, const char *op);
+
+/* ---- opencl_device.c <-> opencl_program.c ---------------------------------------- */
+
+/* Releases the cached programs and kernels of device d (every device for
+ * NULL); called by opencl_backend_fini before the device's context goes. */
+void kdcl_programs_release(kdcl_device *d);
 
 #endif /* KDCL_H */

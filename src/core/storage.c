@@ -1,6 +1,8 @@
 /*
  * storage.c: reference-counted bytes on a device.
  */
+#include <stdio.h>
+
 #include "core/tensor_impl.h"
 
 /* Sets up the fields of storage s, whose memory the caller provides, and
@@ -39,10 +41,15 @@ kd_status kd__storage_setup(kd_storage *s, void *block, kd_device device, size_t
                         "for it",
                         nbytes, kd_device_type_name(device.type));
   }
+  kd_clear_error();
   s->data = a.alloc(a.ctx, device, nbytes);
-  if (!s->data)
-    return kd_set_error(KD_ENOMEM, "out of memory allocating %zu bytes on device '%s'", nbytes,
-                        kd_device_type_name(device.type));
+  if (!s->data) {
+    /* An allocator that said why (kd_set_error) keeps its reason in the message. */
+    char why[384] = "";
+    if (kd_last_status() != KD_OK) snprintf(why, sizeof why, ": %s", kd_last_error());
+    return kd_set_error(KD_ENOMEM, "out of memory allocating %zu bytes on device '%s'%s", nbytes,
+                        kd_device_type_name(device.type), why);
+  }
   s->allocator = a;
   s->owns_via_allocator = true;
   return KD_OK;
