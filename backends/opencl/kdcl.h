@@ -162,4 +162,25 @@ const char *kdcl_ctype(const kdcl_device *d, kd_dtype dtype, const char *op);
  * NULL); called by opencl_backend_fini before the device's context goes. */
 void kdcl_programs_release(kdcl_device *d);
 
+/* ---- opencl_pointwise.c ------------------------------------------------------------ */
+
+/* The backend's `cast` slot (kd_backend_iface.cast): converts `count`
+ * contiguous elements of src_dtype at device address src to dst_dtype at
+ * dst, both on `device`, with one kernel launch (not waited for), as the
+ * core converts on the host (floating to integer truncates; NaN and
+ * out-of-range give INT64_MIN, wrapped). ctx unused. Errors: KD_ETYPE for a
+ * dtype the device lacks (kdcl_ctype's message), kdcl_resolve's for an
+ * address that is not the backend's, kdcl_fail's. */
+kd_status kdcl_cast(void *ctx, kd_device device, void *dst, kd_dtype dst_dtype, const void *src,
+                    kd_dtype src_dtype, size_t count);
+
+/* Registers the loops of the stubs that only libkdops' unstructured kernels
+ * bound as Legacy in opencl.yaml reach (where_stub, logical_and/or/xor_stub,
+ * fill_stub), for KDCL_DEVICE_TYPE; the generated init registers the others.
+ * Called by opencl_backend; on error nothing stays registered (KD_EEXIST
+ * when another backend holds a stub). kdcl_pointwise_unregister (from
+ * opencl_backend_fini) removes what was registered; safe to call twice. */
+kd_status kdcl_pointwise_register(void);
+void kdcl_pointwise_unregister(void);
+
 #endif /* KDCL_H */
