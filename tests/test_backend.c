@@ -98,10 +98,10 @@ static void test_refusals(void **state) {
   i.api_version = 0;
   KD_ASSERT_ERR(kd_backend_register(&i, &b), KD_EINVAL,
                 "kd_backend_register: kd_backend_iface api_version 0 is not supported: this "
-                "library accepts only 1 (KD_BACKEND_API_VERSION)");
+                "library accepts 1 to 2 (KD_BACKEND_API_VERSION)");
   i.api_version = KD_BACKEND_API_VERSION + 1;
   KD_ASSERT_ERR(kd_backend_register(&i, &b), KD_EINVAL,
-                "kd_backend_iface api_version 2 is not supported: this library accepts only 1 "
+                "kd_backend_iface api_version 3 is not supported: this library accepts 1 to 2 "
                 "(KD_BACKEND_API_VERSION); was it built against a newer kdispatch?");
   i = iface_for("fakedev", KD_DEVICE_CUDA);
   KD_ASSERT_ERR(kd_backend_register(&i, &b), KD_EINVAL,
@@ -169,6 +169,36 @@ static void test_device_cast(void **state) {
   kd_tensor_release(t);
   kd_tensor_release(d);
   kd_tensor_release(h);
+  kd_backend_unregister(b);
+}
+
+/* Version 2 added the DLPack handle functions: a version-1 record (its
+ * fields end at get_proc_address) still registers, and what lies after its
+ * end is not read; a version-2 record gives all three or none. */
+static kd_status f_dl_data(void *ctx, kd_device d, const void *p, void **h, uint64_t *off) {
+  (void)ctx, (void)d, (void)p, (void)h, (void)off;
+  return KD_OK;
+}
+
+static void test_version1_record(void **state) {
+  (void)state;
+  memset(&F, 0, sizeof F);
+  F.ndev = 1;
+  kd_backend_iface i = iface_for("fakedev", KD_DEVICE_PRIVATEUSE1);
+  i.dlpack_data = f_dl_data; /* only one of three */
+  kd_backend *b = (kd_backend *)&b;
+  KD_ASSERT_ERR(kd_backend_register(&i, &b), KD_EINVAL,
+                "dlpack_data, dlpack_import and dlpack_release go together (1 of the 3 are set)");
+  assert_null(b);
+  /* The same bytes as a version-1 record: the DLPack fields are past its end. */
+  i.api_version = 1;
+  KD_ASSERT_OK(kd_backend_register(&i, &b));
+  const kd_backend_iface *got = kd_backend_iface_of(b);
+  assert_int_equal(got->api_version, KD_BACKEND_API_VERSION);
+  assert_null(got->dlpack_data);
+  assert_null(got->dlpack_import);
+  assert_null(got->dlpack_release);
+  assert_ptr_equal(got->queue, f_queue);
   kd_backend_unregister(b);
 }
 
@@ -409,6 +439,7 @@ static void test_unregister_waits_for_calls(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_refusals),
+      cmocka_unit_test(test_version1_record),
       cmocka_unit_test(test_register_unregister),
       cmocka_unit_test(test_device_cast),
       cmocka_unit_test(test_device_services),

@@ -87,6 +87,7 @@ typedef struct slot {
   size_t size;         /* the buffer's bytes (its size class) */
   int32_t dev;
   uint32_t next_free;
+  bool foreign; /* a DLPack import: retained, not the allocator's */
 } slot;
 
 static _Atomic(slot *) chunks[SLOT_CHUNKS];
@@ -100,7 +101,7 @@ static slot *slot_at(uint32_t i) {
 }
 
 /* A slot for buf (alloc_lock held); 0 when out of slots or memory. */
-static uint32_t slot_new(cl_mem buf, size_t size, int32_t dev) {
+static uint32_t slot_new(cl_mem buf, size_t size, int32_t dev, bool foreign) {
   uint32_t i = free_head;
   slot *s;
   if (i) {
@@ -122,6 +123,7 @@ static uint32_t slot_new(cl_mem buf, size_t size, int32_t dev) {
   s->size = size;
   s->dev = dev;
   s->next_free = 0;
+  s->foreign = foreign;
   atomic_store_explicit(&s->buf, buf, memory_order_release);
   return i;
 }
@@ -223,10 +225,14 @@ static void cache_empty(kdcl_device *d) {
   d->cached_bytes = 0;
 }
 
+/* Plain device buffers, also on a device that shares host memory: on PoCL
+ * CL_MEM_ALLOC_HOST_PTR with clEnqueueMapBuffer copies no faster than
+ * clEnqueueRead/WriteBuffer (64 MiB: ~8 GB/s both ways for both; a 64-byte
+ * map is slower than a 64-byte read), so the copies do not map
+ * (docs/GUIDE.md, "The OpenCL backend"). */
 static cl_mem_flags buffer_flags(const kdcl_device *d) {
-  /* On a device that shares host memory the buffer is host memory the
-   * driver allocates (CL_MEM_ALLOC_HOST_PTR): mapping it is free. */
-  return CL_MEM_READ_WRITE | (d->info.host_unified ? CL_MEM_ALLOC_HOST_PTR : 0);
+  (void)d;
+  return CL_MEM_READ_WRITE;
 }
 
 static void *cl_alloc(void *ctx, kd_device device, size_t nbytes) {
@@ -247,41 +253,45 @@ static void *cl_alloc(void *ctx, kd_device device, size_t nbytes) {
     cls = nbytes;
     bin = -1;
   }
+  /* A hit takes the lock once: the buffer out of its bin and a slot for it. */
   pthread_mutex_lock(&alloc_lock);
   cl_mem buf = NULL;
+  uint32_t i = 0;
   if (bin >= 0 && d->bins[bin]) {
     cache_block *blk = d->bins[bin];
-    d->bins[bin] = blk->next;
-    buf = blk->buf;
-    free(blk);
-    d->cached_bytes -= cls;
-    d->hits++;
+    if ((i = slot_new(blk->buf, cls, d->info.index, false))) {
+      d->bins[bin] = blk->next;
+      buf = blk->buf;
+      free(blk);
+      d->cached_bytes -= cls;
+      d->hits++;
+      d->live_bytes += (long long)cls;
+    }
   }
   pthread_mutex_unlock(&alloc_lock);
-  if (!buf) {
-    cl_int err;
-    buf = clCreateBuffer(d->ctx, buffer_flags(d), cls, NULL, &err);
-    if (err != CL_SUCCESS) {
-      /* Out of memory: give the cache back and try once more. */
-      pthread_mutex_lock(&alloc_lock);
-      cache_empty(d);
-      pthread_mutex_unlock(&alloc_lock);
-      buf = clCreateBuffer(d->ctx, buffer_flags(d), cls, NULL, &err);
-    }
-    if (err != CL_SUCCESS) {
-      kdcl_fail(err, "clCreateBuffer", "opencl alloc", d);
-      char msg[512];
-      snprintf(msg, sizeof msg, "%s", kd_last_error());
-      kd_set_error(kd_last_status(), "%s (%zu bytes)", msg, cls);
-      return NULL;
-    }
+  if (i) return addr_of(i, 0);
+  cl_int err;
+  buf = clCreateBuffer(d->ctx, buffer_flags(d), cls, NULL, &err);
+  if (err != CL_SUCCESS) {
+    /* Out of memory: give the cache back and try once more. */
     pthread_mutex_lock(&alloc_lock);
-    d->creates++;
+    cache_empty(d);
     pthread_mutex_unlock(&alloc_lock);
+    buf = clCreateBuffer(d->ctx, buffer_flags(d), cls, NULL, &err);
+  }
+  if (err != CL_SUCCESS) {
+    kdcl_fail(err, "clCreateBuffer", "opencl alloc", d);
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", kd_last_error());
+    kd_set_error(kd_last_status(), "%s (%zu bytes)", msg, cls);
+    return NULL;
   }
   pthread_mutex_lock(&alloc_lock);
-  uint32_t i = slot_new(buf, cls, d->info.index);
-  if (i) d->live_bytes += (long long)cls;
+  i = slot_new(buf, cls, d->info.index, false);
+  if (i) {
+    d->creates++;
+    d->live_bytes += (long long)cls;
+  }
   pthread_mutex_unlock(&alloc_lock);
   if (!i) {
     clReleaseMemObject(buf);
@@ -299,7 +309,7 @@ static void cl_free(void *ctx, kd_device device, void *ptr, size_t nbytes) {
   size_t off = 0;
   slot *s = slot_of(ptr, &off);
   cl_mem buf = s ? atomic_load_explicit(&s->buf, memory_order_acquire) : NULL;
-  if (!buf || off != 0 || device.index < 0 || device.index >= dev_count) return;
+  if (!buf || off != 0 || s->foreign || device.index < 0 || device.index >= dev_count) return;
   kdcl_device *d = &devs[device.index];
   size_t size = s->size;
   int bin = -1;
@@ -430,6 +440,77 @@ static int32_t cl_device_count(void *ctx) {
   return dev_count;
 }
 
+/* ---- DLPack (kDLOpenCL: data is the cl_mem, byte_offset the offset in it) ---------- */
+
+static kd_status cl_dlpack_data(void *ctx, kd_device device, const void *ptr, void **handle,
+                                uint64_t *byte_offset) {
+  (void)ctx;
+  if (!kdcl_device_of(device, "DLPack export")) return kd_last_status();
+  cl_mem buf;
+  size_t off;
+  kd_status st = kdcl_resolve(ptr, &buf, &off, "DLPack export");
+  if (st) return st;
+  *handle = buf;
+  *byte_offset = off;
+  return KD_OK;
+}
+
+/* Wraps a foreign cl_mem of the device's context: retained here, released
+ * by cl_dlpack_release. A buffer of another context cannot be used by this
+ * device's queue: refused. */
+static kd_status cl_dlpack_import(void *ctx, kd_device device, void *handle, uint64_t byte_offset,
+                                  size_t nbytes, void **ptr) {
+  (void)ctx;
+  const char *op = "DLPack import";
+  kdcl_device *d = kdcl_device_of(device, op);
+  if (!d) return kd_last_status();
+  cl_mem buf = handle;
+  if (!buf) return kd_set_error(KD_EINVAL, "%s: NULL cl_mem for opencl:%d", op, d->info.index);
+  cl_context c = NULL;
+  size_t size = 0;
+  cl_mem_object_type type = 0;
+  cl_int err = clGetMemObjectInfo(buf, CL_MEM_TYPE, sizeof type, &type, NULL);
+  if (err == CL_SUCCESS) err = clGetMemObjectInfo(buf, CL_MEM_CONTEXT, sizeof c, &c, NULL);
+  if (err == CL_SUCCESS) err = clGetMemObjectInfo(buf, CL_MEM_SIZE, sizeof size, &size, NULL);
+  if (err != CL_SUCCESS) return kdcl_fail(err, "clGetMemObjectInfo (of the DLPack data)", op, d);
+  if (type != CL_MEM_OBJECT_BUFFER)
+    return kd_set_error(KD_EUNSUPPORTED, "%s: the cl_mem is not a buffer (an image or pipe)", op);
+  if (c != d->ctx)
+    return kd_set_error(KD_EUNSUPPORTED,
+                        "%s: the cl_mem belongs to another OpenCL context than opencl:%d's (the "
+                        "plugin's queue cannot use it; copy it through the host)",
+                        op, d->info.index);
+  if (size > KDCL_MAX_ALLOC || byte_offset > size || nbytes > size - byte_offset)
+    return kd_set_error(KD_EINVAL,
+                        "%s: byte_offset %llu plus %zu bytes exceed the cl_mem's %zu bytes (or "
+                        "the buffer exceeds %zu bytes)",
+                        op, (unsigned long long)byte_offset, nbytes, size, KDCL_MAX_ALLOC);
+  if ((err = clRetainMemObject(buf)) != CL_SUCCESS)
+    return kdcl_fail(err, "clRetainMemObject", op, d);
+  pthread_mutex_lock(&alloc_lock);
+  uint32_t i = slot_new(buf, size, d->info.index, true);
+  pthread_mutex_unlock(&alloc_lock);
+  if (!i) {
+    clReleaseMemObject(buf);
+    return kd_set_error(KD_ENOMEM, "%s: out of device address slots or host memory", op);
+  }
+  *ptr = addr_of(i, (size_t)byte_offset);
+  return KD_OK;
+}
+
+static void cl_dlpack_release(void *ctx, kd_device device, void *ptr) {
+  (void)ctx;
+  (void)device;
+  size_t off;
+  slot *s = slot_of(ptr, &off);
+  cl_mem buf = s ? atomic_load_explicit(&s->buf, memory_order_acquire) : NULL;
+  if (!buf || !s->foreign) return;
+  pthread_mutex_lock(&alloc_lock);
+  slot_free((uint32_t)(((uintptr_t)ptr >> KDCL_SLOT_SHIFT) & SLOT_MASK));
+  pthread_mutex_unlock(&alloc_lock);
+  clReleaseMemObject(buf);
+}
+
 /* ---- Extras (get_proc_address) ------------------------------------------------------ */
 
 /* kdcl_cache_stats(index, out[4]): {buffers created, cache hits, bytes cached,
@@ -469,6 +550,7 @@ static void *cl_get_proc_address(void *ctx, const char *name) {
       PROC("kdcl_device_get", kdcl_device_get),
       PROC("kdcl_info", kdcl_info),
       PROC("kdcl_queue", kdcl_queue),
+      PROC("kdcl_context", kdcl_context),
       PROC("kdcl_resolve", kdcl_resolve),
       PROC("kdcl_tensor_buffer", kdcl_tensor_buffer),
       PROC("kdcl_kernel_get", kdcl_kernel_get),
@@ -654,6 +736,9 @@ kd_status opencl_backend(kd_plugin *plugin, kd_backend_iface *iface) {
   iface->fill = cl_fill;
   iface->queue = cl_queue;
   iface->get_proc_address = cl_get_proc_address;
+  iface->dlpack_data = cl_dlpack_data;
+  iface->dlpack_import = cl_dlpack_import;
+  iface->dlpack_release = cl_dlpack_release;
   /* Every operator the YAML does not cover runs on the CPU (counted: kd table). */
   if ((st = kd_backend_set_cpu_fallback(KD_KEY_PRIVATEUSE1, true))) {
     opencl_backend_fini();

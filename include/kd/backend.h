@@ -25,7 +25,7 @@
 
 KD_EXTERN_C_BEGIN
 
-#define KD_BACKEND_API_VERSION 1
+#define KD_BACKEND_API_VERSION 2
 
 typedef struct kd_backend kd_backend; /* opaque: a registered backend */
 typedef struct kd_plugin kd_plugin;   /* opaque: a loaded (or loading) plugin */
@@ -79,6 +79,28 @@ typedef struct kd_backend_iface {
   /* Optional: extra functions by name (ggml's get_proc_address); NULL
    * function, or NULL returned: none. */
   void *(*get_proc_address)(void *ctx, const char *name);
+  /* ---- Version 2 ---- */
+  /* Optional, together (all three or none): DLPack for a device whose
+   * memory is not addressed by plain pointers. DLPack's rule for such
+   * devices (kDLOpenCL, kDLVulkan, kDLMetal) is that DLTensor.data is the
+   * memory object's handle (an OpenCL cl_mem) and byte_offset the offset of
+   * element 0 in it. NULL: the device's data pointers are DLPack's data as
+   * they are (CUDA, or a host-addressed device).
+   * dlpack_data: the (handle, byte offset) of `ptr`, a pointer into an
+   * allocation this backend's allocator made (its start plus any offset up
+   * to its end). The handle is borrowed: it lives as long as the allocation.
+   * dlpack_import: a data pointer of this backend for the foreign handle
+   * plus byte_offset, whose next `nbytes` bytes must lie in the handle's
+   * memory (KD_EINVAL otherwise, KD_EUNSUPPORTED for a handle this backend
+   * cannot use, e.g. of another OpenCL context); the backend holds the
+   * handle (e.g. clRetainMemObject) without owning its memory, until
+   * dlpack_release(ptr) (the storage's end). Each returns KD_OK or a
+   * negative status after kd_set_error. */
+  kd_status (*dlpack_data)(void *ctx, kd_device device, const void *ptr, void **handle,
+                           uint64_t *byte_offset);
+  kd_status (*dlpack_import)(void *ctx, kd_device device, void *handle, uint64_t byte_offset,
+                             size_t nbytes, void **ptr);
+  void (*dlpack_release)(void *ctx, kd_device device, void *ptr);
 } kd_backend_iface;
 
 /* Registers a backend: copies the record (the fields of its api_version),

@@ -101,6 +101,45 @@ size_t kd__backend_live_storages(const kd_backend *b) {
   return r > 0 ? r - 1 : 0;
 }
 
+/* ---- DLPack handles (core/dlpack.c) -------------------------------------- */
+
+bool kd__backend_dlpack_handles(kd_device_type type) {
+  const kd_backend *b = kd_backend_for_device(type);
+  return b && b->iface.dlpack_data;
+}
+
+kd_status kd__backend_dlpack_data(kd_device dev, const void *ptr, void **handle,
+                                  uint64_t *byte_offset) {
+  kd_backend *b = (kd_backend *)kd_backend_for_device(dev.type);
+  if (!b || !b->iface.dlpack_data)
+    return kd_set_error(KD_EUNSUPPORTED, "DLPack export: device type '%s' has no DLPack handles",
+                        kd_device_type_name(dev.type));
+  return b->iface.dlpack_data(b->iface.ctx, dev, ptr, handle, byte_offset);
+}
+
+kd_status kd__backend_dlpack_import(kd_device dev, void *handle, uint64_t byte_offset,
+                                    size_t nbytes, void **ptr, kd_backend **held) {
+  *held = NULL;
+  kd_backend *b = (kd_backend *)kd_backend_for_device(dev.type);
+  if (!b || !b->iface.dlpack_import)
+    return kd_set_error(KD_EUNSUPPORTED, "DLPack import: device type '%s' has no DLPack handles",
+                        kd_device_type_name(dev.type));
+  /* The storage holds the record (and so the plugin) as an allocation does. */
+  atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed);
+  kd_status st = b->iface.dlpack_import(b->iface.ctx, dev, handle, byte_offset, nbytes, ptr);
+  if (st) {
+    kd__backend_put(b);
+    return st;
+  }
+  *held = b;
+  return KD_OK;
+}
+
+void kd__backend_dlpack_release(kd_backend *b, kd_device dev, void *ptr) {
+  b->iface.dlpack_release(b->iface.ctx, dev, ptr);
+  kd__backend_put(b);
+}
+
 /* ---- Register / unregister ---------------------------------------------- */
 
 #define KD__REQUIRE(field)                                                                    \
@@ -135,6 +174,12 @@ kd_status kd__backend_register(const kd_backend_iface *iface, kd_plugin *plugin,
   KD__REQUIRE(copy_to_host)
   KD__REQUIRE(copy_device)
   KD__REQUIRE(synchronize)
+  int ndl = !!copy.dlpack_data + !!copy.dlpack_import + !!copy.dlpack_release;
+  if (ndl != 0 && ndl != 3)
+    return kd_set_error(KD_EINVAL,
+                        "kd_backend_register: backend '%s' for device type %s: dlpack_data, "
+                        "dlpack_import and dlpack_release go together (%d of the 3 are set)",
+                        name, tname, ndl);
 
   kd_backend *b = kd__calloc(1, sizeof *b);
   if (!b) return kd__oom("backend record");

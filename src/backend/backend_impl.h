@@ -32,6 +32,21 @@ void kd__backend_put(kd_backend *b);
 /* Blocks of its allocator still alive. */
 size_t kd__backend_live_storages(const kd_backend *b);
 
+/* DLPack for a backend with handles (kd_backend_iface.dlpack_*; core/dlpack.c).
+ * handles: whether type's backend has them (no lock, as kd_backend_for_device).
+ * data: the (handle, byte offset) of a pointer of its allocator.
+ * import: a data pointer for a foreign handle; *held is the backend, with a
+ * reference taken for the storage (it counts as a live storage: the plugin
+ * cannot be unloaded under it), NULL on error. release: gives the pointer back
+ * to the backend and drops that reference. Errors: the backend's, or
+ * KD_EUNSUPPORTED when the type has no backend with handles. */
+bool kd__backend_dlpack_handles(kd_device_type type);
+kd_status kd__backend_dlpack_data(kd_device dev, const void *ptr, void **handle,
+                                  uint64_t *byte_offset);
+kd_status kd__backend_dlpack_import(kd_device dev, void *handle, uint64_t byte_offset,
+                                    size_t nbytes, void **ptr, kd_backend **held);
+void kd__backend_dlpack_release(kd_backend *b, kd_device dev, void *ptr);
+
 /* Drops a hold on a plugin; the last calls fini, dlcloses and frees it. */
 void kd__plugin_put(kd_plugin *p);
 

@@ -49,7 +49,8 @@ static const size_t host_allocator_ends[] = {KD__ABI_END(kd_host_allocator, ctx)
 KD__ABI_TABLE(kd__abi_host_allocator, kd_host_allocator, KD_HOST_ALLOCATOR_API_VERSION,
               host_allocator_ends);
 
-static const size_t backend_iface_ends[] = {KD__ABI_END(kd_backend_iface, get_proc_address)};
+static const size_t backend_iface_ends[] = {KD__ABI_END(kd_backend_iface, get_proc_address),
+                                             KD__ABI_END(kd_backend_iface, dlpack_release)};
 KD__ABI_TABLE(kd__abi_backend_iface, kd_backend_iface, KD_BACKEND_API_VERSION,
               backend_iface_ends);
 

@@ -2,6 +2,7 @@
  * dlpack.c: DLPack export and import (0.6 unversioned; 1.x versioned when
  * the installed header has it).
  */
+#include "backend/backend_impl.h"
 #include "core/checked.h"
 #include "core/tensor_impl.h"
 #include "kd/dlpack.h"
@@ -133,6 +134,15 @@ static kd_status fill_dl_tensor(kd_tensor *t, DLTensor *dl, int64_t *shape, int6
   dl->shape = shape;
   dl->strides = strides;
   dl->byte_offset = 0;
+  /* A device with memory handles (OpenCL): data is the handle, byte_offset
+   * the offset of element 0 in it (kd_backend_iface.dlpack_data). */
+  if (dl->data && kd__backend_dlpack_handles(t->storage->device.type)) {
+    void *handle = NULL;
+    uint64_t off = 0;
+    if ((st = kd__backend_dlpack_data(t->storage->device, dl->data, &handle, &off))) return st;
+    dl->data = handle;
+    dl->byte_offset = off;
+  }
   return KD_OK;
 }
 
@@ -165,6 +175,24 @@ kd_status kd_tensor_to_dlpack(kd_tensor *tensor, DLManagedTensor **out) {
   e->managed.deleter = dl_export_deleter;
   *out = &e->managed;
   return KD_OK;
+}
+
+/* The deleter of a storage over a backend's handle (kd_backend_iface
+ * dlpack_import): gives the pointer back to the backend, then calls the
+ * producer's deleter (when still set). */
+typedef struct dl_handle_ctx {
+  kd_backend *backend;
+  kd_device device;
+  void *ptr;
+  void (*deleter)(void *);
+  void *ctx;
+} dl_handle_ctx;
+
+static void dl_handle_deleter(void *vctx) {
+  dl_handle_ctx *h = vctx;
+  kd__backend_dlpack_release(h->backend, h->device, h->ptr);
+  if (h->deleter) h->deleter(h->ctx);
+  kd__free(h);
 }
 
 /* Builds a tensor over a DLTensor's memory. The storage's deleter is
@@ -241,10 +269,40 @@ static kd_status import_dl_tensor(const DLTensor *dl, void (*deleter)(void *), v
                         "%zu bytes, as %s elements need",
                         dl->data, (unsigned long long)dl->byte_offset, align,
                         kd_dtype_name(dtype));
+  /* A device with memory handles: data is the handle and byte_offset the
+   * offset in it; the backend gives a data pointer for them. */
+  dl_handle_ctx *hctx = NULL;
+  if (dev.type != KD_DEVICE_CPU && kd__backend_dlpack_handles(dev.type)) {
+    data = NULL;
+    if (nbytes > 0) {
+      hctx = kd__calloc(1, sizeof *hctx);
+      if (!hctx) return kd__oom("DLPack import");
+      if ((st = kd__backend_dlpack_import(dev, dl->data, dl->byte_offset, nbytes, (void **)&data,
+                                          &hctx->backend))) {
+        kd__free(hctx);
+        return st;
+      }
+      hctx->device = dev;
+      hctx->ptr = data;
+      hctx->deleter = deleter;
+      hctx->ctx = ctx;
+    }
+  }
   kd_storage *storage;
-  if ((st = kd_storage_wrap(dev, data, nbytes, deleter, ctx, &storage))) return st;
+  if ((st = kd_storage_wrap(dev, data, nbytes, hctx ? dl_handle_deleter : deleter,
+                            hctx ? (void *)hctx : ctx, &storage))) {
+    if (hctx) {
+      hctx->deleter = NULL; /* the caller keeps the managed tensor */
+      dl_handle_deleter(hctx);
+    }
+    return st;
+  }
   st = kd__tensor_make(storage, 0, ndim, dl->shape, strides, dtype, out);
-  if (st) storage->deleter = NULL; /* the caller keeps the managed tensor */
+  if (st) {
+    /* the caller keeps the managed tensor */
+    if (hctx) hctx->deleter = NULL;
+    else storage->deleter = NULL;
+  }
   kd_storage_release(storage);
   return st;
 }

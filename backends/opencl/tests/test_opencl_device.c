@@ -19,6 +19,7 @@
 #include <CL/cl.h>
 
 #include "kd/backend.h"
+#include "kd/dlpack.h"
 #include "kdcl.h"
 
 static const char *plugin_path;
@@ -36,6 +37,8 @@ typedef kd_status (*kernel_get_fn)(kdcl_device *, const char *, const char *, co
 typedef kd_status (*launch_fn)(kdcl_device *, kdcl_kernel *, int, const kdcl_arg *, cl_uint,
                                const size_t *, const size_t *, const char *);
 typedef const char *(*ctype_fn)(const kdcl_device *, kd_dtype, const char *);
+typedef cl_context (*context_fn)(const kdcl_device *);
+typedef cl_command_queue (*queue_fn)(const kdcl_device *);
 
 static const kd_backend_iface *iface(void) {
   const kd_backend *b = kd_backend_for_device(KD_DEVICE_PRIVATEUSE1);
@@ -387,6 +390,142 @@ static void test_factories(void **state) {
   kd_tensor_release(t);
 }
 
+/* ---- DLPack (kDLOpenCL: data is the cl_mem, byte_offset the offset in it) ------------- */
+
+static int foreign_deletes;
+static void foreign_deleter(DLManagedTensor *m) {
+  foreign_deletes++;
+  clReleaseMemObject((cl_mem)m->dl_tensor.data);
+}
+
+/* A managed tensor over `buf` (which it owns: the deleter releases it). */
+static DLManagedTensor foreign_managed(cl_mem buf, int64_t *shape, uint64_t byte_offset) {
+  DLManagedTensor m;
+  memset(&m, 0, sizeof m);
+  m.dl_tensor.data = buf;
+  m.dl_tensor.device.device_type = (DLDeviceType)4; /* kDLOpenCL */
+  m.dl_tensor.device.device_id = 0;
+  m.dl_tensor.ndim = 1;
+  m.dl_tensor.dtype.code = kDLFloat;
+  m.dl_tensor.dtype.bits = 32;
+  m.dl_tensor.dtype.lanes = 1;
+  m.dl_tensor.shape = shape;
+  m.dl_tensor.byte_offset = byte_offset;
+  m.deleter = foreign_deleter;
+  return m;
+}
+
+static void test_dlpack(void **state) {
+  (void)state;
+  tensor_buffer_fn tb = (tensor_buffer_fn)proc("kdcl_tensor_buffer");
+  /* Export a view with a storage offset: the handle and the offset of element 0. */
+  float v[10];
+  for (int i = 0; i < 10; i++) v[i] = (float)i + 0.25f;
+  int64_t n = 10, six = 6, one = 1;
+  kd_tensor *h, *d, *view, *back;
+  KD_ASSERT_OK(kd_tensor_from_data(1, &n, KD_FLOAT32, v, &h));
+  KD_ASSERT_OK(kd_tensor_to_device(h, dev0, &d));
+  KD_ASSERT_OK(kd_tensor_from_storage(kd_tensor_storage(d), 3, 1, &six, &one, KD_FLOAT32, &view));
+  cl_mem buf;
+  size_t off;
+  KD_ASSERT_OK(tb(view, &buf, &off, "test"));
+  assert_int_equal(off, 12);
+  DLManagedTensor *m = NULL;
+  KD_ASSERT_OK(kd_tensor_to_dlpack(view, &m));
+  assert_int_equal(m->dl_tensor.device.device_type, 4);
+  assert_int_equal(m->dl_tensor.device.device_id, 0);
+  assert_ptr_equal(m->dl_tensor.data, buf);
+  assert_int_equal(m->dl_tensor.byte_offset, 12);
+  /* ... and back: a tensor over the same buffer and offset. */
+  kd_tensor *imp;
+  KD_ASSERT_OK(kd_tensor_from_dlpack(m, &imp));
+  cl_mem buf2;
+  size_t off2;
+  KD_ASSERT_OK(tb(imp, &buf2, &off2, "test"));
+  assert_ptr_equal(buf2, buf);
+  assert_int_equal(off2, 12);
+  KD_ASSERT_OK(kd_tensor_to_device(imp, (kd_device){KD_DEVICE_CPU, 0}, &back));
+  assert_memory_equal(kd_tensor_data(back), v + 3, 6 * sizeof(float));
+  kd_tensor_release(back);
+  kd_tensor_release(view);
+  kd_tensor_release(d);
+  kd_tensor_release(h);
+  /* The import holds the export (and so the storage): still readable. */
+  KD_ASSERT_OK(kd_tensor_to_device(imp, (kd_device){KD_DEVICE_CPU, 0}, &back));
+  assert_memory_equal(kd_tensor_data(back), v + 3, 6 * sizeof(float));
+  kd_tensor_release(back);
+  /* A live import counts as a live storage: the plugin cannot be unloaded. */
+  KD_ASSERT_ERR(kd_backend_unload(plugin), KD_EBUSY, "");
+  kd_tensor_release(imp); /* calls the export's deleter */
+
+  /* A foreign cl_mem of the device's context: wrapped, not owned. */
+  kdcl_device *dv = ((device_get_fn)proc("kdcl_device_get"))(0);
+  cl_context ctx = ((context_fn)proc("kdcl_context"))(dv);
+  cl_command_queue q = ((queue_fn)proc("kdcl_queue"))(dv);
+  cl_int err;
+  cl_mem fb = clCreateBuffer(ctx, CL_MEM_READ_WRITE, sizeof v, NULL, &err);
+  assert_int_equal(err, CL_SUCCESS);
+  assert_int_equal(clEnqueueWriteBuffer(q, fb, CL_TRUE, 0, sizeof v, v, 0, NULL, NULL), CL_SUCCESS);
+  int64_t four = 4;
+  DLManagedTensor fm = foreign_managed(fb, &four, 8);
+  foreign_deletes = 0;
+  KD_ASSERT_OK(kd_tensor_from_dlpack(&fm, &imp));
+  assert_int_equal(kd_tensor_device(imp).type, KD_DEVICE_PRIVATEUSE1);
+  KD_ASSERT_OK(kd_tensor_to_device(imp, (kd_device){KD_DEVICE_CPU, 0}, &back));
+  assert_memory_equal(kd_tensor_data(back), v + 2, 4 * sizeof(float));
+  kd_tensor_release(back);
+  /* Written through kdispatch, seen by the owner. */
+  float nine = 9.0f;
+  const kd_backend_iface *b = iface();
+  KD_ASSERT_OK(b->fill(b->ctx, dev0, kd_tensor_data(imp), &nine, 4, 4));
+  float got[10];
+  assert_int_equal(clEnqueueReadBuffer(q, fb, CL_TRUE, 0, sizeof got, got, 0, NULL, NULL), CL_SUCCESS);
+  assert_true(got[1] == v[1] && got[2] == 9.0f && got[5] == 9.0f && got[6] == v[6]);
+  assert_int_equal(foreign_deletes, 0);
+  kd_tensor_release(imp);
+  assert_int_equal(foreign_deletes, 1);
+
+  /* Refusals: the caller keeps the managed tensor (its deleter is not called). */
+  fb = clCreateBuffer(ctx, CL_MEM_READ_WRITE, sizeof v, NULL, &err);
+  assert_int_equal(err, CL_SUCCESS);
+  int64_t nine_elems = 9;
+  fm = foreign_managed(fb, &nine_elems, 8); /* 8 + 36 bytes > 40 */
+  imp = NULL;
+  KD_ASSERT_ERR(kd_tensor_from_dlpack(&fm, &imp), KD_EINVAL, "exceed the cl_mem's 40 bytes");
+  assert_null(imp);
+  assert_int_equal(foreign_deletes, 1);
+  fm.deleter(&fm);
+  /* A buffer of another context. */
+  cl_device_id id;
+  cl_platform_id pid;
+  assert_int_equal(clGetContextInfo(ctx, CL_CONTEXT_DEVICES, sizeof id, &id, NULL), CL_SUCCESS);
+  assert_int_equal(clGetDeviceInfo(id, CL_DEVICE_PLATFORM, sizeof pid, &pid, NULL), CL_SUCCESS);
+  cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)pid, 0};
+  cl_context other = clCreateContext(props, 1, &id, NULL, NULL, &err);
+  assert_int_equal(err, CL_SUCCESS);
+  fb = clCreateBuffer(other, CL_MEM_READ_WRITE, sizeof v, NULL, &err);
+  assert_int_equal(err, CL_SUCCESS);
+  fm = foreign_managed(fb, &four, 0);
+  KD_ASSERT_ERR(kd_tensor_from_dlpack(&fm, &imp), KD_EUNSUPPORTED,
+                "DLPack import: the cl_mem belongs to another OpenCL context than opencl:0's");
+  assert_null(imp);
+  fm.deleter(&fm);
+  clReleaseContext(other);
+  /* A device index the platform does not have. */
+  fb = clCreateBuffer(ctx, CL_MEM_READ_WRITE, sizeof v, NULL, &err);
+  fm = foreign_managed(fb, &four, 0);
+  fm.dl_tensor.device.device_id = 77;
+  KD_ASSERT_ERR(kd_tensor_from_dlpack(&fm, &imp), KD_ERANGE, "opencl:77");
+  fm.deleter(&fm);
+  /* Zero elements: no handle needed. */
+  int64_t zero = 0;
+  fm = foreign_managed(NULL, &zero, 0);
+  fm.deleter = NULL;
+  KD_ASSERT_OK(kd_tensor_from_dlpack(&fm, &imp));
+  assert_int_equal(kd_tensor_numel(imp), 0);
+  kd_tensor_release(imp);
+}
+
 static void test_unload(void **state) {
   (void)state;
   KD_ASSERT_OK(kd_backend_unload(plugin));
@@ -434,6 +573,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_error_names),
       cmocka_unit_test(test_ctype),
       cmocka_unit_test(test_factories),
+      cmocka_unit_test(test_dlpack),
       cmocka_unit_test(test_unload),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
