@@ -118,14 +118,17 @@ int main(int argc, char **argv) {
     fprintf(stderr, "error: %s: %s\n", kd_status_name(st), kd_last_error());
     goto out;
   }
-  /* Printing an opencl tensor copies it to the host: the one wait. */
-  char buf[4096];
-  kd_tensor_describe(sd, buf, sizeof buf);
-  printf("opencl: %s\n", buf);
-  kd_tensor_describe(s, buf, sizeof buf);
-  printf("cpu:    %s\n", buf);
+  /* Copying an opencl tensor to the host is the one wait for the device. */
   kd_scalar vs, vsd;
-  if (kd_tensor_item(s, &vs) || kd_tensor_item(sd, &vsd)) goto out;
+  kd_tensor *sh = NULL;
+  st = kd_tensor_to_device(sd, kd_device_cpu(), &sh);
+  if (!st) st = kd_tensor_item(s, &vs);
+  if (!st) st = kd_tensor_item(sh, &vsd);
+  if (sh) kd_tensor_release(sh);
+  if (st) {
+    fprintf(stderr, "error: kd_tensor_item: %s: %s\n", kd_status_name(st), kd_last_error());
+    goto out;
+  }
   printf("sum(softmax(h) * h): cpu %.6f, opencl %.6f\n", vs.v.d, vsd.v.d);
   double dp = max_diff(p, pd), ds = max_diff(s, sd);
   printf("max |cpu - opencl|: softmax %.3g, sum %.3g\n", dp, ds);

@@ -119,17 +119,20 @@ static void *work(void *arg) {
         kd_add_Tensor(ad, g_shared_dev[0], &two, &rd))
       wfail(w, "round %d: add: %s", it, kd_last_error());
     else check_close(w, "add", rc, rd);
-    REL(rc), REL(rd);
+    REL(rc);
+    REL(rd);
     /* mul */
     if (kd_mul_Tensor(a, b, &rc) || kd_mul_Tensor(ad, bd, &rd))
       wfail(w, "round %d: mul: %s", it, kd_last_error());
     else check_close(w, "mul", rc, rd);
-    REL(rc), REL(rd);
+    REL(rc);
+    REL(rd);
     /* sum of everything */
     if (kd_sum(a, NULL, &rc) || kd_sum(ad, NULL, &rd))
       wfail(w, "round %d: sum: %s", it, kd_last_error());
     else check_close(w, "sum", rc, rd);
-    REL(rc), REL(rd);
+    REL(rc);
+    REL(rd);
     /* mm with the other shared tensor, then softmax over the last dim */
     if (kd_mm(a, g_shared_cpu[1], &t1) || kd_mm(ad, g_shared_dev[1], &t2))
       wfail(w, "round %d: mm: %s", it, kd_last_error());
@@ -139,15 +142,22 @@ static void *work(void *arg) {
         wfail(w, "round %d: softmax: %s", it, kd_last_error());
       else check_close(w, "softmax", rc, rd);
     }
-    REL(rc), REL(rd), REL(t1), REL(t2);
+    REL(rc);
+    REL(rd);
+    REL(t1);
+    REL(t2);
     /* in place on the device: a copy of a, then add_ b */
     if (kd_tensor_to_device(ad, g_dev, &t2) || kd_add__Tensor(t2, bd, NULL) ||
         kd_add_Tensor(a, b, NULL, &rc))
       wfail(w, "round %d: add_: %s", it, kd_last_error());
     else check_close(w, "add_", rc, t2);
-    REL(rc), REL(t2);
+    REL(rc);
+    REL(t2);
   next:
-    REL(a), REL(b), REL(ad), REL(bd);
+    REL(a);
+    REL(b);
+    REL(ad);
+    REL(bd);
   }
   return NULL;
 }
