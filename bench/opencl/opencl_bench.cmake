@@ -24,5 +24,10 @@ endif()
 if(KD_BUILD_TESTS)
   add_test(NAME bench_opencl_quick
            COMMAND sh ${KD_BENCH_OPENCL_DIR}/quick_test.sh $<TARGET_FILE:kd-bench> opencl --quick)
-  set_tests_properties(bench_opencl_quick PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
+  # Label opencl and, under the sanitizers, PoCL's own allocations suppressed
+  # as in the backend's tests (tests/opencl/lsan.supp names only PoCL's and
+  # the ICD loader's libraries).
+  set_tests_properties(bench_opencl_quick PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600
+    LABELS opencl
+    ENVIRONMENT "LSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/tests/opencl/lsan.supp:print_suppressions=0")
 endif()
