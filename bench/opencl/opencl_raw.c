@@ -77,9 +77,10 @@ static int raw_pick(kdb_raw *r) {
   snprintf(r->err, sizeof r->err, "no OpenCL device on any platform%s%s", want ? " matching " : "",
            want ? want : "");
   for (cl_uint i = 0; e == CL_SUCCESS && i < np; i++) {
-    char pname[256] = "";
-    clGetPlatformInfo(ps[i], CL_PLATFORM_NAME, sizeof pname, pname, NULL);
-    if (want && *want && !strstr(pname, want)) continue;
+    char pname[256] = "", vendor[256] = "";
+    clGetPlatformInfo(ps[i], CL_PLATFORM_NAME, sizeof pname - 1, pname, NULL);
+    clGetPlatformInfo(ps[i], CL_PLATFORM_VENDOR, sizeof vendor - 1, vendor, NULL);
+    if (want && *want && !strstr(pname, want) && !strstr(vendor, want)) continue;
     cl_uint nd = 0;
     if (clGetDeviceIDs(ps[i], CL_DEVICE_TYPE_ALL, 1, &r->device, &nd) != CL_SUCCESS || nd == 0)
       continue;

@@ -16,8 +16,8 @@
 typedef struct kdb_raw kdb_raw;
 
 /* Opens the device kdispatch's backend calls opencl:0: device 0 of the first
- * platform that has a device, or of the first whose name contains
- * $KD_OPENCL_PLATFORM. *out (owned by the caller: kdb_raw_close) is NULL on
+ * platform that has a device, or of the first whose name or vendor contains
+ * $KD_OPENCL_PLATFORM (as the backend picks it). *out (owned by the caller: kdb_raw_close) is NULL on
  * error, and then the message is in err (n bytes). Returns 77 when the
  * machine has no OpenCL platform or device (the caller skips), -1 for
  * another error, 0 on success. */
