@@ -183,4 +183,13 @@ kd_status kdcl_cast(void *ctx, kd_device device, void *dst, kd_dtype dst_dtype, 
 kd_status kdcl_pointwise_register(void);
 void kdcl_pointwise_unregister(void);
 
+/* ---- opencl_reduce.c -------------------------------------------------------------- */
+
+/* Writes r (a cpu tensor of out's sizes and dtype: a result the CPU
+ * computed for a dtype the device does not) into out (an opencl tensor):
+ * one blocking clEnqueueWriteBuffer when both are contiguous (any dtype, no
+ * kernel involved), else r copied to the device and kd_copy_. Borrows both.
+ * Errors: kdcl_fail naming op, the copies'. */
+kd_status kdcl_write_from_cpu(kd_tensor *out, kd_tensor *r, const char *op);
+
 #endif /* KDCL_H */

@@ -28,14 +28,19 @@
  *
  * CLBlast compiles its kernels per device, precision and routine the first
  * time they are used (a few seconds on PoCL; later calls use its in-memory
- * cache). Its routines are thread-safe; they enqueue on the device's queue
- * and do not wait (event NULL).
+ * cache). Its routines enqueue on the device's queue and do not wait (event
+ * NULL). CLBlast 1.5 (Debian's) has a race in that cache when two threads
+ * call it at once (CLBlast issue #486, fixed in 1.6.1), so every CLBlast call
+ * here holds one process-wide mutex (clblast_lock): gemms from two threads
+ * are enqueued one after the other, which the one in-order queue does
+ * anyway.
  *
  * Ownership: `kd_tensor **out` returns a new reference owned by the caller
  * (NULL on error); `kd_tensor *out` and addmm_'s self are the caller's,
  * written in place; the other tensors are borrowed. Temporaries are
  * released before returning.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -162,6 +167,10 @@ static kd_status internal_overlap_check(const char *op, const kd_tensor *t) {
   return KD_OK;
 }
 
+/* Held around every CLBlast call (see the top: CLBlast 1.5's cache race).
+ * Statically initialised; never destroyed (nothing to release at unload). */
+static pthread_mutex_t clblast_lock = PTHREAD_MUTEX_INITIALIZER;
+
 /* ---- gemm ------------------------------------------------------------------------------ */
 
 /* An operand as CLBlast takes it: buffer, element offset, leading dim, batch
@@ -256,6 +265,7 @@ static kd_status gemm(const char *op, kdcl_device *d, kd_tensor *a, kd_tensor *b
       double al = kd_scalar_to_double(alpha), be = beta0 ? 0.0 : kd_scalar_to_double(beta);
       CLBlastStatusCode r;
       const char *routine;
+      pthread_mutex_lock(&clblast_lock);
       if (!batched && f64) {
         routine = "CLBlastDgemm";
         r = CLBlastDgemm(CLBlastLayoutRowMajor, A.tr, B.tr, (size_t)m, (size_t)n, (size_t)k, al,
@@ -278,6 +288,7 @@ static kd_status gemm(const char *op, kdcl_device *d, kd_tensor *a, kd_tensor *b
                                        B.off, B.ld, B.bstride, (float)be, cbuf, coff, ldc, cstride,
                                        (size_t)bs, &q, NULL);
       }
+      pthread_mutex_unlock(&clblast_lock);
       st = clblast_check(r, routine, op, d);
       kd_tensor_release(A.hold);
       kd_tensor_release(B.hold);
@@ -316,19 +327,22 @@ static kd_status on_cpu(cpu_op op, kd_tensor *self, kd_tensor *m1, kd_tensor *m2
     else if (inplace) st = kd_addmm_(cs, c1, c2, beta, alpha);
     else st = kd_addmm(cs, c1, c2, beta, alpha, &r);
   }
-  if (!st) st = kd_tensor_to_device(inplace ? cs : r, dev, &back);
+  kd_tensor *res = inplace ? cs : r;
   if (!st && (given || inplace)) {
     kd_tensor *dst = given ? given : inplace;
     if (given) {
-      kd_ints sz = {kd_tensor_sizes(back), kd_tensor_ndim(back)};
+      kd_ints sz = {kd_tensor_sizes(res), kd_tensor_ndim(res)};
       if (kd_tensor_ndim(given) != sz.size ||
           memcmp(kd_tensor_sizes(given), sz.data, sizeof(int64_t) * (size_t)sz.size))
         st = kd_resize_(given, sz, NULL);
     }
-    if (!st) st = kd_copy_(dst, back, false);
+    if (!st) st = kdcl_write_from_cpu(dst, res, op == CPU_MM ? "mm" : op == CPU_BMM ? "bmm" : "addmm");
   } else if (!st) {
-    *ret = back;
-    back = NULL;
+    st = kd_tensor_to_device(res, dev, &back);
+    if (!st) {
+      *ret = back;
+      back = NULL;
+    }
   }
   kd_tensor *ts[] = {cs, c1, c2, r, back};
   for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) kd_tensor_release(ts[i]);

@@ -72,7 +72,8 @@
  * whose work-items run one after another), then a tree in local memory.
  * S == 1 writes the result into out, else the partial into pv/pi[o*S+s].
  * kd_reduce_partials: one work-group per output over its S partials, in
- * order, then the same tree and the result into out. */
+ * order, then the same tree and the result into out. kd_reduce_each: short
+ * rows (many outputs), one work-item per output reducing its row in order. */
 static const char kdcl_reduce_src[] =
     KDCL_GEOM_SRC
     "#ifdef FLT\n"
@@ -205,6 +206,25 @@ static const char kdcl_reduce_src[] =
     "    }\n"
     "  }\n"
     "}\n"
+    "/* short rows: one work-item per output, in order */\n"
+    "__kernel void kd_reduce_each(__global const T_IN *in, __global T_OUT *out, const geom g,\n"
+    "                             long nout) {\n"
+    "  long o = get_global_id(0);\n"
+    "  if (o >= nout) return;\n"
+    "  long io, oo;\n"
+    "  kept_off(&g, o, &io, &oo);\n"
+    "  ACC v = IDENT;\n"
+    "  long ix = -1;\n"
+    "  for (long r = 0; r < g.R; r++) {\n"
+    "    ACC x = LOAD(in[io + red_off(&g, r)]);\n"
+    "#if IS_ARG\n"
+    "    if (arg_wins(v, ix, x, r)) { v = x; ix = r; }\n"
+    "#else\n"
+    "    v = comb(v, x);\n"
+    "#endif\n"
+    "  }\n"
+    "  finish(out, oo, v, ix, g.R);\n"
+    "}\n"
     "__kernel void kd_reduce_partials(__global const ACC *pv, __global const long *pi,\n"
     "                                 __global T_OUT *out, const geom g, __local ACC *lv,\n"
     "                                 __local long *li) {\n"
@@ -232,7 +252,8 @@ static const char kdcl_reduce_src[] =
  * kept positions), R = the row's length, rstride[0] / flags: the row's
  * stride in the input (rstride[0]) and the output (rstride[1]). The maximum
  * (NaN wins; every element -inf: 0), then the sum of exp(x - max) in T, then
- * the outputs. flags 1: a 0-dim input, whose log_softmax is 0 (as the CPU). */
+ * the outputs. flags 1: a 0-dim input, whose log_softmax is 0 (as the CPU).
+ * kd_softmax_each: short rows, one work-item per row. */
 static const char kdcl_softmax_src[] =
     KDCL_GEOM_SRC
     "static T tree_op(__local T *lv, T v, int is_max) {\n"
@@ -274,6 +295,28 @@ static const char kdcl_softmax_src[] =
     "    out[oo + i * os] = g.flags ? (T)0 : in[io + i * is] - m - lsum;\n"
     "#else\n"
     "  for (long i = begin; i < end; i += step) out[oo + i * os] = exp(in[io + i * is] - m) / sum;\n"
+    "#endif\n"
+    "}\n"
+    "/* short rows: one work-item per row */\n"
+    "__kernel void kd_softmax_each(__global const T *in, __global T *out, const geom g, long rows) {\n"
+    "  long o = get_global_id(0);\n"
+    "  if (o >= rows) return;\n"
+    "  long io, oo;\n"
+    "  kept_off(&g, o, &io, &oo);\n"
+    "  long is = g.rstride[0], os = g.rstride[1], n = g.R;\n"
+    "  T m = -INFINITY;\n"
+    "  for (long i = 0; i < n; i++) {\n"
+    "    T x = in[io + i * is];\n"
+    "    m = (m != m || (x == x && !(x > m))) ? m : x;\n"
+    "  }\n"
+    "  if (isinf(m) && m < 0) m = 0;\n"
+    "  T sum = 0;\n"
+    "  for (long i = 0; i < n; i++) sum += exp(in[io + i * is] - m);\n"
+    "#if LOG\n"
+    "  T lsum = log(sum);\n"
+    "  for (long i = 0; i < n; i++) out[oo + i * os] = g.flags ? (T)0 : in[io + i * is] - m - lsum;\n"
+    "#else\n"
+    "  for (long i = 0; i < n; i++) out[oo + i * os] = exp(in[io + i * is] - m) / sum;\n"
     "#endif\n"
     "}\n";
 

@@ -6,11 +6,13 @@
  * alpha, broadcast self, beta = 0 with NaN in self, addmm_ in place, zero
  * sizes (K == 0: beta * self, zeros), float64, integer dtypes (CLBlast has
  * no integer gemm: the CPU's kernel runs); errors by status and message
- * (shapes, dtypes, bool as on the CPU).
+ * (shapes, dtypes, bool as on the CPU); two threads at once.
  * float32: rtol 1e-4 (the sums of K products in another order).
  *
  *   test_opencl_blas path/to/libkd_opencl.so   (exit 77: no OpenCL platform)
  */
+#include <pthread.h>
+
 #include "opencl_pair.h"
 
 #define RT 1e-4
@@ -212,6 +214,15 @@ static void test_int_dtypes(void **state) {
   kdt_check("bmm int16", w, g, 0, 0);
   kd_tensor_release(w);
   kd_tensor_release(g);
+  /* float16 (no cl_khr_fp16 on PoCL; CLBlast's Hgemm needs it): the CPU's too */
+  kdt_pair h1 = kdt_contig(KD_FLOAT16, 2, m1s, 107), h2 = kdt_contig(KD_FLOAT16, 2, m2s, 108);
+  kdt_pair ho = kdt_contig(KD_FLOAT16, 2, full, 109);
+  KD_ASSERT_OK(kd_mm_out(h1.c, h2.c, ho.c));
+  KD_ASSERT_OK(kd_mm_out(h1.d, h2.d, ho.d));
+  kdt_check("mm.out float16", ho.c, ho.d, 0, 0);
+  kdt_pair_release(h1);
+  kdt_pair_release(h2);
+  kdt_pair_release(ho);
   kdt_pair ps[] = {m1, m2, sr, ip, o, x, y};
   for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++) kdt_pair_release(ps[i]);
 }
@@ -259,6 +270,66 @@ static void test_errors(void **state) {
   for (size_t k = 0; k < sizeof ps / sizeof ps[0]; k++) kdt_pair_release(ps[k]);
 }
 
+/* Two threads at once on opencl:0, each its own operands: mm, addmm and a
+ * sum of the product, repeated; every result equals the CPU's (computed
+ * first). The first gemm of each thread may race in CLBlast's cache
+ * (serialised by the backend). */
+typedef struct thr {
+  kdt_pair a, b;
+  kd_tensor *want_mm, *want_sum;
+  char err[256];
+} thr;
+
+static void *thr_run(void *arg) {
+  thr *t = arg;
+  for (int it = 0; it < 8 && !t->err[0]; it++) {
+    kd_tensor *p = NULL, *s = NULL, *pc = NULL, *sc = NULL;
+    kd_status st = kd_mm(t->a.d, t->b.d, &p);
+    if (!st) st = kd_sum_dim_IntList(p, (kd_ints){NULL, 0}, false, NULL, &s);
+    if (!st) st = kd_tensor_to_device(p, kd_device_cpu(), &pc);
+    if (!st) st = kd_tensor_to_device(s, kd_device_cpu(), &sc);
+    if (st) snprintf(t->err, sizeof t->err, "iteration %d: %s", it, kd_last_error());
+    else {
+      const float *x = kd_tensor_data(pc), *y = kd_tensor_data(t->want_mm);
+      for (int64_t i = 0; i < kd_tensor_numel(pc) && !t->err[0]; i++)
+        if (fabsf(x[i] - y[i]) > 1e-3f + 1e-4f * fabsf(y[i]))
+          snprintf(t->err, sizeof t->err, "iteration %d: mm element %lld: %g vs %g", it, (long long)i,
+                   x[i], y[i]);
+      float a = *(const float *)kd_tensor_data(sc), b = *(const float *)kd_tensor_data(t->want_sum);
+      if (!t->err[0] && fabsf(a - b) > 1e-2f + 1e-4f * fabsf(b))
+        snprintf(t->err, sizeof t->err, "iteration %d: sum %g vs %g", it, a, b);
+    }
+    kd_tensor_release(p);
+    kd_tensor_release(s);
+    kd_tensor_release(pc);
+    kd_tensor_release(sc);
+  }
+  return NULL;
+}
+
+static void test_threads(void **state) {
+  (void)state;
+  thr t[2];
+  pthread_t th[2];
+  int64_t asz[2] = {40, 30}, bsz[2] = {30, 50};
+  for (int i = 0; i < 2; i++) {
+    memset(&t[i], 0, sizeof t[i]);
+    t[i].a = kdt_contig(KD_FLOAT32, 2, asz, 200 + (unsigned)i);
+    t[i].b = kdt_contig(KD_FLOAT32, 2, bsz, 210 + (unsigned)i);
+    KD_ASSERT_OK(kd_mm(t[i].a.c, t[i].b.c, &t[i].want_mm));
+    KD_ASSERT_OK(kd_sum_dim_IntList(t[i].want_mm, (kd_ints){NULL, 0}, false, NULL, &t[i].want_sum));
+  }
+  for (int i = 0; i < 2; i++) assert_int_equal(pthread_create(&th[i], NULL, thr_run, &t[i]), 0);
+  for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+  for (int i = 0; i < 2; i++) {
+    if (t[i].err[0]) fail_msg("thread %d: %s", i, t[i].err);
+    kdt_pair_release(t[i].a);
+    kdt_pair_release(t[i].b);
+    kd_tensor_release(t[i].want_mm);
+    kd_tensor_release(t[i].want_sum);
+  }
+}
+
 int main(int argc, char **argv) {
   int r = kdt_main_start(argc, argv);
   if (r >= 0) return r;
@@ -266,7 +337,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_mm_layouts), cmocka_unit_test(test_mm_f64_and_out),
       cmocka_unit_test(test_bmm),        cmocka_unit_test(test_addmm),
       cmocka_unit_test(test_zero_sizes), cmocka_unit_test(test_int_dtypes),
-      cmocka_unit_test(test_errors),
+      cmocka_unit_test(test_errors),     cmocka_unit_test(test_threads),
   };
   return cmocka_run_group_tests(tests, kdt_setup, kdt_teardown);
 }

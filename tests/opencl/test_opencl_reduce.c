@@ -226,7 +226,32 @@ static void test_arg_nan(void **state) {
       kd_tensor_release(w);
       kd_tensor_release(g);
     }
+  /* rows longer than 32: one work-group per row (shorter ones: a work-item) */
+  int64_t lsz[2] = {3, 100};
+  kdt_pair l = kdt_contig(KD_FLOAT64, 2, lsz, 52);
+  kdt_set(&l, 10, 9.0);
+  kdt_set(&l, 90, 9.0);
+  kdt_set(&l, 133, -9.0);
+  kdt_set(&l, 177, -9.0);
+  kdt_set(&l, 250, NAN);
+  kdt_set(&l, 260, NAN);
+  for (int k = 0; k < 2; k++) {
+    kd_tensor *w = NULL, *g = NULL;
+    KD_ASSERT_OK(kd_argmax(l.c, k ? &d1 : NULL, false, &w));
+    KD_ASSERT_OK(kd_argmax(l.d, k ? &d1 : NULL, false, &g));
+    kdt_check("argmax, long rows", w, g, 0, 0);
+    kd_tensor_release(w);
+    kd_tensor_release(g);
+    KD_ASSERT_OK(kd_argmin(l.c, k ? &d1 : NULL, true, &w));
+    KD_ASSERT_OK(kd_argmin(l.d, k ? &d1 : NULL, true, &g));
+    kdt_check("argmin, long rows", w, g, 0, 0);
+    kd_tensor_release(w);
+    kd_tensor_release(g);
+  }
   int64_t dl[1] = {1};
+  check_dims("amax with NaN, long rows", OP_AMAX, l, dl, 1, false, NULL);
+  check_dims("amin with NaN, long rows", OP_AMIN, l, dl, 1, true, NULL);
+  kdt_pair_release(l);
   check_dims("amax with NaN", OP_AMAX, x, dl, 1, false, NULL);
   check_dims("amin with NaN", OP_AMIN, x, NULL, 0, false, NULL);
   /* int argmax with ties */
