@@ -114,6 +114,7 @@ static kd_dispatch_key g_key;
 static bool g_opencl, g_fp16, g_fp64;
 static int g_failures;
 static long g_run, g_skipped, g_err_agree, g_refused, g_fell_back_unsupported;
+static uint32_t g_op_refused; /* supported dtypes the current operator refused */
 
 __attribute__((format(printf, 4, 5))) static void FAIL(const char *op, kd_dtype dt, layout l,
                                                        const char *fmt, ...) {
@@ -662,10 +663,16 @@ static void run_case(const opinfo *oi, const plan *p, kd_dtype dt, layout l) {
   }
   if (oc.st != od.st) {
     /* A dtype the device cannot run may be refused, with a message that
-     * says so; another backend (fakegen) may refuse any dtype it lacks. */
+     * says so. So may a dtype an operator's device kernel lacks (CLBlast has
+     * no integer gemm), except float32, which every operator must run; the
+     * refused dtypes are listed per operator. Another backend (fakegen) may
+     * refuse any dtype it lacks ("not implemented for"). */
     bool refusal = od.st != KD_OK && (strstr(od.msg, "not supported") ||
                                       (!g_opencl && strstr(od.msg, "not implemented for")));
-    if (refusal && (!supported || !g_opencl)) g_refused++;
+    if (refusal && (!supported || !g_opencl || dt != KD_FLOAT32)) {
+      g_refused++;
+      if (supported) g_op_refused |= (uint32_t)1 << dt;
+    }
     else
       FAIL(oi->name, dt, l, "the cpu gives %s%s%s, the device %s%s%s", kd_status_name(oc.st),
            oc.st ? ": " : "", oc.msg, kd_status_name(od.st), od.st ? ": " : "", od.msg);
@@ -827,6 +834,7 @@ int main(int argc, char **argv) {
       continue;
     }
     long run0 = g_run, skip0 = g_skipped, err0 = g_err_agree;
+    g_op_refused = 0;
     int f0 = g_failures;
     for (int dt = 0; dt < KD_DTYPE_COUNT; dt++) {
       bool cpu_ok = false;
@@ -838,8 +846,14 @@ int main(int argc, char **argv) {
       dtypes_run++;
     }
     ops_run++;
-    printf("op %-36s %ld cases (%ld errors agreed), %ld skipped%s\n", oi->name, g_run - run0,
-           g_err_agree - err0, g_skipped - skip0, g_failures > f0 ? ", FAILED" : "");
+    char refused[256] = "";
+    for (int dt = 0; dt < KD_DTYPE_COUNT; dt++)
+      if (g_op_refused & ((uint32_t)1 << dt)) {
+        strncat(refused, refused[0] ? " " : ", refused: ", sizeof refused - strlen(refused) - 1);
+        strncat(refused, kd_dtype_name((kd_dtype)dt), sizeof refused - strlen(refused) - 1);
+      }
+    printf("op %-36s %ld cases (%ld errors agreed), %ld skipped%s%s\n", oi->name, g_run - run0,
+           g_err_agree - err0, g_skipped - skip0, refused, g_failures > f0 ? ", FAILED" : "");
     fflush(stdout);
   }
   printf("opencl diff: %ld operators x %d dtypes x up to %d layouts: %ld cases run (%ld where both "
