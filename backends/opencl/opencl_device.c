@@ -674,6 +674,7 @@ static kd_status device_init(kdcl_device *d, int index, cl_platform_id platform,
 }
 
 void opencl_backend_fini(void) {
+  kdcl_pointwise_unregister();
   for (int i = 0; i < dev_count; i++) kdcl_programs_release(&devs[i]);
   for (int i = 0; i < dev_count; i++) device_release(&devs[i]);
   free(devs);
@@ -703,6 +704,11 @@ kd_status opencl_backend(kd_plugin *plugin, kd_backend_iface *iface) {
   if (devs)
     return kd_set_error(KD_EEXIST, "opencl: the backend is already loaded in this process (opencl:0..%d)",
                         dev_count - 1);
+  /* The CPU fallback switch below belongs to the key: another backend's. */
+  const kd_backend *other = kd_backend_for_device(KDCL_DEVICE_TYPE);
+  if (other)
+    return kd_set_error(KD_EEXIST, "opencl: device type %s already has the backend '%s'",
+                        "PrivateUse1", kd_backend_iface_of(other)->name);
   cl_platform_id platform = NULL;
   cl_uint nd = 0;
   kd_status st = pick_platform(&platform, &nd);
@@ -734,13 +740,15 @@ kd_status opencl_backend(kd_plugin *plugin, kd_backend_iface *iface) {
   iface->copy_device = cl_copy_device;
   iface->synchronize = cl_synchronize;
   iface->fill = cl_fill;
+  iface->cast = kdcl_cast; /* opencl_pointwise.c */
   iface->queue = cl_queue;
   iface->get_proc_address = cl_get_proc_address;
   iface->dlpack_data = cl_dlpack_data;
   iface->dlpack_import = cl_dlpack_import;
   iface->dlpack_release = cl_dlpack_release;
   /* Every operator the YAML does not cover runs on the CPU (counted: kd table). */
-  if ((st = kd_backend_set_cpu_fallback(KD_KEY_PRIVATEUSE1, true))) {
+  if ((st = kd_backend_set_cpu_fallback(KD_KEY_PRIVATEUSE1, true)) ||
+      (st = kdcl_pointwise_register())) { /* stubs no generated group registers */
     opencl_backend_fini();
     return st;
   }

@@ -18,6 +18,7 @@
 
 #include "kd_test.h"
 #include "kd/backend.h"
+#include "kd/cpu_fallback.h"
 #include "kd/ops/abs.h"
 #include "kd/ops/add.h"
 #include "kd/ops/clamp.h"
@@ -241,6 +242,8 @@ static void test_add_every_dtype(void **state) {
     bin(add2, sliced(dt, 4, 1), transposed(dt, 4, 2, 2), what);
     bin(add2, mk(dt, 0, NULL, 4), mk(dt, 2, (int64_t[]){2, 3}, 5), what);
     bin(add2, mk(dt, 2, (int64_t[]){0, 3}, 1), mk(dt, 1, (int64_t[]){3}, 2), what);
+    /* 1000 elements: two launches of the flat kernel (768, then 232). */
+    bin(add2, mk(dt, 1, (int64_t[]){1000}, 6), mk(dt, 1, (int64_t[]){1000}, 7), what);
   }
 }
 
@@ -277,7 +280,7 @@ static void test_binary_promotion_and_variants(void **state) {
 
   /* out= of another dtype and shape: resized, then written through a temporary. */
   pair x = mk(KD_FLOAT32, 2, (int64_t[]){2, 3}, 7), y = mk(KD_FLOAT32, 2, (int64_t[]){2, 3}, 8);
-  pair out = mk(KD_FLOAT64, 1, (int64_t[]){1}, 9);
+  pair out = mk(KD_FLOAT64, 1, (int64_t[]){0}, 9);
   if (have_fp64) {
     KD_ASSERT_OK(kd_add_out(x.c, y.c, NULL, out.c));
     KD_ASSERT_OK(kd_add_out(x.d, y.d, NULL, out.d));
@@ -412,7 +415,7 @@ static void test_where_and_clamp(void **state) {
   KD_ASSERT_ERR(kd_clamp(s8.d, NULL, &big, &rd), KD_EOVERFLOW, "clamp: max");
   drop(s8);
 
-  pair mn = mk(KD_FLOAT32, 1, (int64_t[]){3}, 5), mx = mk(KD_FLOAT32, 2, (int64_t[]){4, 3}, 6);
+  pair mn = mk(KD_FLOAT32, 1, (int64_t[]){4}, 5), mx = mk(KD_FLOAT32, 2, (int64_t[]){3, 4}, 6);
   KD_ASSERT_OK(kd_clamp_Tensor(a.c, mn.c, mx.c, &rc));
   KD_ASSERT_OK(kd_clamp_Tensor(a.d, mn.d, mx.d, &rd));
   expect_same(rc, rd, "clamp.Tensor");
@@ -661,6 +664,22 @@ static void test_to_dtype(void **state) {
   drop(f);
 }
 
+/* Every operator the tests above ran on opencl ran there: none went through
+ * the CPU fallback (which would compute the right values too). */
+static void fell_back(const kd_op *op, kd_dispatch_key key, uint64_t count, void *user) {
+  (void)key;
+  int *n = user;
+  printf("fell back to the cpu: %s (%llu calls)\n", kd_op_name(op), (unsigned long long)count);
+  (*n)++;
+}
+
+static void test_no_cpu_fallback(void **state) {
+  (void)state;
+  int n = 0;
+  kd_fallback_counts_foreach(fell_back, &n);
+  assert_int_equal(n, 0);
+}
+
 /* ---- Main ---------------------------------------------------------------------------------------- */
 
 static int setup(void **state) {
@@ -720,6 +739,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_copy),
       cmocka_unit_test(test_fill),
       cmocka_unit_test(test_to_dtype),
+      cmocka_unit_test(test_no_cpu_fallback),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -20,6 +20,7 @@
 
 #include "kd/backend.h"
 #include "kd/dlpack.h"
+#include "kd/ops.h"
 #include "kdcl.h"
 
 static const char *plugin_path;
@@ -383,11 +384,44 @@ static void test_ctype(void **state) {
 
 static void test_factories(void **state) {
   (void)state;
-  kd_tensor *t;
+  kd_tensor *t = NULL, *back;
   int64_t sizes[2] = {3, 4}, strides[2] = {1, 3};
-  KD_ASSERT_OK(kd_tensor_empty_strided(2, sizes, strides, KD_FLOAT32, dev0, &t));
-  assert_int_equal(kd_tensor_numel(t), 12);
+  kd_dtype f32 = KD_FLOAT32;
+  /* empty_strided and empty.memory_format: the plugin's own kernels (dispatched). */
+  KD_ASSERT_OK(kd_empty_strided((kd_ints){sizes, 2}, (kd_ints){strides, 2}, &f32, NULL, &dev0,
+                                NULL, &t));
+  assert_int_equal(kd_tensor_device(t).type, KD_DEVICE_PRIVATEUSE1);
+  assert_int_equal(kd_tensor_strides(t)[0], 1);
+  assert_int_equal(kd_tensor_strides(t)[1], 3);
   kd_tensor_release(t);
+  KD_ASSERT_OK(kd_empty_memory_format((kd_ints){sizes, 2}, &f32, NULL, &dev0, NULL, NULL, &t));
+  assert_int_equal(kd_tensor_numel(t), 12);
+  assert_true(kd_tensor_is_contiguous(t));
+  /* resize_: libkdops' own kernel, growing through the device's allocator and
+   * keeping the old values. */
+  float v[12];
+  for (int i = 0; i < 12; i++) v[i] = (float)i;
+  const kd_backend_iface *b = iface();
+  KD_ASSERT_OK(b->copy_from_host(b->ctx, dev0, kd_tensor_data(t), v, sizeof v));
+  int64_t big = 100;
+  KD_ASSERT_OK(kd_resize_(t, (kd_ints){&big, 1}, NULL));
+  assert_int_equal(kd_tensor_numel(t), 100);
+  KD_ASSERT_OK(kd_tensor_to_device(t, (kd_device){KD_DEVICE_CPU, 0}, &back));
+  assert_memory_equal(kd_tensor_data(back), v, sizeof v);
+  kd_tensor_release(back);
+  kd_tensor_release(t);
+  /* Refusals, with the operator named. */
+  int64_t neg = -2;
+  t = NULL;
+  KD_ASSERT_ERR(kd_empty_memory_format((kd_ints){&neg, 1}, &f32, NULL, &dev0, NULL, NULL, &t),
+                KD_EINVAL, "opencl empty.memory_format: Trying to create tensor with negative dimension -2");
+  assert_null(t);
+  KD_ASSERT_ERR(kd_empty_strided((kd_ints){sizes, 2}, (kd_ints){strides, 1}, &f32, NULL, &dev0,
+                                 NULL, &t),
+                KD_EINVAL, "opencl empty_strided: mismatch in length of strides and shape");
+  kd_layout sparse = KD_LAYOUT_SPARSE;
+  KD_ASSERT_ERR(kd_empty_memory_format((kd_ints){sizes, 2}, &f32, &sparse, &dev0, NULL, NULL, &t),
+                KD_EUNSUPPORTED, "expected strided");
 }
 
 /* ---- DLPack (kDLOpenCL: data is the cl_mem, byte_offset the offset in it) ------------- */
