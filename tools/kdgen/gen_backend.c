@@ -985,8 +985,13 @@ static int b_write_plugin(bgen *g, const char *out_dir) {
   kdg_printf(&b, "    {0, NULL, NULL, NULL, NULL}, /* the end (a selective build may leave no row) */\n};\n\n");
   char *stubs[512];
   size_t nstubs = b_stubs(g, stubs, 512);
-  kdg_printf(&b, "static size_t %s__nstubs_registered;\nstatic bool %s__author_up; /* %sbackend succeeded */\n\n",
+  kdg_printf(&b, "static size_t %s__nstubs_registered;\nstatic bool %s__author_up; /* %sbackend succeeded */\n",
              g->name, g->name, g->prefix);
+  /* kd_backend_load of a file already loaded gets the same image (dlopen
+   * counts): its init must refuse before touching the first load's state
+   * (the stubs' device loops, the author's devices). */
+  kdg_printf(&b, "static bool %s__loaded; /* an init succeeded and its fini has not run */\n\n",
+             g->name);
   kdg_printf(&b, "/* The device loops of the stubs, in registration order. */\n");
   kdg_printf(&b, "static kdk_stub *%s__stub(size_t i, kdk_stub_fn *fn) {\n  (void)i;\n  switch (i) {\n",
              g->name);
@@ -1059,21 +1064,27 @@ static int b_write_plugin(bgen *g, const char *out_dir) {
   kdg_printf(&b, "  return KD_OK;\n}\n\n");
   kdg_printf(&b,
              "static kd_status %s__init(kd_plugin *plugin) {\n"
+             "  if (%s__loaded)\n"
+             "    return kd_set_error(KD_EEXIST, \"%s: the plugin is already loaded in this process (a \"\n"
+             "                        \"second load of one file would share its state): unload it first\");\n"
              "  %s__author_up = false;\n"
              "  kd_status st = %s__register(plugin);\n"
              "  if (st) {\n"
              "    %s__unregister_stubs();\n"
              "    if (%s__author_up) %sbackend_fini();\n"
+             "  } else {\n"
+             "    %s__loaded = true;\n"
              "  }\n"
              "  return st;\n}\n\n"
              "static void %s__fini(kd_plugin *plugin) {\n"
              "  (void)plugin;\n"
              "  %s__unregister_stubs();\n"
-             "  %sbackend_fini();\n}\n\n"
+             "  %sbackend_fini();\n"
+             "  %s__loaded = false;\n}\n\n"
              "static const kd_plugin_desc %s__desc = {KD_PLUGIN_API_VERSION, \"%s\", %s__init, %s__fini};\n\n"
              "KD_PLUGIN(%s__desc)\n",
-             g->name, g->name, g->name, g->name, g->name, g->prefix, g->name, g->name, g->prefix,
-             g->name, g->name, g->name, g->name, g->name);
+             g->name, g->name, g->name, g->name, g->name, g->name, g->name, g->prefix, g->name,
+             g->name, g->name, g->prefix, g->name, g->name, g->name, g->name, g->name, g->name);
   kdg_printf(&h, "\nKD_EXTERN_C_END\n\n#endif\n");
   char path[4096];
   snprintf(path, sizeof path, "%s/%s_plugin.c", out_dir, g->name);
