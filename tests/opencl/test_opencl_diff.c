@@ -819,7 +819,7 @@ int main(int argc, char **argv) {
   }
   if (argc > 2 && strcmp(argv[2], "-")) check_entries(argv[2]);
 
-  long ops_run = 0, ops_cant = 0, dtypes_run = 0;
+  long ops_run = 0, ops_cant = 0;
   for (int i = 0; i < g_nops; i++) {
     opinfo *oi = &g_ops[i];
     classify(oi);
@@ -843,7 +843,6 @@ int main(int argc, char **argv) {
         if (!layout_applies(oi, &p, (kd_dtype)dt, (layout)l)) continue;
         run_case(oi, &p, (kd_dtype)dt, (layout)l);
       }
-      dtypes_run++;
     }
     ops_run++;
     char refused[256] = "";
@@ -861,7 +860,6 @@ int main(int argc, char **argv) {
          "through the CPU fallback; %d failures\n",
          ops_run, (int)KD_DTYPE_COUNT, (int)L_COUNT, g_run, g_err_agree, g_skipped, ops_cant,
          g_refused, g_fell_back_unsupported, g_failures);
-  (void)dtypes_run;
   st = kd_backend_unload(plugin);
   if (st) {
     printf("FAIL unloading: %s: %s\n", kd_status_name(st), kd_last_error());

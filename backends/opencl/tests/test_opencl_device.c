@@ -13,6 +13,8 @@
  */
 #include "kd_test.h"
 
+#include <pthread.h>
+
 #ifndef CL_TARGET_OPENCL_VERSION
 #define CL_TARGET_OPENCL_VERSION 120
 #endif
@@ -288,6 +290,46 @@ static void test_fill(void **state) {
   for (int i = 5; i < 33; i++) assert_int_equal(got[i], -123456);
   KD_ASSERT_OK(b->fill(b->ctx, dev0, p, &v, 4, 0)); /* nothing */
   kd_tensor_release(t);
+}
+
+/* Four threads allocate (through the cache), write, copy on the device,
+ * read back and free at once: every thread sees its own values. */
+static void *alloc_worker(void *arg) {
+  int id = (int)(intptr_t)arg;
+  for (int it = 0; it < 200; it++) {
+    int64_t n = 1 + (it * 37 + id * 101) % 3000;
+    int32_t *v = malloc((size_t)n * sizeof *v);
+    if (!v) return (void *)1;
+    for (int64_t i = 0; i < n; i++) v[i] = (int32_t)(id * 1000003 + it * 7919 + i);
+    kd_tensor *h = NULL, *d = NULL, *d2 = NULL, *back = NULL;
+    bool ok = kd_tensor_from_data(1, &n, KD_INT32, v, &h) == KD_OK &&
+              kd_tensor_to_device(h, dev0, &d) == KD_OK &&
+              kd_tensor_to_device(d, dev0, &d2) == KD_OK &&
+              kd_tensor_to_device(d2, (kd_device){KD_DEVICE_CPU, 0}, &back) == KD_OK &&
+              !memcmp(kd_tensor_data(back), v, (size_t)n * sizeof *v);
+    kd_tensor_release(h);
+    kd_tensor_release(d);
+    kd_tensor_release(d2);
+    kd_tensor_release(back);
+    free(v);
+    if (!ok) return (void *)1;
+  }
+  return NULL;
+}
+
+static void test_threads(void **state) {
+  (void)state;
+  pthread_t t[4];
+  for (int i = 0; i < 4; i++)
+    assert_int_equal(pthread_create(&t[i], NULL, alloc_worker, (void *)(intptr_t)i), 0);
+  for (int i = 0; i < 4; i++) {
+    void *r = NULL;
+    pthread_join(t[i], &r);
+    assert_null(r);
+  }
+  long long st[4];
+  ((cache_stats_fn)proc("kdcl_cache_stats"))(0, st);
+  assert_true(st[1] > 0); /* the cache served some of them */
 }
 
 /* ---- Programs and launches --------------------------------------------------------- */
@@ -603,6 +645,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_resolve),
       cmocka_unit_test(test_cache),
       cmocka_unit_test(test_fill),
+      cmocka_unit_test(test_threads),
       cmocka_unit_test(test_program),
       cmocka_unit_test(test_error_names),
       cmocka_unit_test(test_ctype),
