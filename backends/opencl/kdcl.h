@@ -176,7 +176,8 @@ kd_status kdcl_cast(void *ctx, kd_device device, void *dst, kd_dtype dst_dtype, 
 
 /* Registers the loops of the stubs that only libkdops' unstructured kernels
  * bound as Legacy in opencl.yaml reach (where_stub, logical_and/or/xor_stub,
- * fill_stub), for KDCL_DEVICE_TYPE; the generated init registers the others.
+ * fill_stub, masked_fill_stub), for KDCL_DEVICE_TYPE; the generated init
+ * registers the others.
  * Called by opencl_backend; on error nothing stays registered (KD_EEXIST
  * when another backend holds a stub). kdcl_pointwise_unregister (from
  * opencl_backend_fini) removes what was registered; safe to call twice. */

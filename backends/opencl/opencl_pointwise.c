@@ -3,7 +3,7 @@
  *   - the loops of libkdops' dispatch stubs (include/kdk/stubs.h) that the
  *     Legacy groups of opencl.yaml reach (opencl_<stub>, declared by the
  *     generated opencl_functions.h), and those of the stubs only Legacy
- *     unstructured kernels reach (where, logical_and/or/xor, fill: registered
+ *     unstructured kernels reach (where, logical_and/or/xor, fill, masked_fill: registered
  *     by kdcl_pointwise_register);
  *   - copy_ and fill_.Scalar (Customized, unstructured) and the backend's
  *     `cast` slot (kdcl_cast).
@@ -239,7 +239,11 @@ static const char *const pw_source_parts[] = {
     "#elif defined(OP_GELU_TANH)\n"
     "#define EXPR(a, b, c) ((a) / ((TO)1 + exp((TO)-2 * (TO)0.79788456080286535588 * ((a) + (TO)0.044715 * (a) * (a) * (a)))))\n"
     "#elif defined(OP_LOGICAL_NOT)\n#define EXPR(a, b, c) ((TO)((a) == 0))\n"
+    "#elif defined(OP_MFILL)\n#define EXPR(a, b, c) (b)\n"
     "#else\n#error \"pw: no OP_ given\"\n#endif\n"
+    /* masked_fill writes only where the mask (input 0) is true */
+    "#ifdef OP_MFILL\n#define PW_STORE(dst, a, b, c) if (a) dst = EXPR(a, b, c)\n"
+    "#else\n#define PW_STORE(dst, a, b, c) dst = EXPR(a, b, c)\n#endif\n"
     "#define PW_ARGS long n, __global char *o, __global const char *x0, T0 v0, __global const char *x1, \\\n"
     "    T1 v1, __global const char *x2, T2 v2, long i0, long i1, PT f0, PT f1, long oo, long o0, long o1, long o2\n"
     "#define PW_BODY(OO, A0, A1, A2) \\\n"
@@ -248,7 +252,7 @@ static const char *const pw_source_parts[] = {
     "  T2 c = (T2)0; \\\n"
     "  if (NIN > 1) b = LD1(A1); \\\n"
     "  if (NIN > 2) c = LD2(A2); \\\n"
-    "  *(__global TO *)(o + (OO)) = EXPR(a, b, c);\n"
+    "  PW_STORE(*(__global TO *)(o + (OO)), a, b, c);\n"
     /* typed pointers indexed by the work-item id: loads and stores the
      * work-group vectoriser sees as consecutive */
     "#ifdef S0\n#define LF0(i) v0\n#else\n#define LF0(i) p0[i]\n#endif\n"
@@ -267,7 +271,7 @@ static const char *const pw_source_parts[] = {
     "  T2 c = (T2)0;\n"
     "  if (NIN > 1) b = LF1(i);\n"
     "  if (NIN > 2) c = LF2(i);\n"
-    "  po[i] = EXPR(a, b, c);\n"
+    "  PW_STORE(po[i], a, b, c);\n"
     "}\n",
     "__kernel void pw_strided(PW_ARGS, long ndim, long16 size, long16 st_o, long16 st_0, long16 st_1,\n"
     "                         long16 st_2) {\n"
@@ -772,6 +776,31 @@ static kd_status pw_where(kdk_iter *it, const kd_scalar *p0, const kd_scalar *p1
   return pw_iter_run(it, "OP_WHERE", "where", M_ALL, KD_EUNSUPPORTED, &L, false);
 }
 
+/* masked_fill: self (the output, also read: unmasked elements stay), mask
+ * (bool); the value, converted to self's dtype as the CPU loop does, is a
+ * second input passed by value. Elements moved by width. */
+static kd_status pw_masked_fill(kdk_iter *it, const kd_scalar *value, const kd_scalar *unused) {
+  (void)unused;
+  pw_launch L;
+  kd_status st = pw_from_iter(&L, it, "OP_MFILL", true);
+  if (st) return st;
+  if (L.nin != 1) return kd_set_error(KD_EINTERNAL, "%s (opencl): masked_fill needs 1 input", L.op);
+  if (!value) return kd_set_error(KD_EINVAL, "%s (opencl): no value", L.op);
+  unsigned char elem[16];
+  if ((st = kd_scalar_to_element(value, L.out.dtype, elem))) {
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", kd_last_error());
+    return kd_set_error(st, "masked_fill_: %s", msg);
+  }
+  if (L.numel == 0) return KD_OK;
+  if ((st = pw_resolve(&L, it))) return st;
+  L.nin = 2;
+  L.in[1].dtype = L.out.dtype;
+  L.in[1].value = true;
+  memcpy(L.in[1].bytes, elem, kd_dtype_size(L.out.dtype));
+  return pw_go(&L);
+}
+
 kd_status opencl_clamp_scalar_stub(kdk_iter *it, const kd_scalar *lo, const kd_scalar *hi) {
   pw_launch L;
   kd_status st = pw_from_iter(&L, it, "OP_CLAMP", false);
@@ -1174,7 +1203,7 @@ kd_status opencl_copy_(kd_tensor *self, kd_tensor *src, bool non_blocking) {
 
 /* ---- Stubs no generated group registers ------------------------------------------------------ */
 
-static bool pw_registered[5];
+static bool pw_registered[6];
 
 kd_status kdcl_pointwise_register(void) {
   kd_status st = KD_OK;
@@ -1184,6 +1213,7 @@ kd_status kdcl_pointwise_register(void) {
   if (!st && !(st = KDK_REGISTER_DEVICE_STUB(logical_or_stub, t, pw_logical_or))) pw_registered[2] = true;
   if (!st && !(st = KDK_REGISTER_DEVICE_STUB(logical_xor_stub, t, pw_logical_xor))) pw_registered[3] = true;
   if (!st && !(st = KDK_REGISTER_DEVICE_STUB(fill_stub, t, pw_fill_stub))) pw_registered[4] = true;
+  if (!st && !(st = KDK_REGISTER_DEVICE_STUB(masked_fill_stub, t, pw_masked_fill))) pw_registered[5] = true;
   if (st) kdcl_pointwise_unregister();
   return st;
 }
@@ -1195,5 +1225,6 @@ void kdcl_pointwise_unregister(void) {
   if (pw_registered[2]) KDK_UNREGISTER_DEVICE_STUB(logical_or_stub, t);
   if (pw_registered[3]) KDK_UNREGISTER_DEVICE_STUB(logical_xor_stub, t);
   if (pw_registered[4]) KDK_UNREGISTER_DEVICE_STUB(fill_stub, t);
+  if (pw_registered[5]) KDK_UNREGISTER_DEVICE_STUB(masked_fill_stub, t);
   memset(pw_registered, 0, sizeof pw_registered);
 }

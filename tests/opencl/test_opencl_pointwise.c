@@ -32,6 +32,7 @@
 #include "kd/ops/logical_and.h"
 #include "kd/ops/logical_not.h"
 #include "kd/ops/logical_xor.h"
+#include "kd/ops/masked_fill.h"
 #include "kd/ops/lt.h"
 #include "kd/ops/maximum.h"
 #include "kd/ops/minimum.h"
@@ -414,6 +415,17 @@ static void test_where_and_clamp(void **state) {
   kd_scalar big = kd_scalar_int(1000);
   KD_ASSERT_ERR(kd_clamp(s8.d, NULL, &big, &rd), KD_EOVERFLOW, "clamp: max");
   drop(s8);
+
+  /* masked_fill_ through a broadcast mask: unmasked elements stay. */
+  pair mf = mk(KD_INT64, 2, (int64_t[]){3, 4}, 7), mask = mk(KD_BOOL, 1, (int64_t[]){4}, 8);
+  kd_scalar mv = kd_scalar_int(-42);
+  KD_ASSERT_OK(kd_masked_fill__Scalar(mf.c, mask.c, &mv));
+  KD_ASSERT_OK(kd_masked_fill__Scalar(mf.d, mask.d, &mv));
+  same_now(mf, "masked_fill_");
+  pair mi = mk(KD_INT8, 1, (int64_t[]){4}, 9);
+  KD_ASSERT_ERR(kd_masked_fill__Scalar(mi.d, mask.d, &big), KD_EOVERFLOW, "masked_fill_");
+  drop(mi);
+  drop(mask);
 
   pair mn = mk(KD_FLOAT32, 1, (int64_t[]){4}, 5), mx = mk(KD_FLOAT32, 2, (int64_t[]){3, 4}, 6);
   KD_ASSERT_OK(kd_clamp_Tensor(a.c, mn.c, mx.c, &rc));
