@@ -7,5 +7,6 @@ int kd_bench_dispatch(int argc, char **argv);
 int kd_bench_kernels(int argc, char **argv);
 int kd_bench_ops(int argc, char **argv);
 int kd_bench_backend(int argc, char **argv);
+int kd_bench_opencl(int argc, char **argv);
 
 #endif

@@ -19,6 +19,7 @@ static const group groups[] = {
     {"ops", kd_bench_ops, "ops           the operator library: small-op latency, bandwidth, mm (docs/PERFORMANCE.md)"},
     {"backend", kd_bench_backend, "backend       a plugin backend: typed calls, the CPU fallback, load/unload (docs/PERFORMANCE.md)"},
 #endif
+    {"opencl", kd_bench_opencl, "opencl        the OpenCL backend against plain OpenCL, CLBlast and the CPU (docs/PERFORMANCE.md)"},
     {"kernels", kd_bench_kernels, "kernels       prepared kernels (kernel definitions) against a direct call"},
     {"schema", kd_bench_schema, "schema FILE   parse+print every schema of FILE (one per line, or native_functions.yaml)"},
 };
