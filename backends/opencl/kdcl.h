@@ -193,4 +193,11 @@ void kdcl_pointwise_unregister(void);
  * Errors: kdcl_fail naming op, the copies'. */
 kd_status kdcl_write_from_cpu(kd_tensor *out, kd_tensor *r, const char *op);
 
+/* ---- opencl_pointwise.c: the kernel table (w-perf) ------------------------------- */
+
+/* Empties pointwise's table of kernels found by kdcl_kernel_get (their
+ * entries freed); called by kdcl_programs_release before it frees the
+ * kernels. Not safe while a pointwise loop runs (fini happens idle). */
+void kdcl_pointwise_forget(void);
+
 #endif /* KDCL_H */

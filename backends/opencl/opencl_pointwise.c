@@ -29,7 +29,11 @@
  * bits).
  */
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kdcl.h"
@@ -457,11 +461,101 @@ static void pw_options(const pw_launch *L, const char *to, const char *const *ti
            kdcl_info(L->d)->fp64 ? "-DKD_FP64" : "-cl-single-precision-constant");
 }
 
-/* Builds (or finds) the program and enqueues one launch over L (numel > 0).
- * Errors: KD_ETYPE for a dtype the device lacks, kdcl_kernel_get's and
- * kdcl_launch's (named L->op). Nothing is waited for. */
-static kd_status pw_go(pw_launch *L) {
-  const kdcl_device_info *info = kdcl_info(L->d);
+/* ---- The kernel table -------------------------------------------------------------------- */
+
+/* pw_go's kernel per (device, operation, dtypes, value inputs, extra options,
+ * flat): a hit skips formatting the build options and kdcl_kernel_get's
+ * locked lookup (a 1-element add spends its host time per launch here, and
+ * on PoCL each microsecond of it costs several: docs/PERFORMANCE.md). The
+ * key holds everything pw_options and the kernel name are made of. */
+typedef struct pw_key {
+  const kdcl_device *d;
+  const char *def;         /* a string literal: compared by address (a twin
+                              literal only makes a second entry) */
+  int32_t dt[4];           /* out, in 0..2 (0 for absent inputs) */
+  unsigned char nin, by_width, flat, values; /* values: bit k = input k by value */
+  char extra[96];          /* zero-padded */
+} pw_key;
+
+/* An entry: immutable once published; owned by pw_entries, freed by
+ * kdcl_pointwise_forget. */
+typedef struct pw_entry {
+  pw_key key;
+  kdcl_kernel *k;
+  struct pw_entry *next; /* pw_entries' list */
+} pw_entry;
+
+#define PW_SLOTS 512 /* direct-mapped by the key's hash; a collision only costs a slow lookup */
+static _Atomic(pw_entry *) pw_slots[PW_SLOTS];
+static pthread_mutex_t pw_entries_lock = PTHREAD_MUTEX_INITIALIZER;
+static pw_entry *pw_entries; /* every entry, one per distinct key */
+
+static void pw_make_key(const pw_launch *L, bool flat, pw_key *key) {
+  memset(key, 0, sizeof *key);
+  key->d = L->d;
+  key->def = L->def;
+  key->dt[0] = (int32_t)L->out.dtype;
+  for (int j = 0; j < L->nin; j++) {
+    key->dt[j + 1] = (int32_t)L->in[j].dtype;
+    if (L->in[j].value) key->values |= (unsigned char)(1u << j);
+  }
+  key->nin = (unsigned char)L->nin;
+  key->by_width = L->by_width;
+  key->flat = flat;
+  memcpy(key->extra, L->extra, strnlen(L->extra, sizeof key->extra - 1)); /* the rest stays 0 */
+}
+
+static size_t pw_key_slot(const pw_key *key) {
+  const unsigned char *b = (const unsigned char *)key;
+  uint64_t h = 1469598103934665603u;
+  size_t n = offsetof(pw_key, extra) + strlen(key->extra);
+  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211u;
+  return (size_t)(h ^ (h >> 29)) % PW_SLOTS;
+}
+
+/* The table's kernel for key, or NULL (lock-free: one atomic load and a
+ * compare). */
+static kdcl_kernel *pw_table_find(const pw_key *key, size_t slot) {
+  pw_entry *e = atomic_load_explicit(&pw_slots[slot], memory_order_acquire);
+  return e && !memcmp(&e->key, key, sizeof *key) ? e->k : NULL;
+}
+
+/* Records k for key (an existing entry of the same key is reused, so the
+ * entries stay one per key whatever the collisions). Out of memory only
+ * leaves the table without it. */
+static void pw_table_put(const pw_key *key, size_t slot, kdcl_kernel *k) {
+  pthread_mutex_lock(&pw_entries_lock);
+  pw_entry *e = pw_entries;
+  while (e && memcmp(&e->key, key, sizeof *key)) e = e->next;
+  if (!e && (e = malloc(sizeof *e))) {
+    memcpy(&e->key, key, sizeof *key);
+    e->k = k;
+    e->next = pw_entries;
+    pw_entries = e;
+  }
+  if (e) atomic_store_explicit(&pw_slots[slot], e, memory_order_release);
+  pthread_mutex_unlock(&pw_entries_lock);
+}
+
+void kdcl_pointwise_forget(void) {
+  pthread_mutex_lock(&pw_entries_lock);
+  for (size_t i = 0; i < PW_SLOTS; i++) atomic_store_explicit(&pw_slots[i], NULL, memory_order_relaxed);
+  while (pw_entries) {
+    pw_entry *e = pw_entries;
+    pw_entries = e->next;
+    free(e);
+  }
+  pthread_mutex_unlock(&pw_entries_lock);
+}
+
+/* L's kernel (pw_flat or pw_strided): from the table, else built or found by
+ * kdcl_kernel_get and recorded. Errors: KD_ETYPE for a dtype the device
+ * lacks, kdcl_kernel_get's (named L->op). */
+static kd_status pw_kernel(pw_launch *L, bool flat, kdcl_kernel **out) {
+  pw_key key;
+  pw_make_key(L, flat, &key);
+  size_t slot = pw_key_slot(&key);
+  if ((*out = pw_table_find(&key, slot))) return KD_OK;
   const char *to = pw_type(L, &L->out);
   if (!to) return KD_ETYPE;
   const char *tin[3] = {"uchar", "uchar", "uchar"};
@@ -469,9 +563,19 @@ static kd_status pw_go(pw_launch *L) {
     if (!(tin[k] = pw_type(L, &L->in[k]))) return KD_ETYPE;
   char opts[512];
   pw_options(L, to, tin, opts, sizeof opts);
+  kd_status st = kdcl_kernel_get(L->d, pw_source(), opts, flat ? "pw_flat" : "pw_strided", out, L->op);
+  if (!st) pw_table_put(&key, slot, *out);
+  return st;
+}
+
+/* Finds the kernel (pw_kernel) and enqueues one launch over L (numel > 0).
+ * Errors: pw_kernel's and kdcl_launch's (named L->op). Nothing is waited
+ * for. */
+static kd_status pw_go(pw_launch *L) {
+  const kdcl_device_info *info = kdcl_info(L->d);
   bool flat = pw_flat(L);
   kdcl_kernel *k;
-  kd_status st = kdcl_kernel_get(L->d, pw_source(), opts, flat ? "pw_flat" : "pw_strided", &k, L->op);
+  kd_status st = pw_kernel(L, flat, &k);
   if (st) return st;
 
   cl_long n = (cl_long)L->numel;

@@ -181,11 +181,21 @@ typedef struct kdcl_program {
   struct kdcl_program *next;
 } kdcl_program;
 
+#define KDCL_ARGS_KEPT 24
+#define KDCL_ARG_KEEP 16
+
 struct kdcl_kernel {
   kdcl_program *program;
   char *name; /* owned copy */
   cl_kernel kernel;
   pthread_mutex_t lock; /* held from the first clSetKernelArg to the enqueue */
+  /* The arguments last set (under lock), so that kdcl_launch skips
+   * clSetKernelArg for one that did not change (PoCL copies each into a
+   * fresh allocation): set[i] says whether last[i] holds argument i's
+   * value (only values of at most KDCL_ARG_KEEP bytes are kept). */
+  bool set[KDCL_ARGS_KEPT];
+  unsigned char size[KDCL_ARGS_KEPT];
+  unsigned char last[KDCL_ARGS_KEPT][KDCL_ARG_KEEP];
   uint64_t hash;
   kdcl_kernel *next; /* the bucket's chain */
 };
@@ -325,6 +335,7 @@ kd_status kdcl_kernel_get(kdcl_device *d, const char *source, const char *option
 }
 
 void kdcl_programs_release(kdcl_device *d) {
+  kdcl_pointwise_forget(); /* its table points at the kernels freed below */
   pthread_mutex_lock(&cache_lock);
   for (int b = 0; b < KDCL_BUCKETS; b++) {
     kdcl_kernel **pk = &buckets[b];
@@ -371,9 +382,17 @@ kd_status kdcl_launch(kdcl_device *d, kdcl_kernel *k, int nargs, const kdcl_arg 
   kd_status st = KD_OK;
   pthread_mutex_lock(&k->lock);
   for (int i = 0; i < nargs && !st; i++) {
+    bool keep = i < KDCL_ARGS_KEPT && args[i].value && args[i].size <= KDCL_ARG_KEEP;
+    if (keep && k->set[i] && k->size[i] == args[i].size && !memcmp(k->last[i], args[i].value, args[i].size))
+      continue; /* unchanged since the last launch */
+    if (i < KDCL_ARGS_KEPT) k->set[i] = false;
     cl_int err = clSetKernelArg(k->kernel, (cl_uint)i, args[i].size, args[i].value);
     if (err != CL_SUCCESS) {
       st = about_kernel(kdcl_fail(err, "clSetKernelArg", op, d), k->name, i);
+    } else if (keep) {
+      memcpy(k->last[i], args[i].value, args[i].size);
+      k->size[i] = (unsigned char)args[i].size;
+      k->set[i] = true;
     }
   }
   if (!st) {
