@@ -28,6 +28,7 @@
  * transcendental functions are OpenCL's (within its ulp bounds, not libm's
  * bits).
  */
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -262,20 +263,39 @@ static const char *const pw_source_parts[] = {
      * work-group vectoriser sees as consecutive */
     "#ifdef S0\n#define LF0(i) v0\n#else\n#define LF0(i) p0[i]\n#endif\n"
     "#ifdef S1\n#define LF1(i) v1\n#else\n#define LF1(i) p1[i]\n#endif\n"
-    "#ifdef S2\n#define LF2(i) v2\n#else\n#define LF2(i) p2[i]\n#endif\n"
+    "#ifdef S2\n#define LF2(i) v2\n#else\n#define LF2(i) p2[i]\n#endif\n",
+    /* pw_flat's arguments are only those its options use (PoCL copies
+     * each argument of a launch into an allocation of its own, about
+     * 0.1-0.2 us apiece): the output, then per input its buffer and byte
+     * offset or its value, then the parameters when PW_PK is 0; PW_PK 1
+     * and 2 make them constants: 0 everywhere, or i0 = f0 = 1 (add's
+     * alpha of 1). */
+    "#ifdef S0\n#define PW_F0 , T0 v0\n#define PW_D0\n"
+    "#else\n#define PW_F0 , __global const char *x0, long o0\n"
+    "#define PW_D0 __global const T0 *p0 = (__global const T0 *)(x0 + o0);\n#endif\n"
+    "#if NIN < 2\n#define PW_F1\n#define PW_D1\n#define PW_L1(i) (T1)0\n"
+    "#elif defined(S1)\n#define PW_F1 , T1 v1\n#define PW_D1\n#define PW_L1(i) LF1(i)\n"
+    "#else\n#define PW_F1 , __global const char *x1, long o1\n"
+    "#define PW_D1 __global const T1 *p1 = (__global const T1 *)(x1 + o1);\n#define PW_L1(i) LF1(i)\n#endif\n"
+    "#if NIN < 3\n#define PW_F2\n#define PW_D2\n#define PW_L2(i) (T2)0\n"
+    "#elif defined(S2)\n#define PW_F2 , T2 v2\n#define PW_D2\n#define PW_L2(i) LF2(i)\n"
+    "#else\n#define PW_F2 , __global const char *x2, long o2\n"
+    "#define PW_D2 __global const T2 *p2 = (__global const T2 *)(x2 + o2);\n#define PW_L2(i) LF2(i)\n#endif\n"
+    "#if PW_PK == 0\n#define PW_FP , long i0, long i1, PT f0, PT f1\n#define PW_DP\n"
+    "#elif PW_PK == 1\n#define PW_FP\n#define PW_DP const long i0 = 0, i1 = 0; const PT f0 = 0, f1 = 0;\n"
+    "#else\n#define PW_FP\n#define PW_DP const long i0 = 1, i1 = 0; const PT f0 = 1, f1 = 0;\n#endif\n"
     /* no bounds check: the host launches exactly the elements (a check
      * costs PoCL's vectoriser half the bandwidth) */
-    "__kernel void pw_flat(PW_ARGS) {\n"
+    "__kernel void pw_flat(__global char *o, long oo PW_F0 PW_F1 PW_F2 PW_FP) {\n"
     "  size_t i = get_global_id(0);\n"
+    "  PW_DP\n"
     "  __global TO *po = (__global TO *)(o + oo);\n"
-    "  __global const T0 *p0 = (__global const T0 *)(x0 + o0);\n"
-    "  __global const T1 *p1 = (__global const T1 *)(x1 + o1);\n"
-    "  __global const T2 *p2 = (__global const T2 *)(x2 + o2);\n"
+    "  PW_D0\n"
+    "  PW_D1\n"
+    "  PW_D2\n"
     "  T0 a = LF0(i);\n"
-    "  T1 b = (T1)0;\n"
-    "  T2 c = (T2)0;\n"
-    "  if (NIN > 1) b = LF1(i);\n"
-    "  if (NIN > 2) c = LF2(i);\n"
+    "  T1 b = PW_L1(i);\n"
+    "  T2 c = PW_L2(i);\n"
     "  PW_STORE(po[i], a, b, c);\n"
     "}\n",
     /* 2-d launch: dim 0 of the shape along work dim 0, the other dims
@@ -449,13 +469,26 @@ static void pw_long16(cl_long16 *v, const int64_t *x, int n, int64_t fill) {
   for (int i = 0; i < 16; i++) v->s[i] = i < n ? (cl_long)x[i] : (cl_long)fill;
 }
 
+/* Whether f is +0.0 exactly (not -0.0, not NaN). */
+static bool pw_pos_zero(double f) { return f == 0.0 && !signbit(f); }
+
+/* How pw_flat gets L's parameters (PW_PK): 1 when i0, i1, f0, f1 are all 0
+ * (+0.0), 2 when i0 = 1, f0 = 1.0 and i1, f1 are 0 (add's alpha of 1), both
+ * compiled in as constants; 0 passed as arguments. */
+static int pw_pk(const pw_launch *L) {
+  if (L->i1 != 0 || !pw_pos_zero(L->f1)) return 0;
+  if (L->i0 == 0 && pw_pos_zero(L->f0)) return 1;
+  if (L->i0 == 1 && L->f0 == 1.0) return 2;
+  return 0;
+}
+
 /* The build options of L's program (output type `to`, input types tin). */
 static void pw_options(const pw_launch *L, const char *to, const char *const *tin, char *opts,
                        size_t cap) {
   snprintf(opts, cap,
-           "-D%s -DNIN=%d -DTO=%s -DT0=%s -DT1=%s -DT2=%s%s%s%s%s %s "
+           "-D%s -DNIN=%d -DPW_PK=%d -DTO=%s -DT0=%s -DT1=%s -DT2=%s%s%s%s%s %s "
            "-cl-fp32-correctly-rounded-divide-sqrt",
-           L->def, L->nin > 0 ? L->nin : 1, to, tin[0], tin[1], tin[2],
+           L->def, L->nin > 0 ? L->nin : 1, pw_pk(L), to, tin[0], tin[1], tin[2],
            L->nin > 0 && L->in[0].value ? " -DS0" : "", L->nin > 1 && L->in[1].value ? " -DS1" : "",
            L->nin > 2 && L->in[2].value ? " -DS2" : "", L->extra,
            kdcl_info(L->d)->fp64 ? "-DKD_FP64" : "-cl-single-precision-constant");
@@ -474,7 +507,9 @@ typedef struct pw_key {
                               literal only makes a second entry) */
   int32_t dt[4];           /* out, in 0..2 (0 for absent inputs) */
   unsigned char nin, by_width, flat, values; /* values: bit k = input k by value */
+  unsigned char pk;        /* pw_pk */
   char extra[96];          /* zero-padded */
+  char pad[8];             /* zero: pw_key_slot reads up to 7 bytes past the extra string */
 } pw_key;
 
 /* An entry: immutable once published; owned by pw_entries, freed by
@@ -502,15 +537,20 @@ static void pw_make_key(const pw_launch *L, bool flat, pw_key *key) {
   key->nin = (unsigned char)L->nin;
   key->by_width = L->by_width;
   key->flat = flat;
+  key->pk = (unsigned char)pw_pk(L);
   memcpy(key->extra, L->extra, strnlen(L->extra, sizeof key->extra - 1)); /* the rest stays 0 */
 }
 
+/* The key's slot: a hash of its bytes, eight at a time (the key is
+ * zero-padded, so its bytes are a function of its fields). */
 static size_t pw_key_slot(const pw_key *key) {
-  const unsigned char *b = (const unsigned char *)key;
-  uint64_t h = 1469598103934665603u;
+  uint64_t h = 1469598103934665603u, w;
   size_t n = offsetof(pw_key, extra) + strlen(key->extra);
-  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211u;
-  return (size_t)(h ^ (h >> 29)) % PW_SLOTS;
+  for (size_t i = 0; i < n; i += sizeof w) {
+    memcpy(&w, (const unsigned char *)key + i, sizeof w);
+    h = (h ^ w) * 1099511628211u;
+  }
+  return (size_t)(h ^ (h >> 29) ^ (h >> 47)) % PW_SLOTS;
 }
 
 /* The table's kernel for key, or NULL (lock-free: one atomic load and a
@@ -601,6 +641,26 @@ static kd_status pw_go(pw_launch *L) {
       info->fp64 ? KDCL_ARG(f0) : KDCL_ARG(g0), info->fp64 ? KDCL_ARG(f1) : KDCL_ARG(g1),
       KDCL_ARG(offs[0]), KDCL_ARG(offs[1]), KDCL_ARG(offs[2]), KDCL_ARG(offs[3])};
   int nargs = 16;
+  if (flat) {
+    /* pw_flat's own list (its source says which arguments it has). */
+    nargs = 0;
+    args[nargs++] = KDCL_ARG(bufs[0]);
+    args[nargs++] = KDCL_ARG(offs[0]);
+    for (int j = 0; j < L->nin; j++) {
+      if (L->in[j].value) {
+        args[nargs++] = vals[j];
+      } else {
+        args[nargs++] = KDCL_ARG(bufs[j + 1]);
+        args[nargs++] = KDCL_ARG(offs[j + 1]);
+      }
+    }
+    if (!pw_pk(L)) {
+      args[nargs++] = KDCL_ARG(i0);
+      args[nargs++] = KDCL_ARG(i1);
+      args[nargs++] = info->fp64 ? KDCL_ARG(f0) : KDCL_ARG(g0);
+      args[nargs++] = info->fp64 ? KDCL_ARG(f1) : KDCL_ARG(g1);
+    }
+  }
   cl_long ndim = L->ndim;
   cl_long16 size, so, s0, s1, s2;
   if (!flat) {
