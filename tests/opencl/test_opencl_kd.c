@@ -65,13 +65,16 @@ static void test_run_on_opencl(void **state) {
 
 static void test_table_and_kernels(void **state) {
   (void)state;
-  /* The kernel, and the YAML entry that generated it. */
-  expect("", true, "table aten::add.Tensor", 0, "PrivateUse1    unboxed [kernel] from ",
-         "backends/opencl/opencl.yaml:", NULL);
-  expect("", true, "table aten::mm", 0, "PrivateUse1    unboxed [kernel] from ",
-         "backends/opencl/opencl.yaml:", NULL);
-  expect("", true, "kernels aten::add.Tensor", 0, "PrivateUse1", "backends/opencl/opencl.yaml:",
+  /* The kernel, the YAML entry that generated it (relative to the backend's
+   * folder: no path of the build machine) and its strategy. */
+  expect("", true, "table aten::add.Tensor", 0, "PrivateUse1    unboxed [kernel] from opencl.yaml:",
+         " (Legacy, structured)", NULL);
+  expect("", true, "table aten::mm", 0, "PrivateUse1    unboxed [kernel] from opencl.yaml:",
+         " (Customized, unstructured)", NULL);
+  expect("", true, "table aten::sum.dim_IntList", 0, "from opencl.yaml:", " (LegacyMeta)", NULL);
+  expect("", true, "table aten::_softmax", 0, "from opencl.yaml:", " (Customized, structured)",
          NULL);
+  expect("", true, "kernels aten::add.Tensor", 0, "PrivateUse1", "opencl.yaml:", NULL);
   expect("", true, "kernels aten::sum.dim_IntList", 0, "PrivateUse1", NULL);
   /* Without the plugin there is no PrivateUse1 kernel. */
   int status;
