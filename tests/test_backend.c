@@ -13,7 +13,7 @@
 typedef struct fake {
   int32_t ndev;
   int allocs, frees, to_host, from_host, syncs;
-  int fail_to_host; /* when set, copies to the host fail */
+  int fail_to_host; /* 1: copies to the host fail with a message, 2: without one */
   char queue[4];
 } fake;
 
@@ -38,6 +38,7 @@ static kd_status f_from_host(void *ctx, kd_device d, void *dst, const void *src,
 static kd_status f_to_host(void *ctx, kd_device d, void *dst, const void *src, size_t n) {
   (void)d;
   ((fake *)ctx)->to_host++;
+  if (((fake *)ctx)->fail_to_host == 2) return KD_EDEVICE; /* no message */
   if (((fake *)ctx)->fail_to_host) return kd_set_error(KD_EDEVICE, "f_to_host: the device is lost");
   memcpy(dst, src, n);
   return KD_OK;
@@ -244,7 +245,14 @@ static void test_item_on_device(void **state) {
   /* The backend's failure comes back with its message. */
   F.fail_to_host = 1;
   KD_ASSERT_ERR(kd_tensor_item(one, &x), KD_EDEVICE, "f_to_host: the device is lost");
+  /* ... and one that leaves no message gets the library's. */
+  F.fail_to_host = 2;
+  KD_ASSERT_ERR(kd_tensor_item(one, &x), KD_EDEVICE,
+                "kd_tensor_item: copying a float64 element from 'fakedev:0' to the host failed");
   F.fail_to_host = 0;
+  /* A successful read leaves the thread's last error as it was. */
+  KD_ASSERT_OK(kd_tensor_item(one, &x));
+  assert_int_equal(kd_last_status(), KD_EDEVICE);
   /* Writing stays cpu-only. */
   kd_scalar w = kd_scalar_double(1.0);
   KD_ASSERT_ERR(kd_tensor_set(one, NULL, &w), KD_EUNSUPPORTED,

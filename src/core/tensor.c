@@ -484,10 +484,14 @@ static kd_status element_to_host(const kd_tensor *t, const char *src, size_t nby
                         "%s: cannot read an element of a %s tensor on '%s': the device's "
                         "allocator has no copy_to_host (kd_allocator v2)",
                         fn, kd_dtype_name(t->dtype), dev);
-  kd_clear_error();
+  /* The message before the call, to tell a fresh one from it (the thread's
+   * error is left as it was on success). */
+  char before[512];
+  kd_status before_st = kd_last_status();
+  snprintf(before, sizeof before, "%s", kd_last_error());
   kd_status st = a.copy_to_host(a.ctx, s->device, host, src, nbytes);
   if (st == KD_OK) return KD_OK;
-  if (kd_last_status() == KD_OK || kd_last_error()[0] == '\0')
+  if (kd_last_status() == before_st && strncmp(kd_last_error(), before, sizeof before - 1) == 0)
     return kd_set_error(st < 0 ? st : KD_EDEVICE,
                         "%s: copying a %s element from '%s' to the host failed", fn,
                         kd_dtype_name(t->dtype), dev);
