@@ -34,6 +34,9 @@ function(kd_add_backend)
   if(NOT KB_NATIVE)
     set(KB_NATIVE ${KD_NATIVE_FUNCTIONS_YAML})
   endif()
+  # kdgen runs in the source folder (below): the upstream YAMLs as absolute paths.
+  get_filename_component(KB_SOURCE ${KB_SOURCE} ABSOLUTE)
+  get_filename_component(KB_NATIVE ${KB_NATIVE} ABSOLUTE)
   if(NOT KB_PREFIX)
     set(KB_PREFIX ${KB_NAME}_)
   endif()
@@ -41,8 +44,13 @@ function(kd_add_backend)
     set(KB_TARGET ${KB_NAME})
   endif()
   get_filename_component(yaml ${KB_YAML} ABSOLUTE)
+  # kdgen runs in the backend's source folder and is given the YAML relative
+  # to it: the generated files (their header comments, each kernel's
+  # "opencl.yaml:45 (Legacy, structured)" debug name) name no path of the
+  # build machine.
+  file(RELATIVE_PATH yaml_rel ${CMAKE_CURRENT_SOURCE_DIR} ${yaml})
   set(dir ${CMAKE_CURRENT_BINARY_DIR}/${KB_NAME}_gen)
-  set(args --backend ${yaml} --source ${KB_SOURCE} --native ${KB_NATIVE} --name ${KB_NAME}
+  set(args --backend ${yaml_rel} --source ${KB_SOURCE} --native ${KB_NATIVE} --name ${KB_NAME}
            --prefix ${KB_PREFIX})
   if(KB_KEY)
     list(APPEND args --key ${KB_KEY})
@@ -73,6 +81,7 @@ function(kd_add_backend)
     COMMAND ${CMAKE_COMMAND} -E touch ${dir}/kdgen.stamp
     DEPENDS ${yaml} ${KB_SOURCE} ${KB_NATIVE} ${kdgen_dep}
     COMMENT "kdgen: generating the backend ${KB_NAME} from ${KB_YAML}"
+    WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR}
     VERBATIM)
   add_custom_target(${KB_NAME}_gen DEPENDS ${dir}/kdgen.stamp)
   set_source_files_properties(${outs} PROPERTIES GENERATED TRUE)

@@ -13,6 +13,7 @@
 typedef struct fake {
   int32_t ndev;
   int allocs, frees, to_host, from_host, syncs;
+  int fail_to_host; /* 1: copies to the host fail with a message, 2: without one */
   char queue[4];
 } fake;
 
@@ -37,6 +38,8 @@ static kd_status f_from_host(void *ctx, kd_device d, void *dst, const void *src,
 static kd_status f_to_host(void *ctx, kd_device d, void *dst, const void *src, size_t n) {
   (void)d;
   ((fake *)ctx)->to_host++;
+  if (((fake *)ctx)->fail_to_host == 2) return KD_EDEVICE; /* no message */
+  if (((fake *)ctx)->fail_to_host) return kd_set_error(KD_EDEVICE, "f_to_host: the device is lost");
   memcpy(dst, src, n);
   return KD_OK;
 }
@@ -199,6 +202,72 @@ static void test_version1_record(void **state) {
   assert_null(got->dlpack_import);
   assert_null(got->dlpack_release);
   assert_ptr_equal(got->queue, f_queue);
+  kd_backend_unregister(b);
+}
+
+/* kd_tensor_item / kd_tensor_get on a device tensor: the element comes to the
+ * host through the allocator's copy_to_host (one element, synchronising),
+ * honouring strides and the storage offset; a failed copy keeps the
+ * backend's message; meta tensors have no bytes. */
+static void test_item_on_device(void **state) {
+  (void)state;
+  memset(&F, 0, sizeof F);
+  F.ndev = 1;
+  kd_backend_iface i = iface_for("fakedev", KD_DEVICE_PRIVATEUSE1);
+  kd_backend *b = NULL;
+  KD_ASSERT_OK(kd_backend_register(&i, &b));
+  const double v[6] = {1.5, -2.5, 3.0, 4.25, 5.0, -6.75};
+  kd_tensor *h, *d;
+  KD_ASSERT_OK(kd_tensor_from_data(2, (int64_t[]){2, 3}, KD_FLOAT64, v, &h));
+  KD_ASSERT_OK(kd_tensor_to_device(h, (kd_device){KD_DEVICE_PRIVATEUSE1, 0}, &d));
+  kd_scalar x;
+  /* Every element through kd_tensor_get, negative indices included. */
+  for (int r = 0; r < 2; r++)
+    for (int c = 0; c < 3; c++) {
+      int before = F.to_host, syncs = F.syncs;
+      KD_ASSERT_OK(kd_tensor_get(d, (int64_t[]){r - 2, c}, &x));
+      assert_int_equal(F.to_host, before + 1);
+      assert_true(F.syncs > syncs);
+      assert_true(x.v.d == v[r * 3 + c]);
+    }
+  KD_ASSERT_ERR(kd_tensor_get(d, (int64_t[]){0, 3}, &x), KD_ERANGE,
+                "index 3 is out of bounds for dimension 1 with size 3");
+  /* A transposed view with a storage offset, reduced to one element. */
+  kd_tensor *t, *one;
+  KD_ASSERT_OK(kd_tensor_as_strided(d, 2, (int64_t[]){2, 2}, (int64_t[]){1, 3}, 1, &t));
+  KD_ASSERT_OK(kd_tensor_get(t, (int64_t[]){1, 1}, &x));
+  assert_true(x.v.d == v[1 + 1 + 3]); /* offset 1, index (1,1): 1 + 1*1 + 1*3 */
+  KD_ASSERT_OK(kd_tensor_as_strided(d, 0, NULL, NULL, 4, &one));
+  KD_ASSERT_OK(kd_tensor_item(one, &x));
+  assert_int_equal(x.kind, KD_SCALAR_DOUBLE);
+  assert_true(x.v.d == v[4]);
+  KD_ASSERT_ERR(kd_tensor_item(d, &x), KD_EINVAL, "a tensor with 6 elements");
+  /* The backend's failure comes back with its message. */
+  F.fail_to_host = 1;
+  KD_ASSERT_ERR(kd_tensor_item(one, &x), KD_EDEVICE, "f_to_host: the device is lost");
+  /* ... and one that leaves no message gets the library's. */
+  F.fail_to_host = 2;
+  KD_ASSERT_ERR(kd_tensor_item(one, &x), KD_EDEVICE,
+                "kd_tensor_item: copying a float64 element from 'fakedev:0' to the host failed");
+  F.fail_to_host = 0;
+  /* A successful read leaves the thread's last error as it was. */
+  KD_ASSERT_OK(kd_tensor_item(one, &x));
+  assert_int_equal(kd_last_status(), KD_EDEVICE);
+  /* Writing stays cpu-only. */
+  kd_scalar w = kd_scalar_double(1.0);
+  KD_ASSERT_ERR(kd_tensor_set(one, NULL, &w), KD_EUNSUPPORTED,
+                "kd_tensor_set: element access needs a cpu tensor, but the tensor is on "
+                "'fakedev:0'");
+  kd_tensor_release(one);
+  kd_tensor_release(t);
+  kd_tensor_release(d);
+  kd_tensor_release(h);
+  /* A meta tensor has no bytes to read. */
+  kd_tensor *m;
+  KD_ASSERT_OK(kd_tensor_empty(0, NULL, KD_FLOAT32, (kd_device){KD_DEVICE_META, 0}, &m));
+  KD_ASSERT_ERR(kd_tensor_item(m, &x), KD_EUNSUPPORTED,
+                "kd_tensor_item: element access needs a cpu tensor, but the tensor is on 'meta'");
+  kd_tensor_release(m);
   kd_backend_unregister(b);
 }
 
@@ -441,6 +510,7 @@ int main(void) {
       cmocka_unit_test(test_refusals),
       cmocka_unit_test(test_version1_record),
       cmocka_unit_test(test_register_unregister),
+      cmocka_unit_test(test_item_on_device),
       cmocka_unit_test(test_device_cast),
       cmocka_unit_test(test_device_services),
       cmocka_unit_test(test_call_device_context),

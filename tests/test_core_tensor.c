@@ -84,9 +84,14 @@ static void test_allocators(void **state) {
                                (kd_device){KD_DEVICE_PRIVATEUSE2, 1}, &t));
   assert_int_equal(c.allocs, 1);
   assert_int_equal(c.bytes, 24);
-  /* Element access needs cpu bytes. */
+  /* Reading an element of a device tensor needs the allocator's copy
+   * functions (this version-1 allocator has none); writing needs cpu bytes. */
   kd_scalar v;
   KD_ASSERT_ERR(kd_tensor_get(t, (int64_t[]){0, 0}, &v), KD_EUNSUPPORTED,
+                "kd_tensor_get: cannot read an element of a float32 tensor on 'privateusetwo:1': "
+                "the device's allocator has no copy_to_host");
+  v = kd_scalar_double(0.0);
+  KD_ASSERT_ERR(kd_tensor_set(t, (int64_t[]){0, 0}, &v), KD_EUNSUPPORTED,
                 "element access needs a cpu tensor, but the tensor is on 'privateusetwo:1'");
   /* Replacing the allocator keeps the old one for existing storage. */
   KD_ASSERT_OK(kd_allocator_set(KD_DEVICE_PRIVATEUSE2, NULL));

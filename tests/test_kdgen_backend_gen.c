@@ -137,6 +137,12 @@ static void test_fakegen(void **state) {
   ASSERT_CONTAINS(c, "    \"scale_add(Tensor self, Tensor other, float alpha) -> Tensor\",\n");
   ASSERT_CONTAINS(c, "{1, \"scale_add\", \"(Tensor, Tensor, float) -> Tensor\", fakegen__u18, "
                      "\"examples/backend_gen/fakegen.yaml:");
+  /* Each kernel's debug name carries its strategy (docs/CODEGEN.md's names). */
+  ASSERT_CONTAINS(c, "fakegen.yaml:70 (new operator)\"}");
+  ASSERT_CONTAINS(c, "fakegen.yaml:37 (Legacy, structured)\"}");
+  ASSERT_CONTAINS(c, "fakegen.yaml:30 (Legacy, unstructured)\"}");
+  ASSERT_CONTAINS(c, "fakegen.yaml:55 (Customized, structured)\"}");
+  ASSERT_CONTAINS(c, "fakegen.yaml:63 (Customized, unstructured)\"}");
   ASSERT_CONTAINS(c, "{0, \"resize_\", \"(Tensor(a!), SymInt[], MemoryFormat?) -> Tensor(a!)\"");
   ASSERT_CONTAINS(c, "static const char *const nss[2] = {\"aten\", \"fakegen\"};");
   ASSERT_CONTAINS(c, "kd_plugin_library(plugin, KD_LIBRARY_IMPL, nss[x->ns], KD_KEY_PRIVATEUSE1,");

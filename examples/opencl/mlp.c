@@ -118,13 +118,11 @@ int main(int argc, char **argv) {
     fprintf(stderr, "error: %s: %s\n", kd_status_name(st), kd_last_error());
     goto out;
   }
-  /* Copying an opencl tensor to the host is the one wait for the device. */
+  /* Reading the opencl scalar on the host (kd_tensor_item copies its one
+   * element) is the one wait for the device. */
   kd_scalar vs, vsd;
-  kd_tensor *sh = NULL;
-  st = kd_tensor_to_device(sd, kd_device_cpu(), &sh);
-  if (!st) st = kd_tensor_item(s, &vs);
-  if (!st) st = kd_tensor_item(sh, &vsd);
-  if (sh) kd_tensor_release(sh);
+  st = kd_tensor_item(s, &vs);
+  if (!st) st = kd_tensor_item(sd, &vsd);
   if (st) {
     fprintf(stderr, "error: kd_tensor_item: %s: %s\n", kd_status_name(st), kd_last_error());
     goto out;

@@ -191,14 +191,22 @@ KD_API bool kd_tensor_is_contiguous(const kd_tensor *tensor);
 /* True when both tensors view the same storage. */
 KD_API bool kd_tensor_shares_storage(const kd_tensor *a, const kd_tensor *b);
 
-/* Element access on cpu tensors. `index` has ndim entries (NULL for 0-dim);
- * negative entries count from the end. KD_ERANGE for an index out of range
- * (naming the dimension, the index and the size); KD_EUNSUPPORTED for a tensor
- * whose bytes are not on the cpu. Set converts as kd_scalar_to_element, with
- * its errors; on error nothing is written. */
+/* Element access. `index` has ndim entries (NULL for 0-dim); negative entries
+ * count from the end; strides and the storage offset are honoured. KD_ERANGE
+ * for an index out of range (naming the dimension, the index and the size).
+ * Get (and kd_tensor_item) also read a tensor on a backend device: the
+ * element's bytes are copied to the host with the copy_to_host of the
+ * storage's allocator (for wrapped storage: of the device type's installed
+ * allocator), which waits for the work queued on the device (a
+ * synchronisation point, like a copy to the cpu); KD_EUNSUPPORTED when that
+ * allocator has no copy functions, or for a meta tensor (no bytes); a failed
+ * copy returns the backend's status and message. Set needs a cpu tensor
+ * (KD_EUNSUPPORTED otherwise) and converts as kd_scalar_to_element, with its
+ * errors; on error nothing is written. The tensor is borrowed. */
 KD_API kd_status kd_tensor_get(const kd_tensor *tensor, const int64_t *index, kd_scalar *out);
 KD_API kd_status kd_tensor_set(kd_tensor *tensor, const int64_t *index, const kd_scalar *value);
-/* The only element of a one-element tensor; KD_EINVAL when numel != 1. */
+/* The only element of a one-element tensor, on any device with a copy_to_host
+ * (as kd_tensor_get, synchronising); KD_EINVAL when numel != 1. */
 KD_API kd_status kd_tensor_item(const kd_tensor *tensor, kd_scalar *out);
 
 /* Formats a one-line description: "tensor(float32[2, 3], cpu)", with

@@ -426,10 +426,17 @@ bool kd_tensor_shares_storage(const kd_tensor *a, const kd_tensor *b) {
 
 /* ---- Element access ------------------------------------------------------------------ */
 
+/* The address of the element at `index` (ndim entries, negative ones count
+ * from the end) in *out: a host pointer for a cpu tensor; with `any_device`,
+ * for a tensor on another device its address on that device (computed, never
+ * dereferenced). Borrows t; KD_EINVAL / KD_ERANGE / KD_EUNSUPPORTED (another
+ * device without `any_device`, or meta, which has no bytes) after
+ * kd_set_error, *out untouched. */
 static kd_status element_ptr(const kd_tensor *t, const int64_t *index, const char *fn,
-                             char **out) {
+                             bool any_device, char **out) {
   if (!t) return kd_set_error(KD_EINVAL, "%s: NULL tensor", fn);
-  if (t->storage->device.type != KD_DEVICE_CPU) {
+  kd_device_type dt = t->storage->device.type;
+  if (dt == KD_DEVICE_META || (dt != KD_DEVICE_CPU && !any_device)) {
     char dev[48];
     kd_device_format(t->storage->device, dev, sizeof dev);
     return kd_set_error(KD_EUNSUPPORTED,
@@ -447,20 +454,77 @@ static kd_status element_ptr(const kd_tensor *t, const int64_t *index, const cha
     if (ix < 0) ix += t->sizes[i];
     off += ix * t->strides[i];
   }
-  *out = (char *)t->storage->data + off * (int64_t)kd_dtype_size(t->dtype);
+  /* Integer arithmetic: a device address need not point into host memory. */
+  *out = (char *)((uintptr_t)t->storage->data +
+                  (uintptr_t)(off * (int64_t)kd_dtype_size(t->dtype)));
   return KD_OK;
 }
 
-kd_status kd_tensor_get(const kd_tensor *tensor, const int64_t *index, kd_scalar *out) {
+/* Copies the `nbytes`-byte element at device address `src` of t's storage into
+ * `host` through the copy_to_host of the storage's allocator (or, for storage
+ * the library did not allocate, the device type's installed one), which
+ * synchronises with the device. Borrows everything; KD_EUNSUPPORTED when no
+ * copy function exists, else the backend's status and message (kept when it
+ * set one, prefixed by `fn` otherwise). */
+static kd_status element_to_host(const kd_tensor *t, const char *src, size_t nbytes, void *host,
+                                 const char *fn) {
+  const kd_storage *s = t->storage;
+  kd_allocator a;
+  bool found = false;
+  if (s->owns_via_allocator && s->allocator.copy_to_host) {
+    a = s->allocator;
+    found = true;
+  } else if (kd_allocator_get(s->device.type, &a) == KD_OK && a.copy_to_host) {
+    found = true;
+  }
+  char dev[48];
+  kd_device_format(s->device, dev, sizeof dev);
+  if (!found)
+    return kd_set_error(KD_EUNSUPPORTED,
+                        "%s: cannot read an element of a %s tensor on '%s': the device's "
+                        "allocator has no copy_to_host (kd_allocator v2)",
+                        fn, kd_dtype_name(t->dtype), dev);
+  /* The message before the call, to tell a fresh one from it (the thread's
+   * error is left as it was on success). */
+  char before[512];
+  kd_status before_st = kd_last_status();
+  snprintf(before, sizeof before, "%s", kd_last_error());
+  kd_status st = a.copy_to_host(a.ctx, s->device, host, src, nbytes);
+  if (st == KD_OK) return KD_OK;
+  if (kd_last_status() == before_st && strncmp(kd_last_error(), before, sizeof before - 1) == 0)
+    return kd_set_error(st < 0 ? st : KD_EDEVICE,
+                        "%s: copying a %s element from '%s' to the host failed", fn,
+                        kd_dtype_name(t->dtype), dev);
+  return st < 0 ? st : KD_EDEVICE;
+}
+
+/* kd_tensor_get with `fn` naming the caller in messages. */
+static kd_status get_element(const kd_tensor *tensor, const int64_t *index, const char *fn,
+                             kd_scalar *out) {
   char *p;
-  kd_status st = element_ptr(tensor, index, "kd_tensor_get", &p);
+  kd_status st = element_ptr(tensor, index, fn, true, &p);
   if (st) return st;
-  return kd_scalar_from_element(p, tensor->dtype, out);
+  if (tensor->storage->device.type == KD_DEVICE_CPU)
+    return kd_scalar_from_element(p, tensor->dtype, out);
+  /* Another device: the element's bytes come to the host first (the widest
+   * element, complex128, is 16 bytes). */
+  _Alignas(16) unsigned char buf[16];
+  size_t n = kd_dtype_size(tensor->dtype);
+  if (n == 0 || n > sizeof buf)
+    return kd_set_error(KD_EUNSUPPORTED, "%s: dtype %s has no readable element", fn,
+                        kd_dtype_name(tensor->dtype));
+  st = element_to_host(tensor, p, n, buf, fn);
+  if (st) return st;
+  return kd_scalar_from_element(buf, tensor->dtype, out);
+}
+
+kd_status kd_tensor_get(const kd_tensor *tensor, const int64_t *index, kd_scalar *out) {
+  return get_element(tensor, index, "kd_tensor_get", out);
 }
 
 kd_status kd_tensor_set(kd_tensor *tensor, const int64_t *index, const kd_scalar *value) {
   char *p;
-  kd_status st = element_ptr(tensor, index, "kd_tensor_set", &p);
+  kd_status st = element_ptr(tensor, index, "kd_tensor_set", false, &p);
   if (st) return st;
   return kd_scalar_to_element(value, tensor->dtype, p);
 }
@@ -473,7 +537,7 @@ kd_status kd_tensor_item(const kd_tensor *tensor, kd_scalar *out) {
                         "scalar: expected exactly one element",
                         (long long)tensor->numel);
   int64_t zeros[KD_MAX_DIMS] = {0};
-  return kd_tensor_get(tensor, zeros, out);
+  return get_element(tensor, zeros, "kd_tensor_item", out);
 }
 
 size_t kd_tensor_describe(const kd_tensor *t, char *buf, size_t cap) {

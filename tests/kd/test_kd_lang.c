@@ -334,6 +334,23 @@ static void test_overloads(void **state) {
      "tensor([[1, 2, 1, 2],\n        [3, 4, 3, 4]])\n");
   OK(&t, "stack([y, y])", "tensor([[10, 20],\n        [10, 20]])\n");
   OK(&t, "to(x, float16)", "tensor([[1., 2.],\n        [3., 4.]], dtype=float16)\n");
+  /* A positional device (a string or a bare name) converts the device, keeping the dtype. */
+  OK(&t, "to(x, 'meta'); to(x, meta); to(x, \"cpu:0\")",
+     "tensor(..., device='meta', size=(2, 2), dtype=int64)\n"
+     "tensor(..., device='meta', size=(2, 2), dtype=int64)\n"
+     "tensor([[1, 2],\n        [3, 4]])\n");
+  OK(&t, "to(to(x, float16), 'meta')", "tensor(..., device='meta', size=(2, 2), dtype=float16)\n");
+  OK(&t, "to(x, 'meta', float64)", "tensor(..., device='meta', size=(2, 2), dtype=float64)\n");
+  /* A string that names no device is refused as before (it is neither a dtype nor a Tensor). */
+  {
+    char *o_, *e_;
+    assert_int_equal(run(&t, "to(x, 'nodevice')", &o_, &e_), 1);
+    if (!strstr(e_, "error: no overload of aten::to accepts the arguments (Tensor, str)") ||
+        !strstr(e_, "argument 'device' (position 2) must be Device, not str"))
+      fail_msg("to(x, 'nodevice'): %s", e_);
+    free(o_);
+    free(e_);
+  }
   OK(&t, "demo::neg([1, 2]); demo::scale([1.5])", "tensor([-1, -2])\ntensor([3.])\n");
   /* A 0-dim tensor is accepted as an int and as a Scalar (its value). */
   OK(&t, "d = tensor(1); max(x, d)[0]; add(x, 1, d)",

@@ -1,7 +1,7 @@
 /*
  * test_opencl_kd.c: the OpenCL plugin in `kd` (issue 18, "Usable"): kd
- * --load and KD_BACKENDS bring it in; tensors move to opencl with to(...,
- * device="opencl"); x + y runs the backend's kernel and printing copies the
+ * --load and KD_BACKENDS bring it in; tensors move to opencl with to(x,
+ * "opencl") or to(x, device="opencl"); x + y runs the backend's kernel and printing copies the
  * result back; kd table and kd kernels show the backend's kernels (with the
  * YAML line that made them) and the CPU fallback's count for an operator it
  * does not cover; a device that does not exist is an error.
@@ -44,16 +44,17 @@ static void expect(const char *env, bool load, const char *args, int want_status
 
 static void test_run_on_opencl(void **state) {
   (void)state;
-  /* to(..., device="opencl"), x + y on the device, printed (a copy to the host). */
+  /* to(x, "opencl") (the issue's form) and to(x, device="opencl:0"), x + y on
+   * the device, printed (a copy to the host). */
   expect("", true,
-         "run -e 'x = to(tensor([1.0, 2.0, 3.0]), device=\"opencl\")' "
+         "run -e 'x = to(tensor([1.0, 2.0, 3.0]), \"opencl\")' "
          "-e 'y = to(tensor([10.0, 20.0, 30.0]), device=\"opencl:0\")' -e 'print(x + y)' "
          "-e 'print(sum(x * y))'",
          0, "tensor([11., 22., 33.], device='opencl:0')", "tensor(140., device='opencl:0')",
          NULL);
   /* Broadcasting, an integer dtype, and a result moved back with to(). */
   expect("", true,
-         "run -e 'a = to(arange(6), device=\"opencl\")' -e 'print(to(a * 2 + 1, device=\"cpu\"))'",
+         "run -e 'a = to(arange(6), \"opencl\")' -e 'print(to(a * 2 + 1, \"cpu\"))'",
          0, "tensor([ 1,  3,  5,  7,  9, 11])", NULL);
   /* The backend's own kernel ran: nothing fell back for add. */
   expect("", true,
@@ -64,13 +65,16 @@ static void test_run_on_opencl(void **state) {
 
 static void test_table_and_kernels(void **state) {
   (void)state;
-  /* The kernel, and the YAML entry that generated it. */
-  expect("", true, "table aten::add.Tensor", 0, "PrivateUse1    unboxed [kernel] from ",
-         "backends/opencl/opencl.yaml:", NULL);
-  expect("", true, "table aten::mm", 0, "PrivateUse1    unboxed [kernel] from ",
-         "backends/opencl/opencl.yaml:", NULL);
-  expect("", true, "kernels aten::add.Tensor", 0, "PrivateUse1", "backends/opencl/opencl.yaml:",
+  /* The kernel, the YAML entry that generated it (relative to the backend's
+   * folder: no path of the build machine) and its strategy. */
+  expect("", true, "table aten::add.Tensor", 0, "PrivateUse1    unboxed [kernel] from opencl.yaml:",
+         " (Legacy, structured)", NULL);
+  expect("", true, "table aten::mm", 0, "PrivateUse1    unboxed [kernel] from opencl.yaml:",
+         " (Customized, unstructured)", NULL);
+  expect("", true, "table aten::sum.dim_IntList", 0, "from opencl.yaml:", " (LegacyMeta)", NULL);
+  expect("", true, "table aten::_softmax", 0, "from opencl.yaml:", " (Customized, structured)",
          NULL);
+  expect("", true, "kernels aten::add.Tensor", 0, "PrivateUse1", "opencl.yaml:", NULL);
   expect("", true, "kernels aten::sum.dim_IntList", 0, "PrivateUse1", NULL);
   /* Without the plugin there is no PrivateUse1 kernel. */
   int status;
@@ -94,9 +98,13 @@ static void test_backends_env_and_errors(void **state) {
   /* A device index the platform does not have. */
   expect("", true, "run -e 'to(tensor([1.0]), device=\"opencl:7\")'", 1, "opencl:7",
          "does not exist", NULL);
+  expect("", true, "run -e 'to(tensor([1.0]), \"opencl:7\")'", 1, "opencl:7", "does not exist",
+         NULL);
   /* Without the plugin, "opencl" names no device: the string is no Device. */
   expect("", false, "run -e 'to(tensor([1.0]), device=\"opencl\")'", 1,
          "argument 'device' must be Device, not str", NULL);
+  expect("", false, "run -e 'to(tensor([1.0]), \"opencl\")'", 1,
+         "argument 'device' (position 2) must be Device, not str", NULL);
 }
 
 int main(int argc, char **argv) {

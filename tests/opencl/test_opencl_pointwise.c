@@ -701,6 +701,87 @@ static void test_no_cpu_fallback(void **state) {
   assert_int_equal(n, 0);
 }
 
+/* ---- Reading elements on the host ------------------------------------------------------------ */
+
+/* kd_tensor_get / kd_tensor_item on opencl tensors: each read waits for the
+ * queued work (the add before it) and copies one element; views' strides and
+ * offsets are honoured; every dtype the device runs. */
+static void test_item(void **state) {
+  (void)state;
+  for (size_t k = 0; k < N_DTYPES; k++) {
+    kd_dtype dt = every_dtype[k];
+    if (!runs(dt)) continue;
+    pair a = sliced(dt, 4, 1), b = sliced(dt, 4, 2);
+    kd_tensor *rc = NULL, *rd = NULL;
+    KD_ASSERT_OK(add_plain(a.c, b.c, &rc));
+    KD_ASSERT_OK(add_plain(a.d, b.d, &rd));
+    /* A transposed view of the result, read element by element. */
+    kd_tensor *tc, *td;
+    KD_ASSERT_OK(kd_tensor_as_strided(rc, 2, (int64_t[]){4, 2}, (int64_t[]){1, 4}, 0, &tc));
+    KD_ASSERT_OK(kd_tensor_as_strided(rd, 2, (int64_t[]){4, 2}, (int64_t[]){1, 4}, 0, &td));
+    for (int64_t i = 0; i < 4; i++)
+      for (int64_t j = 0; j < 2; j++) {
+        kd_scalar x, y;
+        KD_ASSERT_OK(kd_tensor_get(tc, (int64_t[]){i, j}, &x));
+        KD_ASSERT_OK(kd_tensor_get(td, (int64_t[]){i, j}, &y));
+        assert_int_equal(x.kind, y.kind);
+        if (x.kind == KD_SCALAR_DOUBLE) assert_true(x.v.d == y.v.d);
+        else if (x.kind == KD_SCALAR_BOOL) assert_int_equal(x.v.b, y.v.b);
+        else assert_int_equal(x.v.i, y.v.i);
+      }
+    /* One element at an offset, as a 0-dim view: kd_tensor_item. */
+    kd_tensor *oc, *od;
+    KD_ASSERT_OK(kd_tensor_as_strided(rc, 0, NULL, NULL, 5, &oc));
+    KD_ASSERT_OK(kd_tensor_as_strided(rd, 0, NULL, NULL, 5, &od));
+    kd_scalar x, y;
+    KD_ASSERT_OK(kd_tensor_item(oc, &x));
+    KD_ASSERT_OK(kd_tensor_item(od, &y));
+    assert_int_equal(x.kind, y.kind);
+    if (x.kind == KD_SCALAR_DOUBLE) assert_true(x.v.d == y.v.d);
+    else if (x.kind == KD_SCALAR_BOOL) assert_int_equal(x.v.b, y.v.b);
+    else assert_int_equal(x.v.i, y.v.i);
+    KD_ASSERT_ERR(kd_tensor_item(rd, &y), KD_EINVAL, "a tensor with 8 elements");
+    kd_tensor_release(oc);
+    kd_tensor_release(od);
+    kd_tensor_release(tc);
+    kd_tensor_release(td);
+    kd_tensor_release(rc);
+    kd_tensor_release(rd);
+    drop(a);
+    drop(b);
+  }
+}
+
+/* masked_fill_.Tensor runs on the device (no CPU fallback: test_no_cpu_fallback
+ * checks), its 0-dim value read with kd_tensor_item; the CPU's errors. */
+static void test_masked_fill_tensor(void **state) {
+  (void)state;
+  pair mf = mk(KD_FLOAT32, 2, (int64_t[]){3, 4}, 7), mask = mk(KD_BOOL, 1, (int64_t[]){4}, 8);
+  pair v = mk(KD_FLOAT32, 0, NULL, 3);
+  KD_ASSERT_OK(kd_masked_fill__Tensor(mf.c, mask.c, v.c));
+  KD_ASSERT_OK(kd_masked_fill__Tensor(mf.d, mask.d, v.d));
+  same_now(mf, "masked_fill_.Tensor");
+  pair t = transposed(KD_INT32, 4, 3, 2), iv = mk(KD_INT64, 0, NULL, 5);
+  pair m2 = mk(KD_BOOL, 2, (int64_t[]){3, 4}, 4);
+  KD_ASSERT_OK(kd_masked_fill__Tensor(t.c, m2.c, iv.c));
+  KD_ASSERT_OK(kd_masked_fill__Tensor(t.d, m2.d, iv.d));
+  same_now(t, "masked_fill_.Tensor transposed int32");
+  pair one = mk(KD_FLOAT32, 1, (int64_t[]){1}, 3);
+  pair e = mk(KD_FLOAT32, 1, (int64_t[]){4}, 1);
+  KD_ASSERT_ERR(kd_masked_fill__Tensor(e.d, mask.d, one.d), KD_EINVAL,
+                "masked_fill_ only supports a 0-dimensional value tensor");
+  pair im = mk(KD_INT32, 1, (int64_t[]){4}, 1);
+  KD_ASSERT_ERR(kd_masked_fill__Tensor(e.d, im.d, v.d), KD_ETYPE,
+                "masked_fill_ only supports boolean masks");
+  drop(e);
+  drop(im);
+  drop(one);
+  drop(m2);
+  drop(iv);
+  drop(v);
+  drop(mask);
+}
+
 /* ---- Main ---------------------------------------------------------------------------------------- */
 
 static int setup(void **state) {
@@ -760,6 +841,8 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_copy),
       cmocka_unit_test(test_fill),
       cmocka_unit_test(test_to_dtype),
+      cmocka_unit_test(test_item),
+      cmocka_unit_test(test_masked_fill_tensor),
       cmocka_unit_test(test_no_cpu_fallback),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

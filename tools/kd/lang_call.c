@@ -838,12 +838,38 @@ static int no_such_overload(kd__lerr *err, kd__lpos pos, const char *qual, const
   return -1;
 }
 
+/* True for to(x, "opencl"): a call of aten::to without an overload name whose
+ * only positional arguments are the tensor and a string naming a device
+ * ("cpu", "meta", a registered backend's name, each with an optional ":N");
+ * the string (or a device name written bare: to(x, meta)) becomes the keyword
+ * device= (to.dtype_layout: the dtype is kept).
+ * A dtype (float32) is not a string and resolves as before. Borrows all. */
+static bool to_positional_device(const char *qual, const char *overload, const kd__larg *args,
+                                 size_t npos) {
+  if (overload || strcmp(qual, "aten::to") != 0 || npos != 2) return false;
+  const kd_value *v = args[1].v;
+  if (v->tag == KD_VALUE_DEVICE) return true; /* to(x, meta) */
+  if (v->tag != KD_VALUE_STRING) return false;
+  kd_device d;
+  bool ok = kd_device_parse(kd_value_string_data(v, NULL), &d) == KD_OK;
+  if (!ok) kd_clear_error(); /* not a device: resolution reports the string */
+  return ok;
+}
+
 int kd__lang_invoke(kd__lerr *err, kd__lpos pos, const char *name, const char *overload,
                     const kd__larg *args, size_t nargs, kd__lval *out) {
   out->v = kd_value_none();
   out->named = NULL;
   size_t npos = 0;
   while (npos < nargs && !args[npos].kw) npos++;
+  kd__larg moved[MAX_ARGS];
+  if (nargs <= MAX_ARGS &&
+      to_positional_device(strcmp(name, "to") ? name : "aten::to", overload, args, npos)) {
+    memcpy(moved, args, nargs * sizeof *args);
+    moved[1].kw = "device";
+    args = moved;
+    npos = 1;
+  }
   for (size_t j = npos; j < nargs; j++)
     if (!args[j].kw)
       return kd__lerr_set(err, args[j].pos, "positional argument follows keyword argument");

@@ -901,6 +901,21 @@ static bool b_stub_guard_open(const bgen *g, kdg_buf *b, const char *stub) {
   return n > 0;
 }
 
+/* The strategy of a generated entry as docs/CODEGEN.md names it, for the
+ * kernel's debug name (`kd table`): "new operator", "LegacyMeta", or the
+ * strategy of the backend's main key with the kind ("Legacy, structured",
+ * "Customized, unstructured", ...). A static string; never NULL. */
+static const char *b_strategy_label(const bplan *p) {
+  if (p->e->is_new) return "new operator";
+  bool st = p->kind == PLAN_STRUCTURED;
+  switch (p->e->strategy) {
+    case KDG_STRATEGY_LEGACY: return st ? "Legacy, structured" : "Legacy, unstructured";
+    case KDG_STRATEGY_LEGACY_META: return st ? "LegacyMeta" : "LegacyMeta, unstructured";
+    case KDG_STRATEGY_CUSTOMIZED: return st ? "Customized, structured" : "Customized, unstructured";
+    default: break;
+  }
+  return st ? "structured" : "unstructured";
+}
 static int b_write_plugin(bgen *g, const char *out_dir) {
   kdg_buf b, h;
   kdg_buf_init(&b);
@@ -976,8 +991,8 @@ static int b_write_plugin(bgen *g, const char *out_dir) {
     const bplan *p = &g->plans[i];
     if (p->kind == PLAN_NONE) continue;
     bool sel = kdg_sel_guard_open(&b, p->ns, p->f, key);
-    kdg_printf(&b, "    {%d, \"%s\", \"%s\", %s__u%zu, \"%s:%d\"},\n", p->e->is_new ? 1 : 0,
-               p->f->qualified, p->c.sig, g->name, i, g->b->path, p->e->line);
+    kdg_printf(&b, "    {%d, \"%s\", \"%s\", %s__u%zu, \"%s:%d (%s)\"},\n", p->e->is_new ? 1 : 0,
+               p->f->qualified, p->c.sig, g->name, i, g->b->path, p->e->line, b_strategy_label(p));
     kdg_sel_guard_close(&b, sel);
     nimpls++;
   }
