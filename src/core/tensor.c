@@ -501,7 +501,7 @@ static kd_status element_to_host(const kd_tensor *t, const char *src, size_t nby
 /* kd_tensor_get with `fn` naming the caller in messages. */
 static kd_status get_element(const kd_tensor *tensor, const int64_t *index, const char *fn,
                              kd_scalar *out) {
-  char *p;
+  char *p = NULL;
   kd_status st = element_ptr(tensor, index, fn, true, &p);
   if (st) return st;
   if (tensor->storage->device.type == KD_DEVICE_CPU)
@@ -523,7 +523,7 @@ kd_status kd_tensor_get(const kd_tensor *tensor, const int64_t *index, kd_scalar
 }
 
 kd_status kd_tensor_set(kd_tensor *tensor, const int64_t *index, const kd_scalar *value) {
-  char *p;
+  char *p = NULL;
   kd_status st = element_ptr(tensor, index, "kd_tensor_set", false, &p);
   if (st) return st;
   return kd_scalar_to_element(value, tensor->dtype, p);
