@@ -11,6 +11,7 @@
 #define KD_DISPATCH_H
 
 #include "kd/common.h"
+#include "kd/keys.h"
 #include "kd/schema.h"
 #include "kd/status.h"
 #include "kd/tensor.h"
@@ -18,93 +19,8 @@
 
 KD_EXTERN_C_BEGIN
 
-/* ---- Dispatch keys ------------------------------------------------------ */
-
-/* Runtime keys: X(ENUM, name, bit). The bit is the priority (higher wins) and
- * the table slot. Gaps are reserved for keys to come; bits are ABI.
- *   Undefined    the slot used by a call with no tensor arguments
- *   CPU..PrivateUse3   backends, one per device type
- *   BackendSelect      picks a backend for factory functions
- *   Tracer, Profiler, Mode1, Mode2   mode keys for wrappers that redispatch */
-#define KD_DISPATCH_KEY_LIST(X)        \
-  X(UNDEFINED, "Undefined", 0)         \
-  X(CPU, "CPU", 1)                     \
-  X(CUDA, "CUDA", 2)                   \
-  X(META, "Meta", 3)                   \
-  X(PRIVATEUSE1, "PrivateUse1", 4)     \
-  X(PRIVATEUSE2, "PrivateUse2", 5)     \
-  X(PRIVATEUSE3, "PrivateUse3", 6)     \
-  X(BACKEND_SELECT, "BackendSelect", 16) \
-  X(TRACER, "Tracer", 32)              \
-  X(PROFILER, "Profiler", 33)          \
-  X(MODE1, "Mode1", 34)                \
-  X(MODE2, "Mode2", 35)
-
-/* Alias keys: X(ENUM, name). For registration only; each stands for a set of
- * runtime keys.
- *   CompositeExplicitAutograd   every backend key and Undefined
- *   CompositeImplicitAutograd   every backend key and Undefined (after Explicit)
- *   CatchAll                    every runtime key (lowest precedence) */
-#define KD_ALIAS_KEY_LIST(X)                                    \
-  X(COMPOSITE_EXPLICIT_AUTOGRAD, "CompositeExplicitAutograd")   \
-  X(COMPOSITE_IMPLICIT_AUTOGRAD, "CompositeImplicitAutograd")   \
-  X(CATCH_ALL, "CatchAll")
-
-#define KD_NUM_RUNTIME_KEYS 64
-
-typedef enum kd_dispatch_key {
-#define KD_DISPATCH_KEY_ENUM_(E, name, bit) KD_KEY_##E = bit,
-  KD_DISPATCH_KEY_LIST(KD_DISPATCH_KEY_ENUM_)
-#undef KD_DISPATCH_KEY_ENUM_
-  KD_KEY_ALIAS_FIRST_ = KD_NUM_RUNTIME_KEYS - 1,
-#define KD_ALIAS_KEY_ENUM_(E, name) KD_KEY_##E,
-  KD_ALIAS_KEY_LIST(KD_ALIAS_KEY_ENUM_)
-#undef KD_ALIAS_KEY_ENUM_
-  KD_KEY_INVALID_
-} kd_dispatch_key;
-
-/* A set of runtime keys: bit k is key k. */
-typedef uint64_t kd_keyset;
-
-static inline kd_keyset kd_keyset_of(kd_dispatch_key key) {
-  return (unsigned)key < KD_NUM_RUNTIME_KEYS ? (kd_keyset)1 << (unsigned)key : 0;
-}
-/* The highest key of a set; KD_KEY_UNDEFINED for the empty set. */
-static inline kd_dispatch_key kd_keyset_highest(kd_keyset ks) {
-  return (kd_dispatch_key)(63 - __builtin_clzll(ks | 1));
-}
-/* The keys of `ks` strictly below `key` (what a kernel redispatches to). */
-static inline kd_keyset kd_keyset_below(kd_keyset ks, kd_dispatch_key key) {
-  return (unsigned)key < KD_NUM_RUNTIME_KEYS ? ks & ((kd_keyset_of(key)) - 1) : ks;
-}
-/* Every backend key. */
-KD_API kd_keyset kd_keyset_backends(void);
-
-/* True for a defined runtime key, for an alias key. */
-KD_API bool kd_dispatch_key_is_runtime(kd_dispatch_key key);
-KD_API bool kd_dispatch_key_is_alias(kd_dispatch_key key);
-/* The runtime keys an alias key (or a runtime key: itself) stands for. */
-KD_API kd_keyset kd_dispatch_key_expand(kd_dispatch_key key);
-
-/* The key's name ("CPU", "CompositeImplicitAutograd", or the name a backend
- * gave a private key); "Invalid" otherwise. Static or registry storage. */
-KD_API const char *kd_dispatch_key_name(kd_dispatch_key key);
-/* Looks a key up by name (runtime and alias keys, renamed private keys).
- * KD_ENOTFOUND lists the known names. */
-KD_API kd_status kd_dispatch_key_from_name(const char *name, kd_dispatch_key *out);
-/* Renames PrivateUse1..3 (e.g. "OpenCL"); rules as kd_device_type_register
- * but letters of either case are allowed. KD_EINVAL: not a private key or a bad
- * name; KD_EEXIST: the name is taken or the key already has another name. */
-KD_API kd_status kd_dispatch_key_rename(kd_dispatch_key key, const char *name);
-
-/* The backend key of a device type (cpu -> CPU, privateuseone -> PrivateUse1). */
-KD_API kd_dispatch_key kd_backend_key(kd_device_type type);
-
-/* Formats "[CPU, Tracer]" (ascending). Returns the needed length as snprintf. */
-KD_API size_t kd_keyset_format(kd_keyset ks, char *buf, size_t cap);
-
-/* A tensor's key set: its backend key (from its device). */
-KD_API kd_keyset kd_tensor_key_set(const kd_tensor *tensor);
+/* Dispatch keys and key sets are in kd/keys.h; a tensor's key set is
+ * kd_tensor_key_set (kd/tensor.h). */
 
 /* ---- Thread-local keys ---------------------------------------------------- */
 
@@ -121,6 +37,22 @@ KD_API kd_tls_keys kd_tls_keys_get(void);
 KD_API kd_tls_keys kd_tls_include(kd_keyset keys);
 KD_API kd_tls_keys kd_tls_exclude(kd_keyset keys);
 KD_API void kd_tls_restore(kd_tls_keys previous);
+
+/* Inference mode (PyTorch's InferenceMode), per thread and nestable. While
+ * enabled, tensors made on this thread carry no ADInplaceOrView or Autograd
+ * key, and those keys are excluded from every call's key set. Returns the
+ * previous state, which the caller hands back to kd_inference_mode_exit at
+ * the end of its scope (restoring the mode and the thread-local key sets as
+ * they were). Tensors keep the keys they were made with. */
+typedef struct kd_inference_mode_guard {
+  bool previous;         /* the mode before */
+  kd_tls_keys tls;       /* the thread-local key sets before */
+} kd_inference_mode_guard;
+
+KD_API kd_inference_mode_guard kd_inference_mode_enter(bool enabled);
+KD_API void kd_inference_mode_exit(kd_inference_mode_guard previous);
+/* True while inference mode is enabled on this thread. */
+KD_API bool kd_inference_mode_is_enabled(void);
 
 /* ---- Unboxed arguments ---------------------------------------------------- */
 

@@ -19,6 +19,7 @@
 #include "kd/common.h"
 #include "kd/device.h"
 #include "kd/dtype.h"
+#include "kd/keys.h"
 #include "kd/scalar.h"
 #include "kd/status.h"
 
@@ -174,6 +175,10 @@ KD_API int64_t kd_tensor_size(const kd_tensor *tensor, int dim);
 KD_API int64_t kd_tensor_stride(const kd_tensor *tensor, int dim);
 KD_API kd_dtype kd_tensor_dtype(const kd_tensor *tensor);
 KD_API kd_device kd_tensor_device(const kd_tensor *tensor);
+/* The tensor's dispatch keys (kd/keys.h): its dense backend key, and
+ * ADInplaceOrView and its backend's Autograd key unless it was made in
+ * inference mode. A view has its base's keys. 0 for NULL. */
+KD_API kd_keyset kd_tensor_key_set(const kd_tensor *tensor);
 KD_API kd_layout kd_tensor_layout(const kd_tensor *tensor);
 KD_API int64_t kd_tensor_storage_offset(const kd_tensor *tensor);
 /* Borrowed: the tensor holds the reference. */

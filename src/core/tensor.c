@@ -166,7 +166,7 @@ static void tensor_init(kd_tensor *t, kd_storage *storage, int64_t offset, int n
   t->dtype = dtype;
   t->itemsize = itemsize;
   t->layout = KD_LAYOUT_STRIDED;
-  t->keys = kd__backend_keyset(storage->device.type);
+  t->keys = kd__tensor_keyset(storage->device.type);
   t->wrapped_number = false;
   t->embedded = embedded;
   /* Unsigned: the product may wrap before a later size 0 makes it 0; the

@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "core/internal.h"
-#include "kd/dispatch.h"
+#include "core/keys_impl.h"
 #include "kd/tensor.h"
 #include "kd/tensor_head.h"
 
@@ -69,12 +69,6 @@ KD__HEAD_SAME(kd_tensor, kd_tensor_head, sizes);
 KD__HEAD_SAME(kd_tensor, kd_tensor_head, strides);
 _Static_assert(sizeof(struct kd_storage) >= sizeof(kd_storage_head), "storage head");
 _Static_assert(sizeof(struct kd_tensor) >= sizeof(kd_tensor_head), "tensor head");
-
-/* The backend key of a device type: backend keys follow the device types in
- * order (checked in src/dispatch/keys.c). */
-static inline kd_keyset kd__backend_keyset(kd_device_type type) {
-  return (kd_keyset)1 << (KD_KEY_CPU + (int)type);
-}
 
 /* Makes a tensor header over `storage` (retained) without bounds checks;
  * the callers have checked. */

@@ -15,25 +15,13 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "core/keys_impl.h"
 #include "core/tensor_impl.h"
 #include "dispatch/reclaim.h"
 #include "kd/dispatch.h"
 #include "kd/library.h"
 
 #define KD__NUM_KEYS (KD_KEY_INVALID_) /* runtime slots + alias keys, for impl stacks */
-
-/* Every defined runtime key, and the backends, as constants. */
-#define KD__KEYBIT_(E, name, bit) | ((kd_keyset)1 << bit)
-#define KD__RUNTIME_KEYS ((kd_keyset)0 KD_DISPATCH_KEY_LIST(KD__KEYBIT_))
-#define KD__BACKEND_KEYS                                                             \
-  (((kd_keyset)1 << KD_KEY_CPU) | ((kd_keyset)1 << KD_KEY_CUDA) |                    \
-   ((kd_keyset)1 << KD_KEY_META) | ((kd_keyset)1 << KD_KEY_PRIVATEUSE1) |            \
-   ((kd_keyset)1 << KD_KEY_PRIVATEUSE2) | ((kd_keyset)1 << KD_KEY_PRIVATEUSE3))
-
-/* Iterates k over the set bits of ks, lowest first. */
-#define KD__FOR_EACH_KEY(k, ks) \
-  for (kd_keyset k##_rest_ = (ks); k##_rest_ && ((k = (unsigned)__builtin_ctzll(k##_rest_)), 1); \
-       k##_rest_ &= k##_rest_ - 1)
 
 /* How an argument moves between a kd_value and a kd_arg (from its type). */
 typedef enum kd__arg_kind {

@@ -186,7 +186,7 @@ static kd_keyset fallback_keys(void) {
   unsigned key;
   KD__FOR_EACH_KEY(key, KD__RUNTIME_KEYS)
     if (kd__fallbacks[key]) keys |= (kd_keyset)1 << key;
-  return keys;
+  return keys | KD__AUTOGRAD_KEYS | kd_keyset_of(KD_KEY_AD_INPLACE_OR_VIEW); /* built-in */
 }
 
 /* Something defines or implements the operator (under the lock): the
@@ -274,6 +274,18 @@ static const kd__kernel *top(const kd_op *op, kd_dispatch_key key) {
   return NULL;
 }
 
+/* The fallback of the autograd keys and ADInplaceOrView when none is
+ * registered: a fallthrough, as PyTorch registers for them
+ * (VariableFallbackKernel.cpp). Built in, it costs no registration; a
+ * fallback registered for one of those keys replaces it while it lasts.
+ * Static: its count never reaches 0. */
+static kd__kernel builtin_fallthrough = {
+    .refs = INT64_MAX / 2,
+    .k = {.api_version = KD_KERNEL_API_VERSION,
+          .kind = KD_KERNEL_FALLTHROUGH,
+          .debug = "kdispatch (built-in autograd fallthrough)"},
+};
+
 void kd__compute_slot(const kd_op *op, kd_dispatch_key key, const kd__kernel **kernel,
                       kd__reason *reason) {
   kd_keyset bit = kd_keyset_of(key);
@@ -317,6 +329,9 @@ void kd__compute_slot(const kd_op *op, kd_dispatch_key key, const kd__kernel **k
   } else if (second) {
     *kernel = second;
     *reason = functionality ? KD__REASON_CATCH_ALL : KD__REASON_FALLBACK;
+  } else if ((KD__AUTOGRAD_KEYS | kd_keyset_of(KD_KEY_AD_INPLACE_OR_VIEW)) & bit) {
+    *kernel = &builtin_fallthrough;
+    *reason = KD__REASON_FALLBACK;
   }
 }
 
