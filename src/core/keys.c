@@ -145,7 +145,7 @@ kd_keyset kd_dispatch_key_expand(kd_dispatch_key key) {
     case KD_KEY_COMPOSITE_IMPLICIT_AUTOGRAD:
       return backend_functionality_keys() | nested | KD__AUTOGRAD_KEYS | undefined;
     case KD_KEY_COMPOSITE_IMPLICIT_AUTOGRAD_NESTED_TENSOR:
-      return nested | kd_keyset_of(KD_KEY_AUTOGRAD_NESTED_TENSOR) | undefined;
+      return nested | kd_keyset_of(KD_KEY_AUTOGRAD_NESTED_TENSOR); /* not Undefined (2.x) */
     case KD_KEY_AUTOGRAD:
       return KD__AUTOGRAD_KEYS;
     case KD_KEY_CATCH_ALL:
