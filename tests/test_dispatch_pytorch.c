@@ -285,6 +285,9 @@ typedef struct commute_ctx {
   const reg_op *ops;
   size_t n;
   bool expect_raises;
+  /* Record the latest result of each set instead of comparing: for the
+   * orders that are path dependent by design. */
+  bool path_dependent;
   result results[1u << MAX_OPS];
   unsigned runs;
 } commute_ctx;
@@ -314,6 +317,12 @@ static void ctx_free(commute_ctx *c) {
  * or records them. Takes ownership of state and table. */
 static void record(commute_ctx *c, unsigned active, char *state, char *table, const char *prov) {
   result *r = &c->results[active];
+  if (r->seen && c->path_dependent) {
+    free(r->state);
+    free(r->table);
+    free(r->provenance);
+    r->seen = false;
+  }
   if (!r->seen) {
     r->seen = true;
     r->state = state;
@@ -835,36 +844,23 @@ static void test_computed_table_with_ambiguous_autogradother(void **state) {
       IMPL(COMPOSITE_IMPLICIT_AUTOGRAD, "fn_math"),
       IMPL(QUANTIZED_CPU, "fn_quantizedcpu"),
   };
-  commute_ctx c;
-  ctx_init(&c, ops, 3, false);
-  const result *r = commute(&c, NULL);
-  KD_ASSERT_STR_EQ(r->state,
-                   "operator: test::foo\n"
-                   "schema: foo(Tensor x) -> Tensor\n"
-                   "  def registered at /dev/null:0\n"
-                   "  QuantizedCPU: closure kernel registered at fn_quantizedcpu\n"
-                   "  CompositeImplicitAutograd[alias]: closure kernel registered at fn_math\n");
-  char *x = extract(r->table, KD_KEY_QUANTIZED_CPU);
-  /* The ambiguous kernel's form and debug string are the dispatcher's own:
-   * compare the line up to its reason. */
-  char *amb = strstr(x, "AutogradOther: ");
-  assert_non_null(amb);
-  char *amb_end = strstr(amb, "[ambiguous autogradother]");
-  assert_non_null(amb_end);
-  assert_true(amb_end < strchr(amb, '\n'));
-  memmove(amb + 15, amb_end, strlen(amb_end) + 1);
-  KD_ASSERT_STR_EQ(x,
-                   "Undefined: closure [math kernel] from fn_math\n"
-                   "CPU: closure [math kernel] from fn_math\n"
-                   "CUDA: closure [math kernel] from fn_math\n"
-                   "PrivateUse1: closure [math kernel] from fn_math\n"
-                   "AutogradOther: [ambiguous autogradother]\n"
-                   "AutogradCPU: closure [math kernel] from fn_math\n"
-                   "AutogradCUDA: closure [math kernel] from fn_math\n"
-                   "AutogradPrivateUse1: closure [math kernel] from fn_math\n"
-                   "QuantizedCPU: closure [kernel] from fn_quantizedcpu\n");
-  free(x);
-  ctx_free(&c);
+  COMMUTE(ops, NULL,
+          "operator: test::foo\n"
+          "schema: foo(Tensor x) -> Tensor\n"
+          "  def registered at /dev/null:0\n"
+          "  QuantizedCPU: closure kernel registered at fn_quantizedcpu\n"
+          "  CompositeImplicitAutograd[alias]: closure kernel registered at fn_math\n",
+          KD_KEY_QUANTIZED_CPU,
+          "Undefined: closure [math kernel] from fn_math\n"
+          "CPU: closure [math kernel] from fn_math\n"
+          "CUDA: closure [math kernel] from fn_math\n"
+          "PrivateUse1: closure [math kernel] from fn_math\n"
+          "AutogradOther: unboxed+boxed [ambiguous autogradother] from kdispatch (ambiguous "
+          "autogradother)\n"
+          "AutogradCPU: closure [math kernel] from fn_math\n"
+          "AutogradCUDA: closure [math kernel] from fn_math\n"
+          "AutogradPrivateUse1: closure [math kernel] from fn_math\n"
+          "QuantizedCPU: closure [kernel] from fn_quantizedcpu\n");
 }
 
 /* test_computed_table_with_cpu_defaultbackend. PyTorch:
@@ -1127,16 +1123,44 @@ static void test_def_impl_schema_mismatch(void **state) {
       !strstr(r->state, "impl_t_t"))
     fail_msg("unexpected error: %s", r->state);
   ctx_free(&c);
+  /* Implemented first: the definition succeeds and sets the kernel aside.
+   * The rejection outlives the definition (a kernel set aside stays so
+   * until it is released: issue 16), so the state after releasing the
+   * definition depends on the path: the two release orders are run without
+   * comparing paths, and checked. */
+  static const unsigned impl_released_first[] = {1, 0}, def_released_first[] = {0, 1};
+  static const char *rejected =
+      "  CPU: closure kernel registered at impl_t_t [rejected: kernel for 'test::foo' (CPU) "
+      "registered at impl_t_t has signature (Tensor) -> Tensor, which does not match the schema "
+      "of 'test::foo' (1 difference): the schema has 2 arguments, the kernel 1]\n";
+  char want[1024];
+  snprintf(want, sizeof want,
+           "operator: test::foo\n"
+           "schema: foo(Tensor x, Tensor y) -> Tensor\n"
+           "  def registered at /dev/null:0\n"
+           "%s",
+           rejected);
   ctx_init(&c, ops, 2, false);
-  r = commute(&c, impl_first);
-  if (!strstr(r->state, "  CPU: closure kernel registered at impl_t_t [rejected: "))
-    fail_msg("expected a rejected kernel: %s", r->state);
-  char *x = extract(r->table, KD_KEY_UNDEFINED);
+  c.path_dependent = true;
+  assert_int_equal(run_ops(&c, impl_first, impl_released_first), 3);
+  KD_ASSERT_STR_EQ(c.results[3].state, want);
+  /* A rejected kernel takes no part in dispatch: only the built-in
+   * autograd fallthrough is left. */
+  char *x = extract(c.results[3].table, KD_KEY_UNDEFINED);
   KD_ASSERT_STR_EQ(x, "AutogradOther: " FT_BUILTIN "\n"
                       "AutogradCPU: " FT_BUILTIN "\n"
                       "AutogradCUDA: " FT_BUILTIN "\n"
                       "AutogradPrivateUse1: " FT_BUILTIN "\n");
   free(x);
+  KD_ASSERT_STR_EQ(c.results[1].state, "operator: test::foo\n"
+                                       "schema: foo(Tensor x, Tensor y) -> Tensor\n"
+                                       "  def registered at /dev/null:0\n");
+  ctx_free(&c);
+  ctx_init(&c, ops, 2, false);
+  c.path_dependent = true;
+  run_ops(&c, impl_first, def_released_first);
+  snprintf(want, sizeof want, "operator: test::foo\nschema: (none)\n%s", rejected);
+  KD_ASSERT_STR_EQ(c.results[2].state, want);
   ctx_free(&c);
 }
 
