@@ -262,7 +262,10 @@ static void check_call(kd_op *op, const char *table, kd_keyset keys, kd_tensor *
  * and AutogradCPU keys), the same in inference mode, and explicit key sets
  * for the CUDA, PrivateUse1 and QuantizedCPU columns and Undefined. */
 static void check_calls(kd_op *op, const char *table, const char *prov) {
-  if (!kd_op_schema(op)) return; /* not defined: no call can be made */
+  /* Only an operator defined as "(Tensor) -> Tensor" can be called so (not
+   * one that is only implemented, nor foo(Tensor x, Tensor y)). */
+  const kd_schema *schema = kd_op_schema(op);
+  if (!schema || kd_schema_num_arguments(schema) != 1) return;
   kd_tensor *t = kd_test_tensor_on(KD_DEVICE_CPU);
   kd_keyset adiov = kd_keyset_of(KD_KEY_AD_INPLACE_OR_VIEW);
   check_call(op, table, kd_tensor_key_set(t), t, true, "call with a CPU tensor", prov);
@@ -352,11 +355,20 @@ static void record(commute_ctx *c, unsigned active, char *state, char *table, co
   free(table);
 }
 
+/* A dump (kd_op_dump or kd_op_dump_table) of op, malloc'd: one call into a
+ * buffer that is usually big enough, a second with the size it asked for
+ * otherwise. */
 static char *dump_of(size_t (*fn)(const kd_op *, char *, size_t), const kd_op *op) {
-  size_t n = fn(op, NULL, 0);
-  char *buf = malloc(n + 1);
+  size_t cap = 8192;
+  char *buf = malloc(cap);
   assert_non_null(buf);
-  assert_int_equal(fn(op, buf, n + 1), n);
+  size_t n = fn(op, buf, cap);
+  if (n >= cap) {
+    free(buf);
+    buf = malloc(n + 1);
+    assert_non_null(buf);
+    assert_int_equal(fn(op, buf, n + 1), n);
+  }
   return buf;
 }
 
@@ -1247,6 +1259,170 @@ static void test_harness_helpers(void **state) {
   assert_int_equal(perms[119][4], 0);
 }
 
+/* ---- TestPythonDispatcher --------------------------------------------------------- */
+
+/* PyTorch's TestPythonDispatcher (torch/_python_dispatcher.py) computes the
+ * same tables in Python, for operators registered at the listed keys after
+ * a definition. Its Lazy column behaves as its XLA column and is left out
+ * (kdispatch has no Lazy key; with it the scenarios would have 6 ops). */
+
+/* test_basic: register(["CPU", "XLA", "Lazy", "CompositeImplicitAutograd"]).
+ *   CPU             fn_CPU [kernel]
+ *   XLA             fn_XLA [kernel]
+ *   QuantizedCPU    fn_CompositeImplicitAutograd [math kernel]
+ *   AutogradOther   fn_CompositeImplicitAutograd [math kernel]
+ *   AutogradCPU     fallthrough [backend fallback]
+ *   AutogradXLA     fallthrough [backend fallback]
+ * The same. */
+static void test_python_dispatcher_basic(void **state) {
+  (void)state;
+  static const reg_op ops[] = {
+      DEF("foo(Tensor x) -> Tensor"),
+      IMPL(CPU, "fn_CPU"),
+      IMPL(PRIVATEUSE1, "fn_XLA"),
+      IMPL(COMPOSITE_IMPLICIT_AUTOGRAD, "fn_CompositeImplicitAutograd"),
+  };
+  COMMUTE(ops, NULL,
+          "operator: test::foo\n"
+          "schema: foo(Tensor x) -> Tensor\n"
+          "  def registered at /dev/null:0\n"
+          "  CPU: closure kernel registered at fn_CPU\n"
+          "  PrivateUse1: closure kernel registered at fn_XLA\n"
+          "  CompositeImplicitAutograd[alias]: closure kernel registered at "
+          "fn_CompositeImplicitAutograd\n",
+          KD_KEY_QUANTIZED_CPU,
+          "Undefined: closure [math kernel] from fn_CompositeImplicitAutograd\n"
+          "CPU: closure [kernel] from fn_CPU\n"
+          "CUDA: closure [math kernel] from fn_CompositeImplicitAutograd\n"
+          "PrivateUse1: closure [kernel] from fn_XLA\n"
+          "AutogradOther: closure [math kernel] from fn_CompositeImplicitAutograd\n"
+          "AutogradCPU: " FT_BUILTIN "\n"
+          "AutogradCUDA: closure [math kernel] from fn_CompositeImplicitAutograd\n"
+          "AutogradPrivateUse1: " FT_BUILTIN "\n"
+          "QuantizedCPU: closure [math kernel] from fn_CompositeImplicitAutograd\n");
+}
+
+/* test_math_autogradcpu: register(["CPU", "XLA", "Lazy",
+ * "CompositeImplicitAutograd", "AutogradCPU"]).
+ *   CPU             fn_CPU [kernel]
+ *   XLA             fn_XLA [kernel]
+ *   QuantizedCPU    fn_CompositeImplicitAutograd [math kernel]
+ *   AutogradOther   fn_CompositeImplicitAutograd [math kernel]
+ *   AutogradCPU     fn_AutogradCPU [kernel]
+ *   AutogradXLA     fallthrough [backend fallback]
+ * The same. */
+static void test_python_dispatcher_math_autogradcpu(void **state) {
+  (void)state;
+  static const reg_op ops[] = {
+      DEF("foo(Tensor x) -> Tensor"),
+      IMPL(CPU, "fn_CPU"),
+      IMPL(PRIVATEUSE1, "fn_XLA"),
+      IMPL(COMPOSITE_IMPLICIT_AUTOGRAD, "fn_CompositeImplicitAutograd"),
+      IMPL(AUTOGRAD_CPU, "fn_AutogradCPU"),
+  };
+  COMMUTE(ops, NULL,
+          "operator: test::foo\n"
+          "schema: foo(Tensor x) -> Tensor\n"
+          "  def registered at /dev/null:0\n"
+          "  CPU: closure kernel registered at fn_CPU\n"
+          "  PrivateUse1: closure kernel registered at fn_XLA\n"
+          "  AutogradCPU: closure kernel registered at fn_AutogradCPU\n"
+          "  CompositeImplicitAutograd[alias]: closure kernel registered at "
+          "fn_CompositeImplicitAutograd\n",
+          KD_KEY_QUANTIZED_CPU,
+          "Undefined: closure [math kernel] from fn_CompositeImplicitAutograd\n"
+          "CPU: closure [kernel] from fn_CPU\n"
+          "CUDA: closure [math kernel] from fn_CompositeImplicitAutograd\n"
+          "PrivateUse1: closure [kernel] from fn_XLA\n"
+          "AutogradOther: closure [math kernel] from fn_CompositeImplicitAutograd\n"
+          "AutogradCPU: closure [kernel] from fn_AutogradCPU\n"
+          "AutogradCUDA: closure [math kernel] from fn_CompositeImplicitAutograd\n"
+          "AutogradPrivateUse1: " FT_BUILTIN "\n"
+          "QuantizedCPU: closure [math kernel] from fn_CompositeImplicitAutograd\n");
+}
+
+/* test_defaultbackend_autogradcpu: register(["CPU", "XLA", "Lazy",
+ * "CompositeExplicitAutograd", "AutogradCPU"]).
+ *   CPU             fn_CPU [kernel]
+ *   XLA             fn_XLA [kernel]
+ *   QuantizedCPU    fn_CompositeExplicitAutograd [default backend kernel]
+ *   AutogradOther   fallthrough [backend fallback]
+ *   AutogradCPU     fn_AutogradCPU [kernel]
+ *   AutogradXLA     fallthrough [backend fallback]
+ * The same. */
+static void test_python_dispatcher_defaultbackend_autogradcpu(void **state) {
+  (void)state;
+  static const reg_op ops[] = {
+      DEF("foo(Tensor x) -> Tensor"),
+      IMPL(CPU, "fn_CPU"),
+      IMPL(PRIVATEUSE1, "fn_XLA"),
+      IMPL(COMPOSITE_EXPLICIT_AUTOGRAD, "fn_CompositeExplicitAutograd"),
+      IMPL(AUTOGRAD_CPU, "fn_AutogradCPU"),
+  };
+  COMMUTE(ops, NULL,
+          "operator: test::foo\n"
+          "schema: foo(Tensor x) -> Tensor\n"
+          "  def registered at /dev/null:0\n"
+          "  CPU: closure kernel registered at fn_CPU\n"
+          "  PrivateUse1: closure kernel registered at fn_XLA\n"
+          "  AutogradCPU: closure kernel registered at fn_AutogradCPU\n"
+          "  CompositeExplicitAutograd[alias]: closure kernel registered at "
+          "fn_CompositeExplicitAutograd\n",
+          KD_KEY_QUANTIZED_CPU,
+          "Undefined: closure [default backend kernel] from fn_CompositeExplicitAutograd\n"
+          "CPU: closure [kernel] from fn_CPU\n"
+          "CUDA: closure [default backend kernel] from fn_CompositeExplicitAutograd\n"
+          "PrivateUse1: closure [kernel] from fn_XLA\n"
+          "AutogradOther: " FT_BUILTIN "\n"
+          "AutogradCPU: closure [kernel] from fn_AutogradCPU\n"
+          "AutogradCUDA: " FT_BUILTIN "\n"
+          "AutogradPrivateUse1: " FT_BUILTIN "\n"
+          "QuantizedCPU: closure [default backend kernel] from fn_CompositeExplicitAutograd\n");
+}
+
+/* test_autogradother: register(["CPU", "QuantizedCPU",
+ * "CompositeImplicitAutograd"]).
+ *   CPU             fn_CPU [kernel]
+ *   XLA             fn_CompositeImplicitAutograd [math kernel]
+ *   QuantizedCPU    fn_QuantizedCPU [kernel]
+ *   AutogradOther   ambiguous_autogradother [ambiguous autogradother]
+ *   AutogradCPU     fallthrough [backend fallback]
+ *   AutogradXLA     fn_CompositeImplicitAutograd [math kernel]
+ * The same. */
+static void test_python_dispatcher_autogradother(void **state) {
+  (void)state;
+  static const reg_op ops[] = {
+      DEF("foo(Tensor x) -> Tensor"),
+      IMPL(CPU, "fn_CPU"),
+      IMPL(QUANTIZED_CPU, "fn_QuantizedCPU"),
+      IMPL(COMPOSITE_IMPLICIT_AUTOGRAD, "fn_CompositeImplicitAutograd"),
+  };
+  COMMUTE(ops, NULL,
+          "operator: test::foo\n"
+          "schema: foo(Tensor x) -> Tensor\n"
+          "  def registered at /dev/null:0\n"
+          "  CPU: closure kernel registered at fn_CPU\n"
+          "  QuantizedCPU: closure kernel registered at fn_QuantizedCPU\n"
+          "  CompositeImplicitAutograd[alias]: closure kernel registered at "
+          "fn_CompositeImplicitAutograd\n",
+          KD_KEY_QUANTIZED_CPU,
+          "Undefined: closure [math kernel] from fn_CompositeImplicitAutograd\n"
+          "CPU: closure [kernel] from fn_CPU\n"
+          "CUDA: closure [math kernel] from fn_CompositeImplicitAutograd\n"
+          "PrivateUse1: closure [math kernel] from fn_CompositeImplicitAutograd\n"
+          "AutogradOther: unboxed+boxed [ambiguous autogradother] from kdispatch (ambiguous "
+          "autogradother)\n"
+          "AutogradCPU: " FT_BUILTIN "\n"
+          "AutogradCUDA: closure [math kernel] from fn_CompositeImplicitAutograd\n"
+          "AutogradPrivateUse1: closure [math kernel] from fn_CompositeImplicitAutograd\n"
+          "QuantizedCPU: closure [kernel] from fn_QuantizedCPU\n");
+}
+
+/* test_defaultbackend_math: PyTorch's Python model refuses a registration at
+ * both CompositeImplicitAutograd and CompositeExplicitAutograd; its C++
+ * dispatcher (and kdispatch) accepts it:
+ * test_computed_table_with_cpu_autograd_math_defaultbackend above. */
+
 int main(void) {
   kd_set_warning_handler(quiet, NULL); /* overrides warn */
   const struct CMUnitTest tests[] = {
@@ -1270,6 +1446,10 @@ int main(void) {
       cmocka_unit_test(test_multiple_def),
       cmocka_unit_test(test_def_impl_schema_mismatch),
       cmocka_unit_test(test_overwrite_math),
+      cmocka_unit_test(test_python_dispatcher_basic),
+      cmocka_unit_test(test_python_dispatcher_math_autogradcpu),
+      cmocka_unit_test(test_python_dispatcher_defaultbackend_autogradcpu),
+      cmocka_unit_test(test_python_dispatcher_autogradother),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
