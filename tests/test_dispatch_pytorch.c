@@ -895,6 +895,52 @@ static void test_computed_table_with_ambiguous_autogradother(void **state) {
   assert_true(calls.ran > 0);
 }
 
+/* Not in test_dispatch.py: what resolves the ambiguity. PyTorch 1.13's
+ * computeDispatchTableEntryWithDebug decides AutogradOther's ambiguity
+ * (step 2.3) before it looks at the Autograd alias (2.4), so an Autograd
+ * kernel does not resolve it; a kernel registered at AutogradOther itself
+ * (step 1) does. Both subsets are checked. */
+static void test_ambiguous_autogradother_resolved(void **state) {
+  (void)state;
+  static const reg_op ops[] = {
+      DEF("foo(Tensor x) -> Tensor"),
+      IMPL(COMPOSITE_IMPLICIT_AUTOGRAD, "fn_math"),
+      IMPL(QUANTIZED_CPU, "fn_quantizedcpu"),
+      IMPL(AUTOGRAD, "fn_autograd"),
+      IMPL(AUTOGRAD_OTHER, "fn_autogradother"),
+  };
+  static const char *rest =
+      "AutogradCPU: closure [math kernel] from fn_math\n"
+      "AutogradCUDA: closure [math kernel] from fn_math\n"
+      "AutogradPrivateUse1: closure [math kernel] from fn_math\n"
+      "QuantizedCPU: closure [kernel] from fn_quantizedcpu\n";
+  static const char *backends = "Undefined: closure [math kernel] from fn_math\n"
+                                "CPU: closure [math kernel] from fn_math\n"
+                                "CUDA: closure [math kernel] from fn_math\n"
+                                "PrivateUse1: closure [math kernel] from fn_math\n";
+  char want[2048];
+  commute_ctx c;
+  memset(&calls, 0, sizeof calls);
+  ctx_init(&c, ops, 5, false);
+  const result *r = commute(&c, NULL);
+  char *x = extract(r->table, KD_KEY_QUANTIZED_CPU);
+  snprintf(want, sizeof want, "%sAutogradOther: closure [kernel] from fn_autogradother\n%s",
+           backends, rest);
+  KD_ASSERT_STR_EQ(x, want);
+  free(x);
+  const result *without = &c.results[0xf]; /* every op but the AutogradOther kernel */
+  assert_true(without->seen);
+  x = extract(without->table, KD_KEY_QUANTIZED_CPU);
+  snprintf(want, sizeof want,
+           "%sAutogradOther: unboxed+boxed [ambiguous autogradother] from kdispatch (ambiguous "
+           "autogradother)\n%s",
+           backends, rest);
+  KD_ASSERT_STR_EQ(x, want);
+  free(x);
+  ctx_free(&c);
+  assert_true(calls.ambiguous > 0);
+}
+
 /* test_computed_table_with_cpu_defaultbackend. PyTorch:
  *   Undefined: fn_defaultbackend [default backend kernel]
  *   CPU: fn_cpu [kernel]
@@ -1437,6 +1483,7 @@ int main(void) {
       cmocka_unit_test(test_computed_table_with_autograd),
       cmocka_unit_test(test_computed_table_with_cpu_autograd_math),
       cmocka_unit_test(test_computed_table_with_ambiguous_autogradother),
+      cmocka_unit_test(test_ambiguous_autogradother_resolved),
       cmocka_unit_test(test_computed_table_with_cpu_defaultbackend),
       cmocka_unit_test(test_computed_table_with_cpu_autograd_defaultbackend),
       cmocka_unit_test(test_computed_table_with_cpu_autograd_math_defaultbackend),
