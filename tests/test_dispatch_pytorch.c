@@ -941,6 +941,40 @@ static void test_ambiguous_autogradother_resolved(void **state) {
   assert_true(calls.ambiguous > 0);
 }
 
+/* Not in test_dispatch.py (CompositeExplicitAutogradNonFunctional is newer
+ * than most of it): the NonFunctional alias fills the backend keys but the
+ * Sparse ones (SparseCPU takes the math kernel), and, unlike
+ * CompositeExplicitAutograd, does not count as every autograd key's
+ * backend kernel (PyTorch 1.13's has_backend_kernel reads
+ * CompositeExplicitAutograd only): AutogradCUDA takes the math kernel. */
+static void test_computed_table_with_cpu_nonfunctional_math(void **state) {
+  (void)state;
+  static const reg_op ops[] = {
+      DEF("foo(Tensor x) -> Tensor"),
+      IMPL(CPU, "fn_cpu"),
+      IMPL(COMPOSITE_EXPLICIT_AUTOGRAD_NON_FUNCTIONAL, "fn_nonfunctional"),
+      IMPL(COMPOSITE_IMPLICIT_AUTOGRAD, "fn_math"),
+  };
+  COMMUTE(ops, NULL,
+          "operator: test::foo\n"
+          "schema: foo(Tensor x) -> Tensor\n"
+          "  def registered at /dev/null:0\n"
+          "  CPU: closure kernel registered at fn_cpu\n"
+          "  CompositeImplicitAutograd[alias]: closure kernel registered at fn_math\n"
+          "  CompositeExplicitAutogradNonFunctional[alias]: closure kernel registered at "
+          "fn_nonfunctional\n",
+          KD_KEY_SPARSE_CPU,
+          "Undefined: closure [default backend kernel] from fn_nonfunctional\n"
+          "CPU: closure [kernel] from fn_cpu\n"
+          "CUDA: closure [default backend kernel] from fn_nonfunctional\n"
+          "PrivateUse1: closure [default backend kernel] from fn_nonfunctional\n"
+          "AutogradOther: closure [math kernel] from fn_math\n"
+          "AutogradCPU: " FT_BUILTIN "\n"
+          "AutogradCUDA: closure [math kernel] from fn_math\n"
+          "AutogradPrivateUse1: closure [math kernel] from fn_math\n"
+          "SparseCPU: closure [math kernel] from fn_math\n");
+}
+
 /* test_computed_table_with_cpu_defaultbackend. PyTorch:
  *   Undefined: fn_defaultbackend [default backend kernel]
  *   CPU: fn_cpu [kernel]
@@ -1484,6 +1518,7 @@ int main(void) {
       cmocka_unit_test(test_computed_table_with_cpu_autograd_math),
       cmocka_unit_test(test_computed_table_with_ambiguous_autogradother),
       cmocka_unit_test(test_ambiguous_autogradother_resolved),
+      cmocka_unit_test(test_computed_table_with_cpu_nonfunctional_math),
       cmocka_unit_test(test_computed_table_with_cpu_defaultbackend),
       cmocka_unit_test(test_computed_table_with_cpu_autograd_defaultbackend),
       cmocka_unit_test(test_computed_table_with_cpu_autograd_math_defaultbackend),
