@@ -268,6 +268,9 @@ static void check_calls(kd_op *op, const char *table, const char *prov) {
   if (!schema || kd_schema_num_arguments(schema) != 1) return;
   kd_tensor *t = kd_test_tensor_on(KD_DEVICE_CPU);
   kd_keyset adiov = kd_keyset_of(KD_KEY_AD_INPLACE_OR_VIEW);
+  /* A new tensor carries its autograd keys (the contract). */
+  assert_true(kd_tensor_key_set(t) ==
+              (kd_keyset_of(KD_KEY_CPU) | adiov | kd_keyset_of(KD_KEY_AUTOGRAD_CPU)));
   check_call(op, table, kd_tensor_key_set(t), t, true, "call with a CPU tensor", prov);
   kd_inference_mode_guard g = kd_inference_mode_enter(true);
   check_call(op, table, kd_keyset_of(KD_KEY_CPU), t, true, "call in inference mode", prov);
