@@ -212,9 +212,10 @@ static struct {
  * slot that is not one (Undefined when all are). Then call and compare:
  * a kernel must run and be the one the line names; a missing slot fails
  * with KD_ENOKERNEL; the ambiguous-AutogradOther kernel fails with
- * KD_EUNSUPPORTED naming the operator. `real` calls with kd_call_unboxed
- * (the tensor's own keys and the thread-local sets), else with
- * kd_call_unboxed_keys. */
+ * KD_EUNSUPPORTED naming the operator. Each call is made typed and boxed:
+ * `real` calls with kd_call_unboxed / kd_call_boxed (the tensor's own keys
+ * and the thread-local sets), else with kd_call_unboxed_keys /
+ * kd_call_boxed_keys. t is borrowed. */
 static void check_call(kd_op *op, const char *table, kd_keyset keys, kd_tensor *t, bool real,
                        const char *what, const char *prov) {
   char line[512];
@@ -229,33 +230,50 @@ static void check_call(kd_op *op, const char *table, kd_keyset keys, kd_tensor *
     ks &= ~kd_keyset_of(k);
     calls.fell_through++;
   }
-  kd_arg a[1] = {{.t = t}};
-  kd_value r[1] = {kd_value_none()};
-  ran[0] = '\0';
-  kd_clear_error();
-  kd_status st = real ? kd_call_unboxed(op, a, r) : kd_call_unboxed_keys(op, keys, a, r);
-  kd_value_destroy(&r[0]);
-  if (!found) {
-    if (st != KD_ENOKERNEL)
-      fail_msg("%s (%s): the table has no kernel, the call returned %s (%s) after '%s'", what,
-               prov, kd_status_name(st), kd_last_error(), ran);
-    calls.missing++;
-    return;
+  for (int boxed = 0; boxed < 2; boxed++) {
+    const char *form = boxed ? "boxed" : "unboxed";
+    kd_status st;
+    ran[0] = '\0';
+    kd_clear_error();
+    if (boxed) {
+      kd_stack s;
+      kd_stack_init(&s);
+      kd_value v = kd_value_tensor(t);
+      KD_ASSERT_OK(kd_stack_push(&s, &v));
+      st = real ? kd_call_boxed(op, &s) : kd_call_boxed_keys(op, keys, &s);
+      if (st == KD_OK && (s.size != 1 || s.items[0].tag != KD_VALUE_TENSOR || s.items[0].u.t != t))
+        fail_msg("%s, %s (%s): the result is not the argument", what, form, prov);
+      kd_stack_free(&s);
+    } else {
+      kd_arg a[1] = {{.t = t}};
+      kd_value r[1] = {kd_value_none()};
+      st = real ? kd_call_unboxed(op, a, r) : kd_call_unboxed_keys(op, keys, a, r);
+      if (st == KD_OK && (r[0].tag != KD_VALUE_TENSOR || r[0].u.t != t))
+        fail_msg("%s, %s (%s): the result is not the argument", what, form, prov);
+      kd_value_destroy(&r[0]);
+    }
+    if (!found) {
+      if (st != KD_ENOKERNEL)
+        fail_msg("%s, %s (%s): the table has no kernel, the call returned %s (%s) after '%s'",
+                 what, form, prov, kd_status_name(st), kd_last_error(), ran);
+      calls.missing++;
+      continue;
+    }
+    if (strstr(line, "[ambiguous autogradother]")) {
+      if (st != KD_EUNSUPPORTED || !strstr(kd_last_error(), kd_op_name(op)) ||
+          !strstr(kd_last_error(), "CompositeImplicitAutograd"))
+        fail_msg("%s, %s (%s): the ambiguous kernel returned %s (%s)", what, form, prov,
+                 kd_status_name(st), kd_last_error());
+      calls.ambiguous++;
+      continue;
+    }
+    const char *from = strstr(line, "] from ");
+    if (!from) fail_msg("%s (%s): cannot read the table line '%s'", what, prov, line);
+    if (st != KD_OK || strcmp(ran, from + 7) != 0)
+      fail_msg("%s, %s (%s): the table says '%s', the call returned %s (%s) and ran '%s'", what,
+               form, prov, line, kd_status_name(st), kd_last_error(), ran);
+    calls.ran++;
   }
-  if (strstr(line, "[ambiguous autogradother]")) {
-    if (st != KD_EUNSUPPORTED || !strstr(kd_last_error(), kd_op_name(op)) ||
-        !strstr(kd_last_error(), "CompositeImplicitAutograd"))
-      fail_msg("%s (%s): the ambiguous kernel returned %s (%s)", what, prov, kd_status_name(st),
-               kd_last_error());
-    calls.ambiguous++;
-    return;
-  }
-  const char *from = strstr(line, "] from ");
-  if (!from) fail_msg("%s (%s): cannot read the table line '%s'", what, prov, line);
-  if (st != KD_OK || strcmp(ran, from + 7) != 0)
-    fail_msg("%s (%s): the table says '%s', the call returned %s (%s) and ran '%s'", what, prov,
-             line, kd_status_name(st), kd_last_error(), ran);
-  calls.ran++;
 }
 
 /* The calls of every observation: a real CPU tensor (dense, ADInplaceOrView
