@@ -43,7 +43,16 @@
  *    is released, kd_op_find fails, which the harness records as the empty
  *    state, as PyTorch's _dispatch_dump of an unknown operator is "".
  *  - Dump wording: kdispatch's (docs/ARCHITECTURE.md), with PyTorch's text
- *    quoted above each expectation.
+ *    quoted above each expectation; the registrations of kd_op_dump are
+ *    listed in key order (runtime keys, then the aliases in enum order).
+ *  - Failures: defining the same schema twice adds a reference (no error);
+ *    a kernel whose signature does not fit fails when the operator is
+ *    defined first, and is set aside (rejected) by a later definition.
+ *    test_multiple_def and test_def_impl_schema_mismatch say how.
+ * Not ported: alias analysis kinds (test_def_with_explicit_alias,
+ * test_multiple_def_alias_*), dangling impls and the registration listing
+ * by key (no kdispatch counterpart), and TestPythonDispatcher's refusals
+ * (its Python model's own rules).
  */
 #include "kd_test.h"
 
@@ -642,6 +651,30 @@ static void test_def_with_inference(void **state) {
           "AutogradCPU: closure [kernel] from fn_autogradcpu\n"
           "AutogradCUDA: closure [autograd kernel] from fn_autograd\n"
           "AutogradPrivateUse1: closure [autograd kernel] from fn_autograd\n");
+}
+
+/* test_def_only. PyTorch:
+ *   name: test::foo
+ *   schema: test::foo(Tensor x, Tensor y) -> (Tensor)
+ *   debug: registered at /dev/null:0
+ *   alias analysis kind: FROM_SCHEMA
+ * The same (kdispatch has no alias analysis kinds; its schema is printed as
+ * written). A defined operator without kernels has only the built-in
+ * autograd fallthrough in its table. */
+static void test_def_only(void **state) {
+  (void)state;
+  static const reg_op ops[] = {
+      DEF("foo(Tensor x, Tensor y) -> Tensor"),
+  };
+  COMMUTE(ops, NULL,
+          "operator: test::foo\n"
+          "schema: foo(Tensor x, Tensor y) -> Tensor\n"
+          "  def registered at /dev/null:0\n",
+          KD_KEY_UNDEFINED,
+          "AutogradOther: " FT_BUILTIN "\n"
+          "AutogradCPU: " FT_BUILTIN "\n"
+          "AutogradCUDA: " FT_BUILTIN "\n"
+          "AutogradPrivateUse1: " FT_BUILTIN "\n");
 }
 
 /* test_impl_only. PyTorch:
@@ -1535,6 +1568,7 @@ int main(void) {
       cmocka_unit_test(test_harness_helpers),
       cmocka_unit_test(test_def),
       cmocka_unit_test(test_def_with_inference),
+      cmocka_unit_test(test_def_only),
       cmocka_unit_test(test_impl_only),
       cmocka_unit_test(test_computed_table),
       cmocka_unit_test(test_computed_table_with_cpu_math_autogradcpu_fallthrough),
