@@ -95,6 +95,10 @@ KD_API kd_status kd_library_impl_keyed(kd_library *lib, const char *name, int la
  *
  * A kernel-key kernel (backend B, layout L, dtype D) expects by default every
  * Tensor or Tensor? argument and every Tensor result on B, in L, of dtype D.
+ * B is the slot's key for a dense backend key (CPU, CUDA, ...: what kernel
+ * keys are for); for another per-backend key the dense key of its column
+ * (AutogradCPU, SparseCPU: CPU); for a key of no backend (a mode key,
+ * AutogradOther) KD_ALL_BACKEND.
  * A registration may change that, per dtype, field by field: an input on
  * KD_ALL_BACKEND is used wherever it lives (never moved), an input of
  * KD_ALL_DTYPE is never cast, an output may be bool for a comparison, an
@@ -269,13 +273,42 @@ KD_API void kd_listener_remove(kd_listener *listener);
  * not return it). */
 KD_API int kd_ops_foreach(int (*fn)(kd_op *op, void *user_data), void *user_data);
 
-/* Every registration of the operator, per key, with its debug string; the
- * inactive (overridden) ones are marked. Returns the needed length. */
+/* Every registration of the operator (not the fallbacks, not the built-in
+ * autograd fallthrough), under the registration lock: "operator: NAME",
+ * "schema: ..." ("(none)"), a "  def registered at WHERE" line per
+ * definition, "  tag T" lines, then per key in key order (runtime keys,
+ * then alias keys) one line per kernel, newest first:
+ *   "  KEY: FORM kernel registered at WHERE"
+ * with " [inactive: overridden]" after the first of a key, an alias key
+ * written "NAME[alias]" as PyTorch's dumpState does
+ * ("  Autograd[alias]: unboxed kernel registered at f.c:12"), kernel-key
+ * kernels as "  KEY: FORM kernel for (LAYOUT, [dtypes]) registered at
+ * WHERE" and set-aside ones ending " [rejected: WHY]". FORM is "unboxed",
+ * "boxed", "unboxed+boxed", "closure", "functor", "fallthrough" or "not
+ * supported"; WHERE is the debug string or "?". Writes at most cap bytes,
+ * NUL-terminated when cap > 0 (buf may be NULL when cap is 0), and returns
+ * the length the whole text needs, as snprintf; the caller owns buf. Cannot
+ * fail. */
 KD_API size_t kd_op_dump(const kd_op *op, char *buf, size_t cap);
 
-/* The computed table: one line per runtime key that is not missing, with
- * the reason (kernel, composite explicit, composite implicit, catch-all,
- * fallback, fallthrough), then the missing ones. Returns the needed length. */
+/* The computed dispatch table, under the registration lock: the line
+ * "dispatch table of NAME:", then, in ascending key order, one line per
+ * runtime key whose slot is not missing:
+ *   "  KEY: FORM [REASON] from DEBUG"
+ * (no padding; FORM as kd_op_dump's, DEBUG the kernel's debug string or
+ * "?"), or for a slot that selects among kernel-key kernels
+ *   "  KEY: kernel keys [REASON]: (KEY, LAYOUT, [dtypes]); ..."
+ * and last "  missing: [K1, K2, ...]". REASON is PyTorch's word for the
+ * rule that filled the slot (docs/ARCHITECTURE.md, "How a slot is
+ * filled"): "kernel" (registered at the key), "default backend kernel"
+ * (CompositeExplicitAutograd or its NonFunctional variant), "nested kernel"
+ * (CompositeImplicitAutogradNestedTensor), "math kernel"
+ * (CompositeImplicitAutograd), "ambiguous autogradother" (a built-in kernel
+ * that fails, see there), "autograd kernel" (the Autograd alias),
+ * "catch-all", "backend fallback" (a registered fallback, or for the
+ * autograd keys and ADInplaceOrView the built-in fallthrough, "fallthrough
+ * [backend fallback] from kdispatch (built-in autograd fallthrough)").
+ * Buffer and return as kd_op_dump. Cannot fail. */
 KD_API size_t kd_op_dump_table(const kd_op *op, char *buf, size_t cap);
 
 /* One kernel registration of an operator, for listings. Strings are valid

@@ -95,14 +95,20 @@ typedef struct kd__kernel {
   kd_value *ctor_args;
 } kd__kernel;
 
-/* Why a slot holds what it holds. */
+/* Why a slot holds what it holds (kd__compute_slot; the dump words of
+ * kd_op_dump_table are PyTorch's, in brackets). */
 typedef enum kd__reason {
   KD__REASON_MISSING = 0,
-  KD__REASON_KERNEL,
-  KD__REASON_COMPOSITE_EXPLICIT,
-  KD__REASON_COMPOSITE_IMPLICIT,
-  KD__REASON_CATCH_ALL,
-  KD__REASON_FALLBACK,
+  KD__REASON_KERNEL,                   /* "kernel": registered at the key */
+  KD__REASON_DEFAULT_BACKEND,          /* "default backend kernel": CompositeExplicitAutograd
+                                        * (NonFunctional) */
+  KD__REASON_NESTED,                   /* "nested kernel": CompositeImplicitAutogradNestedTensor */
+  KD__REASON_MATH,                     /* "math kernel": CompositeImplicitAutograd */
+  KD__REASON_AMBIGUOUS_AUTOGRAD_OTHER, /* "ambiguous autogradother": the static kernel that
+                                        * fails (kd__ambiguous_autograd_other) */
+  KD__REASON_AUTOGRAD,                 /* "autograd kernel": the Autograd alias */
+  KD__REASON_CATCH_ALL,                /* "catch-all" */
+  KD__REASON_FALLBACK,                 /* "backend fallback": registered or built in */
 } kd__reason;
 
 /* What the dispatcher enforces around one kernel-key kernel for one dtype:

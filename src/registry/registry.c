@@ -274,6 +274,14 @@ static const kd__kernel *top(const kd_op *op, kd_dispatch_key key) {
   return NULL;
 }
 
+/* True when the operator has a kernel registered at any runtime key of
+ * `keys` (PyTorch's hasKernelForAnyDispatchKey). */
+static bool has_kernel_in(const kd_op *op, kd_keyset keys) {
+  for (const kd_registration *r = op->impls; r; r = r->op_next)
+    if (kd_keyset_of(r->key) & keys) return true;
+  return false;
+}
+
 /* The fallback of the autograd keys and ADInplaceOrView when none is
  * registered: a fallthrough, as PyTorch registers for them
  * (VariableFallbackKernel.cpp). Built in, it costs no registration; a
@@ -286,6 +294,91 @@ static kd__kernel builtin_fallthrough = {
           .debug = "kdispatch (built-in autograd fallthrough)"},
 };
 
+/* The keys whose kernels AutogradOther stands for: every backend's
+ * Quantized, Sparse and SparseCsr keys. PyTorch 1.13's autogradother_backends
+ * also holds FPGA, ORT, Vulkan, Metal, MkldnnCPU and CustomRNGKeyId, which
+ * kdispatch does not have, and its SparseCsr has CPU and CUDA keys only;
+ * here SparseCsr is per backend like Sparse and Quantized (as PyTorch 2.x). */
+#define KD__AUTOGRAD_OTHER_BACKENDS                                                  \
+  (KD__FUNCTIONALITY_KEYS(KD_KEY_QUANTIZED_CPU) | KD__FUNCTIONALITY_KEYS(KD_KEY_SPARSE_CPU) | \
+   KD__FUNCTIONALITY_KEYS(KD_KEY_SPARSE_CSR_CPU))
+#define KD__NESTED_KEYS KD__FUNCTIONALITY_KEYS(KD_KEY_NESTED_TENSOR_CPU)
+/* Keys that fall back as a backend does: the catch-all kernel implements
+ * the operator there, ahead of the key's fallback. */
+#define KD__BACKEND_LIKE_KEYS                                                   \
+  ((kd_keyset)1 | KD__BACKEND_KEYS | KD__AUTOGRAD_OTHER_BACKENDS | KD__NESTED_KEYS)
+
+/* The backend keys an autograd key stands for (PyTorch's
+ * getBackendKeySetFromAutograd): Autograd<B> the dense key of B,
+ * AutogradOther the keys above, AutogradNestedTensor the NestedTensor keys;
+ * none for any other key. */
+static kd_keyset backend_keys_of_autograd(kd_dispatch_key key) {
+  if (key >= KD_KEY_AUTOGRAD_CPU && key <= KD_KEY_AUTOGRAD_PRIVATEUSE3)
+    return kd_keyset_of((kd_dispatch_key)(KD_KEY_CPU + (key - KD_KEY_AUTOGRAD_CPU)));
+  if (key == KD_KEY_AUTOGRAD_OTHER) return KD__AUTOGRAD_OTHER_BACKENDS;
+  if (key == KD_KEY_AUTOGRAD_NESTED_TENSOR) return KD__NESTED_KEYS;
+  return 0;
+}
+
+/* `keys` and the slots whose computation reads the registrations at them:
+ * what a registration change at keys must recompute besides keys. */
+static kd_keyset slot_dependents(kd_keyset keys) {
+  kd_keyset more = 0;
+  /* A kernel at dense B decides whether AutogradB takes the math kernel. */
+  more |= ((keys & KD__BACKEND_KEYS) >> KD_KEY_CPU) << KD_KEY_AUTOGRAD_CPU;
+  if (keys & KD__AUTOGRAD_OTHER_BACKENDS) more |= kd_keyset_of(KD_KEY_AUTOGRAD_OTHER);
+  if (keys & KD__NESTED_KEYS) more |= kd_keyset_of(KD_KEY_AUTOGRAD_NESTED_TENSOR);
+  /* A CompositeExplicitAutograd kernel (it and the other composite keys
+   * fill Undefined, and only they do) counts as a backend kernel wherever
+   * CompositeImplicitAutograd looks for one: the autograd keys and the
+   * NestedTensor keys, which CompositeExplicitAutograd does not fill. */
+  if (keys & 1) more |= KD__AUTOGRAD_KEYS | KD__NESTED_KEYS;
+  return keys | more;
+}
+
+/* Calling an operator at AutogradOther when it has a
+ * CompositeImplicitAutograd kernel and a kernel for a backend mapped to
+ * AutogradOther: which of the two is its autograd is ambiguous (PyTorch's
+ * ambiguous_autogradother_kernel). */
+static kd_status ambiguous_autograd_other_error(const kd_call *call) {
+  return kd_set_error(
+      KD_EUNSUPPORTED,
+      "'%s' has kernels for both CompositeImplicitAutograd and a backend mapped to AutogradOther "
+      "(Quantized, Sparse or SparseCsr), so its AutogradOther kernel is ambiguous: register a "
+      "dedicated Autograd<backend> kernel (or a kernel at AutogradOther) for it, or call it in "
+      "inference mode (kd_inference_mode_enter)",
+      call && call->op ? kd_op_name(call->op) : "?");
+}
+
+static kd_status ambiguous_unboxed(const kd_call *call, const kd_arg *args, kd_value *rets) {
+  (void)args;
+  (void)rets;
+  return ambiguous_autograd_other_error(call);
+}
+
+static kd_status ambiguous_boxed(const kd_call *call, kd_stack *stack) {
+  (void)stack;
+  return ambiguous_autograd_other_error(call);
+}
+
+/* Static, as the built-in fallthrough; boxed and unboxed, so both call
+ * paths reach the message (it fits any signature: it reads no argument). */
+static kd__kernel ambiguous_autograd_other = {
+    .refs = INT64_MAX / 2,
+    .k = {.api_version = KD_KERNEL_API_VERSION,
+          .kind = KD_KERNEL_FUNCTION,
+          .unboxed = ambiguous_unboxed,
+          .boxed = ambiguous_boxed,
+          .debug = "kdispatch (ambiguous autogradother)"},
+};
+
+/* PyTorch 1.13's OperatorEntry::computeDispatchTableEntryWithDebug, for
+ * kdispatch's key space (docs/ARCHITECTURE.md, "How a slot is filled"). The
+ * differences: CompositeImplicitAutogradNestedTensor (a 2.x alias) comes
+ * before CompositeImplicitAutograd; the CatchAll alias (a project extension,
+ * PyTorch removed its catch-all) comes with the fallbacks; the autograd keys
+ * and ADInplaceOrView fall through by a built-in kernel instead of a
+ * registered fallback. */
 void kd__compute_slot(const kd_op *op, kd_dispatch_key key, const kd__kernel **kernel,
                       kd__reason *reason) {
   kd_keyset bit = kd_keyset_of(key);
@@ -298,40 +391,83 @@ void kd__compute_slot(const kd_op *op, kd_dispatch_key key, const kd__kernel **k
    * operator to life is prepared with its registration linked and live
    * still 0.) */
   if (!op_held(op)) return;
+  /* 1. A kernel at the key itself. */
   if ((k = top(op, key))) {
     *kernel = k;
     *reason = KD__REASON_KERNEL;
     return;
   }
-  /* Composite kernels fill Undefined too (a call whose tensors carry no
-   * keys, such as stack([])), as PyTorch populates its Undefined entry. */
-  if (((KD__BACKEND_KEYS | 1) & bit) && (k = top(op, KD_KEY_COMPOSITE_EXPLICIT_AUTOGRAD))) {
+  /* 2., 3. CompositeExplicitAutogradNonFunctional, then
+   * CompositeExplicitAutograd; their sets hold Undefined (a call whose
+   * tensors carry no keys, such as stack([])), as PyTorch fills its
+   * Undefined entry from them. */
+  if ((kd_dispatch_key_expand(KD_KEY_COMPOSITE_EXPLICIT_AUTOGRAD_NON_FUNCTIONAL) & bit) &&
+      (k = top(op, KD_KEY_COMPOSITE_EXPLICIT_AUTOGRAD_NON_FUNCTIONAL))) {
     *kernel = k;
-    *reason = KD__REASON_COMPOSITE_EXPLICIT;
+    *reason = KD__REASON_DEFAULT_BACKEND;
     return;
   }
-  if (((KD__BACKEND_KEYS | 1) & bit) &&
+  const kd__kernel *explicit_k = top(op, KD_KEY_COMPOSITE_EXPLICIT_AUTOGRAD);
+  if ((kd_dispatch_key_expand(KD_KEY_COMPOSITE_EXPLICIT_AUTOGRAD) & bit) && explicit_k) {
+    *kernel = explicit_k;
+    *reason = KD__REASON_DEFAULT_BACKEND;
+    return;
+  }
+  /* 4. CompositeImplicitAutogradNestedTensor (not Undefined). */
+  if ((kd_dispatch_key_expand(KD_KEY_COMPOSITE_IMPLICIT_AUTOGRAD_NESTED_TENSOR) & bit) &&
+      (k = top(op, KD_KEY_COMPOSITE_IMPLICIT_AUTOGRAD_NESTED_TENSOR))) {
+    *kernel = k;
+    *reason = KD__REASON_NESTED;
+    return;
+  }
+  /* 5. CompositeImplicitAutograd: an autograd key takes it only when its
+   * backends have no kernel and there is no CompositeExplicitAutograd
+   * kernel (a NonFunctional one does not count, as in PyTorch); AutogradOther
+   * with a kernel at any of its backends gets the ambiguous kernel. */
+  if ((kd_dispatch_key_expand(KD_KEY_COMPOSITE_IMPLICIT_AUTOGRAD) & bit) &&
       (k = top(op, KD_KEY_COMPOSITE_IMPLICIT_AUTOGRAD))) {
+    if (key == KD_KEY_AUTOGRAD_OTHER && has_kernel_in(op, KD__AUTOGRAD_OTHER_BACKENDS)) {
+      *kernel = &ambiguous_autograd_other;
+      *reason = KD__REASON_AMBIGUOUS_AUTOGRAD_OTHER;
+      return;
+    }
+    if (!explicit_k && !has_kernel_in(op, backend_keys_of_autograd(key))) {
+      *kernel = k;
+      *reason = KD__REASON_MATH;
+      return;
+    }
+  }
+  /* 6. The Autograd alias. */
+  if ((KD__AUTOGRAD_KEYS & bit) && (k = top(op, KD_KEY_AUTOGRAD))) {
     *kernel = k;
-    *reason = KD__REASON_COMPOSITE_IMPLICIT;
+    *reason = KD__REASON_AUTOGRAD;
     return;
   }
-  /* A catch-all kernel implements the operator: it beats a backend's
-   * fallback, but a functionality key's fallback (a mode) wraps it. */
-  bool functionality = !(KD__BACKEND_KEYS & bit) && key != KD_KEY_UNDEFINED;
+  /* 7. A catch-all kernel implements the operator: it beats a backend's
+   * fallback, but a functionality key's fallback (a mode) wraps it, and
+   * the autograd keys and ADInplaceOrView fall through (built in) before
+   * it. */
   const kd__kernel *catch_all = top(op, KD_KEY_CATCH_ALL);
   const kd__kernel *fallback = kd__fallbacks[key] ? kd__fallbacks[key]->kernel : NULL;
-  const kd__kernel *first = functionality ? fallback : catch_all;
-  const kd__kernel *second = functionality ? catch_all : fallback;
-  if (first) {
-    *kernel = first;
-    *reason = functionality ? KD__REASON_FALLBACK : KD__REASON_CATCH_ALL;
-  } else if (second) {
-    *kernel = second;
-    *reason = functionality ? KD__REASON_CATCH_ALL : KD__REASON_FALLBACK;
+  if (KD__BACKEND_LIKE_KEYS & bit) {
+    if (catch_all) {
+      *kernel = catch_all;
+      *reason = KD__REASON_CATCH_ALL;
+    } else if (fallback) {
+      *kernel = fallback;
+      *reason = KD__REASON_FALLBACK;
+    }
+    return;
+  }
+  if (fallback) {
+    *kernel = fallback;
+    *reason = KD__REASON_FALLBACK;
   } else if ((KD__AUTOGRAD_KEYS | kd_keyset_of(KD_KEY_AD_INPLACE_OR_VIEW)) & bit) {
     *kernel = &builtin_fallthrough;
     *reason = KD__REASON_FALLBACK;
+  } else if (catch_all) {
+    *kernel = catch_all;
+    *reason = KD__REASON_CATCH_ALL;
   }
 }
 
@@ -435,7 +571,9 @@ kd_status kd__tx_add_keys(kd__tx *tx, kd_op *op, kd_keyset keys, const kd__op_in
   /* An operator coming alive (held, live still 0: its table is empty) gets
    * the slots of keys with a fallback as well. */
   if (!kd__op_alive(op) && op_held(op)) keys |= fallback_keys();
-  keys |= op->stale;
+  /* A registration at a key changes the slots that look at it too: the
+   * Autograd key of its backend, AutogradOther, ... */
+  keys = slot_dependents(keys) | op->stale;
   kd_keyset fallthrough = ~atomic_load_explicit(&op->keep, memory_order_relaxed) & ~keys;
   kd_keyset stale = op->stale & ~keys;
   unsigned key;
@@ -752,43 +890,52 @@ size_t kd_op_dump(const kd_op *op, char *buf, size_t cap) {
   for (size_t i = 0; i < op->ntags; i++) kd__fmt_printf(&f, "  tag %s\n", op->tags[i]);
   for (int k = 0; k < KD__NUM_KEYS; k++) {
     bool first = true;
+    /* PyTorch's dumpState wording: "CompositeImplicitAutograd[alias]: ..." */
+    const char *alias = kd_dispatch_key_is_alias((kd_dispatch_key)k) ? "[alias]" : "";
     for (const kd_registration *r = op->impls; r; r = r->op_next) {
       if (r->key != (kd_dispatch_key)k) continue;
       if (r->keyed) {
-        kd__fmt_printf(&f, "  %s: %s kernel for (%s, ", kd_dispatch_key_name((kd_dispatch_key)k),
-                       kernel_form(r->kernel),
+        kd__fmt_printf(&f, "  %s%s: %s kernel for (%s, ", kd_dispatch_key_name((kd_dispatch_key)k),
+                       alias, kernel_form(r->kernel),
                        r->layout == KD_ALL_LAYOUT ? "ALL_LAYOUT" : kd_layout_name((kd_layout)r->layout));
         kd__fmt_dtype_set(&f, r->dtypes);
         kd__fmt_printf(&f, ") registered at %s\n", r->debug ? r->debug : "?");
         continue; /* keyed kernels are selected, not stacked */
       }
-      kd__fmt_printf(&f, "  %s: %s kernel registered at %s%s\n",
-                     kd_dispatch_key_name((kd_dispatch_key)k), kernel_form(r->kernel),
+      kd__fmt_printf(&f, "  %s%s: %s kernel registered at %s%s\n",
+                     kd_dispatch_key_name((kd_dispatch_key)k), alias, kernel_form(r->kernel),
                      r->debug ? r->debug : "?", first ? "" : " [inactive: overridden]");
       first = false;
     }
     for (const kd_registration *r = op->rejected; r; r = r->op_next)
       if (r->key == (kd_dispatch_key)k)
-        kd__fmt_printf(&f, "  %s: %s kernel registered at %s [rejected: %s]\n",
-                       kd_dispatch_key_name((kd_dispatch_key)k), kernel_form(r->kernel),
+        kd__fmt_printf(&f, "  %s%s: %s kernel registered at %s [rejected: %s]\n",
+                       kd_dispatch_key_name((kd_dispatch_key)k), alias, kernel_form(r->kernel),
                        r->debug ? r->debug : "?", r->rejected);
   }
   pthread_mutex_unlock(&kd__registry_lock);
   return f.len;
 }
 
+/* PyTorch's words for why a slot holds its kernel (dumpComputedTable). */
 static const char *reason_name(kd__reason r) {
   switch (r) {
     case KD__REASON_KERNEL:
       return "kernel";
-    case KD__REASON_COMPOSITE_EXPLICIT:
-      return "composite explicit";
-    case KD__REASON_COMPOSITE_IMPLICIT:
-      return "composite implicit";
+    case KD__REASON_DEFAULT_BACKEND:
+      return "default backend kernel";
+    case KD__REASON_NESTED:
+      return "nested kernel";
+    case KD__REASON_MATH:
+      return "math kernel";
+    case KD__REASON_AMBIGUOUS_AUTOGRAD_OTHER:
+      return "ambiguous autogradother";
+    case KD__REASON_AUTOGRAD:
+      return "autograd kernel";
     case KD__REASON_CATCH_ALL:
       return "catch-all";
     case KD__REASON_FALLBACK:
-      return "fallback";
+      return "backend fallback";
     default:
       return "missing";
   }
@@ -807,13 +954,13 @@ size_t kd_op_dump_table(const kd_op *op, char *buf, size_t cap) {
       continue;
     }
     if (e->select) {
-      kd__fmt_printf(&f, "  %-14s kernel keys [%s]: %s\n", kd_dispatch_key_name((kd_dispatch_key)k),
+      kd__fmt_printf(&f, "  %s: kernel keys [%s]: %s\n", kd_dispatch_key_name((kd_dispatch_key)k),
                      reason_name(e->reason), e->select_text);
       continue;
     }
     const char *what = e->kernel->k.kind == KD_KERNEL_FALLTHROUGH ? "fallthrough"
                                                                    : kernel_form(e->kernel);
-    kd__fmt_printf(&f, "  %-14s %s [%s] from %s\n", kd_dispatch_key_name((kd_dispatch_key)k),
+    kd__fmt_printf(&f, "  %s: %s [%s] from %s\n", kd_dispatch_key_name((kd_dispatch_key)k),
                    what, reason_name(e->reason), e->kernel->k.debug ? e->kernel->k.debug : "?");
   }
   char keys[512];
