@@ -135,7 +135,7 @@ static void test_fakegen(void **state) {
   ASSERT_CONTAINS(c, "kd__st = fakegen_meta_sub_Tensor(&kd__s, &kd__it, self, other, alpha);");
   ASSERT_CONTAINS(c, "kd__st = kdk_meta_neg(&kd__s, &kd__it, self);");
   ASSERT_CONTAINS(c, "    \"scale_add(Tensor self, Tensor other, float alpha) -> Tensor\",\n");
-  ASSERT_CONTAINS(c, "{1, \"scale_add\", \"(Tensor, Tensor, float) -> Tensor\", fakegen__u18, "
+  ASSERT_CONTAINS(c, "{1, KD_KEY_PRIVATEUSE1, \"scale_add\", \"(Tensor, Tensor, float) -> Tensor\", fakegen__u18, "
                      "\"examples/backend_gen/fakegen.yaml:");
   /* Each kernel's debug name carries its strategy (docs/CODEGEN.md's names). */
   ASSERT_CONTAINS(c, "fakegen.yaml:70 (new operator)\"}");
@@ -143,9 +143,10 @@ static void test_fakegen(void **state) {
   ASSERT_CONTAINS(c, "fakegen.yaml:30 (Legacy, unstructured)\"}");
   ASSERT_CONTAINS(c, "fakegen.yaml:55 (Customized, structured)\"}");
   ASSERT_CONTAINS(c, "fakegen.yaml:63 (Customized, unstructured)\"}");
-  ASSERT_CONTAINS(c, "{0, \"resize_\", \"(Tensor(a!), SymInt[], MemoryFormat?) -> Tensor(a!)\"");
+  ASSERT_CONTAINS(c, "{0, KD_KEY_PRIVATEUSE1, \"resize_\", \"(Tensor(a!), SymInt[], MemoryFormat?) -> Tensor(a!)\"");
   ASSERT_CONTAINS(c, "static const char *const nss[2] = {\"aten\", \"fakegen\"};");
-  ASSERT_CONTAINS(c, "kd_plugin_library(plugin, KD_LIBRARY_IMPL, nss[x->ns], KD_KEY_PRIVATEUSE1,");
+  /* one IMPL library per namespace and key of the column, named by its row */
+  ASSERT_CONTAINS(c, "kd_plugin_library(plugin, KD_LIBRARY_IMPL, nss[x->ns], x->key, lib)");
   ASSERT_CONTAINS(c, "case 0: *fn = (kdk_stub_fn)fakegen_add_stub; return &KDK_STUB_OBJECT(add_stub);");
   ASSERT_CONTAINS(c, "case 1: *fn = (kdk_stub_fn)fakegen_mul_stub; return &KDK_STUB_OBJECT(mul_stub);");
   ASSERT_CONTAINS(c, "if (stub && (st = kdk_stub_register_device(stub, KD_DEVICE_PRIVATEUSE1, fn))) "
@@ -158,7 +159,7 @@ static void test_fakegen(void **state) {
   ASSERT_CONTAINS(c, "#if KD_SHOULD_REGISTER(aten, mul_Tensor, PRIVATEUSE1) || KD_SHOULD_REGISTER(aten, "
                      "mul__Tensor, PRIVATEUSE1) || KD_SHOULD_REGISTER(aten, mul_out, PRIVATEUSE1)\n"
                      "  case 1: ");
-  ASSERT_CONTAINS(c, "    {0, NULL, NULL, NULL, NULL}, /* the end");
+  ASSERT_CONTAINS(c, "    {0, KD_KEY_UNDEFINED, NULL, NULL, NULL, NULL}, /* the end");
   ASSERT_CONTAINS(c, "for (size_t i = 0; fakegen__impls[i].name; i++) {");
   /* device_check / device_guard (torchgen's RegisterDispatchKey), from the entry or upstream:
    * scale_add checks both tensors and guards on self; copy_ and resize_ (NoCheck, no guard)
@@ -212,27 +213,38 @@ static void test_unbound(void **state) {
   if (r.status != 0) fail_msg("kdgen failed:\n%s", r.out);
   ASSERT_CONTAINS(r.out, "tests/kdgen/backend_unbound.yaml:7: note: 'mul.out' (Legacy) is not "
                          "generated: libkdops does not implement 'mul.out'\n");
-  ASSERT_CONTAINS(r.out, "tests/kdgen/backend_unbound.yaml:16: note: 'neg.out': key "
-                         "'SparsePrivateUse1' is not generated: the runtime has no layout (no "
-                         "dispatch key) for it\n");
   /* a Legacy impl that reaches no stub would loop over device memory on the host */
   ASSERT_CONTAINS(r.out, "tests/kdgen/backend_unbound.yaml:20: note: 'exp.out' (Legacy) is not "
                          "generated: libkdops' impl of 'exp.out' (tests/kdgen/backend_native_small.yaml:36) "
                          "reaches no dispatch stub (no kd_stubs:), so its loop cannot run on the "
                          "device: name the backend's impl in dispatch: (LegacyMeta)\n");
-  ASSERT_CONTAINS(r.out, "kdgen: 4 notes: entries not generated (not an error)");
+  ASSERT_CONTAINS(r.out, "kdgen: 2 notes: entries not generated (not an error)");
+  ASSERT_LACKS(r.out, "SparsePrivateUse1");
   free(r.out);
   char *entries = slurp(WORK "/ub/ub_entries.txt");
-  ASSERT_CONTAINS(entries, "6 entries, 4 generated, 2 not\n");
+  ASSERT_CONTAINS(entries, "6 entries, 4 generated, 2 not; 2 kernels for other keys of the column, 2 "
+                           "generated, 0 not\n");
   ASSERT_CONTAINS(entries, "mul.out Legacy structured not generated: libkdops does not implement "
                            "'mul.out'\n");
+  /* another key of the column: the author's unstructured kernel, at its own key */
   ASSERT_CONTAINS(entries, "neg.out LegacyMeta structured generated: meta kdk_meta_neg, impl ub_neg_out\n"
-                           "neg.out LegacyMeta structured not generated: key SparsePrivateUse1: ");
+                           "neg.out Customized structured generated: key SparsePrivateUse1: kernel "
+                           "ub_neg_out_sparse\n");
+  ASSERT_CONTAINS(entries, "exp.out Customized structured generated: key SparsePrivateUse1: kernel "
+                           "ub_exp_out_sparse\n");
   ASSERT_CONTAINS(entries, "resize_ Legacy unstructured generated: kernel kdk_native_resize_\n");
   free(entries);
   char *c = slurp(WORK "/ub/ub_plugin.c");
   ASSERT_LACKS(c, "mul");
+  ASSERT_CONTAINS(c, "{0, KD_KEY_SPARSE_PRIVATEUSE1, \"neg.out\", \"(Tensor, Tensor(a!)) -> Tensor(a!)\", ");
+  ASSERT_CONTAINS(c, "#if KD_SHOULD_REGISTER(aten, exp_out, SPARSE_PRIVATEUSE1)\n");
+  ASSERT_LACKS(c, "kd_ub_neg_out_sparse"); /* no direct call of another key's kernel */
   free(c);
+  char *h = slurp(WORK "/ub/ub_functions.h");
+  ASSERT_CONTAINS(h, "/* Customized, unstructured, for SparsePrivateUse1 */\n"
+                     "/* aten::neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!) */\n"
+                     "kd_status ub_neg_out_sparse(kd_tensor *self, kd_tensor *out);\n");
+  free(h);
 
   /* Without --native nothing of libkdops can be reused: every Legacy entry is listed. */
   r = run_kdgen("--backend tests/kdgen/backend_unbound.yaml --source ops/native_functions.yaml "
@@ -242,7 +254,7 @@ static void test_unbound(void **state) {
                          "generated: no --native file: kdgen does not know what libkdops implements\n");
   free(r.out);
   entries = slurp(WORK "/nonative/ub_entries.txt");
-  ASSERT_CONTAINS(entries, "6 entries, 0 generated, 6 not\n"); /* LegacyMeta reuses a meta too */
+  ASSERT_CONTAINS(entries, "6 entries, 0 generated, 6 not; 2 kernels"); /* LegacyMeta reuses a meta too */
   free(entries);
 }
 
