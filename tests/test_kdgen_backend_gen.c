@@ -300,7 +300,20 @@ static void test_torch_musa(void **state) {
   /* C has no overloads: a kernel name shared by two signatures binds the first only. */
   ASSERT_CONTAINS(entries, "bucketize.Scalar Customized unstructured not generated: its kernel "
                            "musa_Bucketize is already 'bucketize.Tensor''s (line ");
+  /* Every key of the file is accepted (Quantized, Sparse, SparseCsr and
+   * NestedTensor of PrivateUse1: the column's functionalities): the other
+   * keys are planned too, generated as the author's kernels at their own key
+   * or listed with why not. */
+  ASSERT_CONTAINS(entries, "; 61 kernels for other keys of the column, 19 generated, 42 not\n");
+  ASSERT_CONTAINS(entries, "\nfill_.Scalar Customized unstructured generated: key QuantizedPrivateUse1: "
+                           "kernel musa_FillQuantizedScalar\n");
+  ASSERT_CONTAINS(entries, "\n_to_sparse.sparse_dim Legacy unstructured not generated: key "
+                           "SparseCsrPrivateUse1: libkdops does not implement '_to_sparse.sparse_dim'\n");
+  ASSERT_CONTAINS(entries, " not generated: key NestedTensorPrivateUse1: ");
   free(entries);
+  char *c = slurp(WORK "/musa/musa_plugin.c");
+  ASSERT_CONTAINS(c, "{0, KD_KEY_QUANTIZED_PRIVATEUSE1, \"fill_.Scalar\", ");
+  free(c);
   /* What was generated compiles against the installed headers' sources, warning-free. */
   char cmd[8192];
   snprintf(cmd, sizeof cmd,
