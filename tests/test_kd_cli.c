@@ -190,8 +190,9 @@ static void test_table(void **state) {
   KD_ASSERT_STR_EQ(r.out, expected);
   free(r.out);
   /* The composite operator: CompositeImplicitAutograd fills Undefined, every
-   * backend key but NestedTensor's... and the autograd keys ("math kernel":
-   * no backend has a kernel of its own), not ADInplaceOrView. */
+   * backend key (NestedTensor's too) and the autograd keys ("math kernel":
+   * no backend has a kernel of its own), not ADInplaceOrView; the kernel the
+   * demo registers at AutogradCPU wins over it for that slot only. */
   r = run_kd("table demo::describe", NULL);
   assert_int_equal(r.status, 0);
   ASSERT_CONTAINS(r.out, "dispatch table of demo::describe:\n");
@@ -199,12 +200,33 @@ static void test_table(void **state) {
   ASSERT_CONTAINS(r.out, "  CPU: unboxed [math kernel] from ");
   ASSERT_CONTAINS(r.out, "  SparseCsrMeta: unboxed [math kernel] from ");
   ASSERT_CONTAINS(r.out, "  NestedTensorCPU: unboxed [math kernel] from ");
-  ASSERT_CONTAINS(r.out, "  AutogradCPU: unboxed [math kernel] from ");
+  char want[256];
+  snprintf(want, sizeof want, "  AutogradCPU: unboxed [kernel] from %s:%d\n", DEMO_OPS_REL,
+           demo_line("KD_LIBRARY_IMPL(demo, AUTOGRAD_CPU, m)"));
+  ASSERT_CONTAINS(r.out, want);
+  snprintf(want, sizeof want, "  AutogradCUDA: unboxed [math kernel] from %s:%d\n", DEMO_OPS_REL,
+           demo_line("KD_LIBRARY_IMPL(demo, COMPOSITE_IMPLICIT_AUTOGRAD, m)"));
+  ASSERT_CONTAINS(r.out, want);
   ASSERT_CONTAINS(r.out, "  AutogradOther: unboxed [math kernel] from ");
   ASSERT_CONTAINS(r.out, "  ADInplaceOrView: fallthrough [backend fallback] from kdispatch "
                          "(built-in autograd fallthrough)\n");
   ASSERT_CONTAINS(r.out, "  Tracer: boxed [backend fallback] from ");
   ASSERT_CONTAINS(r.out, "  missing: [BackendSelect, Profiler, Mode1, Mode2]\n");
+  free(r.out);
+  /* a CPU call goes through the AutogradCPU kernel, which runs on below */
+  r = run_kd("call demo::describe '[1.5]'", NULL);
+  assert_int_equal(r.status, 0);
+  KD_ASSERT_STR_EQ(r.out, "'tensor(float32[1], cpu)'\n");
+  free(r.out);
+  /* kd dump: the runtime key's registration, then the alias key's, marked */
+  r = run_kd("dump demo::describe", NULL);
+  assert_int_equal(r.status, 0);
+  snprintf(want, sizeof want,
+           "  AutogradCPU: unboxed kernel registered at %s:%d\n"
+           "  CompositeImplicitAutograd[alias]: unboxed kernel registered at %s:%d\n",
+           DEMO_OPS_REL, demo_line("KD_LIBRARY_IMPL(demo, AUTOGRAD_CPU, m)"), DEMO_OPS_REL,
+           demo_line("KD_LIBRARY_IMPL(demo, COMPOSITE_IMPLICIT_AUTOGRAD, m)"));
+  ASSERT_CONTAINS(r.out, want);
   free(r.out);
 }
 

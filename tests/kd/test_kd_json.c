@@ -488,11 +488,12 @@ static void test_dump_json(void **state) {
   assert_null(jp_get(cpu->items[0], "key")); /* the object's key says it */
   jp_free(v);
 
-  /* An alias key. */
+  /* A runtime key (AutogradCPU), then an alias key. */
   v = kd_json("dump demo::describe --json");
   regs = jp_get(v, "registrations");
-  assert_int_equal(regs->n, 1);
-  KD_ASSERT_STR_EQ(regs->keys[0], "CompositeImplicitAutograd");
+  assert_int_equal(regs->n, 2);
+  KD_ASSERT_STR_EQ(regs->keys[0], "AutogradCPU");
+  KD_ASSERT_STR_EQ(regs->keys[1], "CompositeImplicitAutograd");
   jp_free(v);
 
   v = kd_json("dump aten::add.Tensor --json");
@@ -579,6 +580,10 @@ static void test_table_json(void **state) {
   ASSERT_JSTR(jp_get(table_entry(v, "Undefined"), "reason"), "math kernel");
   ASSERT_JSTR(jp_get(table_entry(v, "CUDA"), "reason"), "math kernel");
   ASSERT_JSTR(jp_get(table_entry(v, "AutogradCUDA"), "reason"), "math kernel");
+  ASSERT_JSTR(jp_get(table_entry(v, "AutogradCPU"), "reason"), "kernel");
+  ASSERT_JSTR(jp_get(table_entry(v, "AutogradCPU"), "form"), "unboxed");
+  assert_demo_where(jp_get(table_entry(v, "AutogradCPU"), "registered_at"),
+                    "KD_LIBRARY_IMPL(demo, AUTOGRAD_CPU, m)");
   jp_free(v);
 
   /* An aten operator: CPU and Meta kernels; every runtime key is either in
