@@ -154,7 +154,11 @@ static void test_fakegen(void **state) {
   /* Selective builds: every entry's code and row in its guard, in its namespace;
    * a stub loop registered when an operator of its Legacy group is kept. */
   ASSERT_CONTAINS(c, "#include \"kd/selective.h\"");
-  assert_int_equal(count(c, "#if KD_SHOULD_REGISTER("), 3 * 19 + 2);
+  /* 19 entries x (wrapper, direct call, row), 2 stub loops, and scale_add's
+   * AutogradPrivateUse1 kernel (wrapper and row: no direct call) */
+  assert_int_equal(count(c, "#if KD_SHOULD_REGISTER("), 3 * 19 + 2 + 2);
+  assert_int_equal(count(c, "#if KD_SHOULD_REGISTER(fakegen, scale_add, AUTOGRAD_PRIVATEUSE1)\n"), 2);
+  ASSERT_CONTAINS(c, "{1, KD_KEY_AUTOGRAD_PRIVATEUSE1, \"scale_add\", \"(Tensor, Tensor, float) -> Tensor\", ");
   assert_int_equal(count(c, "#if KD_SHOULD_REGISTER(fakegen, scale_add, PRIVATEUSE1)\n"), 3);
   ASSERT_CONTAINS(c, "#if KD_SHOULD_REGISTER(aten, mul_Tensor, PRIVATEUSE1) || KD_SHOULD_REGISTER(aten, "
                      "mul__Tensor, PRIVATEUSE1) || KD_SHOULD_REGISTER(aten, mul_out, PRIVATEUSE1)\n"
