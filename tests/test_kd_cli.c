@@ -156,27 +156,77 @@ static void test_table(void **state) {
   (void)state;
   run_result r = run_kd("table demo::scale", NULL);
   assert_int_equal(r.status, 0);
-  char expected[2048];
+  char expected[4096];
+  /* The autograd keys and ADInplaceOrView fall through (the built-in
+   * fallthrough); the Quantized, Sparse, SparseCsr and NestedTensor keys have
+   * nothing (no composite kernel). */
+  static const char fallthrough[] =
+      "fallthrough [backend fallback] from kdispatch (built-in autograd fallthrough)\n";
   snprintf(expected, sizeof expected,
            "dispatch table of demo::scale:\n"
-           "  CPU            unboxed [kernel] from %s:%d\n"
-           "  Meta           unboxed [kernel] from %s:%d\n"
-           "  Tracer         boxed [fallback] from %s:%d\n"
-           "  missing: [Undefined, CUDA, PrivateUse1, PrivateUse2, PrivateUse3, BackendSelect, "
-           "Profiler, Mode1, Mode2]\n",
+           "  CPU: unboxed [kernel] from %s:%d\n"
+           "  Meta: unboxed [kernel] from %s:%d\n"
+           "  ADInplaceOrView: %s"
+           "  AutogradOther: %s"
+           "  AutogradCPU: %s"
+           "  AutogradCUDA: %s"
+           "  AutogradMeta: %s"
+           "  AutogradPrivateUse1: %s"
+           "  AutogradPrivateUse2: %s"
+           "  AutogradPrivateUse3: %s"
+           "  AutogradNestedTensor: %s"
+           "  Tracer: boxed [backend fallback] from %s:%d\n"
+           "  missing: [Undefined, CUDA, PrivateUse1, PrivateUse2, PrivateUse3, QuantizedCPU, "
+           "QuantizedCUDA, QuantizedMeta, QuantizedPrivateUse1, QuantizedPrivateUse2, "
+           "QuantizedPrivateUse3, SparseCPU, SparseCUDA, SparseMeta, SparsePrivateUse1, "
+           "SparsePrivateUse2, SparsePrivateUse3, SparseCsrCPU, SparseCsrCUDA, SparseCsrMeta, "
+           "SparseCsrPrivateUse1, SparseCsrPrivateUse2, SparseCsrPrivateUse3, NestedTensorCPU, "
+           "NestedTensorCUDA, NestedTensorMeta, NestedTensorPrivateUse1, NestedTensorPrivateUse2, "
+           "NestedTensorPrivateUse3, BackendSelect, Profiler, Mode1, Mode2]\n",
            DEMO_OPS_REL, demo_line("KD_LIBRARY_IMPL(demo, CPU, m)"), DEMO_OPS_REL,
-           demo_line("KD_LIBRARY_IMPL(demo, META, m)"), DEMO_OPS_REL,
-           demo_line("KD_LIBRARY_IMPL(_, TRACER, m)"));
+           demo_line("KD_LIBRARY_IMPL(demo, META, m)"), fallthrough, fallthrough, fallthrough,
+           fallthrough, fallthrough, fallthrough, fallthrough, fallthrough, fallthrough,
+           DEMO_OPS_REL, demo_line("KD_LIBRARY_IMPL(_, TRACER, m)"));
   KD_ASSERT_STR_EQ(r.out, expected);
   free(r.out);
-  /* The composite operator: CompositeImplicitAutograd fills Undefined and
-   * every backend. */
+  /* The composite operator: CompositeImplicitAutograd fills Undefined, every
+   * backend key (NestedTensor's too) and the autograd keys ("math kernel":
+   * no backend has a kernel of its own), not ADInplaceOrView; the kernel the
+   * demo registers at AutogradCPU wins over it for that slot only. */
   r = run_kd("table demo::describe", NULL);
   assert_int_equal(r.status, 0);
   ASSERT_CONTAINS(r.out, "dispatch table of demo::describe:\n");
-  ASSERT_CONTAINS(r.out, "  Undefined      unboxed [composite implicit] from ");
-  ASSERT_CONTAINS(r.out, "  CPU            unboxed [composite implicit] from ");
-  ASSERT_CONTAINS(r.out, "  Tracer         boxed [fallback] from ");
+  ASSERT_CONTAINS(r.out, "  Undefined: unboxed [math kernel] from ");
+  ASSERT_CONTAINS(r.out, "  CPU: unboxed [math kernel] from ");
+  ASSERT_CONTAINS(r.out, "  SparseCsrMeta: unboxed [math kernel] from ");
+  ASSERT_CONTAINS(r.out, "  NestedTensorCPU: unboxed [math kernel] from ");
+  char want[256];
+  snprintf(want, sizeof want, "  AutogradCPU: unboxed [kernel] from %s:%d\n", DEMO_OPS_REL,
+           demo_line("KD_LIBRARY_IMPL(demo, AUTOGRAD_CPU, m)"));
+  ASSERT_CONTAINS(r.out, want);
+  snprintf(want, sizeof want, "  AutogradCUDA: unboxed [math kernel] from %s:%d\n", DEMO_OPS_REL,
+           demo_line("KD_LIBRARY_IMPL(demo, COMPOSITE_IMPLICIT_AUTOGRAD, m)"));
+  ASSERT_CONTAINS(r.out, want);
+  ASSERT_CONTAINS(r.out, "  AutogradOther: unboxed [math kernel] from ");
+  ASSERT_CONTAINS(r.out, "  ADInplaceOrView: fallthrough [backend fallback] from kdispatch "
+                         "(built-in autograd fallthrough)\n");
+  ASSERT_CONTAINS(r.out, "  Tracer: boxed [backend fallback] from ");
+  ASSERT_CONTAINS(r.out, "  missing: [BackendSelect, Profiler, Mode1, Mode2]\n");
+  free(r.out);
+  /* a CPU call goes through the AutogradCPU kernel, which runs on below */
+  r = run_kd("call demo::describe '[1.5]'", NULL);
+  assert_int_equal(r.status, 0);
+  KD_ASSERT_STR_EQ(r.out, "'tensor(float32[1], cpu)'\n");
+  free(r.out);
+  /* kd dump: the runtime key's registration, then the alias key's, marked */
+  r = run_kd("dump demo::describe", NULL);
+  assert_int_equal(r.status, 0);
+  snprintf(want, sizeof want,
+           "  AutogradCPU: unboxed kernel registered at %s:%d\n"
+           "  CompositeImplicitAutograd[alias]: unboxed kernel registered at %s:%d\n",
+           DEMO_OPS_REL, demo_line("KD_LIBRARY_IMPL(demo, AUTOGRAD_CPU, m)"), DEMO_OPS_REL,
+           demo_line("KD_LIBRARY_IMPL(demo, COMPOSITE_IMPLICIT_AUTOGRAD, m)"));
+  ASSERT_CONTAINS(r.out, want);
   free(r.out);
 }
 

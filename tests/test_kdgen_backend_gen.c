@@ -135,7 +135,7 @@ static void test_fakegen(void **state) {
   ASSERT_CONTAINS(c, "kd__st = fakegen_meta_sub_Tensor(&kd__s, &kd__it, self, other, alpha);");
   ASSERT_CONTAINS(c, "kd__st = kdk_meta_neg(&kd__s, &kd__it, self);");
   ASSERT_CONTAINS(c, "    \"scale_add(Tensor self, Tensor other, float alpha) -> Tensor\",\n");
-  ASSERT_CONTAINS(c, "{1, \"scale_add\", \"(Tensor, Tensor, float) -> Tensor\", fakegen__u18, "
+  ASSERT_CONTAINS(c, "{1, KD_KEY_PRIVATEUSE1, \"scale_add\", \"(Tensor, Tensor, float) -> Tensor\", fakegen__u18, "
                      "\"examples/backend_gen/fakegen.yaml:");
   /* Each kernel's debug name carries its strategy (docs/CODEGEN.md's names). */
   ASSERT_CONTAINS(c, "fakegen.yaml:70 (new operator)\"}");
@@ -143,9 +143,10 @@ static void test_fakegen(void **state) {
   ASSERT_CONTAINS(c, "fakegen.yaml:30 (Legacy, unstructured)\"}");
   ASSERT_CONTAINS(c, "fakegen.yaml:55 (Customized, structured)\"}");
   ASSERT_CONTAINS(c, "fakegen.yaml:63 (Customized, unstructured)\"}");
-  ASSERT_CONTAINS(c, "{0, \"resize_\", \"(Tensor(a!), SymInt[], MemoryFormat?) -> Tensor(a!)\"");
+  ASSERT_CONTAINS(c, "{0, KD_KEY_PRIVATEUSE1, \"resize_\", \"(Tensor(a!), SymInt[], MemoryFormat?) -> Tensor(a!)\"");
   ASSERT_CONTAINS(c, "static const char *const nss[2] = {\"aten\", \"fakegen\"};");
-  ASSERT_CONTAINS(c, "kd_plugin_library(plugin, KD_LIBRARY_IMPL, nss[x->ns], KD_KEY_PRIVATEUSE1,");
+  /* one IMPL library per namespace and key of the column, named by its row */
+  ASSERT_CONTAINS(c, "kd_plugin_library(plugin, KD_LIBRARY_IMPL, nss[x->ns], x->key, lib)");
   ASSERT_CONTAINS(c, "case 0: *fn = (kdk_stub_fn)fakegen_add_stub; return &KDK_STUB_OBJECT(add_stub);");
   ASSERT_CONTAINS(c, "case 1: *fn = (kdk_stub_fn)fakegen_mul_stub; return &KDK_STUB_OBJECT(mul_stub);");
   ASSERT_CONTAINS(c, "if (stub && (st = kdk_stub_register_device(stub, KD_DEVICE_PRIVATEUSE1, fn))) "
@@ -153,12 +154,16 @@ static void test_fakegen(void **state) {
   /* Selective builds: every entry's code and row in its guard, in its namespace;
    * a stub loop registered when an operator of its Legacy group is kept. */
   ASSERT_CONTAINS(c, "#include \"kd/selective.h\"");
-  assert_int_equal(count(c, "#if KD_SHOULD_REGISTER("), 3 * 19 + 2);
+  /* 19 entries x (wrapper, direct call, row), 2 stub loops, and scale_add's
+   * AutogradPrivateUse1 kernel (wrapper and row: no direct call) */
+  assert_int_equal(count(c, "#if KD_SHOULD_REGISTER("), 3 * 19 + 2 + 2);
+  assert_int_equal(count(c, "#if KD_SHOULD_REGISTER(fakegen, scale_add, AUTOGRAD_PRIVATEUSE1)\n"), 2);
+  ASSERT_CONTAINS(c, "{1, KD_KEY_AUTOGRAD_PRIVATEUSE1, \"scale_add\", \"(Tensor, Tensor, float) -> Tensor\", ");
   assert_int_equal(count(c, "#if KD_SHOULD_REGISTER(fakegen, scale_add, PRIVATEUSE1)\n"), 3);
   ASSERT_CONTAINS(c, "#if KD_SHOULD_REGISTER(aten, mul_Tensor, PRIVATEUSE1) || KD_SHOULD_REGISTER(aten, "
                      "mul__Tensor, PRIVATEUSE1) || KD_SHOULD_REGISTER(aten, mul_out, PRIVATEUSE1)\n"
                      "  case 1: ");
-  ASSERT_CONTAINS(c, "    {0, NULL, NULL, NULL, NULL}, /* the end");
+  ASSERT_CONTAINS(c, "    {0, KD_KEY_UNDEFINED, NULL, NULL, NULL, NULL}, /* the end");
   ASSERT_CONTAINS(c, "for (size_t i = 0; fakegen__impls[i].name; i++) {");
   /* device_check / device_guard (torchgen's RegisterDispatchKey), from the entry or upstream:
    * scale_add checks both tensors and guards on self; copy_ and resize_ (NoCheck, no guard)
@@ -212,27 +217,38 @@ static void test_unbound(void **state) {
   if (r.status != 0) fail_msg("kdgen failed:\n%s", r.out);
   ASSERT_CONTAINS(r.out, "tests/kdgen/backend_unbound.yaml:7: note: 'mul.out' (Legacy) is not "
                          "generated: libkdops does not implement 'mul.out'\n");
-  ASSERT_CONTAINS(r.out, "tests/kdgen/backend_unbound.yaml:16: note: 'neg.out': key "
-                         "'SparsePrivateUse1' is not generated: the runtime has no layout (no "
-                         "dispatch key) for it\n");
   /* a Legacy impl that reaches no stub would loop over device memory on the host */
   ASSERT_CONTAINS(r.out, "tests/kdgen/backend_unbound.yaml:20: note: 'exp.out' (Legacy) is not "
                          "generated: libkdops' impl of 'exp.out' (tests/kdgen/backend_native_small.yaml:36) "
                          "reaches no dispatch stub (no kd_stubs:), so its loop cannot run on the "
                          "device: name the backend's impl in dispatch: (LegacyMeta)\n");
-  ASSERT_CONTAINS(r.out, "kdgen: 4 notes: entries not generated (not an error)");
+  ASSERT_CONTAINS(r.out, "kdgen: 2 notes: entries not generated (not an error)");
+  ASSERT_LACKS(r.out, "SparsePrivateUse1");
   free(r.out);
   char *entries = slurp(WORK "/ub/ub_entries.txt");
-  ASSERT_CONTAINS(entries, "6 entries, 4 generated, 2 not\n");
+  ASSERT_CONTAINS(entries, "6 entries, 4 generated, 2 not; 2 kernels for other keys of the column, 2 "
+                           "generated, 0 not\n");
   ASSERT_CONTAINS(entries, "mul.out Legacy structured not generated: libkdops does not implement "
                            "'mul.out'\n");
+  /* another key of the column: the author's unstructured kernel, at its own key */
   ASSERT_CONTAINS(entries, "neg.out LegacyMeta structured generated: meta kdk_meta_neg, impl ub_neg_out\n"
-                           "neg.out LegacyMeta structured not generated: key SparsePrivateUse1: ");
+                           "neg.out Customized structured generated: key SparsePrivateUse1: kernel "
+                           "ub_neg_out_sparse\n");
+  ASSERT_CONTAINS(entries, "exp.out Customized structured generated: key SparsePrivateUse1: kernel "
+                           "ub_exp_out_sparse\n");
   ASSERT_CONTAINS(entries, "resize_ Legacy unstructured generated: kernel kdk_native_resize_\n");
   free(entries);
   char *c = slurp(WORK "/ub/ub_plugin.c");
   ASSERT_LACKS(c, "mul");
+  ASSERT_CONTAINS(c, "{0, KD_KEY_SPARSE_PRIVATEUSE1, \"neg.out\", \"(Tensor, Tensor(a!)) -> Tensor(a!)\", ");
+  ASSERT_CONTAINS(c, "#if KD_SHOULD_REGISTER(aten, exp_out, SPARSE_PRIVATEUSE1)\n");
+  ASSERT_LACKS(c, "kd_ub_neg_out_sparse"); /* no direct call of another key's kernel */
   free(c);
+  char *h = slurp(WORK "/ub/ub_functions.h");
+  ASSERT_CONTAINS(h, "/* Customized, unstructured, for SparsePrivateUse1 */\n"
+                     "/* aten::neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!) */\n"
+                     "kd_status ub_neg_out_sparse(kd_tensor *self, kd_tensor *out);\n");
+  free(h);
 
   /* Without --native nothing of libkdops can be reused: every Legacy entry is listed. */
   r = run_kdgen("--backend tests/kdgen/backend_unbound.yaml --source ops/native_functions.yaml "
@@ -242,7 +258,7 @@ static void test_unbound(void **state) {
                          "generated: no --native file: kdgen does not know what libkdops implements\n");
   free(r.out);
   entries = slurp(WORK "/nonative/ub_entries.txt");
-  ASSERT_CONTAINS(entries, "6 entries, 0 generated, 6 not\n"); /* LegacyMeta reuses a meta too */
+  ASSERT_CONTAINS(entries, "6 entries, 0 generated, 6 not; 2 kernels"); /* LegacyMeta reuses a meta too */
   free(entries);
 }
 
@@ -288,7 +304,20 @@ static void test_torch_musa(void **state) {
   /* C has no overloads: a kernel name shared by two signatures binds the first only. */
   ASSERT_CONTAINS(entries, "bucketize.Scalar Customized unstructured not generated: its kernel "
                            "musa_Bucketize is already 'bucketize.Tensor''s (line ");
+  /* Every key of the file is accepted (Quantized, Sparse, SparseCsr and
+   * NestedTensor of PrivateUse1: the column's functionalities): the other
+   * keys are planned too, generated as the author's kernels at their own key
+   * or listed with why not. */
+  ASSERT_CONTAINS(entries, "; 61 kernels for other keys of the column, 19 generated, 42 not\n");
+  ASSERT_CONTAINS(entries, "\nfill_.Scalar Customized unstructured generated: key QuantizedPrivateUse1: "
+                           "kernel musa_FillQuantizedScalar\n");
+  ASSERT_CONTAINS(entries, "\n_to_sparse.sparse_dim Legacy unstructured not generated: key "
+                           "SparseCsrPrivateUse1: libkdops does not implement '_to_sparse.sparse_dim'\n");
+  ASSERT_CONTAINS(entries, " not generated: key NestedTensorPrivateUse1: ");
   free(entries);
+  char *c = slurp(WORK "/musa/musa_plugin.c");
+  ASSERT_CONTAINS(c, "{0, KD_KEY_QUANTIZED_PRIVATEUSE1, \"fill_.Scalar\", ");
+  free(c);
   /* What was generated compiles against the installed headers' sources, warning-free. */
   char cmd[8192];
   snprintf(cmd, sizeof cmd,

@@ -1,12 +1,15 @@
 /*
  * kdgen --out: in-tree generation (tools/kdgen/gen.c) for every runtime
- * backend key, the notes for keys kdispatch has no runtime layout for,
+ * key (backends, their other functionalities, Autograd, alias keys), the
+ * notes for keys kdispatch has no runtime key for,
  * Tensor[] returns and --namespace. Runs KD_BIN_DIR/kdgen on the fixtures of
  * tests/kdgen/gen/ into a temporary folder and reads what it wrote; the
  * exact "FILE:LINE: note: ..." and "FILE:LINE: error: ..." lines are
  * checked. That the generated C compiles is proven by the build: the
  * Tensor[] fixture's files are an object library of tests/CMakeLists.txt,
- * pu1.yaml is linked and run by tests/ops/kdgen_pu1/. Skipped when kdgen was
+ * pu1.yaml is linked and run by tests/ops/kdgen_pu1/, keys_runtime.yaml (a
+ * kernel per kind of runtime key, checked in the computed tables) by
+ * tests/ops/kdgen_keys/. Skipped when kdgen was
  * not built (-DKD_BUILD_OPS=OFF).
  */
 #include <stdlib.h>
@@ -119,26 +122,46 @@ static void test_every_runtime_key(void **state) {
   free(h);
   ASSERT_FILE_CONTAINS("ops/gen_direct.c", "kd_status kd_privateuse2_negate(kd_tensor *self, kd_tensor **out) {");
   ASSERT_FILE_CONTAINS("ops/gen_direct.c", "  return kdk_native_negate_pu3(self, out);");
-  /* keys without a runtime layout: one note each, with the line of the key */
+  /* every other key of the runtime is registered as written: the
+   * functionalities of the backends, Autograd<B>, and the alias keys
+   * (CompositeExplicitAutogradNonFunctional is not folded into
+   * CompositeExplicitAutograd) */
+  static const char *const rows[] = {
+      "    {\"twice\", \"SparseCPU\", kd__u_SparseCPU_twice, kd__b_SparseCPU_twice, \"(Tensor) -> Tensor\", \"gen/keys.yaml:9\"},\n",
+      "    {\"twice\", \"SparseCUDA\", kd__u_SparseCUDA_twice, ",
+      "    {\"twice.out\", \"QuantizedCPU\", kd__u_QuantizedCPU_twice_out, kd__b_QuantizedCPU_twice_out, \"(Tensor, Tensor(a!)) -> Tensor(a!)\", \"gen/keys.yaml:22\"},\n",
+      "    {\"negate\", \"NestedTensorCPU\", kd__u_NestedTensorCPU_negate, ",
+      "    {\"negate\", \"SparseCsrCPU\", kd__u_SparseCsrCPU_negate, ",
+      "    {\"pieces\", \"CompositeImplicitAutogradNestedTensor\", kd__u_CompositeImplicitAutogradNestedTensor_pieces, ",
+      "    {\"keyed\", \"AutogradCPU\", kd__u_AutogradCPU_keyed, kd__b_AutogradCPU_keyed, \"(Tensor) -> Tensor\", \"gen/keys.yaml:49\"},\n",
+      "    {\"keyed\", \"AutogradPrivateUse1\", kd__u_AutogradPrivateUse1_keyed, ",
+      "    {\"keyed\", \"Autograd\", kd__u_Autograd_keyed, kd__b_Autograd_keyed, \"(Tensor) -> Tensor\", \"gen/keys.yaml:51\"},\n",
+  };
+  char *r = slurp("ops/gen_register.c");
+  for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) ASSERT_CONTAINS(r, rows[i]);
+  /* an out= variant's other keys are unstructured kernels with its parameters */
+  ASSERT_FILE_CONTAINS("include/kdk/native/twice.h",
+                       "KDK_API kd_status kdk_native_twice_out_quantized(kd_tensor *self, kd_tensor *out);");
+  ASSERT_FILE_CONTAINS("include/kdk/native/keyed.h",
+                       "KDK_API kd_status kdk_native_keyed_autograd(kd_tensor *self, kd_tensor **out);");
+  /* keys the runtime lacks: one note each, with the line of the key and why */
   static const char *const notes[] = {
-      "tests/kdgen/gen/keys.yaml:9: note: 'twice': not generated: SparseCPU has no sparse COO layout in kdispatch (kernel 'twice_sparse')\n",
-      "tests/kdgen/gen/keys.yaml:9: note: 'twice': not generated: SparseCUDA has no sparse COO layout in kdispatch (kernel 'twice_sparse')\n",
       "tests/kdgen/gen/keys.yaml:21: note: 'twice.out': not generated: MPS has no MPS device type in kdispatch (kernel 'twice_out_mps')\n",
-      "tests/kdgen/gen/keys.yaml:22: note: 'twice.out': not generated: QuantizedCPU has no quantized tensors in kdispatch (kernel 'twice_out_quantized')\n",
-      "tests/kdgen/gen/keys.yaml:28: note: 'negate': not generated: NestedTensorCPU has no nested tensors in kdispatch (kernel 'negate_nested')\n",
       "tests/kdgen/gen/keys.yaml:29: note: 'negate': not generated: MkldnnCPU has no MKL-DNN layout in kdispatch (kernel 'negate_mkldnn')\n",
-      "tests/kdgen/gen/keys.yaml:30: note: 'negate': not generated: SparseCsrCPU has no sparse compressed layout in kdispatch (kernel 'negate_csr')\n",
       "tests/kdgen/gen/keys.yaml:31: note: 'negate': not generated: ZeroTensor has no ZeroTensor key in kdispatch (kernel 'negate_zero')\n",
-      "tests/kdgen/gen/keys.yaml:36: note: 'pieces': not generated: CompositeImplicitAutogradNestedTensor has no nested tensors in kdispatch (kernel 'pieces_nested')\n",
       "tests/kdgen/gen/keys.yaml:42: note: 'q_scheme': not generated: kdgen cannot return a 'QScheme'\n",
-      "kdgen: 10 notes: entries not generated (not an error)\n",
+      "tests/kdgen/gen/keys.yaml:46: note: 'keyed': not generated: SparseXPU has no XPU device type in kdispatch (kernel 'keyed_sparse_xpu')\n",
+      "tests/kdgen/gen/keys.yaml:47: note: 'keyed': not generated: AutogradHIP has no HIP device type in kdispatch (kernel 'keyed_autograd_hip')\n",
+      "tests/kdgen/gen/keys.yaml:48: note: 'keyed': not generated: FPGA has no dispatch key of that name in kdispatch (kernel 'keyed_fpga')\n",
+      "kdgen: 7 notes: entries not generated (not an error)\n",
   };
   for (size_t i = 0; i < sizeof notes / sizeof *notes; i++) ASSERT_CONTAINS(out, notes[i]);
   assert_null(strstr(out, "error:"));
   assert_int_equal(count(out, "\n"), sizeof notes / sizeof *notes);
   /* none of those kernels appears in the output */
-  char *r = slurp("ops/gen_register.c");
-  assert_null(strstr(r, "Sparse"));
+  assert_null(strstr(r, "XPU"));
+  assert_null(strstr(r, "HIP"));
+  assert_null(strstr(r, "FPGA"));
   assert_null(strstr(r, "twice_out_mps"));
   assert_null(strstr(r, "q_scheme"));
   free(r);

@@ -371,6 +371,24 @@ static void check_device_mismatch(kd_tensor **x) {
   kd_tensor_release(y[1]);
 }
 
+/* The backend's YAML registers fakegen::scale_add at AutogradPrivateUse1 too
+ * (its kernel runs the PrivateUse1 one below it; the scale_add cases above
+ * went through it): both slots hold the generated kernels. */
+static void check_autograd_key(void) {
+  const kd_device d0 = {KD_DEVICE_PRIVATEUSE1, 0};
+  kd_op *op;
+  if (kd_op_find("fakegen::scale_add", "", &op)) {
+    FAIL("autograd_key", d0, "%s", kd_last_error());
+    return;
+  }
+  char table[8192];
+  kd_op_dump_table(op, table, sizeof table);
+  static const char *const want[] = {"\n  PrivateUse1: unboxed [kernel] from ",
+                                     "\n  AutogradPrivateUse1: unboxed [kernel] from "};
+  for (size_t i = 0; i < 2; i++)
+    if (!strstr(table, want[i])) FAIL("autograd_key", d0, "no \"%s\" in:\n%s", want[i] + 1, table);
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: fakegen_compare path/to/libfakegen.so\n");
@@ -390,6 +408,7 @@ int main(int argc, char **argv) {
   for (int d = 0; d < 2; d++)
     for (size_t i = 0; i < n; i++) run_case(&cases[i], x, (kd_device){KD_DEVICE_PRIVATEUSE1, d});
   check_device_mismatch(x);
+  check_autograd_key();
   for (int i = 0; i < NIN; i++) kd_tensor_release(x[i]);
   /* Every device byte was freed. */
   const kd_backend_iface *b = kd_backend_iface_of(kd_backend_for_device(KD_DEVICE_PRIVATEUSE1));

@@ -4,7 +4,7 @@
  * loops of the stubs the Legacy groups' upstream impls call (add_stub,
  * mul_stub), the impl of the LegacyMeta group (neg), the meta and impl of the
  * Customized group (sub), the unstructured exp.out (structured: False) and
- * the new operator fakegen::scale_add.
+ * the new operator fakegen::scale_add, and its AutogradPrivateUse1 kernel.
  *
  * Every kernel synchronizes the devices of its operands first (copies queued
  * before it must have landed) and reads and writes device memory through
@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "fakegen.h"
+#include "fakegen_direct.h"
 
 /* ---- Elements ------------------------------------------------------------------- */
 
@@ -415,4 +416,24 @@ kd_status fakegen_copy_(kd_tensor *self, kd_tensor *src, bool non_blocking) {
   st = on_dev(self) ? write_from_host(self, host) : kd_tensor_copy_(self, host);
   kd_tensor_release(host);
   return st;
+}
+
+/* fakegen::scale_add at AutogradPrivateUse1 (every fakedev tensor carries
+ * that key): where an autograd layer would record the operation for its
+ * backward pass before running the backend's kernel below it; here it only
+ * runs it, through the generated direct call (which checks the devices and
+ * makes the operand's device current, as the dispatcher's path does). The
+ * generated wrapper of this kernel has no device guard: it runs above the
+ * device. */
+kd_status fakegen_scale_add_autograd(kd_tensor *self, kd_tensor *other, double alpha, kd_tensor **out) {
+#if KD_SHOULD_REGISTER(fakegen, scale_add, PRIVATEUSE1)
+  return kd_fakegen_scale_add(self, other, alpha, out);
+#else
+  (void)self;
+  (void)other;
+  (void)alpha;
+  *out = NULL;
+  return kd_set_error(KD_ENOKERNEL, "fakegen::scale_add: this selective build has no PrivateUse1 "
+                      "kernel to run below AutogradPrivateUse1");
+#endif
 }

@@ -67,6 +67,9 @@
 #define KD__SEL_ALIAS_COMPOSITE_EXPLICIT_AUTOGRAD ~, 1
 #define KD__SEL_ALIAS_COMPOSITE_IMPLICIT_AUTOGRAD ~, 1
 #define KD__SEL_ALIAS_CATCH_ALL ~, 1
+#define KD__SEL_ALIAS_AUTOGRAD ~, 1
+#define KD__SEL_ALIAS_COMPOSITE_EXPLICIT_AUTOGRAD_NON_FUNCTIONAL ~, 1
+#define KD__SEL_ALIAS_COMPOSITE_IMPLICIT_AUTOGRAD_NESTED_TENSOR ~, 1
 
 /* The allowed dtypes of (ns::op, key) in a selective build (0: none). */
 #define KD__SEL_MASK(ns, op, key)                                          \

@@ -963,7 +963,7 @@ size_t kd_op_dump_table(const kd_op *op, char *buf, size_t cap) {
     kd__fmt_printf(&f, "  %s: %s [%s] from %s\n", kd_dispatch_key_name((kd_dispatch_key)k),
                    what, reason_name(e->reason), e->kernel->k.debug ? e->kernel->k.debug : "?");
   }
-  char keys[512];
+  char keys[2048]; /* every runtime key by name: ~1300 bytes */
   kd_keyset_format(missing_keys, keys, sizeof keys);
   kd__fmt_printf(&f, "  missing: %s\n", keys);
   pthread_mutex_unlock(&kd__registry_lock);

@@ -488,11 +488,12 @@ static void test_dump_json(void **state) {
   assert_null(jp_get(cpu->items[0], "key")); /* the object's key says it */
   jp_free(v);
 
-  /* An alias key. */
+  /* A runtime key (AutogradCPU), then an alias key. */
   v = kd_json("dump demo::describe --json");
   regs = jp_get(v, "registrations");
-  assert_int_equal(regs->n, 1);
-  KD_ASSERT_STR_EQ(regs->keys[0], "CompositeImplicitAutograd");
+  assert_int_equal(regs->n, 2);
+  KD_ASSERT_STR_EQ(regs->keys[0], "AutogradCPU");
+  KD_ASSERT_STR_EQ(regs->keys[1], "CompositeImplicitAutograd");
   jp_free(v);
 
   v = kd_json("dump aten::add.Tensor --json");
@@ -528,20 +529,34 @@ static void test_table_json(void **state) {
   ASSERT_JSTR(jp_get(v, "op"), "demo::scale");
   const jp_value *t = jp_get(v, "table");
   ASSERT_JTYPE(t, JP_ARRAY);
-  assert_int_equal(t->n, 3);
+  /* CPU, Meta, ADInplaceOrView, the 8 autograd keys (falling through), Tracer */
+  assert_int_equal(t->n, 12);
   const jp_value *cpu = t->items[0];
   ASSERT_JSTR(jp_get(cpu, "key"), "CPU");
   ASSERT_JSTR(jp_get(cpu, "reason"), "kernel");
   ASSERT_JSTR(jp_get(cpu, "form"), "unboxed");
   assert_demo_where(jp_get(cpu, "registered_at"), "KD_LIBRARY_IMPL(demo, CPU, m)");
   ASSERT_JSTR(jp_get(t->items[1], "key"), "Meta");
-  ASSERT_JSTR(jp_get(t->items[2], "key"), "Tracer");
-  ASSERT_JSTR(jp_get(t->items[2], "reason"), "fallback");
-  ASSERT_JSTR(jp_get(t->items[2], "form"), "boxed");
-  assert_demo_where(jp_get(t->items[2], "registered_at"), "KD_LIBRARY_IMPL(_, TRACER, m)");
-  join_strings(jp_get(v, "missing"), list, sizeof list);
-  KD_ASSERT_STR_EQ(list, "Undefined,CUDA,PrivateUse1,PrivateUse2,PrivateUse3,BackendSelect,"
-                         "Profiler,Mode1,Mode2");
+  const jp_value *ag = table_entry(v, "AutogradCPU");
+  assert_non_null(ag);
+  ASSERT_JSTR(jp_get(ag, "reason"), "backend fallback");
+  ASSERT_JSTR(jp_get(ag, "form"), "fallthrough");
+  ASSERT_JSTR(jp_get(ag, "registered_at"), "kdispatch (built-in autograd fallthrough)");
+  ASSERT_JSTR(jp_get(t->items[2], "key"), "ADInplaceOrView");
+  ASSERT_JSTR(jp_get(t->items[11], "key"), "Tracer");
+  ASSERT_JSTR(jp_get(t->items[11], "reason"), "backend fallback");
+  ASSERT_JSTR(jp_get(t->items[11], "form"), "boxed");
+  assert_demo_where(jp_get(t->items[11], "registered_at"), "KD_LIBRARY_IMPL(_, TRACER, m)");
+  char wide[2048];
+  join_strings(jp_get(v, "missing"), wide, sizeof wide);
+  KD_ASSERT_STR_EQ(wide, "Undefined,CUDA,PrivateUse1,PrivateUse2,PrivateUse3,QuantizedCPU,"
+                         "QuantizedCUDA,QuantizedMeta,QuantizedPrivateUse1,QuantizedPrivateUse2,"
+                         "QuantizedPrivateUse3,SparseCPU,SparseCUDA,SparseMeta,SparsePrivateUse1,"
+                         "SparsePrivateUse2,SparsePrivateUse3,SparseCsrCPU,SparseCsrCUDA,"
+                         "SparseCsrMeta,SparseCsrPrivateUse1,SparseCsrPrivateUse2,"
+                         "SparseCsrPrivateUse3,NestedTensorCPU,NestedTensorCUDA,NestedTensorMeta,"
+                         "NestedTensorPrivateUse1,NestedTensorPrivateUse2,NestedTensorPrivateUse3,"
+                         "BackendSelect,Profiler,Mode1,Mode2");
   jp_free(v);
 
   /* Kernel keys: the entry lists what it selects among. */
@@ -562,8 +577,13 @@ static void test_table_json(void **state) {
 
   /* A composite: Undefined and every backend. */
   v = kd_json("table demo::describe --json");
-  ASSERT_JSTR(jp_get(table_entry(v, "Undefined"), "reason"), "composite implicit");
-  ASSERT_JSTR(jp_get(table_entry(v, "CUDA"), "reason"), "composite implicit");
+  ASSERT_JSTR(jp_get(table_entry(v, "Undefined"), "reason"), "math kernel");
+  ASSERT_JSTR(jp_get(table_entry(v, "CUDA"), "reason"), "math kernel");
+  ASSERT_JSTR(jp_get(table_entry(v, "AutogradCUDA"), "reason"), "math kernel");
+  ASSERT_JSTR(jp_get(table_entry(v, "AutogradCPU"), "reason"), "kernel");
+  ASSERT_JSTR(jp_get(table_entry(v, "AutogradCPU"), "form"), "unboxed");
+  assert_demo_where(jp_get(table_entry(v, "AutogradCPU"), "registered_at"),
+                    "KD_LIBRARY_IMPL(demo, AUTOGRAD_CPU, m)");
   jp_free(v);
 
   /* An aten operator: CPU and Meta kernels; every runtime key is either in

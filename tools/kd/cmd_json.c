@@ -46,16 +46,19 @@
  *                                   in key order (lowest priority first)
  *    "missing": ["Undefined", ...]} runtime keys with no entry
  *   where an ENTRY is
- *   {"key": "CPU", "reason": "kernel" | "composite explicit" |
- *      "composite implicit" | "catch-all" | "fallback",
+ *   {"key": "CPU", "reason": "kernel" | "default backend kernel" |
+ *      "nested kernel" | "math kernel" | "autograd kernel" |
+ *      "ambiguous autogradother" | "catch-all" | "backend fallback"
+ *      (PyTorch 1.13's words, docs/ARCHITECTURE.md "How a slot is filled"),
  *    "form": as above, or "fallthrough", or "kernel keys" when the key
  *      selects among kernel-key registrations,
- *    "registered_at": where          for a single kernel, or
+ *    "registered_at": where          for a single kernel (the built-in
+ *      autograd fallthrough's: "kdispatch (built-in autograd fallthrough)"), or
  *    "kernel_keys": [{"layout": ..., "dtypes": [...], "form": ...,
  *                     "registered_at": where}...]   for "kernel keys"}
  *   The library has no structured view of the table, so the entries are
- *   read from kd_op_dump_table's lines (library.h documents them): "KEY
- *   FORM [REASON] from WHERE" and "KEY kernel keys [REASON]: ...". A line
+ *   read from kd_op_dump_table's lines (library.h documents them): "KEY:
+ *   FORM [REASON] from WHERE" and "KEY: kernel keys [REASON]: ...". A line
  *   that does not read that way makes the command fail rather than guess.
  */
 #include <stdio.h>
@@ -343,8 +346,8 @@ int kd__json_dump(FILE *out, const kd_op *op) {
 
 /* ---- kd table --json ------------------------------------------------------------- */
 
-/* The runtime key whose name starts `s` and is followed by a space (the
- * longest such name), or -1. */
+/* The runtime key whose name starts `s` and is followed by ": " (the longest
+ * such name), or -1. */
 static int key_at(const char *s) {
   int best = -1;
   size_t best_len = 0;
@@ -352,7 +355,7 @@ static int key_at(const char *s) {
     if (!kd_dispatch_key_is_runtime((kd_dispatch_key)k)) continue;
     const char *name = kd_dispatch_key_name((kd_dispatch_key)k);
     size_t n = strlen(name);
-    if (n > best_len && !strncmp(s, name, n) && s[n] == ' ') {
+    if (n > best_len && !strncmp(s, name, n) && s[n] == ':' && s[n + 1] == ' ') {
       best = k;
       best_len = n;
     }
@@ -387,9 +390,9 @@ static bool put_table_line(kd__json *j, const kd_op *op, const char *line, size_
   if (len < 3 || strncmp(line, "  ", 2) != 0) return false;
   int key = key_at(line + 2);
   if (key < 0) return false;
-  const char *p = line + 2 + strlen(kd_dispatch_key_name((kd_dispatch_key)key));
+  const char *p = line + 2 + strlen(kd_dispatch_key_name((kd_dispatch_key)key)) + 2; /* ": " */
   const char *end = line + len;
-  while (p < end && *p == ' ') p++;
+  if (p >= end) return false;
   const char *open = memchr(p, '[', (size_t)(end - p));
   const char *close = open ? memchr(open, ']', (size_t)(end - open)) : NULL;
   if (!open || !close || open == p || open[-1] != ' ') return false;

@@ -110,7 +110,8 @@ int kd_cmd_tour(int argc, char **argv) {
   kd_tensor_release(back);
   kd_tensor_release(tt);
 
-  printf("\n6. The dispatcher: demo::scale has CPU and Meta kernels, and Tracer a fallback\n");
+  printf("\n6. The dispatcher: demo::scale has CPU and Meta kernels, Tracer a fallback, and the\n"
+         "   autograd keys fall through (the built-in fallthrough)\n");
   kd_op *scale;
   if (kd_op_find("demo::scale", NULL, &scale)) return fail("find demo::scale");
   size_t n = kd_op_dump_table(scale, NULL, 0);

@@ -5,7 +5,10 @@
  * float32 cpu tensors only.
  *
  *   demo::scale(Tensor self, float factor=2.) -> Tensor      CPU kernel, Meta kernel
- *   demo::describe(Tensor self) -> str                       CompositeImplicitAutograd
+ *   demo::describe(Tensor self) -> str                       CompositeImplicitAutograd,
+ *                                                            and an AutogradCPU kernel that
+ *                                                            goes on below it (CPU tensors
+ *                                                            carry AutogradCPU)
  *   demo::neg(Tensor self) -> Tensor                         CPU kernel keys: int32, int64,
  *                                                            float32, float64
  *   demo::eq(Tensor self, Tensor other) -> Tensor            CPU kernel keys, a bool result
@@ -54,6 +57,14 @@ static kd_status describe(const kd_call *c, const kd_arg *a, kd_value *r) {
   char buf[256];
   size_t n = kd_tensor_describe(a[0].t, buf, sizeof buf);
   return kd_value_string(buf, n < sizeof buf ? n : sizeof buf - 1, &r[0]);
+}
+
+/* The pattern of an autograd kernel (what PyTorch's VariableType kernels
+ * do before their bookkeeping): run on below the autograd keys. Registered
+ * at AutogradCPU it wins over the CompositeImplicitAutograd kernel for that
+ * slot only; AutogradCUDA and the rest keep the composite ("math kernel"). */
+static kd_status describe_autograd_cpu(const kd_call *c, const kd_arg *a, kd_value *r) {
+  return kd_redispatch_unboxed(c, a, r);
 }
 
 FILE *kd__tool_trace_out = NULL;
@@ -155,6 +166,11 @@ KD_LIBRARY_IMPL(demo, COMPOSITE_IMPLICIT_AUTOGRAD, m) {
   kd_library_impl(m, "describe", &k, NULL);
 }
 
+KD_LIBRARY_IMPL(demo, AUTOGRAD_CPU, m) {
+  kd_kernel k = kd_kernel_unboxed(describe_autograd_cpu, "(Tensor) -> str");
+  kd_library_impl(m, "describe", &k, NULL);
+}
+
 KD_LIBRARY_IMPL(_, TRACER, m) {
   kd_kernel k = kd_kernel_boxed(trace_fallback);
   kd_library_fallback(m, &k, NULL);
@@ -169,7 +185,7 @@ int kd__tool_open(void) {
       &kd_library_def_demo,         &kd_library_kernel_demo_neg_CPU,
       &kd_library_kernel_demo_eq_CPU, &kd_library_impl_demo_CPU,
       &kd_library_impl_demo_META,   &kd_library_impl_demo_COMPOSITE_IMPLICIT_AUTOGRAD,
-      &kd_library_impl___TRACER,
+      &kd_library_impl_demo_AUTOGRAD_CPU, &kd_library_impl___TRACER,
   };
   for (size_t i = 0; i < sizeof descs / sizeof descs[0]; i++) {
     if (kd_library_open_desc(descs[i])) {

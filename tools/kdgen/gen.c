@@ -210,16 +210,29 @@ static const char *backend_of(const char *key) {
   return "";
 }
 
-/* Why a key of torchgen's that kdispatch lacks is not generated: "sparse COO
- * layout" in "SparseCPU has no sparse COO layout in kdispatch". */
-static const char *missing_reason(const char *key) {
-  if (!strncmp(key, "SparseCsr", 9)) return "sparse compressed layout";
-  if (!strncmp(key, "Sparse", 6)) return "sparse COO layout";
-  if (!strncmp(key, "Quantized", 9)) return "quantized tensors";
-  if (strstr(key, "NestedTensor")) return "nested tensors";
+/* Why a key of torchgen's that kdispatch lacks is not generated: "XPU device
+ * type" in "SparseXPU has no XPU device type in kdispatch". Every
+ * functionality of kdispatch's backends (SparseCPU, QuantizedMeta,
+ * NestedTensorCUDA, AutogradPrivateUse1, ...) is a runtime key and generated;
+ * what is left is PyTorch's other backend components (MPS, XLA, HIP, XPU,
+ * ..., alone or with a functionality prefix) and PyTorch's keys of no
+ * backend (MkldnnCPU, ZeroTensor, FPGA, ...). */
+static const char *missing_reason(const char *key, char *buf, size_t cap) {
   if (!strncmp(key, "Mkldnn", 6)) return "MKL-DNN layout";
-  if (!strcmp(key, "MPS")) return "MPS device type";
   if (!strcmp(key, "ZeroTensor")) return "ZeroTensor key";
+  static const char *const prefixes[] = {"Quantized", "SparseCsr", "Sparse", "NestedTensor",
+                                         "Autograd", ""};
+  static const char *const components[] = {"HIP", "XLA", "MPS", "IPU", "XPU", "HPU",
+                                           "VE",  "Lazy", "MTIA"};
+  for (size_t p = 0; p < sizeof prefixes / sizeof *prefixes; p++) {
+    size_t n = strlen(prefixes[p]);
+    if (strncmp(key, prefixes[p], n)) continue;
+    for (size_t c = 0; c < sizeof components / sizeof *components; c++)
+      if (!strcmp(key + n, components[c])) {
+        snprintf(buf, cap, "%s device type", components[c]);
+        return buf;
+      }
+  }
   return "dispatch key of that name";
 }
 
@@ -228,11 +241,6 @@ const kdg_func *kdg_structured_out(const kdg_func *f) {
   if (f->structured) return f;
   if (f->structured_delegate && f->delegate && f->delegate->structured) return f->delegate;
   return NULL;
-}
-
-static const char *key_for(const char *yaml_key) {
-  if (!strcmp(yaml_key, "CompositeExplicitAutogradNonFunctional")) return "CompositeExplicitAutograd";
-  return yaml_key;
 }
 
 /* A function without tensor arguments (a factory) dispatches on nothing: its
@@ -266,6 +274,18 @@ static int add_backend_select(const kdg_func *f, target *t, int n, int cap) {
   return n;
 }
 
+/* Whether dispatch entry i of structured out function `out`, for a key that
+ * is no dense backend, names the kernel of one of the group's structured
+ * impls (a dense backend's entry): C has no overloads, so the unstructured
+ * kernel cannot have the same name. */
+static bool structured_kernel_clash(const kdg_func *out, size_t i) {
+  for (size_t j = 0; j < out->ndispatch; j++)
+    if (*backend_of(out->dispatch[j].key) &&
+        !strcmp(out->dispatch[j].kernel, out->dispatch[i].kernel))
+      return true;
+  return false;
+}
+
 static int targets_of(const gen_ctx *g, const kdg_func *f, target *t, int cap) {
   int n = 0;
   if (f->manual_kernel_registration) return 0;
@@ -274,7 +294,22 @@ static int targets_of(const gen_ctx *g, const kdg_func *f, target *t, int cap) {
     bool meta = false;
     for (size_t i = 0; i < out->ndispatch && n < cap; i++) {
       const char *key = out->dispatch[i].key;
-      if (!*backend_of(key)) continue; /* a key without a runtime layout: a note */
+      if (!*backend_of(key)) {
+        /* Another runtime key of the out function (SparseCPU, QuantizedCPU,
+         * ...): an unstructured kernel with the out function's parameters,
+         * as torchgen's non-structured dispatch keys. A kernel that is also
+         * one of the group's structured impls has other parameters: a note
+         * (structured_kernel_clash). A key the runtime lacks: a note. */
+        if (f == out && key_known(key) && !structured_kernel_clash(out, i)) {
+          target *x = &t[n++];
+          snprintf(x->key, sizeof x->key, "%s", key);
+          x->backend[0] = 0;
+          x->kind = TARGET_NATIVE;
+          snprintf(x->fn, sizeof x->fn, "kdk_native_%s", out->dispatch[i].kernel);
+          x->line = out->dispatch[i].line;
+        }
+        continue;
+      }
       if (!strcmp(key, "Meta")) meta = true;
       target *x = &t[n++];
       snprintf(x->key, sizeof x->key, "%s", key);
@@ -304,7 +339,7 @@ static int targets_of(const gen_ctx *g, const kdg_func *f, target *t, int cap) {
     return add_backend_select(f, t, n, cap);
   }
   for (size_t i = 0; i < f->ndispatch && n < cap; i++) {
-    const char *key = key_for(f->dispatch[i].key);
+    const char *key = f->dispatch[i].key;
     if (!key_known(key)) continue; /* a key without a runtime layout: a note */
     bool dup = false;
     for (int j = 0; j < n; j++)
@@ -322,10 +357,13 @@ static int targets_of(const gen_ctx *g, const kdg_func *f, target *t, int cap) {
 }
 
 /* The C function a direct call for `backend` uses: the backend's own kernel,
- * else a composite one. NULL when there is none. */
+ * else a composite one in the dispatcher's precedence (NonFunctional,
+ * Explicit, Implicit). NULL when there is none. */
 static const target *direct_target(const target *t, int n, const char *key) {
   for (int i = 0; i < n; i++)
     if (!strcmp(t[i].key, key)) return &t[i];
+  for (int i = 0; i < n; i++)
+    if (!strcmp(t[i].key, "CompositeExplicitAutogradNonFunctional")) return &t[i];
   for (int i = 0; i < n; i++)
     if (!strcmp(t[i].key, "CompositeExplicitAutograd")) return &t[i];
   for (int i = 0; i < n; i++)
@@ -1178,12 +1216,21 @@ static void scan_keys(gen_ctx *g) {
     const kdg_func *f = &g->f->funcs[i];
     for (size_t j = 0; j < f->ndispatch; j++) {
       const kdg_dispatch *e = &f->dispatch[j];
-      const char *key = key_for(e->key);
+      const char *key = e->key;
       for (size_t k = 0; k < NBACKENDS; k++)
         if (!strcmp(backend_names[k][0], key)) g->backend_used[k] = true;
-      if (key_known(key)) continue;
+      if (key_known(key)) {
+        const kdg_func *out = kdg_structured_out(f);
+        if (f == out && !*backend_of(key) && structured_kernel_clash(f, j))
+          kdg_note(g->d, g->path, e->line,
+                   "'%s': not generated: %s's kernel '%s' is also a structured impl of the group "
+                   "(a kernel of %s takes the out function's parameters): give it another name",
+                   f->qualified, e->key, e->kernel, e->key);
+        continue;
+      }
+      char why[64];
       kdg_note(g->d, g->path, e->line, "'%s': not generated: %s has no %s in kdispatch (kernel '%s')",
-               f->qualified, e->key, missing_reason(e->key), e->kernel);
+               f->qualified, e->key, missing_reason(e->key, why, sizeof why), e->kernel);
     }
   }
 }

@@ -223,6 +223,13 @@ typedef struct bplan {
   const kdg_bentry *e;
   const kdg_func *f; /* the operator (upstream's, or the backend's new one) */
   plan_kind kind;
+  /* The key the plan registers: NULL for the backend's main key; else
+   * another functionality of its column as written ("SparsePrivateUse1",
+   * "AutogradPrivateUse1"), always an unstructured kernel (an "other-key
+   * plan"), registered at key_enum ("KD_KEY_SPARSE_PRIVATEUSE1"). */
+  const char *key;
+  char key_enum[64];
+  kdg_strategy strategy; /* of the plan's key (kdg_bentry_key_strategy) */
   char why[600];
   bfunc c;            /* C view of f */
   char qualified[300]; /* "aten::add.Tensor" */
@@ -452,6 +459,7 @@ static void b_plan_device(bplan *p) {
 static void b_plan(bgen *g, bplan *p) {
   const kdg_bentry *e = p->e;
   p->f = e->up;
+  p->strategy = e->strategy;
   p->ns = e->is_new ? g->ns : g->up_ns;
   if (!p->f) {
     snprintf(p->why, sizeof p->why, "unresolved");
@@ -470,6 +478,74 @@ static void b_plan(bgen *g, bplan *p) {
     b_plan_kernel(g, p);
   b_plan_device(p);
 }
+
+/* The enum of a key of the backend's column: "SparsePrivateUse1" ->
+ * "KD_KEY_SPARSE_PRIVATEUSE1" (kd/keys.h). False when `key` is none. */
+static bool b_key_enum(const char *key, char *dst, size_t cap) {
+  const char *tok = kdg_sel_key_token(key); /* the enum's suffix, or NULL */
+  if (!tok) return false;
+  snprintf(dst, cap, "KD_KEY_%s", tok);
+  return true;
+}
+
+/* An other-key plan: entry p->e's kernel for p->key, another functionality of
+ * the backend's column, as an unstructured kernel with the operator's own
+ * parameters (torch_musa registers its SparsePrivateUse1, ... kernels so).
+ * Legacy binds libkdops' kernel of the same functionality on CPU (kdgen
+ * cannot tell whether it runs on the device: the author names it on
+ * purpose); Customized is the author's prefix + kernel. The autograd key's
+ * kernel runs above the device: no device check, no guard. */
+static void b_plan_other(bgen *g, bplan *p) {
+  const kdg_bentry *e = p->e;
+  p->f = e->up;
+  p->ns = e->is_new ? g->ns : g->up_ns;
+  p->guard = -1;
+  if (!p->f) {
+    snprintf(p->why, sizeof p->why, "unresolved");
+    return;
+  }
+  snprintf(p->qualified, sizeof p->qualified, "%s::%s", p->ns, p->f->qualified);
+  if (!b_key_enum(p->key, p->key_enum, sizeof p->key_enum)) {
+    snprintf(p->why, sizeof p->why, "the runtime has no key %s", p->key);
+    return;
+  }
+  p->strategy = kdg_bentry_key_strategy(g->b, e, p->key);
+  const char *kernel = NULL;
+  for (size_t i = 0; i < e->ndispatch && !kernel; i++)
+    if (!strcmp(e->dispatch[i].key, p->key)) kernel = e->dispatch[i].kernel;
+  if (!kernel || p->strategy == KDG_STRATEGY_NONE) {
+    snprintf(p->why, sizeof p->why, "no kernel for %s", p->key);
+    return;
+  }
+  if (!b_build(p->f, &p->c, p->why, sizeof p->why)) return;
+  if (p->strategy == KDG_STRATEGY_LEGACY) {
+    const kdg_func *n = b_native_of(g, p->f, p->why, sizeof p->why);
+    if (!n) return;
+    /* the same functionality on CPU: SparsePrivateUse1 -> SparseCPU */
+    char rel[128];
+    snprintf(rel, sizeof rel, "%.*sCPU", (int)(strlen(p->key) - strlen(g->b->opts.key)), p->key);
+    const char *k = b_kernel_for(n, rel);
+    if (!k || strcmp(k, kernel)) {
+      snprintf(p->why, sizeof p->why, "libkdops has no %s kernel '%s' for '%s' (%s:%d) to reuse", rel,
+               kernel, p->f->qualified, g->native->path, n->line);
+      return;
+    }
+    snprintf(p->fn, sizeof p->fn, "kdk_native_%s", kernel);
+  } else {
+    snprintf(p->fn, sizeof p->fn, "%s%s", g->prefix, kernel);
+    p->author = true;
+  }
+  p->kind = PLAN_KERNEL;
+  kd_functionality fn;
+  kd_dispatch_key k;
+  if (kd_dispatch_key_from_name(p->key, &k) == KD_OK && kd_dispatch_key_split(k, &fn, NULL) &&
+      fn == KD_FUNCTIONALITY_AUTOGRAD)
+    return;
+  b_plan_device(p);
+}
+
+/* The key name a plan registers ("PrivateUse1", "SparsePrivateUse1"). */
+static const char *b_key_of(const bgen *g, const bplan *p) { return p->key ? p->key : g->b->opts.key; }
 
 /* ---- Writers -------------------------------------------------------------------- */
 
@@ -582,8 +658,11 @@ static int b_write_functions(bgen *g, const char *out_dir) {
     if (p->kind == PLAN_KERNEL && p->author) {
       if (b_seen(done, ndone, p->fn)) continue;
       if (ndone < 4096) done[ndone++] = (char *)p->fn;
-      kdg_printf(&b, "/* %s, %s */\n", kdg_strategy_name(p->e->strategy),
-                 p->e->is_new ? "a new operator" : "unstructured");
+      if (p->key)
+        kdg_printf(&b, "/* %s, unstructured, for %s */\n", kdg_strategy_name(p->strategy), p->key);
+      else
+        kdg_printf(&b, "/* %s, %s */\n", kdg_strategy_name(p->e->strategy),
+                   p->e->is_new ? "a new operator" : "unstructured");
       b_schema_comment(&b, p, p->f);
       kdg_printf(&b, "kd_status %s(", p->fn);
       b_params(&b, &p->c);
@@ -694,7 +773,7 @@ static void b_emit_checked(const bgen *g, kdg_buf *b, const bplan *p) {
           kdg_printf(b, "%s\"%s\"", n++ ? ", " : "", kd_argument_name(c->p[i].arg));
     kdg_printf(b, "};\n  if ((kd__st = %s__same_device(\"wrapper_%s_%s\", %d, kd__t, kd__n)))\n"
                   "    return kd__st;\n",
-               g->name, g->b->opts.key, p->f->cname, n);
+               g->name, b_key_of(g, p), p->f->cname, n);
   }
   if (p->guard >= 0) {
     const bparam *q = &c->p[p->guard];
@@ -908,7 +987,7 @@ static bool b_stub_guard_open(const bgen *g, kdg_buf *b, const char *stub) {
 static const char *b_strategy_label(const bplan *p) {
   if (p->e->is_new) return "new operator";
   bool st = p->kind == PLAN_STRUCTURED;
-  switch (p->e->strategy) {
+  switch (p->strategy) {
     case KDG_STRATEGY_LEGACY: return st ? "Legacy, structured" : "Legacy, unstructured";
     case KDG_STRATEGY_LEGACY_META: return st ? "LegacyMeta" : "LegacyMeta, unstructured";
     case KDG_STRATEGY_CUSTOMIZED: return st ? "Customized, structured" : "Customized, unstructured";
@@ -951,22 +1030,23 @@ static int b_write_plugin(bgen *g, const char *out_dir) {
     }
   /* Wrappers and adapters, each inside its selective-build guard (with its
    * direct call and its row: nothing else names them). */
-  const char *key = g->b->opts.key;
   for (size_t i = 0; i < g->nplans; i++) {
     const bplan *p = &g->plans[i];
     if (p->kind == PLAN_NONE) continue;
-    bool sel = kdg_sel_guard_open(&b, p->ns, p->f, key);
+    bool sel = kdg_sel_guard_open(&b, p->ns, p->f, b_key_of(g, p));
     b_schema_comment(&b, p, p->f);
     if (p->kind == PLAN_STRUCTURED) b_emit_structured(g, &b, p);
     if (p->check || p->guard >= 0) b_emit_checked(g, &b, p);
     b_emit_adapter(g, &b, p, i);
     kdg_sel_guard_close(&b, sel);
   }
-  /* Direct calls. */
+  /* Direct calls: of the main key's kernels only (the other keys' kernels are
+   * for layouts and autograd, which a direct call of the device skips). */
   kdg_printf(&b, "/* ---- Direct calls (%s_direct.h) ---- */\n\n", g->name);
+  const char *key = g->b->opts.key;
   for (size_t i = 0; i < g->nplans; i++) {
     const bplan *p = &g->plans[i];
-    if (p->kind == PLAN_NONE) continue;
+    if (p->kind == PLAN_NONE || p->key) continue;
     bool sel = kdg_sel_guard_open(&b, p->ns, p->f, key);
     kdg_sel_guard_open(&h, p->ns, p->f, key);
     b_emit_direct(g, &b, &h, p);
@@ -975,9 +1055,11 @@ static int b_write_plugin(bgen *g, const char *out_dir) {
   }
   /* Registration tables. */
   kdg_printf(&b, "/* ---- Registration ---- */\n\n");
-  kdg_printf(&b, "typedef struct %s__impl {\n  int ns; /* 0: %s, 1: %s */\n  const char *name;\n"
+  kdg_printf(&b, "typedef struct %s__impl {\n  int ns; /* 0: %s, 1: %s */\n"
+                 "  kd_dispatch_key key; /* %s or another functionality of its column */\n"
+                 "  const char *name;\n"
                  "  const char *signature;\n  kd_unboxed_fn fn;\n  const char *where;\n} %s__impl;\n\n",
-             g->name, g->up_ns, g->ns, g->name);
+             g->name, g->up_ns, g->ns, g->b->opts.key, g->name);
   size_t ndefs = 0, nimpls = 0;
   for (size_t i = 0; i < g->nplans; i++) {
     const bplan *p = &g->plans[i];
@@ -990,14 +1072,15 @@ static int b_write_plugin(bgen *g, const char *out_dir) {
   for (size_t i = 0; i < g->nplans; i++) {
     const bplan *p = &g->plans[i];
     if (p->kind == PLAN_NONE) continue;
-    bool sel = kdg_sel_guard_open(&b, p->ns, p->f, key);
-    kdg_printf(&b, "    {%d, \"%s\", \"%s\", %s__u%zu, \"%s:%d (%s)\"},\n", p->e->is_new ? 1 : 0,
-               p->f->qualified, p->c.sig, g->name, i, g->b->path, p->e->line, b_strategy_label(p));
+    bool sel = kdg_sel_guard_open(&b, p->ns, p->f, b_key_of(g, p));
+    kdg_printf(&b, "    {%d, %s, \"%s\", \"%s\", %s__u%zu, \"%s:%d (%s)\"},\n", p->e->is_new ? 1 : 0,
+               p->key ? p->key_enum : g->key_enum, p->f->qualified, p->c.sig, g->name, i, g->b->path,
+               p->e->line, b_strategy_label(p));
     kdg_sel_guard_close(&b, sel);
     nimpls++;
   }
   /* A selective build may leave out every row: the table ends at its sentinel. */
-  kdg_printf(&b, "    {0, NULL, NULL, NULL, NULL}, /* the end (a selective build may leave no row) */\n};\n\n");
+  kdg_printf(&b, "    {0, KD_KEY_UNDEFINED, NULL, NULL, NULL, NULL}, /* the end (a selective build may leave no row) */\n};\n\n");
   char *stubs[512];
   size_t nstubs = b_stubs(g, stubs, 512);
   kdg_printf(&b, "static size_t %s__nstubs_registered;\nstatic bool %s__author_up; /* %sbackend succeeded */\n",
@@ -1050,12 +1133,18 @@ static int b_write_plugin(bgen *g, const char *out_dir) {
   }
   if (nimpls)
     kdg_printf(&b,
-             "  kd_library *libs[2] = {NULL, NULL};\n"
+             "  /* one IMPL library per namespace and functionality of the column */\n"
+             "  kd_library *libs[2][KD_FUNCTIONALITY_COUNT];\n"
+             "  memset(libs, 0, sizeof libs);\n"
              "  static const char *const nss[2] = {\"%s\", \"%s\"};\n"
              "  for (size_t i = 0; %s__impls[i].name; i++) {\n"
              "    const %s__impl *x = &%s__impls[i];\n"
-             "    if (!libs[x->ns] &&\n"
-             "        (st = kd_plugin_library(plugin, KD_LIBRARY_IMPL, nss[x->ns], %s, &libs[x->ns])))\n"
+             "    kd_functionality f;\n"
+             "    if (!kd_dispatch_key_split(x->key, &f, NULL))\n"
+             "      return kd_set_error(KD_EINTERNAL, \"%s: key %%s of '%%s' is not a backend's\",\n"
+             "                          kd_dispatch_key_name(x->key), x->name);\n"
+             "    kd_library **lib = &libs[x->ns][f];\n"
+             "    if (!*lib && (st = kd_plugin_library(plugin, KD_LIBRARY_IMPL, nss[x->ns], x->key, lib)))\n"
              "      return st;\n"
              "    kd_kernel k;\n"
              "    memset(&k, 0, sizeof k);\n"
@@ -1064,9 +1153,9 @@ static int b_write_plugin(bgen *g, const char *out_dir) {
              "    k.unboxed = x->fn;\n"
              "    k.signature = x->signature;\n"
              "    k.debug = x->where;\n"
-             "    if ((st = kd_library_impl(libs[x->ns], x->name, &k, NULL))) return st;\n"
+             "    if ((st = kd_library_impl(*lib, x->name, &k, NULL))) return st;\n"
              "  }\n",
-             g->up_ns, g->ns, g->name, g->name, g->name, g->key_enum);
+             g->up_ns, g->ns, g->name, g->name, g->name, g->name);
   if (nstubs)
     kdg_printf(&b,
              "  for (size_t i = 0; i < %zu; i++) {\n"
@@ -1111,38 +1200,48 @@ static int b_write_plugin(bgen *g, const char *out_dir) {
   return rc;
 }
 
-/* Keys of an entry other than the main one, with why they are not generated. */
+/* The other-key plans of an entry (one per other key it names, in its
+ * dispatch order): a line each, what was generated or why not. */
 static void b_other_keys(const bgen *g, const bplan *p, kdg_buf *list) {
   const kdg_bentry *e = p->e;
-  for (size_t i = 0; i < e->ndispatch; i++) {
-    const char *key = e->dispatch[i].key;
-    if (!strcmp(key, g->b->opts.key)) continue;
-    bool dup = false;
-    for (size_t j = 0; j < i; j++)
-      if (!strcmp(e->dispatch[j].key, key)) dup = true;
-    if (dup) continue;
-    kd_dispatch_key k;
-    const char *why = kd_dispatch_key_from_name(key, &k) == KD_OK
-                          ? "it is not the backend's key (kdgen generates one key per backend)"
-                          : "the runtime has no layout (no dispatch key) for it";
-    kdg_note(g->d, g->b->path, e->dispatch[i].line, "'%s': key '%s' is not generated: %s", e->written, key, why);
-    kdg_printf(list, "%s %s %s not generated: key %s: %s\n", e->written,
-               kdg_strategy_name(e->strategy), e->structured ? "structured" : "unstructured", key,
-               why);
+  for (size_t i = 0; i < g->nplans; i++) {
+    const bplan *q = &g->plans[i];
+    if (q->e != e || !q->key) continue;
+    const char *kind = e->structured ? "structured" : "unstructured";
+    if (q->kind == PLAN_NONE)
+      kdg_printf(list, "%s %s %s not generated: key %s: %s\n", e->written,
+                 kdg_strategy_name(q->strategy), kind, q->key, q->why);
+    else
+      kdg_printf(list, "%s %s %s generated: key %s: kernel %s\n", e->written,
+                 kdg_strategy_name(q->strategy), kind, q->key, q->fn);
   }
 }
 
 static int b_write_entries(bgen *g, const char *out_dir) {
   kdg_buf b;
   kdg_buf_init(&b);
-  size_t ok = 0;
-  for (size_t i = 0; i < g->nplans; i++) ok += g->plans[i].kind != PLAN_NONE;
-  kdg_printf(&b, "# @generated by kdgen from %s: %zu entries, %zu generated, %zu not\n", g->b->path,
-             g->nplans, ok, g->nplans - ok);
+  size_t ok = 0, n = 0, okeys = 0, okeys_ok = 0;
+  for (size_t i = 0; i < g->nplans; i++) {
+    bool gen = g->plans[i].kind != PLAN_NONE;
+    if (g->plans[i].key) {
+      okeys++;
+      okeys_ok += gen;
+    } else {
+      n++;
+      ok += gen;
+    }
+  }
+  kdg_printf(&b, "# @generated by kdgen from %s: %zu entries, %zu generated, %zu not", g->b->path, n,
+             ok, n - ok);
+  if (okeys)
+    kdg_printf(&b, "; %zu kernels for other keys of the column, %zu generated, %zu not", okeys,
+               okeys_ok, okeys - okeys_ok);
+  kdg_printf(&b, "\n");
   for (size_t i = 0; i < g->nplans; i++) {
     const bplan *p = &g->plans[i];
     const kdg_bentry *e = p->e;
     const char *kind = e->structured ? "structured" : "unstructured";
+    if (p->key) continue; /* with its entry's line, below */
     if (p->kind == PLAN_NONE) {
       kdg_printf(&b, "%s %s %s not generated: %s\n", e->written, kdg_strategy_name(e->strategy), kind,
                  p->why);
@@ -1191,6 +1290,23 @@ static void b_check_same_name(const bgen *g, bplan *p, size_t n) {
   }
 }
 
+/* The number of distinct keys other than the main one in e's dispatch; with
+ * nth > 0, *key is set to the nth of them. */
+static size_t b_count_other_keys(const kdg_backend *b, const kdg_bentry *e, const char **key,
+                                 size_t nth) {
+  size_t n = 0;
+  for (size_t i = 0; i < e->ndispatch; i++) {
+    const char *k = e->dispatch[i].key;
+    if (!strcmp(k, b->opts.key)) continue;
+    bool dup = false;
+    for (size_t j = 0; j < i; j++)
+      if (!strcmp(e->dispatch[j].key, k)) dup = true;
+    if (dup) continue;
+    if (++n == nth && key) *key = k;
+  }
+  return n;
+}
+
 int kdg_generate_backend(const kdg_backend *b, const kdg_file *native, const char *out_dir,
                          kdg_diag *d) {
   size_t before = d->errors;
@@ -1215,13 +1331,20 @@ int kdg_generate_backend(const kdg_backend *b, const kdg_file *native, const cha
   b_upper(uk, sizeof uk, key);
   snprintf(g.key_enum, sizeof g.key_enum, "KD_KEY_%s", uk);
   snprintf(g.dev_enum, sizeof g.dev_enum, "KD_DEVICE_%s", uk);
-  g.nplans = b->nentries;
+  /* A plan per entry for the main key, then one per other key an entry names
+   * (SparsePrivateUse1, AutogradPrivateUse1, ...: the loader allows only the
+   * column's keys), in file order. */
+  size_t nother = 0;
+  for (size_t i = 0; i < b->nentries; i++)
+    nother += b_count_other_keys(b, &b->entries[i], NULL, 0);
+  g.nplans = b->nentries + nother;
   g.plans = kd_host_calloc(g.nplans ? g.nplans : 1, sizeof(bplan));
   if (!g.plans) {
     kdg_error(d, b->path, 0, "out of memory");
     return -1;
   }
-  for (size_t i = 0; i < g.nplans; i++) {
+  size_t at = b->nentries;
+  for (size_t i = 0; i < b->nentries; i++) {
     bplan *p = &g.plans[i];
     p->e = &b->entries[i];
     b_plan(&g, p);
@@ -1229,6 +1352,23 @@ int kdg_generate_backend(const kdg_backend *b, const kdg_file *native, const cha
     if (p->kind == PLAN_NONE)
       kdg_note(g.d, b->path, p->e->line, "'%s' (%s) is not generated: %s", p->e->written,
              kdg_strategy_name(p->e->strategy), p->why);
+  }
+  for (size_t i = 0; i < b->nentries; i++) {
+    const kdg_bentry *e = &b->entries[i];
+    for (size_t k = 0; k < b_count_other_keys(b, e, NULL, 0); k++) {
+      bplan *p = &g.plans[at];
+      p->e = e;
+      int line = 0;
+      b_count_other_keys(b, e, &p->key, k + 1);
+      for (size_t j = 0; j < e->ndispatch && !line; j++)
+        if (!strcmp(e->dispatch[j].key, p->key)) line = e->dispatch[j].line;
+      b_plan_other(&g, p);
+      b_check_same_name(&g, p, at);
+      if (p->kind == PLAN_NONE)
+        kdg_note(g.d, b->path, line, "'%s': key '%s' is not generated: %s", e->written, p->key,
+                 p->why);
+      at++;
+    }
   }
   /* Two entries whose author functions share a name must agree on the signature:
    * kdgen declares it once (a C compiler would catch a conflict anyway). */

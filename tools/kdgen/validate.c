@@ -15,8 +15,11 @@
 #include "kd/memory.h"
 
 /* Dispatch keys an entry may name: PyTorch's (torchgen's DispatchKey: a
- * functionality prefix and a backend component, plus the keys below) and the
- * runtime's (include/kd/dispatch.h). */
+ * functionality prefix and a backend component, plus the keys below) and
+ * every runtime and alias key of kdispatch (include/kd/keys.h: AutogradCPU,
+ * AutogradOther, ADInplaceOrView, Autograd, ...). Which of them kdgen
+ * generates is gen.c's business: the runtime's keys are registered, the
+ * others are notes. */
 static const char *const dispatch_keys[] = {
     "MkldnnCPU",
     "ZeroTensor",
@@ -55,9 +58,10 @@ bool kdg_known_dispatch_key(const char *k) {
     for (size_t c = 0; c < sizeof backend_components / sizeof *backend_components; c++)
       if (!strcmp(k + n, backend_components[c])) return true;
   }
-  /* and every backend key of kdispatch's runtime (PrivateUse1..3...) */
+  /* and every key of kdispatch's runtime (runtime and alias keys; Undefined,
+   * the slot of calls without tensors, is no kernel's key) */
   kd_dispatch_key key;
-  return kd_dispatch_key_from_name(k, &key) == KD_OK && (kd_keyset_of(key) & kd_keyset_backends());
+  return kd_dispatch_key_from_name(k, &key) == KD_OK && key != KD_KEY_UNDEFINED;
 }
 
 static const char *const kind_names[] = {"functional", "inplace", "out=", "mutable", "scratch"};
