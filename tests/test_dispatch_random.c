@@ -1,9 +1,13 @@
-/* Random sequences of registrations and releases at runtime and alias keys,
- * fallthrough kernels and fallbacks: after every step the cached tables equal
- * a fresh computation (kd_dispatcher_check), every slot of the computed table
- * holds the kernel, with the reason, that a model predicts, calls with CPU
- * and Meta tensors (with their autograd keys or made in inference mode, and
- * called in and out of inference mode) reach the kernel the model predicts,
+/* Random sequences of registrations and releases at runtime keys (CPU, Meta,
+ * SparseCPU, NestedTensorCPU, AutogradCPU: kernels and a fallthrough) and
+ * alias keys (Autograd, CompositeExplicitAutograd and its NonFunctional
+ * variant, CompositeImplicitAutograd and its NestedTensor variant, CatchAll),
+ * with fallbacks toggled at Meta and AutogradCPU: after every step the cached
+ * tables equal a fresh computation (kd_dispatcher_check), every slot of the
+ * computed table holds the kernel, with the reason, that a model predicts,
+ * calls with CPU and Meta tensors (with their autograd keys or made in
+ * inference mode, and called in and out of inference mode) and calls with
+ * each runtime key alone (kd_call_unboxed_keys) give what the model predicts,
  * and at the end everything is gone.
  *
  * The model (model_slot, model_call) is written from the rules of
@@ -69,6 +73,8 @@ static const kd_dispatch_key targets[] = {
     KD_KEY_COMPOSITE_IMPLICIT_AUTOGRAD,
     KD_KEY_CATCH_ALL,
     KD_KEY_SPARSE_CPU, /* a backend of AutogradOther */
+    KD_KEY_NESTED_TENSOR_CPU, /* a backend of AutogradNestedTensor */
+    KD_KEY_COMPOSITE_IMPLICIT_AUTOGRAD_NESTED_TENSOR,
     KD_KEY_AUTOGRAD_CPU, /* fallthrough */
 };
 #define NTARGETS (sizeof targets / sizeof targets[0])
@@ -175,7 +181,11 @@ static slot model_slot(const model *m, unsigned k) {
     return reg_slot(m, i, "default backend kernel");
   if ((k == 0 || (m_cea & b)) && (i = top(m, KD_KEY_COMPOSITE_EXPLICIT_AUTOGRAD)) >= 0)
     return reg_slot(m, i, "default backend kernel");
-  /* 4. CompositeImplicitAutogradNestedTensor: never registered here. */
+  /* 4. CompositeImplicitAutogradNestedTensor (not Undefined), whatever the
+   * backend has */
+  if ((m_nested & b || k == U_AUTOGRAD_NT) &&
+      (i = top(m, KD_KEY_COMPOSITE_IMPLICIT_AUTOGRAD_NESTED_TENSOR)) >= 0)
+    return reg_slot(m, i, "nested kernel");
   /* 5. CompositeImplicitAutograd: an autograd key takes it only when its
    * backend has no kernel of its own and there is no CEA kernel (CEANF does
    * not count, as in PyTorch); AutogradOther would be ambiguous with a kernel
@@ -328,6 +338,13 @@ static coverage cover[] = {
     {"AutogradOther", S_KERNEL, "math kernel", 0},
     {"AutogradOther", S_AMBIGUOUS, "ambiguous autogradother", 0},
     {"SparseCPU", S_KERNEL, "kernel", 0},
+    {"NestedTensorCPU", S_KERNEL, "kernel", 0},
+    {"NestedTensorCPU", S_KERNEL, "nested kernel", 0},
+    {"NestedTensorCPU", S_KERNEL, "math kernel", 0},
+    {"NestedTensorMeta", S_KERNEL, "nested kernel", 0},
+    {"AutogradNestedTensor", S_KERNEL, "nested kernel", 0},
+    {"AutogradNestedTensor", S_KERNEL, "math kernel", 0},
+    {"AutogradNestedTensor", S_KERNEL, "autograd kernel", 0},
     {"SparseCPU", S_KERNEL, "default backend kernel", 0},
     {"Undefined", S_KERNEL, "default backend kernel", 0},
     {"Undefined", S_KERNEL, "catch-all", 0},
