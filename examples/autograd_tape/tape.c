@@ -108,13 +108,15 @@ static kd_status record(const kd_call *call, kd_stack *stack) {
   return KD_OK;
 }
 
-/* Prints the tape's lines from `from` on. */
+/* Prints the tape's lines from `from` on (borrowed; cannot fail). */
 static void print_tape(const tape *t, int from) {
   for (int i = from; i < t->n; i++) printf("  %s\n", t->lines[i]);
   if (from == t->n) printf("  (nothing recorded)\n");
 }
 
-/* Prints the lines of aten::relu's computed dispatch table for `keys`. */
+/* Prints the lines of aten::relu's computed dispatch table (kd_op_dump_table)
+ * for the key names `keys` (borrowed), "(missing)" for a key without one;
+ * nothing when aten::relu is not defined. */
 static void print_slots(const char *const *keys, size_t nkeys) {
   kd_op *op;
   char dump[8192];
@@ -133,6 +135,7 @@ static void print_slots(const char *const *keys, size_t nkeys) {
   }
 }
 
+/* Prints "what: [KEYS]", the tensor's key set (borrowed). */
 static void print_keys(const char *what, const kd_tensor *t) {
   char buf[256];
   kd_keyset_format(kd_tensor_key_set(t), buf, sizeof buf);
@@ -157,6 +160,7 @@ static kd_status layer(kd_tensor *x, kd_tensor *w, kd_tensor *b, kd_tensor **s_o
   return st;
 }
 
+/* Reports the thread's last error after `what` on stderr; returns main's 1. */
 static int fail(const char *what) {
   fprintf(stderr, "%s: %s\n", what, kd_last_error());
   return 1;
