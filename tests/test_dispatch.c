@@ -1081,27 +1081,33 @@ static void test_listeners(void **state) {
 
 /* ---- Every order gives the same table --------------------------------------------- */
 
-static void permute_check(kd_library **libs, const char **names, const kd_kernel *ks, int n,
-                          const char *expected_table, const char *expected_dump) {
-  int idx[4] = {0, 1, 2, 3};
+static int permute_check_op(const char *opname, kd_library **libs, const char **names,
+                            const kd_kernel *ks, int n, const char *expected_table,
+                            const char *expected_dump) {
+  int idx[6] = {0, 1, 2, 3, 4, 5};
   int count = 0;
+  assert_true(n <= 6);
   /* Heap's algorithm over the registration order; releases in reverse of a
-   * rotated order. */
-  int c[4] = {0, 0, 0, 0};
+   * rotated order. The table is checked against the computation after
+   * every single step. */
+  int c[6] = {0, 0, 0, 0, 0, 0};
   for (int i = 0;;) {
-    kd_registration *regs[4];
-    for (int j = 0; j < n; j++)
+    kd_registration *regs[6];
+    for (int j = 0; j < n; j++) {
       KD_ASSERT_OK(kd_library_impl(libs[idx[j]], names[idx[j]], &ks[idx[j]], &regs[idx[j]]));
+      KD_ASSERT_OK(kd_dispatcher_check());
+    }
     kd_op *op;
-    KD_ASSERT_OK(kd_op_find("order::f", "", &op));
-    char table[4096], dump[4096];
+    KD_ASSERT_OK(kd_op_find(opname, "", &op));
+    char table[8192], dump[4096];
     kd_op_dump_table(op, table, sizeof table);
     KD_ASSERT_STR_EQ(table, expected_table);
     kd_op_dump(op, dump, sizeof dump);
     KD_ASSERT_STR_EQ(dump, expected_dump);
-    KD_ASSERT_OK(kd_dispatcher_check());
-    for (int j = 0; j < n; j++) kd_registration_release(regs[(j + count) % n]);
-    KD_ASSERT_OK(kd_dispatcher_check());
+    for (int j = 0; j < n; j++) {
+      kd_registration_release(regs[(j + count) % n]);
+      KD_ASSERT_OK(kd_dispatcher_check());
+    }
     count++;
     while (i < n && c[i] >= i) c[i++] = 0;
     if (i >= n) break;
@@ -1112,7 +1118,13 @@ static void permute_check(kd_library **libs, const char **names, const kd_kernel
     c[i]++;
     i = 0;
   }
-  assert_int_equal(count, 24);
+  return count;
+}
+
+static void permute_check(kd_library **libs, const char **names, const kd_kernel *ks, int n,
+                          const char *expected_table, const char *expected_dump) {
+  assert_int_equal(permute_check_op("order::f", libs, names, ks, n, expected_table, expected_dump),
+                   24);
 }
 
 static void test_every_order(void **state) {
@@ -1154,6 +1166,628 @@ static void test_every_order(void **state) {
   assert_non_null(strstr(empty, "missing: [Undefined, CPU, CUDA, Meta,"));
   for (int j = 0; j < 4; j++) kd_library_close(libs[j]);
   kd_library_close(def);
+}
+
+/* ---- Autograd keys and PyTorch 1.13's fill rules ------------------------------------ */
+
+ID_KERNEL(k_cuda, "cuda")
+ID_KERNEL(k_quantized, "quantized")
+ID_KERNEL(k_nested, "nested")
+ID_KERNEL(k_nonfunctional, "nonfunctional")
+ID_KERNEL(k_agother, "agother")
+
+/* Autograd-like kernels: mark, then redispatch below their key. */
+static kd_status k_autograd(const kd_call *c, const kd_arg *a, kd_value *r) {
+  mark("autograd");
+  return kd_redispatch_unboxed(c, a, r);
+}
+static kd_status k_agcpu(const kd_call *c, const kd_arg *a, kd_value *r) {
+  mark("agcpu");
+  return kd_redispatch_unboxed(c, a, r);
+}
+static kd_status k_agcuda(const kd_call *c, const kd_arg *a, kd_value *r) {
+  mark("agcuda");
+  return kd_redispatch_unboxed(c, a, r);
+}
+static kd_status kb_agcpu(const kd_call *c, kd_stack *s) {
+  mark("agcpu_boxed");
+  return kd_redispatch_boxed(c, s);
+}
+/* A boxed fallback for an autograd key. */
+static kd_status fb_autograd(const kd_call *c, kd_stack *s) {
+  char m[96];
+  snprintf(m, sizeof m, "fb_autograd(%s@%s)", kd_op_name(c->op), kd_dispatch_key_name(c->key));
+  mark(m);
+  return kd_redispatch_boxed(c, s);
+}
+/* Marks the key whose slot chose it: "all@CPU". */
+static kd_status k_all(const kd_call *c, const kd_arg *a, kd_value *r) {
+  char m[64];
+  snprintf(m, sizeof m, "all@%s", kd_dispatch_key_name(c->key));
+  mark(m);
+  r[0] = kd_value_tensor(a[0].t);
+  return KD_OK;
+}
+
+/* The computed table's line of `key` without its indent ("AutogradCPU:
+ * unboxed [math kernel] from implicit"), or "missing". Static storage. */
+static const char *slot(kd_op *op, kd_dispatch_key key) {
+  static char line[512];
+  char table[8192], want[64];
+  assert_true(kd_op_dump_table(op, table, sizeof table) < sizeof table);
+  snprintf(want, sizeof want, "\n  %s: ", kd_dispatch_key_name(key));
+  const char *p = strstr(table, want);
+  if (!p) return "missing";
+  p += 3;
+  snprintf(line, sizeof line, "%.*s", (int)strcspn(p, "\n"), p);
+  return line;
+}
+
+#define BUILTIN_FT "fallthrough [backend fallback] from kdispatch (built-in autograd fallthrough)"
+
+/* A kernel with a debug string (what the table lines name). */
+static kd_kernel named(kd_kernel k, const char *debug) {
+  k.debug = debug;
+  return k;
+}
+
+/* A call with an explicit key set, one tensor argument, identity result. */
+static kd_status call1_keys(kd_op *op, kd_keyset keys, kd_tensor *t) {
+  kd_arg a[1] = {{.t = t}};
+  kd_value r[1] = {kd_value_none()};
+  kd_status st = kd_call_unboxed_keys(op, keys, a, r);
+  if (st == KD_OK) assert_ptr_equal(r[0].u.t, t);
+  kd_value_destroy(&r[0]);
+  return st;
+}
+static kd_status call1_boxed_keys(kd_op *op, kd_keyset keys, kd_tensor *t) {
+  kd_stack s;
+  kd_stack_init(&s);
+  kd_value v = kd_value_tensor(t);
+  kd_stack_push(&s, &v);
+  kd_status st = kd_call_boxed_keys(op, keys, &s);
+  if (st == KD_OK) assert_ptr_equal(s.items[0].u.t, t);
+  kd_stack_free(&s);
+  return st;
+}
+
+/* Runs op on t and returns what ran. */
+static const char *run1(kd_op *op, kd_tensor *t) {
+  ran[0] = 0;
+  KD_ASSERT_OK(call1(op, t));
+  return ran;
+}
+
+/* CompositeExplicitAutograd, CompositeImplicitAutograd, Autograd and
+ * AutogradCPU, registered one by one: which fills the autograd slots
+ * (OperatorEntry.cpp 1.13: math kernel before autograd kernel, and not for
+ * a key whose backend, or CompositeExplicitAutograd, has a kernel). */
+static void test_autograd_alias_precedence(void **state) {
+  (void)state;
+  kd_library *def = kd_test_open_lib(KD_LIBRARY_DEF, "agp", KD_KEY_UNDEFINED);
+  KD_ASSERT_OK(kd_library_def(def, "f(Tensor self) -> Tensor", NULL, 0, NULL));
+  kd_library *libs[5] = {kd_test_open_lib(KD_LIBRARY_IMPL, "agp", KD_KEY_COMPOSITE_IMPLICIT_AUTOGRAD),
+                         kd_test_open_lib(KD_LIBRARY_IMPL, "agp", KD_KEY_AUTOGRAD),
+                         kd_test_open_lib(KD_LIBRARY_IMPL, "agp", KD_KEY_CPU),
+                         kd_test_open_lib(KD_LIBRARY_IMPL, "agp", KD_KEY_COMPOSITE_EXPLICIT_AUTOGRAD),
+                         kd_test_open_lib(KD_LIBRARY_IMPL, "agp", KD_KEY_AUTOGRAD_CPU)};
+  kd_kernel ks[5] = {named(kd_kernel_unboxed(k_implicit, SIG1), "implicit"),
+                     named(kd_kernel_unboxed(k_autograd, SIG1), "autograd"),
+                     named(kd_kernel_unboxed(k_cpu, SIG1), "cpu"),
+                     named(kd_kernel_unboxed(k_explicit, SIG1), "explicit"),
+                     named(kd_kernel_unboxed(k_agcpu, SIG1), "agcpu")};
+  const char *names[5] = {"f", "f", "f", "f", "f"};
+  kd_registration *r[5];
+  kd_tensor *t = tensor_on(KD_DEVICE_CPU), *cu = tensor_on(KD_DEVICE_CUDA);
+
+  KD_ASSERT_OK(kd_library_impl(libs[0], "f", &ks[0], &r[0]));
+  KD_ASSERT_OK(kd_dispatcher_check());
+  kd_op *op;
+  KD_ASSERT_OK(kd_op_find("agp::f", "", &op));
+  KD_ASSERT_STR_EQ(slot(op, KD_KEY_UNDEFINED), "Undefined: unboxed [math kernel] from implicit");
+  KD_ASSERT_STR_EQ(slot(op, KD_KEY_CPU), "CPU: unboxed [math kernel] from implicit");
+  KD_ASSERT_STR_EQ(slot(op, KD_KEY_AUTOGRAD_CPU), "AutogradCPU: unboxed [math kernel] from implicit");
+  KD_ASSERT_STR_EQ(slot(op, KD_KEY_AUTOGRAD_OTHER), "AutogradOther: unboxed [math kernel] from implicit");
+  KD_ASSERT_STR_EQ(slot(op, KD_KEY_AD_INPLACE_OR_VIEW), "ADInplaceOrView: " BUILTIN_FT);
+  KD_ASSERT_STR_EQ(run1(op, t), "implicit"); /* at AutogradCPU: nothing below runs */
+
+  /* Autograd: CompositeImplicitAutograd still wins at the autograd keys. */
+  KD_ASSERT_OK(kd_library_impl(libs[1], "f", &ks[1], &r[1]));
+  KD_ASSERT_OK(kd_dispatcher_check());
+  KD_ASSERT_STR_EQ(slot(op, KD_KEY_AUTOGRAD_CPU), "AutogradCPU: unboxed [math kernel] from implicit");
+  KD_ASSERT_STR_EQ(run1(op, t), "implicit");
+
+  /* A CPU kernel takes the math kernel away from AutogradCPU only. */
+  KD_ASSERT_OK(kd_library_impl(libs[2], "f", &ks[2], &r[2]));
+  KD_ASSERT_OK(kd_dispatcher_check());
+  KD_ASSERT_STR_EQ(slot(op, KD_KEY_AUTOGRAD_CPU), "AutogradCPU: unboxed [autograd kernel] from autograd");
+  KD_ASSERT_STR_EQ(slot(op, KD_KEY_AUTOGRAD_CUDA), "AutogradCUDA: unboxed [math kernel] from implicit");
+  KD_ASSERT_STR_EQ(slot(op, KD_KEY_CPU), "CPU: unboxed [kernel] from cpu");
+  KD_ASSERT_STR_EQ(run1(op, t), "autograd,cpu");
+  KD_ASSERT_STR_EQ(run1(op, cu), "implicit");
+
+  /* CompositeExplicitAutograd counts as a backend kernel for every
+   * autograd key, AutogradOther too. */
+  KD_ASSERT_OK(kd_library_impl(libs[3], "f", &ks[3], &r[3]));
+  KD_ASSERT_OK(kd_dispatcher_check());
+  KD_ASSERT_STR_EQ(slot(op, KD_KEY_AUTOGRAD_CUDA), "AutogradCUDA: unboxed [autograd kernel] from autograd");
+  KD_ASSERT_STR_EQ(slot(op, KD_KEY_AUTOGRAD_OTHER), "AutogradOther: unboxed [autograd kernel] from autograd");
+  KD_ASSERT_STR_EQ(slot(op, KD_KEY_CUDA), "CUDA: unboxed [default backend kernel] from explicit");
+  KD_ASSERT_STR_EQ(slot(op, KD_KEY_UNDEFINED), "Undefined: unboxed [default backend kernel] from explicit");
+  KD_ASSERT_STR_EQ(slot(op, KD_KEY_NESTED_TENSOR_CPU), "missing");
+  KD_ASSERT_STR_EQ(run1(op, cu), "autograd,explicit");
+
+  /* AutogradCPU's own kernel beats every alias. */
+  KD_ASSERT_OK(kd_library_impl(libs[4], "f", &ks[4], &r[4]));
+  KD_ASSERT_OK(kd_dispatcher_check());
+  KD_ASSERT_STR_EQ(slot(op, KD_KEY_AUTOGRAD_CPU), "AutogradCPU: unboxed [kernel] from agcpu");
+  KD_ASSERT_STR_EQ(run1(op, t), "agcpu,cpu");
+  char expected[8192], expected_dump[4096];
+  kd_op_dump_table(op, expected, sizeof expected);
+  kd_op_dump(op, expected_dump, sizeof expected_dump);
+  assert_non_null(strstr(expected_dump, "\n  Autograd[alias]: unboxed kernel registered at autograd\n"));
+  assert_non_null(strstr(expected_dump, "\n  AutogradCPU: unboxed kernel registered at agcpu\n"));
+
+  /* Releases, each undoing what it did. */
+  kd_registration_release(r[1]); /* Autograd */
+  KD_ASSERT_OK(kd_dispatcher_check());
+  KD_ASSERT_STR_EQ(slot(op, KD_KEY_AUTOGRAD_CUDA), "AutogradCUDA: " BUILTIN_FT);
+  KD_ASSERT_STR_EQ(run1(op, cu), "explicit");
+  kd_registration_release(r[3]); /* CompositeExplicitAutograd */
+  KD_ASSERT_OK(kd_dispatcher_check());
+  KD_ASSERT_STR_EQ(slot(op, KD_KEY_AUTOGRAD_CUDA), "AutogradCUDA: unboxed [math kernel] from implicit");
+  KD_ASSERT_STR_EQ(slot(op, KD_KEY_NESTED_TENSOR_CPU), "NestedTensorCPU: unboxed [math kernel] from implicit");
+  KD_ASSERT_STR_EQ(run1(op, cu), "implicit");
+  kd_registration_release(r[4]); /* AutogradCPU */
+  KD_ASSERT_OK(kd_dispatcher_check());
+  KD_ASSERT_STR_EQ(slot(op, KD_KEY_AUTOGRAD_CPU), "AutogradCPU: " BUILTIN_FT);
+  KD_ASSERT_STR_EQ(run1(op, t), "cpu");
+  kd_registration_release(r[2]); /* CPU */
+  KD_ASSERT_OK(kd_dispatcher_check());
+  KD_ASSERT_STR_EQ(slot(op, KD_KEY_AUTOGRAD_CPU), "AutogradCPU: unboxed [math kernel] from implicit");
+  kd_registration_release(r[0]);
+  KD_ASSERT_OK(kd_dispatcher_check());
+
+  /* Every order of registration and release gives the same table. */
+  assert_int_equal(permute_check_op("agp::f", libs, names, ks, 5, expected, expected_dump), 120);
+  for (int j = 0; j < 5; j++) kd_library_close(libs[j]);
+  kd_library_close(def);
+  kd_tensor_release(t);
+  kd_tensor_release(cu);
+}
+
+/* has_backend_kernel: a CPU kernel keeps CompositeImplicitAutograd out of
+ * AutogradCPU (which falls through to CPU) but not out of AutogradCUDA;
+ * a NonFunctional kernel does not count; the nested keys. */
+static void test_has_backend_kernel(void **state) {
+  (void)state;
+  kd_library *def = kd_test_open_lib(KD_LIBRARY_DEF, "hbk", KD_KEY_UNDEFINED);
+  KD_ASSERT_OK(kd_library_def(def, "f(Tensor self) -> Tensor", NULL, 0, NULL));
+  KD_ASSERT_OK(kd_library_def(def, "g(Tensor self) -> Tensor", NULL, 0, NULL));
+  kd_library *cia = kd_test_open_lib(KD_LIBRARY_IMPL, "hbk", KD_KEY_COMPOSITE_IMPLICIT_AUTOGRAD);
+  kd_library *cpu = kd_test_open_lib(KD_LIBRARY_IMPL, "hbk", KD_KEY_CPU);
+  kd_library *nf = kd_test_open_lib(KD_LIBRARY_IMPL, "hbk",
+                                    KD_KEY_COMPOSITE_EXPLICIT_AUTOGRAD_NON_FUNCTIONAL);
+  kd_library *nt = kd_test_open_lib(KD_LIBRARY_IMPL, "hbk", KD_KEY_NESTED_TENSOR_CUDA);
+  kd_library *ciant = kd_test_open_lib(KD_LIBRARY_IMPL, "hbk",
+                                       KD_KEY_COMPOSITE_IMPLICIT_AUTOGRAD_NESTED_TENSOR);
+  kd_kernel ki = named(kd_kernel_unboxed(k_implicit, SIG1), "implicit"),
+            kc = named(kd_kernel_unboxed(k_cpu, SIG1), "cpu"),
+            kn = named(kd_kernel_unboxed(k_nonfunctional, SIG1), "nonfunctional"),
+            knt = named(kd_kernel_unboxed(k_nested, SIG1), "nested");
+  kd_tensor *t = tensor_on(KD_DEVICE_CPU), *cu = tensor_on(KD_DEVICE_CUDA);
+  kd_op *f, *g;
+  kd_registration *rc, *rnt, *rciant;
+  KD_ASSERT_OK(kd_library_impl(cia, "f", &ki, NULL));
+  KD_ASSERT_OK(kd_library_impl(cpu, "f", &kc, &rc));
+  KD_ASSERT_OK(kd_dispatcher_check());
+  KD_ASSERT_OK(kd_op_find("hbk::f", "", &f));
+  KD_ASSERT_STR_EQ(slot(f, KD_KEY_AUTOGRAD_CPU), "AutogradCPU: " BUILTIN_FT);
+  KD_ASSERT_STR_EQ(slot(f, KD_KEY_AUTOGRAD_CUDA), "AutogradCUDA: unboxed [math kernel] from implicit");
+  KD_ASSERT_STR_EQ(slot(f, KD_KEY_CUDA), "CUDA: unboxed [math kernel] from implicit");
+  KD_ASSERT_STR_EQ(run1(f, t), "cpu");
+  KD_ASSERT_STR_EQ(run1(f, cu), "implicit");
+  /* The missing-kernel message lists the keys with kernels, not the
+   * built-in fallthroughs. */
+  kd_registration_release(rc);
+  KD_ASSERT_OK(kd_dispatcher_check());
+  KD_ASSERT_STR_EQ(slot(f, KD_KEY_AUTOGRAD_CPU), "AutogradCPU: unboxed [math kernel] from implicit");
+  KD_ASSERT_STR_EQ(run1(f, t), "implicit");
+
+  /* CompositeExplicitAutogradNonFunctional fills the dense, Quantized and
+   * SparseCsr keys but not Sparse, and does not keep the math kernel out of
+   * the autograd keys. */
+  KD_ASSERT_OK(kd_library_impl(cia, "g", &ki, NULL));
+  KD_ASSERT_OK(kd_library_impl(nf, "g", &kn, NULL));
+  KD_ASSERT_OK(kd_dispatcher_check());
+  KD_ASSERT_OK(kd_op_find("hbk::g", "", &g));
+  KD_ASSERT_STR_EQ(slot(g, KD_KEY_CPU), "CPU: unboxed [default backend kernel] from nonfunctional");
+  KD_ASSERT_STR_EQ(slot(g, KD_KEY_QUANTIZED_CPU),
+                   "QuantizedCPU: unboxed [default backend kernel] from nonfunctional");
+  KD_ASSERT_STR_EQ(slot(g, KD_KEY_SPARSE_CPU), "SparseCPU: unboxed [math kernel] from implicit");
+  KD_ASSERT_STR_EQ(slot(g, KD_KEY_UNDEFINED),
+                   "Undefined: unboxed [default backend kernel] from nonfunctional");
+  KD_ASSERT_STR_EQ(slot(g, KD_KEY_AUTOGRAD_CPU), "AutogradCPU: unboxed [math kernel] from implicit");
+  KD_ASSERT_STR_EQ(run1(g, t), "implicit");
+  {
+    kd_inference_mode_guard im = kd_inference_mode_enter(true);
+    KD_ASSERT_STR_EQ(run1(g, t), "nonfunctional");
+    kd_inference_mode_exit(im);
+  }
+
+  /* The nested keys: a NestedTensor kernel is AutogradNestedTensor's backend;
+   * CompositeImplicitAutogradNestedTensor fills the NestedTensor keys and
+   * AutogradNestedTensor (not Undefined) before CompositeImplicitAutograd. */
+  KD_ASSERT_STR_EQ(slot(f, KD_KEY_AUTOGRAD_NESTED_TENSOR),
+                   "AutogradNestedTensor: unboxed [math kernel] from implicit");
+  KD_ASSERT_OK(kd_library_impl(nt, "f", &knt, &rnt));
+  KD_ASSERT_OK(kd_dispatcher_check());
+  KD_ASSERT_STR_EQ(slot(f, KD_KEY_AUTOGRAD_NESTED_TENSOR), "AutogradNestedTensor: " BUILTIN_FT);
+  KD_ASSERT_STR_EQ(slot(f, KD_KEY_NESTED_TENSOR_CUDA), "NestedTensorCUDA: unboxed [kernel] from nested");
+  kd_registration_release(rnt);
+  KD_ASSERT_OK(kd_dispatcher_check());
+  KD_ASSERT_STR_EQ(slot(f, KD_KEY_AUTOGRAD_NESTED_TENSOR),
+                   "AutogradNestedTensor: unboxed [math kernel] from implicit");
+  KD_ASSERT_OK(kd_library_impl(ciant, "f", &knt, &rciant));
+  KD_ASSERT_OK(kd_dispatcher_check());
+  KD_ASSERT_STR_EQ(slot(f, KD_KEY_NESTED_TENSOR_META), "NestedTensorMeta: unboxed [nested kernel] from nested");
+  KD_ASSERT_STR_EQ(slot(f, KD_KEY_AUTOGRAD_NESTED_TENSOR),
+                   "AutogradNestedTensor: unboxed [nested kernel] from nested");
+  KD_ASSERT_STR_EQ(slot(f, KD_KEY_UNDEFINED), "Undefined: unboxed [math kernel] from implicit");
+  KD_ASSERT_STR_EQ(slot(f, KD_KEY_AUTOGRAD_CPU), "AutogradCPU: unboxed [math kernel] from implicit");
+  kd_registration_release(rciant);
+  KD_ASSERT_OK(kd_dispatcher_check());
+  KD_ASSERT_STR_EQ(slot(f, KD_KEY_NESTED_TENSOR_META), "NestedTensorMeta: unboxed [math kernel] from implicit");
+  kd_library_close(ciant);
+  kd_library_close(nt);
+  kd_library_close(nf);
+  kd_library_close(cpu);
+  kd_library_close(cia);
+  kd_library_close(def);
+  KD_ASSERT_OK(kd_dispatcher_check());
+  kd_tensor_release(t);
+  kd_tensor_release(cu);
+}
+
+/* The missing-kernel message names the keys that have kernels, without the
+ * built-in autograd fallthroughs, and a call goes through the autograd keys
+ * to the backend's slot. */
+static void test_missing_lists_real_kernels(void **state) {
+  (void)state;
+  kd_library *def = kd_test_open_lib(KD_LIBRARY_DEF, "avl", KD_KEY_UNDEFINED);
+  kd_library *meta = kd_test_open_lib(KD_LIBRARY_IMPL, "avl", KD_KEY_META);
+  KD_ASSERT_OK(kd_library_def(def, "f(Tensor self) -> Tensor", NULL, 0, NULL));
+  kd_kernel k = kd_kernel_unboxed(k_cpu, SIG1);
+  KD_ASSERT_OK(kd_library_impl(meta, "f", &k, NULL));
+  kd_op *op;
+  KD_ASSERT_OK(kd_op_find("avl::f", "", &op));
+  kd_tensor *t = tensor_on(KD_DEVICE_CPU);
+  KD_ASSERT_STR_EQ(slot(op, KD_KEY_AUTOGRAD_CPU), "AutogradCPU: " BUILTIN_FT);
+  KD_ASSERT_ERR(call1(op, t), KD_ENOKERNEL,
+                "Could not run 'avl::f' with arguments from the 'CPU' backend.");
+  KD_ASSERT_ERR(call1(op, t), KD_ENOKERNEL, "'avl::f' is only available for these backends: [Meta].");
+  KD_ASSERT_ERR(call1_boxed(op, t), KD_ENOKERNEL, "available for these backends: [Meta].");
+  kd_library_close(meta);
+  kd_library_close(def);
+  kd_tensor_release(t);
+}
+
+/* AutogradOther with a CompositeImplicitAutograd kernel and a kernel at a
+ * backend mapped to it (Quantized, Sparse, SparseCsr): the ambiguous kernel,
+ * which fails naming the operator. */
+static void test_autograd_other_ambiguity(void **state) {
+  (void)state;
+  kd_library *def = kd_test_open_lib(KD_LIBRARY_DEF, "amb", KD_KEY_UNDEFINED);
+  KD_ASSERT_OK(kd_library_def(def, "f(Tensor self) -> Tensor", NULL, 0, NULL));
+  kd_library *cia = kd_test_open_lib(KD_LIBRARY_IMPL, "amb", KD_KEY_COMPOSITE_IMPLICIT_AUTOGRAD);
+  kd_library *q = kd_test_open_lib(KD_LIBRARY_IMPL, "amb", KD_KEY_QUANTIZED_CPU);
+  kd_library *csr = kd_test_open_lib(KD_LIBRARY_IMPL, "amb", KD_KEY_SPARSE_CSR_META);
+  kd_library *ago = kd_test_open_lib(KD_LIBRARY_IMPL, "amb", KD_KEY_AUTOGRAD_OTHER);
+  kd_library *cea = kd_test_open_lib(KD_LIBRARY_IMPL, "amb", KD_KEY_COMPOSITE_EXPLICIT_AUTOGRAD);
+  kd_kernel ki = named(kd_kernel_unboxed(k_implicit, SIG1), "implicit"),
+            kq = named(kd_kernel_unboxed(k_quantized, SIG1), "quantized"),
+            ka = named(kd_kernel_unboxed(k_agother, SIG1), "agother"),
+            ke = named(kd_kernel_unboxed(k_explicit, SIG1), "explicit");
+  kd_registration *rq, *rcsr, *ra, *re, *ri;
+  kd_tensor *t = tensor_on(KD_DEVICE_CPU);
+  kd_keyset keys = kd_keyset_of(KD_KEY_AUTOGRAD_OTHER) | kd_keyset_of(KD_KEY_QUANTIZED_CPU);
+  /* The backend kernel first, then the composite. */
+  KD_ASSERT_OK(kd_library_impl(q, "f", &kq, &rq));
+  kd_op *op;
+  KD_ASSERT_OK(kd_op_find("amb::f", "", &op));
+  KD_ASSERT_STR_EQ(slot(op, KD_KEY_AUTOGRAD_OTHER), "AutogradOther: " BUILTIN_FT);
+  ran[0] = 0;
+  KD_ASSERT_OK(call1_keys(op, keys, t));
+  KD_ASSERT_STR_EQ(ran, "quantized");
+  KD_ASSERT_OK(kd_library_impl(cia, "f", &ki, &ri));
+  KD_ASSERT_OK(kd_dispatcher_check());
+  KD_ASSERT_STR_EQ(slot(op, KD_KEY_AUTOGRAD_OTHER),
+                   "AutogradOther: unboxed+boxed [ambiguous autogradother] from kdispatch "
+                   "(ambiguous autogradother)");
+  /* AutogradOther's backends only: AutogradCPU takes the math kernel. */
+  KD_ASSERT_STR_EQ(slot(op, KD_KEY_AUTOGRAD_CPU), "AutogradCPU: unboxed [math kernel] from implicit");
+  ran[0] = 0;
+  KD_ASSERT_ERR(call1_keys(op, keys, t), KD_EUNSUPPORTED,
+                "'amb::f' has kernels for both CompositeImplicitAutograd and a backend mapped to "
+                "AutogradOther");
+  KD_ASSERT_ERR(call1_boxed_keys(op, keys, t), KD_EUNSUPPORTED,
+                "register a dedicated Autograd<backend> kernel");
+  KD_ASSERT_STR_EQ(ran, ""); /* nothing ran */
+  /* Without AutogradOther in the key set (inference mode's exclusion) the
+   * backend kernel runs. */
+  ran[0] = 0;
+  KD_ASSERT_OK(call1_keys(op, kd_keyset_of(KD_KEY_QUANTIZED_CPU), t));
+  KD_ASSERT_STR_EQ(ran, "quantized");
+  /* A kernel at AutogradOther settles it; its release brings the ambiguity
+   * back. */
+  KD_ASSERT_OK(kd_library_impl(ago, "f", &ka, &ra));
+  KD_ASSERT_OK(kd_dispatcher_check());
+  KD_ASSERT_STR_EQ(slot(op, KD_KEY_AUTOGRAD_OTHER), "AutogradOther: unboxed [kernel] from agother");
+  ran[0] = 0;
+  KD_ASSERT_OK(call1_keys(op, keys, t));
+  KD_ASSERT_STR_EQ(ran, "agother");
+  kd_registration_release(ra);
+  KD_ASSERT_OK(kd_dispatcher_check());
+  KD_ASSERT_STR_EQ(slot(op, KD_KEY_AUTOGRAD_OTHER),
+                   "AutogradOther: unboxed+boxed [ambiguous autogradother] from kdispatch "
+                   "(ambiguous autogradother)");
+  /* The quantized kernel gone: the math kernel; a SparseCsr kernel (another
+   * functionality, another backend) makes it ambiguous again. */
+  kd_registration_release(rq);
+  KD_ASSERT_OK(kd_dispatcher_check());
+  KD_ASSERT_STR_EQ(slot(op, KD_KEY_AUTOGRAD_OTHER), "AutogradOther: unboxed [math kernel] from implicit");
+  ran[0] = 0;
+  KD_ASSERT_OK(call1_keys(op, keys, t));
+  KD_ASSERT_STR_EQ(ran, "implicit");
+  KD_ASSERT_OK(kd_library_impl(csr, "f", &kq, &rcsr));
+  KD_ASSERT_OK(kd_dispatcher_check());
+  KD_ASSERT_STR_EQ(slot(op, KD_KEY_AUTOGRAD_OTHER),
+                   "AutogradOther: unboxed+boxed [ambiguous autogradother] from kdispatch "
+                   "(ambiguous autogradother)");
+  /* CompositeExplicitAutograd does not settle it (the ambiguity rule comes
+   * first), but without a backend kernel it keeps the math kernel out. */
+  KD_ASSERT_OK(kd_library_impl(cea, "f", &ke, &re));
+  KD_ASSERT_OK(kd_dispatcher_check());
+  KD_ASSERT_STR_EQ(slot(op, KD_KEY_AUTOGRAD_OTHER),
+                   "AutogradOther: unboxed+boxed [ambiguous autogradother] from kdispatch "
+                   "(ambiguous autogradother)");
+  kd_registration_release(rcsr);
+  KD_ASSERT_OK(kd_dispatcher_check());
+  KD_ASSERT_STR_EQ(slot(op, KD_KEY_AUTOGRAD_OTHER), "AutogradOther: " BUILTIN_FT);
+  kd_registration_release(re);
+  kd_registration_release(ri);
+  KD_ASSERT_OK(kd_dispatcher_check());
+  kd_library_close(cea);
+  kd_library_close(ago);
+  kd_library_close(csr);
+  kd_library_close(q);
+  kd_library_close(cia);
+  kd_library_close(def);
+  kd_tensor_release(t);
+}
+
+/* A kernel at an Autograd<B> key redispatches to the backend: below its
+ * whole functionality (AutogradCUDA with CPU and CUDA keys goes to CUDA,
+ * not to AutogradCPU). */
+static void test_autograd_redispatch(void **state) {
+  (void)state;
+  kd_library *def = kd_test_open_lib(KD_LIBRARY_DEF, "agr", KD_KEY_UNDEFINED);
+  KD_ASSERT_OK(kd_library_def(def, "f(Tensor self) -> Tensor", NULL, 0, NULL));
+  KD_ASSERT_OK(kd_library_def(def, "g(Tensor self) -> Tensor", NULL, 0, NULL));
+  kd_library *cpu = kd_test_open_lib(KD_LIBRARY_IMPL, "agr", KD_KEY_CPU);
+  kd_library *cuda = kd_test_open_lib(KD_LIBRARY_IMPL, "agr", KD_KEY_CUDA);
+  kd_library *agcpu = kd_test_open_lib(KD_LIBRARY_IMPL, "agr", KD_KEY_AUTOGRAD_CPU);
+  kd_library *agcuda = kd_test_open_lib(KD_LIBRARY_IMPL, "agr", KD_KEY_AUTOGRAD_CUDA);
+  kd_kernel kc = kd_kernel_unboxed(k_cpu, SIG1), kcu = kd_kernel_unboxed(k_cuda, SIG1),
+            ka = kd_kernel_unboxed(k_agcpu, SIG1), kacu = kd_kernel_unboxed(k_agcuda, SIG1),
+            kb = kd_kernel_boxed(kb_agcpu);
+  const char *fg[2] = {"f", "g"};
+  for (int i = 0; i < 2; i++) {
+    KD_ASSERT_OK(kd_library_impl(cpu, fg[i], &kc, NULL));
+    KD_ASSERT_OK(kd_library_impl(cuda, fg[i], &kcu, NULL));
+  }
+  KD_ASSERT_OK(kd_library_impl(agcpu, "f", &ka, NULL));
+  KD_ASSERT_OK(kd_library_impl(agcuda, "f", &kacu, NULL));
+  KD_ASSERT_OK(kd_library_impl(agcpu, "g", &kb, NULL));
+  KD_ASSERT_OK(kd_dispatcher_check());
+  kd_op *f, *g;
+  KD_ASSERT_OK(kd_op_find("agr::f", "", &f));
+  KD_ASSERT_OK(kd_op_find("agr::g", "", &g));
+  kd_tensor *t = tensor_on(KD_DEVICE_CPU), *cu = tensor_on(KD_DEVICE_CUDA);
+  KD_ASSERT_STR_EQ(run1(f, t), "agcpu,cpu");
+  KD_ASSERT_STR_EQ(run1(f, cu), "agcuda,cuda");
+  ran[0] = 0;
+  KD_ASSERT_OK(call1_boxed(f, t));
+  KD_ASSERT_STR_EQ(ran, "agcpu,cpu");
+  /* A boxed kernel at AutogradCPU, called typed and boxed. */
+  KD_ASSERT_STR_EQ(run1(g, t), "agcpu_boxed,cpu");
+  ran[0] = 0;
+  KD_ASSERT_OK(call1_boxed(g, t));
+  KD_ASSERT_STR_EQ(ran, "agcpu_boxed,cpu");
+  /* Both backends' keys: AutogradCUDA wins, and its redispatch skips
+   * AutogradCPU. */
+  kd_keyset both = kd_tensor_key_set(t) | kd_tensor_key_set(cu);
+  ran[0] = 0;
+  KD_ASSERT_OK(call1_keys(f, both, t));
+  KD_ASSERT_STR_EQ(ran, "agcuda,cuda");
+  ran[0] = 0;
+  KD_ASSERT_OK(call1_boxed_keys(f, both, t));
+  KD_ASSERT_STR_EQ(ran, "agcuda,cuda");
+  kd_library_close(agcuda);
+  kd_library_close(agcpu);
+  kd_library_close(cuda);
+  kd_library_close(cpu);
+  kd_library_close(def);
+  KD_ASSERT_OK(kd_dispatcher_check());
+  kd_tensor_release(t);
+  kd_tensor_release(cu);
+}
+
+/* A fallback registered at AutogradCPU replaces the built-in fallthrough
+ * there (only there) while it lasts. */
+static void test_autograd_fallback(void **state) {
+  (void)state;
+  kd_library *def = kd_test_open_lib(KD_LIBRARY_DEF, "agfb", KD_KEY_UNDEFINED);
+  KD_ASSERT_OK(kd_library_def(def, "f(Tensor self) -> Tensor", NULL, 0, NULL));
+  kd_library *cpu = kd_test_open_lib(KD_LIBRARY_IMPL, "agfb", KD_KEY_CPU);
+  kd_library *ag = kd_test_open_lib(KD_LIBRARY_IMPL, "agfb", KD_KEY_AUTOGRAD_CPU);
+  kd_library *cia = kd_test_open_lib(KD_LIBRARY_IMPL, "agfb", KD_KEY_COMPOSITE_IMPLICIT_AUTOGRAD);
+  kd_kernel kc = kd_kernel_unboxed(k_cpu, SIG1), ki = named(kd_kernel_unboxed(k_implicit, SIG1), "implicit"),
+            fb = named(kd_kernel_boxed(fb_autograd), "fb_autograd"),
+            ft = named(kd_kernel_fallthrough(), "ft"), ka = named(kd_kernel_unboxed(k_agcpu, SIG1), "agcpu");
+  KD_ASSERT_OK(kd_library_impl(cpu, "f", &kc, NULL));
+  kd_op *op;
+  KD_ASSERT_OK(kd_op_find("agfb::f", "", &op));
+  kd_tensor *t = tensor_on(KD_DEVICE_CPU);
+  KD_ASSERT_STR_EQ(run1(op, t), "cpu");
+  kd_registration *rfb, *rka, *ri;
+  KD_ASSERT_OK(kd_library_fallback(ag, &fb, &rfb));
+  KD_ASSERT_OK(kd_dispatcher_check());
+  KD_ASSERT_STR_EQ(slot(op, KD_KEY_AUTOGRAD_CPU), "AutogradCPU: boxed [backend fallback] from fb_autograd");
+  KD_ASSERT_STR_EQ(slot(op, KD_KEY_AUTOGRAD_CUDA), "AutogradCUDA: " BUILTIN_FT);
+  KD_ASSERT_STR_EQ(run1(op, t), "fb_autograd(agfb::f@AutogradCPU),cpu");
+  ran[0] = 0;
+  KD_ASSERT_OK(call1_boxed(op, t));
+  KD_ASSERT_STR_EQ(ran, "fb_autograd(agfb::f@AutogradCPU),cpu");
+  /* A second fallback for the key is refused; the built-in one is not a
+   * registration and is never named. */
+  KD_ASSERT_ERR(kd_library_fallback(ag, &ft, NULL), KD_EEXIST,
+                "a fallback for dispatch key AutogradCPU is already registered (at");
+  /* The operator's own kernel, and the math kernel, beat the fallback. */
+  KD_ASSERT_OK(kd_library_impl(ag, "f", &ka, &rka));
+  KD_ASSERT_OK(kd_dispatcher_check());
+  KD_ASSERT_STR_EQ(run1(op, t), "agcpu,cpu");
+  kd_registration_release(rka);
+  KD_ASSERT_OK(kd_library_def(def, "g(Tensor self) -> Tensor", NULL, 0, NULL));
+  KD_ASSERT_OK(kd_library_impl(cia, "g", &ki, &ri));
+  kd_op *g;
+  KD_ASSERT_OK(kd_op_find("agfb::g", "", &g));
+  KD_ASSERT_STR_EQ(slot(g, KD_KEY_AUTOGRAD_CPU), "AutogradCPU: unboxed [math kernel] from implicit");
+  KD_ASSERT_OK(kd_dispatcher_check());
+  /* Released: the built-in fallthrough again. */
+  kd_registration_release(rfb);
+  KD_ASSERT_OK(kd_dispatcher_check());
+  KD_ASSERT_STR_EQ(slot(op, KD_KEY_AUTOGRAD_CPU), "AutogradCPU: " BUILTIN_FT);
+  KD_ASSERT_STR_EQ(run1(op, t), "cpu");
+  /* A fallthrough fallback: the same behaviour, its own name. */
+  KD_ASSERT_OK(kd_library_fallback(ag, &ft, &rfb));
+  KD_ASSERT_OK(kd_dispatcher_check());
+  KD_ASSERT_STR_EQ(slot(op, KD_KEY_AUTOGRAD_CPU), "AutogradCPU: fallthrough [backend fallback] from ft");
+  KD_ASSERT_STR_EQ(run1(op, t), "cpu");
+  kd_registration_release(rfb);
+  KD_ASSERT_STR_EQ(slot(op, KD_KEY_AUTOGRAD_CPU), "AutogradCPU: " BUILTIN_FT);
+  /* Neither kind shows in the operator's registrations. */
+  char dump[4096];
+  kd_op_dump(op, dump, sizeof dump);
+  assert_null(strstr(dump, "Autograd"));
+  kd_registration_release(ri);
+  KD_ASSERT_OK(kd_dispatcher_check());
+  kd_library_close(cia);
+  kd_library_close(ag);
+  kd_library_close(cpu);
+  kd_library_close(def);
+  kd_tensor_release(t);
+}
+
+/* Inference mode: the autograd keys are excluded from calls, and tensors
+ * made in it carry none. */
+static void test_inference_mode_skips_autograd(void **state) {
+  (void)state;
+  kd_library *def = kd_test_open_lib(KD_LIBRARY_DEF, "inf", KD_KEY_UNDEFINED);
+  KD_ASSERT_OK(kd_library_def(def, "f(Tensor self) -> Tensor", NULL, 0, NULL));
+  kd_library *cpu = kd_test_open_lib(KD_LIBRARY_IMPL, "inf", KD_KEY_CPU);
+  kd_library *ag = kd_test_open_lib(KD_LIBRARY_IMPL, "inf", KD_KEY_AUTOGRAD_CPU);
+  kd_kernel kc = kd_kernel_unboxed(k_cpu, SIG1), ka = kd_kernel_unboxed(k_agcpu, SIG1);
+  KD_ASSERT_OK(kd_library_impl(cpu, "f", &kc, NULL));
+  KD_ASSERT_OK(kd_library_impl(ag, "f", &ka, NULL));
+  kd_op *op;
+  KD_ASSERT_OK(kd_op_find("inf::f", "", &op));
+  kd_tensor *t = tensor_on(KD_DEVICE_CPU);
+  KD_ASSERT_STR_EQ(run1(op, t), "agcpu,cpu");
+  assert_false(kd_inference_mode_is_enabled());
+  kd_inference_mode_guard g1 = kd_inference_mode_enter(true);
+  assert_true(kd_inference_mode_is_enabled());
+  KD_ASSERT_STR_EQ(run1(op, t), "cpu");
+  ran[0] = 0;
+  KD_ASSERT_OK(call1_boxed(op, t));
+  KD_ASSERT_STR_EQ(ran, "cpu");
+  kd_tensor *ti = tensor_on(KD_DEVICE_CPU);
+  assert_true(kd_tensor_key_set(ti) == kd_keyset_of(KD_KEY_CPU));
+  {
+    kd_inference_mode_guard g2 = kd_inference_mode_enter(false); /* nested: off again */
+    assert_false(kd_inference_mode_is_enabled());
+    KD_ASSERT_STR_EQ(run1(op, t), "agcpu,cpu");
+    KD_ASSERT_STR_EQ(run1(op, ti), "cpu"); /* it carries no autograd key */
+    kd_inference_mode_exit(g2);
+  }
+  assert_true(kd_inference_mode_is_enabled());
+  kd_inference_mode_exit(g1);
+  assert_false(kd_inference_mode_is_enabled());
+  KD_ASSERT_STR_EQ(run1(op, t), "agcpu,cpu");
+  KD_ASSERT_STR_EQ(run1(op, ti), "cpu");
+  kd_library_close(ag);
+  kd_library_close(cpu);
+  kd_library_close(def);
+  kd_tensor_release(ti);
+  kd_tensor_release(t);
+}
+
+/* CatchAll: first at backend-like keys (before their fallback), last at the
+ * others, after a registered fallback and the built-in autograd
+ * fallthrough. */
+static void test_catch_all_ordering(void **state) {
+  (void)state;
+  kd_library *def = kd_test_open_lib(KD_LIBRARY_DEF, "cao", KD_KEY_UNDEFINED);
+  KD_ASSERT_OK(kd_library_def(def, "f(Tensor self) -> Tensor", NULL, 0, NULL));
+  kd_library *all = kd_test_open_lib(KD_LIBRARY_IMPL, "cao", KD_KEY_CATCH_ALL);
+  kd_library *tr = kd_test_open_lib(KD_LIBRARY_IMPL, "cao", KD_KEY_TRACER);
+  kd_library *meta = kd_test_open_lib(KD_LIBRARY_IMPL, "cao", KD_KEY_META);
+  kd_library *ag = kd_test_open_lib(KD_LIBRARY_IMPL, "cao", KD_KEY_AUTOGRAD_CPU);
+  kd_kernel k = named(kd_kernel_unboxed(k_all, SIG1), "all"),
+            fbt = named(kd_kernel_boxed(fb_tracer), "fb_tracer"),
+            fba = named(kd_kernel_boxed(fb_autograd), "fb_autograd");
+  KD_ASSERT_OK(kd_library_impl(all, "f", &k, NULL));
+  KD_ASSERT_OK(kd_dispatcher_check());
+  kd_op *op;
+  KD_ASSERT_OK(kd_op_find("cao::f", "", &op));
+  KD_ASSERT_STR_EQ(slot(op, KD_KEY_UNDEFINED), "Undefined: unboxed [catch-all] from all");
+  KD_ASSERT_STR_EQ(slot(op, KD_KEY_CPU), "CPU: unboxed [catch-all] from all");
+  KD_ASSERT_STR_EQ(slot(op, KD_KEY_SPARSE_CPU), "SparseCPU: unboxed [catch-all] from all");
+  KD_ASSERT_STR_EQ(slot(op, KD_KEY_NESTED_TENSOR_CPU), "NestedTensorCPU: unboxed [catch-all] from all");
+  KD_ASSERT_STR_EQ(slot(op, KD_KEY_BACKEND_SELECT), "BackendSelect: unboxed [catch-all] from all");
+  KD_ASSERT_STR_EQ(slot(op, KD_KEY_AUTOGRAD_CPU), "AutogradCPU: " BUILTIN_FT);
+  KD_ASSERT_STR_EQ(slot(op, KD_KEY_AUTOGRAD_OTHER), "AutogradOther: " BUILTIN_FT);
+  KD_ASSERT_STR_EQ(slot(op, KD_KEY_AD_INPLACE_OR_VIEW), "ADInplaceOrView: " BUILTIN_FT);
+  KD_ASSERT_STR_EQ(slot(op, KD_KEY_TRACER), "Tracer: unboxed [catch-all] from all");
+  kd_tensor *t = tensor_on(KD_DEVICE_CPU);
+  KD_ASSERT_STR_EQ(run1(op, t), "all@CPU");
+  /* Fallbacks: a mode's wraps the catch-all, a backend's loses to it, an
+   * autograd key's replaces the built-in fallthrough. */
+  kd_registration *rt, *rm, *ra;
+  kd_kernel fbm = named(kd_kernel_boxed(fb_tracer), "fb_meta");
+  KD_ASSERT_OK(kd_library_fallback(tr, &fbt, &rt));
+  KD_ASSERT_OK(kd_library_fallback(meta, &fbm, &rm));
+  KD_ASSERT_OK(kd_library_fallback(ag, &fba, &ra));
+  KD_ASSERT_OK(kd_dispatcher_check());
+  KD_ASSERT_STR_EQ(slot(op, KD_KEY_TRACER), "Tracer: boxed [backend fallback] from fb_tracer");
+  KD_ASSERT_STR_EQ(slot(op, KD_KEY_META), "Meta: unboxed [catch-all] from all");
+  KD_ASSERT_STR_EQ(slot(op, KD_KEY_AUTOGRAD_CPU), "AutogradCPU: boxed [backend fallback] from fb_autograd");
+  kd_tls_keys g = kd_tls_include(kd_keyset_of(KD_KEY_TRACER));
+  KD_ASSERT_STR_EQ(run1(op, t), "fb_tracer(cao::f),fb_autograd(cao::f@AutogradCPU),all@CPU");
+  kd_tls_restore(g);
+  kd_registration_release(ra);
+  kd_registration_release(rm);
+  kd_registration_release(rt);
+  KD_ASSERT_OK(kd_dispatcher_check());
+  KD_ASSERT_STR_EQ(slot(op, KD_KEY_TRACER), "Tracer: unboxed [catch-all] from all");
+  KD_ASSERT_STR_EQ(slot(op, KD_KEY_AUTOGRAD_CPU), "AutogradCPU: " BUILTIN_FT);
+  kd_library_close(ag);
+  kd_library_close(meta);
+  kd_library_close(tr);
+  kd_library_close(all);
+  kd_library_close(def);
+  KD_ASSERT_OK(kd_dispatcher_check());
+  kd_tensor_release(t);
 }
 
 /* ---- Static registration in this program --------------------------------------------- */
@@ -1220,6 +1854,14 @@ int main(void) {
       cmocka_unit_test(test_def_kernel),
       cmocka_unit_test(test_listeners),
       cmocka_unit_test(test_every_order),
+      cmocka_unit_test(test_autograd_alias_precedence),
+      cmocka_unit_test(test_has_backend_kernel),
+      cmocka_unit_test(test_missing_lists_real_kernels),
+      cmocka_unit_test(test_autograd_other_ambiguity),
+      cmocka_unit_test(test_autograd_redispatch),
+      cmocka_unit_test(test_autograd_fallback),
+      cmocka_unit_test(test_inference_mode_skips_autograd),
+      cmocka_unit_test(test_catch_all_ordering),
       cmocka_unit_test(test_static_macros),
       cmocka_unit_test(test_foreach),
   };

@@ -171,12 +171,12 @@ static void test_macro_and_selection(void **state) {
   KD_ASSERT_ERR(kd_call_boxed(op, &s), KD_ENOKERNEL, "no CPU kernel for dtype float16");
   kd_stack_free(&s);
   /* dump and table show the keys. */
-  char buf[2048];
+  char buf[8192];
   kd_op_dump(op, buf, sizeof buf);
   assert_non_null(strstr(buf, "CPU: unboxed kernel for (strided, [float32, float64]) registered at"));
   assert_non_null(strstr(buf, "CPU: unboxed kernel for (ALL_LAYOUT, [int32, int64]) registered at"));
   kd_op_dump_table(op, buf, sizeof buf);
-  assert_non_null(strstr(buf, "CPU            kernel keys [kernel]: (CPU, strided, [float32, float64]); "
+  assert_non_null(strstr(buf, "\n  CPU: kernel keys [kernel]: (CPU, strided, [float32, float64]); "
                               "(CPU, ALL_LAYOUT, [int32, int64])"));
   KD_ASSERT_OK(kd_dispatcher_check());
   kd_registration_release(rf);
@@ -316,11 +316,72 @@ static void test_overload_macro(void **state) {
   kd_tensor_release(f32);
 }
 
+/* Kernel keys at a slot that is not a dense backend's (an autograd key, a
+ * mode): selection by dtype works the same, and the arguments' backend
+ * defaults to the key's column (AutogradCPU: CPU) or, for a key of no
+ * backend, to anywhere: the tensors the kernel returns are not refused. */
+static kd_status k_ag32(const kd_call *c, const kd_arg *a, kd_value *r) {
+  mark(kd_dispatch_key_name(c->key));
+  return kd_redispatch_unboxed(c, a, r);
+}
+MARKING(k_cpu_plain, "cpu")
+
+static void test_keyed_beyond_backends(void **state) {
+  (void)state;
+  kd_library *def = kd_test_open_lib(KD_LIBRARY_DEF, "kka", KD_KEY_UNDEFINED);
+  KD_ASSERT_OK(kd_library_def(def, "f(Tensor self) -> Tensor", NULL, 0, NULL));
+  kd_library *cpu = kd_test_open_lib(KD_LIBRARY_IMPL, "kka", KD_KEY_CPU);
+  kd_library *ag = kd_test_open_lib(KD_LIBRARY_IMPL, "kka", KD_KEY_AUTOGRAD_CPU);
+  kd_library *tr = kd_test_open_lib(KD_LIBRARY_IMPL, "kka", KD_KEY_TRACER);
+  kd_kernel kc = kd_kernel_unboxed(k_cpu_plain, SIG), ka = kd_kernel_unboxed(k_ag32, SIG);
+  KD_ASSERT_OK(kd_library_impl(cpu, "f", &kc, NULL));
+  KD_ASSERT_OK(kd_library_impl_keyed(ag, "f", KD_ALL_LAYOUT, KD_DTYPE_BIT(KD_FLOAT32), &ka, NULL));
+  KD_ASSERT_OK(kd_library_impl_keyed(tr, "f", KD_ALL_LAYOUT, KD_DTYPE_BIT(KD_FLOAT32), &ka, NULL));
+  KD_ASSERT_OK(kd_dispatcher_check());
+  kd_op *op;
+  KD_ASSERT_OK(kd_op_find("kka::f", "", &op));
+  char buf[8192];
+  kd_op_dump_table(op, buf, sizeof buf);
+  assert_non_null(strstr(buf, "\n  AutogradCPU: kernel keys [kernel]: (AutogradCPU, ALL_LAYOUT, [float32])\n"));
+  kd_tensor *f32, *f64;
+  KD_ASSERT_OK(kd_tensor_empty(1, (int64_t[]){2}, KD_FLOAT32, kd_device_cpu(), &f32));
+  KD_ASSERT_OK(kd_tensor_empty(1, (int64_t[]){2}, KD_FLOAT64, kd_device_cpu(), &f64));
+  kd_value r = kd_value_none();
+  ran[0] = 0;
+  KD_ASSERT_OK(call(op, f32, &r));
+  kd_value_destroy(&r);
+  KD_ASSERT_STR_EQ(ran, "AutogradCPU,cpu");
+  kd_tls_keys g = kd_tls_include(kd_keyset_of(KD_KEY_TRACER));
+  ran[0] = 0;
+  KD_ASSERT_OK(call(op, f32, &r));
+  kd_value_destroy(&r);
+  KD_ASSERT_STR_EQ(ran, "Tracer,AutogradCPU,cpu");
+  kd_tls_restore(g);
+  /* A dtype the slot's kernels do not serve fails at that slot. */
+  KD_ASSERT_ERR(call(op, f64, &r), KD_ENOKERNEL, "no AutogradCPU kernel for dtype float64");
+  /* Inference mode leaves the autograd slot out: the CPU kernel serves
+   * every dtype. */
+  kd_inference_mode_guard im = kd_inference_mode_enter(true);
+  ran[0] = 0;
+  KD_ASSERT_OK(call(op, f64, &r));
+  kd_value_destroy(&r);
+  KD_ASSERT_STR_EQ(ran, "cpu");
+  kd_inference_mode_exit(im);
+  kd_tensor_release(f32);
+  kd_tensor_release(f64);
+  kd_library_close(tr);
+  kd_library_close(ag);
+  kd_library_close(cpu);
+  kd_library_close(def);
+  KD_ASSERT_OK(kd_dispatcher_check());
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_macro_and_selection),
       cmocka_unit_test(test_precedence),
       cmocka_unit_test(test_overload_macro),
+      cmocka_unit_test(test_keyed_beyond_backends),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   kd__reclaim(true);

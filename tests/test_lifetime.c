@@ -273,9 +273,9 @@ static void test_release_frees_and_redefine_reuses(void **state) {
   assert_ptr_equal(find("life::g.n"), g);
   assert_ptr_equal(find("life::frag"), frag);
   libs_call("life", cpu_t, meta_t);
-  char dump[2048];
+  char dump[8192];
   kd_op_dump_table(f, dump, sizeof dump);
-  if (!strstr(dump, "Tracer") || !strstr(dump, "[fallback]"))
+  if (!strstr(dump, "\n  Tracer: boxed [backend fallback] from "))
     fail_msg("the fallback is missing from the table:\n%s", dump);
   int before = fallback_calls;
   prev = kd_tls_include(kd_keyset_of(KD_KEY_TRACER));

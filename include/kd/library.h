@@ -95,6 +95,10 @@ KD_API kd_status kd_library_impl_keyed(kd_library *lib, const char *name, int la
  *
  * A kernel-key kernel (backend B, layout L, dtype D) expects by default every
  * Tensor or Tensor? argument and every Tensor result on B, in L, of dtype D.
+ * B is the slot's key for a dense backend key (CPU, CUDA, ...: what kernel
+ * keys are for); for another per-backend key the dense key of its column
+ * (AutogradCPU, SparseCPU: CPU); for a key of no backend (a mode key,
+ * AutogradOther) KD_ALL_BACKEND.
  * A registration may change that, per dtype, field by field: an input on
  * KD_ALL_BACKEND is used wherever it lives (never moved), an input of
  * KD_ALL_DTYPE is never cast, an output may be bool for a comparison, an

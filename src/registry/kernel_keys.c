@@ -122,9 +122,21 @@ kd_status kd__collect_overrides(const char *name, const kd_keyed_kernel *spec,
   return KD_OK;
 }
 
+/* The backend a kernel-key kernel's tensors default to in the slot of
+ * `key`: the key itself for a dense backend key (kernel keys are PHI's,
+ * made for those slots); the dense key of the key's column for the other
+ * per-backend keys (AutogradCPU and SparseCPU: CPU), where tensors live on
+ * that backend; KD_ALL_BACKEND (anywhere) for a key of no backend (a mode,
+ * AutogradOther), where nothing says where they live. */
+static int default_backend(kd_dispatch_key key) {
+  kd_device_type b;
+  if (kd_dispatch_key_split(key, NULL, &b)) return (int)kd_backend_key(b);
+  return KD_ALL_BACKEND;
+}
+
 kd_arg_def kd__argdef_of(const kd_registration *r, kd_dispatch_key key, kd_dtype dtype,
                          bool output, size_t index) {
-  kd_arg_def def = {(int)key, r->keyed ? r->layout : KD_ALL_LAYOUT, (int)dtype};
+  kd_arg_def def = {default_backend(key), r->keyed ? r->layout : KD_ALL_LAYOUT, (int)dtype};
   for (size_t i = 0; i < r->noverrides; i++) {
     const kd__argdef_override *o = &r->overrides[i];
     if (o->dtype != (uint8_t)dtype || o->output != output || o->index != index) continue;
@@ -206,7 +218,7 @@ static kd__plan *make_plan(const kd_registration *r, kd_dispatch_key key, int la
     kd_arg_def d = kd__argdef_of(r, key, (kd_dtype)dtype, false, i);
     /* The key tensor was selected by its layout and dtype: the default
      * definition holds by construction. */
-    bool selected = (int32_t)i == key_arg && d.backend == (int)key &&
+    bool selected = (int32_t)i == key_arg && d.backend == default_backend(key) &&
                     (d.layout == KD_ALL_LAYOUT || d.layout == layout) && d.dtype == dtype;
     if (selected || def_is_any(d)) continue;
     items[nin++] = (kd__plan_item){(uint16_t)i, d};
