@@ -465,7 +465,7 @@ static void test_random_sequences(void **state) {
   for (int step = 0; step < 3000; step++) {
     seed = seed * 1103515245u + 12345u;
     uint32_t roll = (seed >> 16) % 100;
-    /* Few registrations live at a time (about 4 to 8 of 9 targets), so that
+    /* Few registrations live at a time (about 4 to 8, for 12 targets), so that
      * keys come and go: registering is likelier the fewer there are. */
     uint32_t reg_chance = n < 4 ? 60 : n < 8 ? 44 : 30;
     if (roll < reg_chance && n < MAXREG) { /* register */
