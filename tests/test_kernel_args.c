@@ -506,6 +506,64 @@ static void test_cpu_fallback(void **state) {
   kd_library_close(cpu);
 }
 
+/* The CPU fallback runs the CPU slot alone: not once per autograd key. A
+ * call from a device tensor goes through AutogradPrivateUse1, then the
+ * fallback runs CPU's kernel on CPU copies (which carry AutogradCPU) without
+ * going through AutogradCPU again. */
+static kd_status k_ag_note(const kd_call *c, const kd_arg *a, kd_value *r) {
+  size_t n = strlen(seen);
+  snprintf(seen + n, sizeof seen - n, "%s;", kd_dispatch_key_name(c->key));
+  return kd_redispatch_unboxed(c, a, r);
+}
+
+static void test_cpu_fallback_not_per_autograd_key(void **state) {
+  (void)state;
+  kd_library *cpu, *agcpu, *agdev;
+  KD_ASSERT_OK(kd_library_open(KD_LIBRARY_IMPL, "ka", KD_KEY_CPU, __FILE__, __LINE__, &cpu));
+  KD_ASSERT_OK(kd_library_open(KD_LIBRARY_IMPL, "ka", KD_KEY_AUTOGRAD_CPU, __FILE__, __LINE__, &agcpu));
+  KD_ASSERT_OK(kd_library_open(KD_LIBRARY_IMPL, "ka", KD_KEY_AUTOGRAD_PRIVATEUSE1, __FILE__, __LINE__,
+                               &agdev));
+  kd_kernel kc = kd_kernel_unboxed(k_neg_cpu, "(Tensor) -> Tensor");
+  kd_kernel ka = kd_kernel_unboxed(k_ag_note, "(Tensor) -> Tensor");
+  KD_ASSERT_OK(kd_library_impl(cpu, "neg", &kc, NULL));
+  KD_ASSERT_OK(kd_library_impl(agcpu, "neg", &ka, NULL));
+  KD_ASSERT_OK(kd_library_impl(agdev, "neg", &ka, NULL));
+  kd_op *op = op_named("ka::neg");
+  kd_tensor *x = filled(KD_FLOAT32, KD_DEVICE_PRIVATEUSE1, 2.5);
+  kd_arg a[1] = {{.t = x}};
+  kd_value r = kd_value_none();
+  /* Off: the device slot has no kernel, whatever the autograd slot does. */
+  seen[0] = 0;
+  KD_ASSERT_ERR(kd_call_unboxed(op, a, &r), KD_ENOKERNEL,
+                "Could not run 'ka::neg' with arguments from the 'PrivateUse1' backend");
+  KD_ASSERT_STR_EQ(seen, "AutogradPrivateUse1;");
+  /* Only a dense backend key has a CPU fallback. */
+  KD_ASSERT_ERR(kd_backend_set_cpu_fallback(KD_KEY_AUTOGRAD_PRIVATEUSE1, true), KD_EINVAL,
+                "AutogradPrivateUse1 is not a backend other than CPU");
+  KD_ASSERT_OK(kd_backend_set_cpu_fallback(KD_KEY_PRIVATEUSE1, true));
+  kd_set_warning_handler(count_warning, NULL);
+  seen[0] = 0;
+  KD_ASSERT_OK(kd_call_unboxed(op, a, &r));
+  KD_ASSERT_STR_EQ(seen, "AutogradPrivateUse1;neg float32@cpu;");
+  assert_int_equal(kd_tensor_device(r.u.t).type, KD_DEVICE_PRIVATEUSE1);
+  kd_value_destroy(&r);
+  /* A CPU tensor still goes through AutogradCPU. */
+  kd_tensor *c = filled(KD_FLOAT32, KD_DEVICE_CPU, 1);
+  a[0].t = c;
+  seen[0] = 0;
+  KD_ASSERT_OK(kd_call_unboxed(op, a, &r));
+  KD_ASSERT_STR_EQ(seen, "AutogradCPU;neg float32@cpu;");
+  kd_value_destroy(&r);
+  kd_set_warning_handler(NULL, NULL);
+  KD_ASSERT_OK(kd_backend_set_cpu_fallback(KD_KEY_PRIVATEUSE1, false));
+  kd_tensor_release(c);
+  kd_tensor_release(x);
+  kd_library_close(agdev);
+  kd_library_close(agcpu);
+  kd_library_close(cpu);
+  KD_ASSERT_OK(kd_dispatcher_check());
+}
+
 /* ---- Custom kernels ---- */
 
 static kd_status k_builtin(const kd_call *c, const kd_arg *a, kd_value *r) {
@@ -659,6 +717,7 @@ int main(void) {
       cmocka_unit_test(test_definition_errors),
       cmocka_unit_test(test_key_argument),
       cmocka_unit_test(test_cpu_fallback),
+      cmocka_unit_test(test_cpu_fallback_not_per_autograd_key),
       cmocka_unit_test(test_custom_kernels_staged_and_merged),
       cmocka_unit_test(test_listing_argument_definitions),
   };

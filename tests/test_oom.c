@@ -138,6 +138,15 @@ static kd_status reg_step(reg_state *s, int i, bool *done) {
     }
     case 17: /* the schema arrives: the kernel is set aside (all or nothing) */
       return kd_library_def(s->def, "sub(Tensor self, Tensor other) -> Tensor", NULL, 0, NULL);
+    /* Registrations whose dependent slots change too: the composite fills
+     * the NestedTensor keys; a Quantized kernel makes AutogradOther
+     * ambiguous; the Autograd alias fills the autograd keys. */
+    case 18:
+      return kd_library_impl_key(s->def, "neg", KD_KEY_COMPOSITE_IMPLICIT_AUTOGRAD, &neg, NULL);
+    case 19:
+      return kd_library_impl_key(s->def, "neg", KD_KEY_QUANTIZED_CPU, &neg, NULL);
+    case 20:
+      return kd_library_impl_key(s->def, "neg", KD_KEY_AUTOGRAD, &neg, NULL);
     default:
       *done = true;
       return KD_OK;
@@ -172,7 +181,8 @@ static void test_registration(void **state) {
         /* The message names the operator (and key) of the registration. */
         static const char *const names[] = {NULL,  NULL,  "neg", "add", "add",   "neg",
                                              "neg", "add", "neg", "mul", NULL,    "Mode1",
-                                             NULL,  "add", "add", "add", "sub", "sub"};
+                                             NULL,  "add", "add", "add", "sub", "sub",
+                                             "neg", "neg", "neg"};
         if (names[i] && !strstr(kd_last_error(), names[i]))
           fail_msg("N=%ld, step %d: the message does not name '%s': %s", n, i, names[i],
                    kd_last_error());
@@ -193,6 +203,12 @@ static void test_registration(void **state) {
       KD_ASSERT_OK(kd_dispatcher_check());
       kd_op *op;
       KD_ASSERT_OK(kd_op_find("oomr::add", "Tensor", &op));
+      KD_ASSERT_OK(kd_op_find("oomr::neg", NULL, &op));
+      char table[8192];
+      kd_op_dump_table(op, table, sizeof table);
+      if (!strstr(table, "\n  AutogradOther: unboxed+boxed [ambiguous autogradother]") ||
+          !strstr(table, "\n  AutogradCPU: unboxed [autograd kernel]"))
+        fail_msg("N=%ld: oomr::neg's autograd slots:\n%s", n, table);
     }
     reg_close(&s);
     char *end = kd_oom_snapshot();
@@ -496,9 +512,9 @@ static void test_revive_beside_fallback(void **state) {
       for (size_t i = 2; i < 5; i++) {
         kd_op *op;
         KD_ASSERT_OK(kd_op_find(names[i], NULL, &op));
-        char table[4096];
+        char table[8192];
         kd_op_dump_table(op, table, sizeof table);
-        if (!strstr(table, "Mode1") || !strstr(table, "fallback"))
+        if (!strstr(table, "\n  Mode1: boxed [backend fallback] from "))
           fail_msg("N=%ld: '%s' has no fallback slot:\n%s", n, names[i], table);
       }
     }

@@ -140,7 +140,7 @@ static void test_functional(void **state) {
                 "The CPU fallback is off for PrivateUse1 (kd_backend_set_cpu_fallback turns it on).");
 
   kd_op *mul = op_named("aten::mul", "Tensor");
-  char table_off[4096], table_on[4096];
+  char table_off[8192], table_on[8192];
   kd_op_dump_table(mul, table_off, sizeof table_off);
   KD_ASSERT_OK(kd_backend_set_cpu_fallback(KD_KEY_PRIVATEUSE1, true));
   kd_op_dump_table(mul, table_on, sizeof table_on);

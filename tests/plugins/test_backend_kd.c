@@ -30,7 +30,7 @@ static void test_load_option(void **state) {
   snprintf(args, sizeof args, "ops --load='%s'", P);
   expect("", args, 0, "plug::hello\thello(Tensor self) -> Tensor");
   snprintf(args, sizeof args, "--load '%s' table plug::hello", P);
-  expect("", args, 0, "\n  PrivateUse1: unboxed [kernel] from " KD_PLUGIN_GOOD);
+  expect("", args, 0, "  PrivateUse1: unboxed [kernel] from " KD_PLUGIN_GOOD);
   snprintf(args, sizeof args, "kernels --load '%s' plug::hello", P);
   expect("", args, 0, "PrivateUse1                ALL_LAYOUT ALL_DTYPE  unboxed  " KD_PLUGIN_GOOD);
   snprintf(args, sizeof args, "--load '%s' call plug::hello '[1.5, 2.5]'", P);
