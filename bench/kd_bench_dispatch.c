@@ -21,6 +21,13 @@
  *                        reference, the call drops it, a kernel is called;
  *                        here the two are calls into the library, in
  *                        libtorch they are inline)
+ *   dispatch_*_inference_ns  the typed, boxed and boxed borrowed calls of
+ *                        the first three with a tensor made in inference
+ *                        mode (key set {CPU}), called outside it: the same
+ *                        loops, op and kernel as the normal tensor's
+ *                        {CPU, ADInplaceOrView, AutogradCPU}, whose autograd
+ *                        keys fall through (issue 19: the figures must not
+ *                        move with them)
  *   refcount_pair_ns     one atomic increment and decrement of a counter,
  *                        as those two reference operations do (the same code
  *                        as kd-bench-libtorch's figure of that name)
@@ -230,6 +237,21 @@ int kd_bench_dispatch(int argc, char **argv) {
   for (int ret = 0; ret < 2; ret++)
     for (int mode = 0; mode < 4; mode++) report_calls(names[ret][mode], time_calls[ret][mode], ops[ret], t);
   report_calls("direct_call_owned_ns", time_calls[0][4], ops[0], t);
+  /* The same calls with a tensor without autograd keys. */
+  kd_inference_mode_guard g = kd_inference_mode_enter(true);
+  kd_tensor *ti;
+  kd_status st = kd_tensor_empty(1, (int64_t[]){1}, KD_FLOAT32, kd_device_cpu(), &ti);
+  kd_inference_mode_exit(g);
+  if (st) {
+    fprintf(stderr, "kd-bench dispatch: %s\n", kd_last_error());
+    return 1;
+  }
+  static const char *inference_names[4] = {NULL, "dispatch_unboxed_inference_ns",
+                                           "dispatch_boxed_inference_ns",
+                                           "dispatch_boxed_borrowed_inference_ns"};
+  for (int mode = 1; mode < 4; mode++)
+    report_calls(inference_names[mode], time_calls[0][mode], ops[0], ti);
+  kd_tensor_release(ti);
   double s[REPS];
   time_refcount_pair(100000);
   for (int r = 0; r < REPS; r++) s[r] = time_refcount_pair(1000000);

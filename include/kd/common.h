@@ -43,8 +43,8 @@
 
 /* Version of the headers. kd_version() gives the version of the library that
  * is linked; they differ when a program runs against a newer shared library. */
-#define KD_VERSION_MAJOR 0
-#define KD_VERSION_MINOR 2
+#define KD_VERSION_MAJOR 1
+#define KD_VERSION_MINOR 0
 #define KD_VERSION_PATCH 0
 #define KD_VERSION_HEX \
   ((KD_VERSION_MAJOR << 16) | (KD_VERSION_MINOR << 8) | (KD_VERSION_PATCH))

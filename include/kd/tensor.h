@@ -127,11 +127,20 @@ KD_API kd_status kd_tensor_from_storage(kd_storage *storage, int64_t offset, int
                                         const int64_t *sizes, const int64_t *strides,
                                         kd_dtype dtype, kd_tensor **out);
 
-/* A view of `base`: the same storage and dtype, new sizes, strides and element
- * offset (absolute in the storage, as torch.as_strided). Errors as
- * kd_tensor_from_storage. */
+/* A view of `base` (borrowed): the same storage and dtype, new sizes, strides
+ * and element offset (absolute in the storage, as torch.as_strided). The view
+ * has base's dispatch keys, whatever the thread's inference mode (a tensor
+ * made with kd_tensor_from_storage is a new tensor and follows it). The caller
+ * owns *out. Errors as kd_tensor_from_storage, and KD_EINVAL for a NULL base
+ * (*out is NULL then). */
 KD_API kd_status kd_tensor_as_strided(const kd_tensor *base, int ndim, const int64_t *sizes,
                                       const int64_t *strides, int64_t offset, kd_tensor **out);
+/* As kd_tensor_as_strided, with the view's elements of `dtype` (sizes,
+ * strides and offset in elements of dtype): PyTorch's view(dtype). Errors as
+ * kd_tensor_as_strided; KD_EINVAL for an invalid dtype. */
+KD_API kd_status kd_tensor_as_strided_dtype(const kd_tensor *base, kd_dtype dtype, int ndim,
+                                            const int64_t *sizes, const int64_t *strides,
+                                            int64_t offset, kd_tensor **out);
 
 /* Changes t's sizes in place (PyTorch's resize_): `ndim` sizes, and
  * `strides` (in elements) or NULL for row-major strides. The element offset

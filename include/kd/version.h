@@ -36,6 +36,22 @@
  *   - new behaviour for input that was an error before.
  * A PATCH changes no interface at all.
  *
+ * ---- Major versions -----------------------------------------------------------
+ *
+ *   1.0.0  libkdispatch.so.1. Dispatch keys per functionality and backend
+ *          (kd/keys.h, issue 19): the runtime keys above the dense backends
+ *          moved (BackendSelect 16 -> 31, Tracer 32 -> 45, Profiler,
+ *          Mode1, Mode2 after it), the Quantized, Sparse, SparseCsr,
+ *          NestedTensor, ADInplaceOrView and Autograd keys are new, and tensors
+ *          carry ADInplaceOrView and their Autograd key (kd_tensor_key_set
+ *          returns more than the backend key). Undefined, the dense backend
+ *          keys CPU .. PrivateUse3 (1..6) and the alias values 64..66 did not
+ *          move; Autograd and the other aliases are appended after CatchAll.
+ *          The interface structs keep their versions (a plugin built against
+ *          0.2 that names only dense keys works once rebuilt; it must be
+ *          rebuilt, as the soname changed).
+ *   0.x    libkdispatch.so.0 (0.2.0 the last).
+ *
  * ---- Versioned interface structs --------------------------------------------
  *
  * Every struct that a caller fills and passes in for the library to keep or

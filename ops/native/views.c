@@ -495,8 +495,7 @@ kd_status kdk_native_view_dtype(kd_tensor *self, kd_dtype dtype, kd_tensor **out
     g.sizes[last] /= r;
     g.offset /= r;
   }
-  return kd_tensor_from_storage(kd_tensor_storage(self), g.offset, g.ndim, g.sizes, g.strides,
-                                dtype, out);
+  return kd_tensor_as_strided_dtype(self, dtype, g.ndim, g.sizes, g.strides, g.offset, out);
 }
 
 kd_status kdk_native_reshape(kd_tensor *self, kd_ints shape, kd_tensor **out) {

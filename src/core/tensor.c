@@ -305,9 +305,14 @@ kd_status kd_tensor_from_scalar(const kd_scalar *value, kd_dtype dtype, kd_tenso
   return kd_tensor_from_data(0, NULL, dtype, elem, out);
 }
 
-static kd_status from_storage(const char *fn, kd_storage *storage, int64_t offset, int ndim,
-                              const int64_t *sizes, const int64_t *strides, kd_dtype dtype,
-                              kd_tensor **out) {
+/* A tensor over `storage` (retained) after the checks of
+ * kd_tensor_from_storage. With a `base` (borrowed) the tensor is a view of it
+ * and takes its key set (a view of a normal tensor is normal even in inference
+ * mode, as PyTorch's); without one it is a new tensor, whose keys follow the
+ * thread's inference mode. */
+static kd_status from_storage(const char *fn, kd_storage *storage, const kd_tensor *base,
+                              int64_t offset, int ndim, const int64_t *sizes,
+                              const int64_t *strides, kd_dtype dtype, kd_tensor **out) {
   if (!out) return kd_set_error(KD_EINVAL, "%s: NULL out", fn);
   *out = NULL;
   if (!storage) return kd_set_error(KD_EINVAL, "%s: NULL storage", fn);
@@ -317,13 +322,16 @@ static kd_status from_storage(const char *fn, kd_storage *storage, int64_t offse
     return kd_set_error(KD_EINVAL, "%s: NULL strides with ndim %d", fn, ndim);
   if ((st = kd__check_geometry(fn, ndim, sizes, strides, offset, dtype, storage->nbytes)))
     return st;
-  return kd__tensor_make(storage, offset, ndim, sizes, strides, dtype, out);
+  if ((st = kd__tensor_make(storage, offset, ndim, sizes, strides, dtype, out))) return st;
+  if (base) (*out)->keys = base->keys;
+  return KD_OK;
 }
 
 kd_status kd_tensor_from_storage(kd_storage *storage, int64_t offset, int ndim,
                                  const int64_t *sizes, const int64_t *strides, kd_dtype dtype,
                                  kd_tensor **out) {
-  return from_storage("kd_tensor_from_storage", storage, offset, ndim, sizes, strides, dtype, out);
+  return from_storage("kd_tensor_from_storage", storage, NULL, offset, ndim, sizes, strides, dtype,
+                      out);
 }
 
 kd_status kd_tensor_as_strided(const kd_tensor *base, int ndim, const int64_t *sizes,
@@ -332,8 +340,19 @@ kd_status kd_tensor_as_strided(const kd_tensor *base, int ndim, const int64_t *s
     if (out) *out = NULL;
     return kd_set_error(KD_EINVAL, "kd_tensor_as_strided: NULL base");
   }
-  return from_storage("kd_tensor_as_strided", base->storage, offset, ndim, sizes, strides,
+  return from_storage("kd_tensor_as_strided", base->storage, base, offset, ndim, sizes, strides,
                       base->dtype, out);
+}
+
+kd_status kd_tensor_as_strided_dtype(const kd_tensor *base, kd_dtype dtype, int ndim,
+                                     const int64_t *sizes, const int64_t *strides,
+                                     int64_t offset, kd_tensor **out) {
+  if (!base) {
+    if (out) *out = NULL;
+    return kd_set_error(KD_EINVAL, "kd_tensor_as_strided_dtype: NULL base");
+  }
+  return from_storage("kd_tensor_as_strided_dtype", base->storage, base, offset, ndim, sizes,
+                      strides, dtype, out);
 }
 
 void kd_tensor_retain(kd_tensor *tensor) {

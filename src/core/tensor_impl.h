@@ -42,7 +42,9 @@ struct kd_storage {
 struct kd_tensor {
   KD_TENSOR_HEAD_FIELDS(kd_storage)
   kd__refcount refs;
-  kd_keyset keys; /* dispatch keys: the backend key of the device */
+  kd_keyset keys; /* dispatch keys (kd_tensor_key_set): its dense backend key, and
+                     ADInplaceOrView and its Autograd key unless made in inference
+                     mode; a view copies its base's */
   kd_layout layout;
   /* The tensor lives in its storage's block (kd__tensor_new): its memory goes
    * with the storage's last reference, so `storage` never changes. */

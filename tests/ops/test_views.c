@@ -1025,8 +1025,52 @@ static void test_every_dtype(void **state) {
   }
 }
 
+/* ---- Key sets: views keep their base's, new tensors follow inference mode ------- */
+
+/* Every view operator's result carries `want`, the key set of its base a. */
+static void expect_views_keep_keys(kd_tensor *a, kd_keyset want) {
+  kd_tensor *v[9] = {NULL};
+  KD_ASSERT_OK(kd_view(a, INTS(3, 2), &v[0]));
+  KD_ASSERT_OK(kd_view_dtype(a, KD_INT32, &v[1]));
+  KD_ASSERT_OK(kd_transpose_int(a, 0, 1, &v[2]));
+  KD_ASSERT_OK(kd_t(a, &v[3]));
+  KD_ASSERT_OK(kd_select_int(a, 0, 1, &v[4]));
+  KD_ASSERT_OK(kd_narrow(a, 1, 1, 2, &v[5]));
+  KD_ASSERT_OK(kd_unsqueeze(a, 0, &v[6]));
+  KD_ASSERT_OK(kd_expand(a, INTS(4, 2, 3), false, &v[7]));
+  KD_ASSERT_OK(kd_contiguous(a, KD_MEMORY_FORMAT_CONTIGUOUS, &v[8])); /* a itself */
+  for (int i = 0; i < 9; i++) {
+    assert_true(kd_tensor_shares_storage(v[i], a));
+    if (kd_tensor_key_set(v[i]) != want) fail_msg("view %d does not carry its base's keys", i);
+    kd_tensor_release(v[i]);
+  }
+}
+
+static void test_view_keys(void **state) {
+  (void)state;
+  oc_open();
+  kd_keyset normal = kd_keyset_of(KD_KEY_CPU) | kd_keyset_of(KD_KEY_AD_INPLACE_OR_VIEW) |
+                     kd_keyset_of(KD_KEY_AUTOGRAD_CPU);
+  kd_tensor *a = IOTA(KD_FLOAT32, 2, 3), *c = NULL, *n = NULL;
+  assert_true(kd_tensor_key_set(a) == normal);
+  expect_views_keep_keys(a, normal);
+  kd_inference_mode_guard g = kd_inference_mode_enter(true);
+  /* Inside: views of a normal tensor stay normal... */
+  expect_views_keep_keys(a, normal);
+  /* ...kernels' results are inference tensors, and so are their views. */
+  KD_ASSERT_OK(kd_clone(a, NULL, &c));
+  KD_ASSERT_OK(kd_neg(a, &n));
+  assert_true(kd_tensor_key_set(c) == kd_keyset_of(KD_KEY_CPU));
+  assert_true(kd_tensor_key_set(n) == kd_keyset_of(KD_KEY_CPU));
+  expect_views_keep_keys(c, kd_keyset_of(KD_KEY_CPU));
+  kd_inference_mode_exit(g);
+  expect_views_keep_keys(c, kd_keyset_of(KD_KEY_CPU));
+  RELEASE(a, c, n);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_view_keys),
       cmocka_unit_test(test_view),
       cmocka_unit_test(test_view_zero_elements_overflow),
       cmocka_unit_test(test_view_dtype),
