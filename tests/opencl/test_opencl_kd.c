@@ -60,16 +60,16 @@ static void test_run_on_opencl(void **state) {
   expect("", true,
          "run -e 'x = to(tensor([1.0]), device=\"opencl\")' -e 'print(x + x)' "
          "-e 'table(\"aten::add.Tensor\")'",
-         0, "tensor([2.], device='opencl:0')", "PrivateUse1    unboxed [kernel] from ", NULL);
+         0, "tensor([2.], device='opencl:0')", "PrivateUse1: unboxed [kernel] from ", NULL);
 }
 
 static void test_table_and_kernels(void **state) {
   (void)state;
   /* The kernel, the YAML entry that generated it (relative to the backend's
    * folder: no path of the build machine) and its strategy. */
-  expect("", true, "table aten::add.Tensor", 0, "PrivateUse1    unboxed [kernel] from opencl.yaml:",
+  expect("", true, "table aten::add.Tensor", 0, "PrivateUse1: unboxed [kernel] from opencl.yaml:",
          " (Legacy, structured)", NULL);
-  expect("", true, "table aten::mm", 0, "PrivateUse1    unboxed [kernel] from opencl.yaml:",
+  expect("", true, "table aten::mm", 0, "PrivateUse1: unboxed [kernel] from opencl.yaml:",
          " (Customized, unstructured)", NULL);
   expect("", true, "table aten::sum.dim_IntList", 0, "from opencl.yaml:", " (LegacyMeta)", NULL);
   expect("", true, "table aten::_softmax", 0, "from opencl.yaml:", " (Customized, structured)",

@@ -1212,8 +1212,9 @@ static void b_other_keys(const bgen *g, const bplan *p, kdg_buf *list) {
       kdg_printf(list, "%s %s %s not generated: key %s: %s\n", e->written,
                  kdg_strategy_name(q->strategy), kind, q->key, q->why);
     else
-      kdg_printf(list, "%s %s %s generated: key %s: kernel %s\n", e->written,
-                 kdg_strategy_name(q->strategy), kind, q->key, q->fn);
+      kdg_printf(list, "%s %s %s generated: key %s: kernel %s%s\n", e->written,
+                 kdg_strategy_name(q->strategy), kind, q->key, q->fn,
+                 e->is_new ? " (new operator)" : "");
   }
 }
 
