@@ -165,6 +165,8 @@ typedef struct kd__entry {
   int32_t key_arg;           /* kernel keys: the argument that selects (-1: none) */
   const struct kd__op_info *select_info; /* the schema the plans were made for */
   kd__retire_node retire;    /* for kd__retire when it is replaced (made with it) */
+  bool shared;               /* one of the built-in fallthrough's entries (registry.c):
+                              * shared by every operator, never freed nor retired */
 } kd__entry;
 
 #define KD__SELECT_CELLS (KD_LAYOUT_COUNT * KD_DTYPE_COUNT)

@@ -473,7 +473,30 @@ void kd__compute_slot(const kd_op *op, kd_dispatch_key key, const kd__kernel **k
 
 static void kernel_unref(const kd__kernel *k);
 
+/* The entries of the built-in fallthrough, one per key it serves, shared by
+ * every operator's table: a slot that only falls through is never called
+ * (the operator's keep mask skips it), so its entry is the same for all
+ * operators, and an operator costs no allocation for its nine autograd and
+ * ADInplaceOrView slots. Made under the registry lock on first use;
+ * immutable after; never freed nor retired. */
+static kd__entry builtin_entries[KD_NUM_RUNTIME_KEYS];
+
+static kd__entry *builtin_entry(unsigned key) {
+  kd__entry *e = &builtin_entries[key];
+  if (!e->kernel) {
+    e->call_fn = kd__entry_slow;
+    e->call_data = e;
+    e->kernel = &builtin_fallthrough;
+    e->reason = KD__REASON_FALLBACK;
+    e->key = (kd_dispatch_key)key;
+    e->key_arg = -1;
+    e->shared = true;
+  }
+  return e;
+}
+
 static void free_entry_now(kd__entry *e) {
+  if (e->shared) return;
   void *state = atomic_load_explicit(&e->state, memory_order_acquire);
   /* The functor that made the state: the slot's kernel, or in a kernel-key
    * slot the plain functor kernel of the cells no keyed kernel serves. */
@@ -541,6 +564,11 @@ static bool make_entry(kd_op *op, unsigned key, const kd__kernel *kernel, kd__re
     kd__select_free(sel);
     kd__free(sel_text);
     *unchanged = same;
+    return true;
+  }
+  if (kernel == &builtin_fallthrough && !sel) {
+    kd__free(sel_text);
+    *entry = builtin_entry(key);
     return true;
   }
   kd__entry *e = kd__calloc(1, sizeof *e);
@@ -659,7 +687,7 @@ void kd__tx_commit(kd__tx *tx) {
     kd__entry *old = (kd__entry *)atomic_load_explicit(&op->table[it->key], memory_order_relaxed);
     atomic_store_explicit(&op->table[it->key], it->entry, memory_order_release);
     op->nselect += (uint32_t)(it->entry && it->entry->select) - (uint32_t)(old && old->select);
-    if (old) kd__retire(&old->retire, free_entry, old);
+    if (old && !old->shared) kd__retire(&old->retire, free_entry, old);
   }
   if (tx->items != tx->inline_items) kd__free(tx->items);
   kd__tx_init(tx);
