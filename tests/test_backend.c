@@ -489,8 +489,12 @@ static void test_unregister_waits_for_calls(void **state) {
   assert_int_equal(pthread_create(&caller, NULL, block_caller, NULL), 0);
   while (!atomic_load(&entered)) sched_yield();
   assert_int_equal(pthread_create(&unreg, NULL, unregisterer, b), 0);
-  /* The backend is detached at once; unregister itself waits. */
-  for (int n = 0; n < 1000 && kd_backend_for_device(KD_DEVICE_PRIVATEUSE1); n++) sched_yield();
+  /* The backend is detached at once; unregister itself waits. The
+   * unregistering thread may be slow to run on a loaded machine (the caller
+   * spins beside it): wait for the detach by time (up to 10 s), not by a
+   * count of yields. */
+  struct timespec ms = {0, 1000 * 1000};
+  for (int n = 0; n < 10000 && kd_backend_for_device(KD_DEVICE_PRIVATEUSE1); n++) nanosleep(&ms, NULL);
   assert_null(kd_backend_for_device(KD_DEVICE_PRIVATEUSE1));
   struct timespec ts = {0, 20 * 1000 * 1000};
   nanosleep(&ts, NULL);
