@@ -126,21 +126,18 @@ kd_keyset kd_keyset_autograd(void) { return KD__AUTOGRAD_KEYS; }
  * that are not autograd (dense, Quantized, Sparse, SparseCsr), NestedTensor
  * excluded (c10's Note [NestedTensor Not Included in Backend Keys]). */
 static kd_keyset backend_functionality_keys(void) {
-  return kd_keyset_functionality(KD_FUNCTIONALITY_DENSE) |
-         kd_keyset_functionality(KD_FUNCTIONALITY_QUANTIZED) |
-         kd_keyset_functionality(KD_FUNCTIONALITY_SPARSE) |
-         kd_keyset_functionality(KD_FUNCTIONALITY_SPARSE_CSR);
+  return KD__BACKEND_KEYS | KD__AUTOGRAD_OTHER_BACKENDS;
 }
 
 kd_keyset kd_dispatch_key_expand(kd_dispatch_key key) {
   kd_keyset undefined = kd_keyset_of(KD_KEY_UNDEFINED);
-  kd_keyset nested = kd_keyset_functionality(KD_FUNCTIONALITY_NESTED_TENSOR);
+  kd_keyset nested = KD__NESTED_KEYS;
   switch (key) {
     /* The composite keys also fill Undefined, as PyTorch does. */
     case KD_KEY_COMPOSITE_EXPLICIT_AUTOGRAD:
       return backend_functionality_keys() | undefined;
     case KD_KEY_COMPOSITE_EXPLICIT_AUTOGRAD_NON_FUNCTIONAL:
-      return (backend_functionality_keys() & ~kd_keyset_functionality(KD_FUNCTIONALITY_SPARSE)) |
+      return (backend_functionality_keys() & ~KD__FUNCTIONALITY_KEYS(KD_KEY_SPARSE_CPU)) |
              undefined;
     case KD_KEY_COMPOSITE_IMPLICIT_AUTOGRAD:
       return backend_functionality_keys() | nested | KD__AUTOGRAD_KEYS | undefined;

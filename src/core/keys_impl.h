@@ -22,6 +22,14 @@
   (KD__AUTOGRAD_BACKEND_KEYS | ((kd_keyset)1 << KD_KEY_AUTOGRAD_OTHER) |            \
    ((kd_keyset)1 << KD_KEY_AUTOGRAD_NESTED_TENSOR))
 
+/* PyTorch's autogradother_backends: the keys of the layouts whose autograd
+ * is AutogradOther (Quantized, Sparse, SparseCsr, every backend). */
+#define KD__AUTOGRAD_OTHER_BACKENDS                                                  \
+  (KD__FUNCTIONALITY_KEYS(KD_KEY_QUANTIZED_CPU) | KD__FUNCTIONALITY_KEYS(KD_KEY_SPARSE_CPU) | \
+   KD__FUNCTIONALITY_KEYS(KD_KEY_SPARSE_CSR_CPU))
+/* The NestedTensor keys. */
+#define KD__NESTED_KEYS KD__FUNCTIONALITY_KEYS(KD_KEY_NESTED_TENSOR_CPU)
+
 /* Iterates k over the set bits of ks, lowest first. */
 #define KD__FOR_EACH_KEY(k, ks) \
   for (kd_keyset k##_rest_ = (ks); k##_rest_ && ((k = (unsigned)__builtin_ctzll(k##_rest_)), 1); \

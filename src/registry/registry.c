@@ -299,10 +299,6 @@ static kd__kernel builtin_fallthrough = {
  * also holds FPGA, ORT, Vulkan, Metal, MkldnnCPU and CustomRNGKeyId, which
  * kdispatch does not have, and its SparseCsr has CPU and CUDA keys only;
  * here SparseCsr is per backend like Sparse and Quantized (as PyTorch 2.x). */
-#define KD__AUTOGRAD_OTHER_BACKENDS                                                  \
-  (KD__FUNCTIONALITY_KEYS(KD_KEY_QUANTIZED_CPU) | KD__FUNCTIONALITY_KEYS(KD_KEY_SPARSE_CPU) | \
-   KD__FUNCTIONALITY_KEYS(KD_KEY_SPARSE_CSR_CPU))
-#define KD__NESTED_KEYS KD__FUNCTIONALITY_KEYS(KD_KEY_NESTED_TENSOR_CPU)
 /* Keys that fall back as a backend does: the catch-all kernel implements
  * the operator there, ahead of the key's fallback. */
 #define KD__BACKEND_LIKE_KEYS                                                   \
