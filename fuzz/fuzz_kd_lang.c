@@ -4,7 +4,7 @@
  *
  * The libraries kd opens at start (its demo operators and libkdops) are
  * opened once; each input runs in a new interpreter whose output goes to
- * /dev/null. Invariants: kd_lang_run returns 0 or 1 and kd_lang_complete
+ * /dev/null. Invariants: kdc_lang_run returns 0 or 1 and kdc_lang_complete
  * returns 0 or 1, on any bytes (the sanitizers watch the rest); the
  * interpreter frees everything (LeakSanitizer).
  */
@@ -20,7 +20,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   (void)argc;
   (void)argv;
   setenv("KD_NUM_THREADS", "1", 1);
-  FUZZ_CHECK(kd__tool_open() == 0, "kd__tool_open failed");
+  FUZZ_CHECK(kdc_tool_open() == 0, "kdc_tool_open failed");
   g_null = fopen("/dev/null", "w");
   FUZZ_CHECK(g_null, "cannot open /dev/null");
   return 0;
@@ -28,12 +28,12 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const char *src = (const char *)data;
-  int c = kd_lang_complete(src, size);
-  FUZZ_CHECK(c == 0 || c == 1, "kd_lang_complete returned %d", c);
-  kd_lang *L = kd_lang_new(g_null, g_null);
-  FUZZ_CHECK(L, "kd_lang_new: out of memory");
-  int rc = kd_lang_run(L, src, size, "fuzz");
-  FUZZ_CHECK(rc == 0 || rc == 1, "kd_lang_run returned %d", rc);
-  kd_lang_free(L);
+  int c = kdc_lang_complete(src, size);
+  FUZZ_CHECK(c == 0 || c == 1, "kdc_lang_complete returned %d", c);
+  kd_lang *L = kdc_lang_new(g_null, g_null);
+  FUZZ_CHECK(L, "kdc_lang_new: out of memory");
+  int rc = kdc_lang_run(L, src, size, "fuzz");
+  FUZZ_CHECK(rc == 0 || rc == 1, "kdc_lang_run returned %d", rc);
+  kdc_lang_free(L);
   return 0;
 }

@@ -205,18 +205,18 @@ static void test_namespace(void **state) {
     if (strstr(s, "aten")) fail_msg("%s names aten:\n%s", files[i], strstr(s, "aten"));
     free(s);
   }
-  ASSERT_FILE_CONTAINS("ops/gen_entry.c", "kd__ops_lookup(\"myns::twice.out\", \"(Tensor, Tensor(a!)) -> Tensor(a!)\"");
+  ASSERT_FILE_CONTAINS("ops/gen_entry.c", "kdk__ops_lookup(\"myns::twice.out\", \"(Tensor, Tensor(a!)) -> Tensor(a!)\"");
   ASSERT_FILE_CONTAINS("ops/gen_register.c", "kdk_structured_init(&kd__s, \"myns::twice\", ");
   ASSERT_FILE_CONTAINS("ops/gen_register.c", "kd_status kd__myns_register(kd_library **lib) {\n"
-                                             "  return kd__ops_register_lib(\"myns\", \"gen/keys.yaml\", ");
+                                             "  return kdk__ops_register_lib(\"myns\", \"gen/keys.yaml\", ");
   ASSERT_FILE_CONTAINS("include/kd/ops/twice.h", "/* myns::twice(Tensor self) -> Tensor */");
   /* the default is aten, with libkdops' registration function */
   snprintf(args, sizeof args, "--out '%s' tests/kdgen/gen/keys.yaml", tmp);
   free(run_kdgen(args, &status));
   assert_int_equal(status, 0);
-  ASSERT_FILE_CONTAINS("ops/gen_entry.c", "kd__ops_lookup(\"aten::twice.out\", ");
-  ASSERT_FILE_CONTAINS("ops/gen_register.c", "kd_status kd__ops_register(void) {\n"
-                                             "  return kd__ops_register_tables(\"aten\", \"gen/keys.yaml\", ");
+  ASSERT_FILE_CONTAINS("ops/gen_entry.c", "kdk__ops_lookup(\"aten::twice.out\", ");
+  ASSERT_FILE_CONTAINS("ops/gen_register.c", "kd_status kdk__ops_register(void) {\n"
+                                             "  return kdk__ops_register_tables(\"aten\", \"gen/keys.yaml\", ");
   /* a namespace must be an identifier */
   out = run_kdgen("--namespace 'my-ns' --out /nonexistent tests/kdgen/gen/keys.yaml", &status);
   assert_int_equal(status, 2);
@@ -252,13 +252,13 @@ static void test_tensor_list_returns(void **state) {
   ASSERT_CONTAINS(e, "kd_status kd_unbind_int(kd_tensor *self, int64_t dim, kd_tensor_list *out) {\n"
                      "  if (!out) return kd_set_error(KD_EINVAL, \"kd_unbind_int: NULL output 'out'\");\n"
                      "  *out = (kd_tensor_list){NULL, 0};\n");
-  ASSERT_CONTAINS(e, "kd__ret_tensor_list(&kd__r[0], out, \"aten::unbind.int\")");
+  ASSERT_CONTAINS(e, "kdk__ret_tensor_list(&kd__r[0], out, \"aten::unbind.int\")");
   /* a tuple with a list: histogramdd's (Tensor hist, Tensor[] bin_edges) */
   ASSERT_CONTAINS(e, "kd_status kd_histogramdd(kd_tensor *self, kd_ints bins, kd_floats range, kd_tensor *weight, "
                      "bool density, kd_tensor **hist, kd_tensor_list *bin_edges) {");
   free(e);
   ASSERT_FILE_CONTAINS("ops/gen_register.c",
-                       "  if ((kd__st = kd__value_take_tensor_list(&kd__o1, &r[1], \"aten::histogramdd\"))) {\n"
+                       "  if ((kd__st = kdk__value_take_tensor_list(&kd__o1, &r[1], \"aten::histogramdd\"))) {\n"
                        "    kd_tensor_release(kd__o0);\n    return kd__st;\n  }\n");
 }
 

@@ -42,6 +42,6 @@
  * KD_EUNSUPPORTED and a message naming both, instead of reading memory the
  * caller never allocated. A release that changes either struct bumps this
  * number (and libkdops' soname). */
-#define KDK_ABI_VERSION 1
+#define KDK_API_VERSION 1
 
 #endif

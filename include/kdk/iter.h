@@ -113,7 +113,7 @@
  * owns what it creates (converted inputs, temporaries, outputs it allocates
  * with s == NULL) until kdk_iter_release; structured outputs belong to s.
  * kdk_iter is on the caller's stack, so its layout is part of libkdops' ABI:
- * kdk_iter_init records KDK_ABI_VERSION and sizeof(kdk_iter) as the caller
+ * kdk_iter_init records KDK_API_VERSION and sizeof(kdk_iter) as the caller
  * was compiled, and kdk_iter_build refuses a mismatch (KD_EUNSUPPORTED,
  * "kdk_iter of kit ABI 1, N bytes, but libkdops has ...") before touching
  * anything else. Fields are read through the accessors below; writing them
@@ -171,7 +171,7 @@ enum {
 };
 
 typedef struct kdk_iter {
-  uint32_t abi_version;    /* KDK_ABI_VERSION of the caller's headers (set by init) */
+  uint32_t api_version;    /* KDK_API_VERSION of the caller's headers (set by init) */
   uint32_t struct_size;    /* sizeof(kdk_iter) as the caller sees it (set by init) */
   /* ---- configuration (set by kdk_iter_init and the option functions) ---- */
   kdk_structured *s;
@@ -224,7 +224,7 @@ typedef struct kdk_iter {
   (KDK_ITER_F_CHECK_SAME_DTYPE | KDK_ITER_F_RESIZE_OUTPUTS | KDK_ITER_F_CHECK_OVERLAP |            \
    KDK_ITER_F_CHECK_SAME_DEVICE)
 static inline void kdk_iter_init(kdk_iter *it, kdk_structured *s) {
-  it->abi_version = KDK_ABI_VERSION;
+  it->api_version = KDK_API_VERSION;
   it->struct_size = (uint32_t)sizeof(kdk_iter);
   it->s = s;
   it->op = s ? s->op : "kdk_iter";

@@ -9,7 +9,7 @@
  * kdk_structured_release.
  *
  * ABI: kdk_structured lives on the caller's stack, so its layout is part of
- * libkdops' ABI. kdk_structured_init records KDK_ABI_VERSION and
+ * libkdops' ABI. kdk_structured_init records KDK_API_VERSION and
  * sizeof(kdk_structured) as the caller was compiled; libkdops checks both
  * (kdk_structured_set_output, kdk_iter_build) and refuses a mismatch with
  * KD_EUNSUPPORTED ("kdk_structured of kit ABI 1, 96 bytes, but libkdops has
@@ -35,7 +35,7 @@ typedef enum kdk_structured_mode {
 } kdk_structured_mode;
 
 typedef struct kdk_structured {
-  uint32_t abi_version;    /* KDK_ABI_VERSION of the caller's headers (set by init) */
+  uint32_t api_version;    /* KDK_API_VERSION of the caller's headers (set by init) */
   uint32_t struct_size;    /* sizeof(kdk_structured) as the caller sees it (set by init) */
   const char *op;          /* "aten::add.out", for messages (static) */
   kdk_structured_mode mode;
@@ -57,7 +57,7 @@ typedef struct kdk_structured {
  * kdk_structured_set_output. */
 static inline void kdk_structured_init(kdk_structured *s, const char *op, kdk_structured_mode mode,
                                       int nout, kd_tensor *const *given, kd_device device) {
-  s->abi_version = KDK_ABI_VERSION;
+  s->api_version = KDK_API_VERSION;
   s->struct_size = (uint32_t)sizeof(kdk_structured);
   s->op = op ? op : "structured operator";
   s->mode = mode;

@@ -79,14 +79,14 @@ static inline uint16_t f2bf(float f) {
   return (uint16_t)(u >> 16);
 }
 
-#define KD__ID(x) (x)
+#define KDK__ID(x) (x)
 
-typedef struct kd__c64 {
+typedef struct kdk__c64 {
   float re, im;
-} kd__c64;
-typedef struct kd__c128 {
+} kdk__c64;
+typedef struct kdk__c128 {
   double re, im;
-} kd__c128;
+} kdk__c128;
 
 /* ---- The loop context ----------------------------------------------------------- */
 
@@ -103,7 +103,7 @@ typedef void loop2d_fn(void *ctx, char **data, const int64_t *strides, int64_t n
 /* ---- Loop shapes ----------------------------------------------------------------- */
 
 /* out (OT) = ST(EXPR) where a and b are the inputs (T) loaded as C. */
-#define KD__BIN_LOOP(NAME, T, C, LD, OT, ST, EXPR)                                             \
+#define KDK__BIN_LOOP(NAME, T, C, LD, OT, ST, EXPR)                                             \
   static void NAME(void *ctx_, char **data, const int64_t *strides, int64_t n0, int64_t n1) {  \
     bin_ctx *p = ctx_;                                                                         \
     int bad = 0;                                                                               \
@@ -147,7 +147,7 @@ typedef void loop2d_fn(void *ctx, char **data, const int64_t *strides, int64_t n
   }
 
 /* out (T) = ST(EXPR) of one input a (T loaded as C). */
-#define KD__UN_LOOP(NAME, T, C, LD, ST, EXPR)                                                  \
+#define KDK__UN_LOOP(NAME, T, C, LD, ST, EXPR)                                                  \
   static void NAME(void *ctx_, char **data, const int64_t *strides, int64_t n0, int64_t n1) {  \
     bin_ctx *p = ctx_;                                                                         \
     (void)p;                                                                                   \
@@ -172,7 +172,7 @@ typedef void loop2d_fn(void *ctx, char **data, const int64_t *strides, int64_t n
   }
 
 /* out (T) = ST(EXPR) of three inputs a, b, c (T loaded as C). */
-#define KD__TER_LOOP(NAME, T, C, LD, ST, EXPR)                                                 \
+#define KDK__TER_LOOP(NAME, T, C, LD, ST, EXPR)                                                 \
   static void NAME(void *ctx_, char **data, const int64_t *strides, int64_t n0, int64_t n1) {  \
     bin_ctx *p = ctx_;                                                                         \
     (void)p;                                                                                   \
@@ -204,7 +204,7 @@ typedef void loop2d_fn(void *ctx, char **data, const int64_t *strides, int64_t n
 /* ---- Dtype lists (flat X-macros; `op` is passed through) ------------------------------ */
 
 /* X(op, suffix, dtype, T, U): U is the unsigned type integer arithmetic wraps in. */
-#define KD__INTS(X, op)                       \
+#define KDK__INTS(X, op)                       \
   X(op, u8, KD_UINT8, uint8_t, uint32_t)      \
   X(op, i8, KD_INT8, int8_t, uint32_t)        \
   X(op, i16, KD_INT16, int16_t, uint32_t)     \
@@ -213,19 +213,19 @@ typedef void loop2d_fn(void *ctx, char **data, const int64_t *strides, int64_t n
 
 /* The signed ones (for the Python-style division and remainder). */
 /* X(op, suffix, dtype, T, C, LD, ST): C is the type computed in. */
-#define KD__FLTS(X, op)                                  \
-  X(op, f32, KD_FLOAT32, float, float, KD__ID, KD__ID)   \
-  X(op, f64, KD_FLOAT64, double, double, KD__ID, KD__ID) \
+#define KDK__FLTS(X, op)                                  \
+  X(op, f32, KD_FLOAT32, float, float, KDK__ID, KDK__ID)   \
+  X(op, f64, KD_FLOAT64, double, double, KDK__ID, KDK__ID) \
   X(op, f16, KD_FLOAT16, uint16_t, float, h2f, f2h)      \
   X(op, bf16, KD_BFLOAT16, uint16_t, float, bf2f, f2bf)
 
 /* X(op, suffix, dtype, T, R): R is the part type. */
-#define KD__CPXS(X, op)                           \
-  X(op, c64, KD_COMPLEX64, kd__c64, float)        \
-  X(op, c128, KD_COMPLEX128, kd__c128, double)
+#define KDK__CPXS(X, op)                           \
+  X(op, c64, KD_COMPLEX64, kdk__c64, float)        \
+  X(op, c128, KD_COMPLEX128, kdk__c128, double)
 
 /* Table entries: [dtype] = op_suffix. */
-#define KD__TBL(op, s, E, ...) [E] = op##_##s,
+#define KDK__TBL(op, s, E, ...) [E] = op##_##s,
 
 /* ---- Scalar helpers ---------------------------------------------------------------- */
 
@@ -234,14 +234,14 @@ typedef void loop2d_fn(void *ctx, char **data, const int64_t *strides, int64_t n
  * round differently from the baseline one. The complex loops that multiply are
  * compiled without vectorisation: every capability gives the same bits. */
 #if defined(__GNUC__) && !defined(__clang__)
-#define KD__CPX_EXACT_BEGIN _Pragma("GCC push_options") _Pragma("GCC optimize(\"no-tree-vectorize\")")
-#define KD__CPX_EXACT_END _Pragma("GCC pop_options")
+#define KDK__CPX_EXACT_BEGIN _Pragma("GCC push_options") _Pragma("GCC optimize(\"no-tree-vectorize\")")
+#define KDK__CPX_EXACT_END _Pragma("GCC pop_options")
 #else
-#define KD__CPX_EXACT_BEGIN
-#define KD__CPX_EXACT_END
+#define KDK__CPX_EXACT_BEGIN
+#define KDK__CPX_EXACT_END
 #endif
 
-#define KD__CPX_HELPERS(op, s, E, T, R)                                                    \
+#define KDK__CPX_HELPERS(op, s, E, T, R)                                                    \
   static inline T cadd_##s(T a, T b) { return (T){a.re + b.re, a.im + b.im}; }            \
   static inline T cmul_##s(T a, T b) {                                                    \
     return (T){a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re};                     \
@@ -260,29 +260,29 @@ typedef void loop2d_fn(void *ctx, char **data, const int64_t *strides, int64_t n
     R scl = (R)(1.0 / (double)(d + c * rat));                                             \
     return (T){(a * rat + b) * scl, (b * rat - a) * scl};                                 \
   }
-KD__CPXS(KD__CPX_HELPERS, _)
+KDK__CPXS(KDK__CPX_HELPERS, _)
 
 /* C's complex types are laid out as two reals, as these structs are. */
-static inline kd__c64 cpow_c64(kd__c64 a, kd__c64 b) {
+static inline kdk__c64 cpow_c64(kdk__c64 a, kdk__c64 b) {
   float _Complex x, y, r;
   memcpy(&x, &a, sizeof x);
   memcpy(&y, &b, sizeof y);
   r = cpowf(x, y);
-  return (kd__c64){crealf(r), cimagf(r)};
+  return (kdk__c64){crealf(r), cimagf(r)};
 }
-static inline kd__c128 cpow_c128(kd__c128 a, kd__c128 b) {
+static inline kdk__c128 cpow_c128(kdk__c128 a, kdk__c128 b) {
   double _Complex x, y, r;
   memcpy(&x, &a, sizeof x);
   memcpy(&y, &b, sizeof y);
   r = cpow(x, y);
-  return (kd__c128){creal(r), cimag(r)};
+  return (kdk__c128){creal(r), cimag(r)};
 }
 
 /* x < 0 without -Wtype-limits warnings in code shared by unsigned types. */
 static inline bool isneg(int64_t x) { return x < 0; }
 
 /* Integer helpers: wrapping arithmetic through U; division guards. */
-#define KD__INT_HELPERS(op, s, E, T, U)                                                    \
+#define KDK__INT_HELPERS(op, s, E, T, U)                                                    \
   static inline T idiv_trunc_##s(T a, T b, int *bad) {                                    \
     if (b == 0) {                                                                         \
       *bad = 1;                                                                           \
@@ -336,7 +336,7 @@ static inline bool isneg(int64_t x) { return x < 0; }
     if (isneg((int64_t)b) || b >= max_shift) return (T)(a >> max_shift);                              \
     return (T)(a >> b);                                                                   \
   }
-KD__INTS(KD__INT_HELPERS, _)
+KDK__INTS(KDK__INT_HELPERS, _)
 
 static inline double div_floor_f64(double a, double b) {
   if (b == 0) return a / b;
@@ -378,7 +378,7 @@ static inline float frem_f32(float a, float b) {
 }
 
 /* Type-generic picks of the float helpers by compute type C. */
-#define KD__FSEL(C, f32fn, f64fn) _Generic((C)0, float: f32fn, double: f64fn)
+#define KDK__FSEL(C, f32fn, f64fn) _Generic((C)0, float: f32fn, double: f64fn)
 
 /* pow with PyTorch's special exponents (Tensor_Scalar). */
 static inline double pow_scalar_f64(double a, double e) {
@@ -403,59 +403,59 @@ static inline float pow_scalar_f32(float a, float e) {
 /* ---- The loops ------------------------------------------------------------------- */
 
 /* Arithmetic */
-#define L_ADD_I(op, s, E, T, U) KD__BIN_LOOP(op##_##s, T, T, KD__ID, T, KD__ID, (T)((U)a + (U)b * (U)p->i0))
-#define L_ADD_F(op, s, E, T, C, LD, ST) KD__BIN_LOOP(op##_##s, T, C, LD, T, ST, (C)(a + (C)p->f0 * b))
-#define L_ADD_C(op, s, E, T, R) KD__BIN_LOOP(op##_##s, T, T, KD__ID, T, KD__ID, cadd_##s(a, cmul_##s((T){(R)p->c0re, (R)p->c0im}, b)))
-KD__INTS(L_ADD_I, add)
-KD__FLTS(L_ADD_F, add)
-KD__CPX_EXACT_BEGIN
-KD__CPXS(L_ADD_C, add)
-KD__CPX_EXACT_END
-KD__BIN_LOOP(add_b, bool, bool, KD__ID, bool, KD__ID, a || (b && p->i0))
+#define L_ADD_I(op, s, E, T, U) KDK__BIN_LOOP(op##_##s, T, T, KDK__ID, T, KDK__ID, (T)((U)a + (U)b * (U)p->i0))
+#define L_ADD_F(op, s, E, T, C, LD, ST) KDK__BIN_LOOP(op##_##s, T, C, LD, T, ST, (C)(a + (C)p->f0 * b))
+#define L_ADD_C(op, s, E, T, R) KDK__BIN_LOOP(op##_##s, T, T, KDK__ID, T, KDK__ID, cadd_##s(a, cmul_##s((T){(R)p->c0re, (R)p->c0im}, b)))
+KDK__INTS(L_ADD_I, add)
+KDK__FLTS(L_ADD_F, add)
+KDK__CPX_EXACT_BEGIN
+KDK__CPXS(L_ADD_C, add)
+KDK__CPX_EXACT_END
+KDK__BIN_LOOP(add_b, bool, bool, KDK__ID, bool, KDK__ID, a || (b && p->i0))
 /* alpha == 1, the common call: a + b, no parameter to convert. The same
  * values as the loops above with alpha 1 (1 * b is b exactly for integers and
  * reals; complex numbers keep the loops above, where (1+0j) * b is not b
  * when b has an infinite part). */
-#define L_ADD1_I(op, s, E, T, U) KD__BIN_LOOP(op##_##s, T, T, KD__ID, T, KD__ID, (T)((U)a + (U)b))
-#define L_ADD1_F(op, s, E, T, C, LD, ST) KD__BIN_LOOP(op##_##s, T, C, LD, T, ST, (C)(a + b))
-KD__INTS(L_ADD1_I, add1)
-KD__FLTS(L_ADD1_F, add1)
-KD__BIN_LOOP(add1_b, bool, bool, KD__ID, bool, KD__ID, a || b)
+#define L_ADD1_I(op, s, E, T, U) KDK__BIN_LOOP(op##_##s, T, T, KDK__ID, T, KDK__ID, (T)((U)a + (U)b))
+#define L_ADD1_F(op, s, E, T, C, LD, ST) KDK__BIN_LOOP(op##_##s, T, C, LD, T, ST, (C)(a + b))
+KDK__INTS(L_ADD1_I, add1)
+KDK__FLTS(L_ADD1_F, add1)
+KDK__BIN_LOOP(add1_b, bool, bool, KDK__ID, bool, KDK__ID, a || b)
 
-#define L_MUL_I(op, s, E, T, U) KD__BIN_LOOP(op##_##s, T, T, KD__ID, T, KD__ID, (T)((U)a * (U)b))
-#define L_MUL_F(op, s, E, T, C, LD, ST) KD__BIN_LOOP(op##_##s, T, C, LD, T, ST, (C)(a * b))
-#define L_MUL_C(op, s, E, T, R) KD__BIN_LOOP(op##_##s, T, T, KD__ID, T, KD__ID, cmul_##s(a, b))
-KD__INTS(L_MUL_I, mul)
-KD__FLTS(L_MUL_F, mul)
-KD__CPX_EXACT_BEGIN
-KD__CPXS(L_MUL_C, mul)
-KD__CPX_EXACT_END
-KD__BIN_LOOP(mul_b, bool, bool, KD__ID, bool, KD__ID, a && b)
+#define L_MUL_I(op, s, E, T, U) KDK__BIN_LOOP(op##_##s, T, T, KDK__ID, T, KDK__ID, (T)((U)a * (U)b))
+#define L_MUL_F(op, s, E, T, C, LD, ST) KDK__BIN_LOOP(op##_##s, T, C, LD, T, ST, (C)(a * b))
+#define L_MUL_C(op, s, E, T, R) KDK__BIN_LOOP(op##_##s, T, T, KDK__ID, T, KDK__ID, cmul_##s(a, b))
+KDK__INTS(L_MUL_I, mul)
+KDK__FLTS(L_MUL_F, mul)
+KDK__CPX_EXACT_BEGIN
+KDK__CPXS(L_MUL_C, mul)
+KDK__CPX_EXACT_END
+KDK__BIN_LOOP(mul_b, bool, bool, KDK__ID, bool, KDK__ID, a && b)
 
-#define L_DIV_F(op, s, E, T, C, LD, ST) KD__BIN_LOOP(op##_##s, T, C, LD, T, ST, (C)(a / b))
-#define L_DIV_C(op, s, E, T, R) KD__BIN_LOOP(op##_##s, T, T, KD__ID, T, KD__ID, cdiv_##s(a, b))
-KD__FLTS(L_DIV_F, divt)
-KD__CPX_EXACT_BEGIN
-KD__CPXS(L_DIV_C, divt)
-KD__CPX_EXACT_END
+#define L_DIV_F(op, s, E, T, C, LD, ST) KDK__BIN_LOOP(op##_##s, T, C, LD, T, ST, (C)(a / b))
+#define L_DIV_C(op, s, E, T, R) KDK__BIN_LOOP(op##_##s, T, T, KDK__ID, T, KDK__ID, cdiv_##s(a, b))
+KDK__FLTS(L_DIV_F, divt)
+KDK__CPX_EXACT_BEGIN
+KDK__CPXS(L_DIV_C, divt)
+KDK__CPX_EXACT_END
 
-#define L_TRUNC_I(op, s, E, T, U) KD__BIN_LOOP(op##_##s, T, T, KD__ID, T, KD__ID, idiv_trunc_##s(a, b, &bad))
+#define L_TRUNC_I(op, s, E, T, U) KDK__BIN_LOOP(op##_##s, T, T, KDK__ID, T, KDK__ID, idiv_trunc_##s(a, b, &bad))
 #define L_TRUNC_F(op, s, E, T, C, LD, ST) \
-  KD__BIN_LOOP(op##_##s, T, C, LD, T, ST, KD__FSEL(C, truncf, trunc)(a / b))
-KD__INTS(L_TRUNC_I, divtr)
-KD__FLTS(L_TRUNC_F, divtr)
+  KDK__BIN_LOOP(op##_##s, T, C, LD, T, ST, KDK__FSEL(C, truncf, trunc)(a / b))
+KDK__INTS(L_TRUNC_I, divtr)
+KDK__FLTS(L_TRUNC_F, divtr)
 
-#define L_FLOOR_I(op, s, E, T, U) KD__BIN_LOOP(op##_##s, T, T, KD__ID, T, KD__ID, idiv_floor_##s(a, b, &bad))
+#define L_FLOOR_I(op, s, E, T, U) KDK__BIN_LOOP(op##_##s, T, T, KDK__ID, T, KDK__ID, idiv_floor_##s(a, b, &bad))
 #define L_FLOOR_F(op, s, E, T, C, LD, ST) \
-  KD__BIN_LOOP(op##_##s, T, C, LD, T, ST, KD__FSEL(C, div_floor_f32, div_floor_f64)(a, b))
-KD__INTS(L_FLOOR_I, divfl)
-KD__FLTS(L_FLOOR_F, divfl)
+  KDK__BIN_LOOP(op##_##s, T, C, LD, T, ST, KDK__FSEL(C, div_floor_f32, div_floor_f64)(a, b))
+KDK__INTS(L_FLOOR_I, divfl)
+KDK__FLTS(L_FLOOR_F, divfl)
 
-#define L_REM_I(op, s, E, T, U) KD__BIN_LOOP(op##_##s, T, T, KD__ID, T, KD__ID, irem_##s(a, b, &bad))
+#define L_REM_I(op, s, E, T, U) KDK__BIN_LOOP(op##_##s, T, T, KDK__ID, T, KDK__ID, irem_##s(a, b, &bad))
 #define L_REM_F(op, s, E, T, C, LD, ST) \
-  KD__BIN_LOOP(op##_##s, T, C, LD, T, ST, KD__FSEL(C, frem_f32, frem_f64)(a, b))
-KD__INTS(L_REM_I, rem)
-KD__FLTS(L_REM_F, rem)
+  KDK__BIN_LOOP(op##_##s, T, C, LD, T, ST, KDK__FSEL(C, frem_f32, frem_f64)(a, b))
+KDK__INTS(L_REM_I, rem)
+KDK__FLTS(L_REM_F, rem)
 
 /* Integer division guard: sets the context's flag when the divisor (input
  * 1, operand 2) has a zero, without writing anything. Run before the
@@ -474,152 +474,152 @@ KD__FLTS(L_REM_F, rem)
         }                                                                                      \
     }                                                                                          \
   }
-KD__INTS(L_ZCHK_I, zchk)
+KDK__INTS(L_ZCHK_I, zchk)
 
 #define L_ATAN2_F(op, s, E, T, C, LD, ST) \
-  KD__BIN_LOOP(op##_##s, T, C, LD, T, ST, KD__FSEL(C, atan2f, atan2)(a, b))
-KD__FLTS(L_ATAN2_F, atan2)
+  KDK__BIN_LOOP(op##_##s, T, C, LD, T, ST, KDK__FSEL(C, atan2f, atan2)(a, b))
+KDK__FLTS(L_ATAN2_F, atan2)
 
 /* maximum / minimum: std::max / std::min, NaN when either is NaN */
-#define L_MAX_I(op, s, E, T, U) KD__BIN_LOOP(op##_##s, T, T, KD__ID, T, KD__ID, (a < b) ? b : a)
+#define L_MAX_I(op, s, E, T, U) KDK__BIN_LOOP(op##_##s, T, T, KDK__ID, T, KDK__ID, (a < b) ? b : a)
 #define L_MAX_F(op, s, E, T, C, LD, ST) \
-  KD__BIN_LOOP(op##_##s, T, C, LD, T, ST, (a != a || b != b) ? (C)NAN : ((a < b) ? b : a))
-KD__INTS(L_MAX_I, max)
-KD__FLTS(L_MAX_F, max)
-KD__BIN_LOOP(max_b, bool, bool, KD__ID, bool, KD__ID, a || b)
-#define L_MIN_I(op, s, E, T, U) KD__BIN_LOOP(op##_##s, T, T, KD__ID, T, KD__ID, (b < a) ? b : a)
+  KDK__BIN_LOOP(op##_##s, T, C, LD, T, ST, (a != a || b != b) ? (C)NAN : ((a < b) ? b : a))
+KDK__INTS(L_MAX_I, max)
+KDK__FLTS(L_MAX_F, max)
+KDK__BIN_LOOP(max_b, bool, bool, KDK__ID, bool, KDK__ID, a || b)
+#define L_MIN_I(op, s, E, T, U) KDK__BIN_LOOP(op##_##s, T, T, KDK__ID, T, KDK__ID, (b < a) ? b : a)
 #define L_MIN_F(op, s, E, T, C, LD, ST) \
-  KD__BIN_LOOP(op##_##s, T, C, LD, T, ST, (a != a || b != b) ? (C)NAN : ((b < a) ? b : a))
-KD__INTS(L_MIN_I, min)
-KD__FLTS(L_MIN_F, min)
-KD__BIN_LOOP(min_b, bool, bool, KD__ID, bool, KD__ID, a && b)
+  KDK__BIN_LOOP(op##_##s, T, C, LD, T, ST, (a != a || b != b) ? (C)NAN : ((b < a) ? b : a))
+KDK__INTS(L_MIN_I, min)
+KDK__FLTS(L_MIN_F, min)
+KDK__BIN_LOOP(min_b, bool, bool, KDK__ID, bool, KDK__ID, a && b)
 
 /* pow */
-#define L_POW_I(op, s, E, T, U) KD__BIN_LOOP(op##_##s, T, T, KD__ID, T, KD__ID, ipow_##s(a, b))
-#define L_POW_F(op, s, E, T, C, LD, ST) KD__BIN_LOOP(op##_##s, T, C, LD, T, ST, KD__FSEL(C, powf, pow)(a, b))
-#define L_POW_C(op, s, E, T, R) KD__BIN_LOOP(op##_##s, T, T, KD__ID, T, KD__ID, cpow_##s(a, b))
-KD__INTS(L_POW_I, pow)
-KD__FLTS(L_POW_F, pow)
-KD__CPX_EXACT_BEGIN
-KD__CPXS(L_POW_C, pow)
-KD__CPX_EXACT_END
+#define L_POW_I(op, s, E, T, U) KDK__BIN_LOOP(op##_##s, T, T, KDK__ID, T, KDK__ID, ipow_##s(a, b))
+#define L_POW_F(op, s, E, T, C, LD, ST) KDK__BIN_LOOP(op##_##s, T, C, LD, T, ST, KDK__FSEL(C, powf, pow)(a, b))
+#define L_POW_C(op, s, E, T, R) KDK__BIN_LOOP(op##_##s, T, T, KDK__ID, T, KDK__ID, cpow_##s(a, b))
+KDK__INTS(L_POW_I, pow)
+KDK__FLTS(L_POW_F, pow)
+KDK__CPX_EXACT_BEGIN
+KDK__CPXS(L_POW_C, pow)
+KDK__CPX_EXACT_END
 
-#define L_POWS_I(op, s, E, T, U) KD__UN_LOOP(op##_##s, T, T, KD__ID, KD__ID, ipow_##s(a, (T)p->i0))
+#define L_POWS_I(op, s, E, T, U) KDK__UN_LOOP(op##_##s, T, T, KDK__ID, KDK__ID, ipow_##s(a, (T)p->i0))
 #define L_POWS_F(op, s, E, T, C, LD, ST) \
-  KD__UN_LOOP(op##_##s, T, C, LD, ST, KD__FSEL(C, pow_scalar_f32, pow_scalar_f64)(a, (C)p->f0))
-#define L_POWS_C(op, s, E, T, R) KD__UN_LOOP(op##_##s, T, T, KD__ID, KD__ID, cpow_##s(a, (T){(R)p->c0re, (R)p->c0im}))
-KD__INTS(L_POWS_I, pows)
-KD__FLTS(L_POWS_F, pows)
-KD__CPX_EXACT_BEGIN
-KD__CPXS(L_POWS_C, pows)
-KD__CPX_EXACT_END
+  KDK__UN_LOOP(op##_##s, T, C, LD, ST, KDK__FSEL(C, pow_scalar_f32, pow_scalar_f64)(a, (C)p->f0))
+#define L_POWS_C(op, s, E, T, R) KDK__UN_LOOP(op##_##s, T, T, KDK__ID, KDK__ID, cpow_##s(a, (T){(R)p->c0re, (R)p->c0im}))
+KDK__INTS(L_POWS_I, pows)
+KDK__FLTS(L_POWS_F, pows)
+KDK__CPX_EXACT_BEGIN
+KDK__CPXS(L_POWS_C, pows)
+KDK__CPX_EXACT_END
 
 /* Bitwise (integers and bool) */
-#define L_BIT(op, s, E, T, U, OPER) KD__BIN_LOOP(op##_##s, T, T, KD__ID, T, KD__ID, (T)(a OPER b))
+#define L_BIT(op, s, E, T, U, OPER) KDK__BIN_LOOP(op##_##s, T, T, KDK__ID, T, KDK__ID, (T)(a OPER b))
 #define L_AND(op, s, E, T, U) L_BIT(op, s, E, T, U, &)
 #define L_OR(op, s, E, T, U) L_BIT(op, s, E, T, U, |)
 #define L_XOR(op, s, E, T, U) L_BIT(op, s, E, T, U, ^)
-KD__INTS(L_AND, band)
-KD__INTS(L_OR, bor)
-KD__INTS(L_XOR, bxor)
-KD__BIN_LOOP(band_b, bool, bool, KD__ID, bool, KD__ID, a && b)
-KD__BIN_LOOP(bor_b, bool, bool, KD__ID, bool, KD__ID, a || b)
-KD__BIN_LOOP(bxor_b, bool, bool, KD__ID, bool, KD__ID, a != b)
-#define L_LSH(op, s, E, T, U) KD__BIN_LOOP(op##_##s, T, T, KD__ID, T, KD__ID, ilshift_##s(a, b))
-#define L_RSH(op, s, E, T, U) KD__BIN_LOOP(op##_##s, T, T, KD__ID, T, KD__ID, irshift_##s(a, b))
-KD__INTS(L_LSH, lsh)
-KD__INTS(L_RSH, rsh)
+KDK__INTS(L_AND, band)
+KDK__INTS(L_OR, bor)
+KDK__INTS(L_XOR, bxor)
+KDK__BIN_LOOP(band_b, bool, bool, KDK__ID, bool, KDK__ID, a && b)
+KDK__BIN_LOOP(bor_b, bool, bool, KDK__ID, bool, KDK__ID, a || b)
+KDK__BIN_LOOP(bxor_b, bool, bool, KDK__ID, bool, KDK__ID, a != b)
+#define L_LSH(op, s, E, T, U) KDK__BIN_LOOP(op##_##s, T, T, KDK__ID, T, KDK__ID, ilshift_##s(a, b))
+#define L_RSH(op, s, E, T, U) KDK__BIN_LOOP(op##_##s, T, T, KDK__ID, T, KDK__ID, irshift_##s(a, b))
+KDK__INTS(L_LSH, lsh)
+KDK__INTS(L_RSH, rsh)
 
 /* Comparisons: two loops per dtype, one writing bool (op_s) and one writing
  * the inputs' dtype (op_s_same: in-place and out= of that dtype). */
-#define KD__CMP_LOOPS(op, OPER)                                                                   \
-  KD__BIN_LOOP(op##_b, bool, bool, KD__ID, bool, KD__ID, a OPER b)                               \
-  KD__BIN_LOOP(op##_b_same, bool, bool, KD__ID, bool, KD__ID, a OPER b)                          \
-  KD__INTS(KD__CMP_I, op)                                                                       \
-  KD__FLTS(KD__CMP_F, op)
-#define KD__CMP_I(op, s, E, T, U)                                          \
-  KD__BIN_LOOP(op##_##s, T, T, KD__ID, bool, KD__ID, KD__OPER_##op(a, b)) \
-  KD__BIN_LOOP(op##_##s##_same, T, T, KD__ID, T, KD__ID, (T)KD__OPER_##op(a, b))
-#define KD__CMP_F(op, s, E, T, C, LD, ST)                                  \
-  KD__BIN_LOOP(op##_##s, T, C, LD, bool, KD__ID, KD__OPER_##op(a, b))     \
-  KD__BIN_LOOP(op##_##s##_same, T, C, LD, T, ST, (C)KD__OPER_##op(a, b))
-#define KD__OPER_eq(a, b) ((a) == (b))
-#define KD__OPER_ne(a, b) ((a) != (b))
-#define KD__OPER_lt(a, b) ((a) < (b))
-#define KD__OPER_le(a, b) ((a) <= (b))
-#define KD__OPER_gt(a, b) ((a) > (b))
-#define KD__OPER_ge(a, b) ((a) >= (b))
-KD__CMP_LOOPS(eq, ==)
-KD__CMP_LOOPS(ne, !=)
-KD__CMP_LOOPS(lt, <)
-KD__CMP_LOOPS(le, <=)
-KD__CMP_LOOPS(gt, >)
-KD__CMP_LOOPS(ge, >=)
+#define KDK__CMP_LOOPS(op, OPER)                                                                   \
+  KDK__BIN_LOOP(op##_b, bool, bool, KDK__ID, bool, KDK__ID, a OPER b)                               \
+  KDK__BIN_LOOP(op##_b_same, bool, bool, KDK__ID, bool, KDK__ID, a OPER b)                          \
+  KDK__INTS(KDK__CMP_I, op)                                                                       \
+  KDK__FLTS(KDK__CMP_F, op)
+#define KDK__CMP_I(op, s, E, T, U)                                          \
+  KDK__BIN_LOOP(op##_##s, T, T, KDK__ID, bool, KDK__ID, KDK__OPER_##op(a, b)) \
+  KDK__BIN_LOOP(op##_##s##_same, T, T, KDK__ID, T, KDK__ID, (T)KDK__OPER_##op(a, b))
+#define KDK__CMP_F(op, s, E, T, C, LD, ST)                                  \
+  KDK__BIN_LOOP(op##_##s, T, C, LD, bool, KDK__ID, KDK__OPER_##op(a, b))     \
+  KDK__BIN_LOOP(op##_##s##_same, T, C, LD, T, ST, (C)KDK__OPER_##op(a, b))
+#define KDK__OPER_eq(a, b) ((a) == (b))
+#define KDK__OPER_ne(a, b) ((a) != (b))
+#define KDK__OPER_lt(a, b) ((a) < (b))
+#define KDK__OPER_le(a, b) ((a) <= (b))
+#define KDK__OPER_gt(a, b) ((a) > (b))
+#define KDK__OPER_ge(a, b) ((a) >= (b))
+KDK__CMP_LOOPS(eq, ==)
+KDK__CMP_LOOPS(ne, !=)
+KDK__CMP_LOOPS(lt, <)
+KDK__CMP_LOOPS(le, <=)
+KDK__CMP_LOOPS(gt, >)
+KDK__CMP_LOOPS(ge, >=)
 #define L_CEQ(op, s, E, T, R)                                                                  \
-  KD__BIN_LOOP(op##_##s, T, T, KD__ID, bool, KD__ID, a.re == b.re && a.im == b.im)             \
-  KD__BIN_LOOP(op##_##s##_same, T, T, KD__ID, T, KD__ID, ((T){(R)(a.re == b.re && a.im == b.im), 0}))
+  KDK__BIN_LOOP(op##_##s, T, T, KDK__ID, bool, KDK__ID, a.re == b.re && a.im == b.im)             \
+  KDK__BIN_LOOP(op##_##s##_same, T, T, KDK__ID, T, KDK__ID, ((T){(R)(a.re == b.re && a.im == b.im), 0}))
 #define L_CNE(op, s, E, T, R)                                                                  \
-  KD__BIN_LOOP(op##_##s, T, T, KD__ID, bool, KD__ID, a.re != b.re || a.im != b.im)             \
-  KD__BIN_LOOP(op##_##s##_same, T, T, KD__ID, T, KD__ID, ((T){(R)(a.re != b.re || a.im != b.im), 0}))
-KD__CPXS(L_CEQ, eq)
-KD__CPXS(L_CNE, ne)
+  KDK__BIN_LOOP(op##_##s, T, T, KDK__ID, bool, KDK__ID, a.re != b.re || a.im != b.im)             \
+  KDK__BIN_LOOP(op##_##s##_same, T, T, KDK__ID, T, KDK__ID, ((T){(R)(a.re != b.re || a.im != b.im), 0}))
+KDK__CPXS(L_CEQ, eq)
+KDK__CPXS(L_CNE, ne)
 
 /* Logical: non-zero is true; complex numbers are true when either part is. */
-#define KD__LOGIC_LOOPS(op, EXPR_OF)                                                  \
-  KD__BIN_LOOP(op##_b, bool, bool, KD__ID, bool, KD__ID, EXPR_OF(a, b))               \
-  KD__BIN_LOOP(op##_b_same, bool, bool, KD__ID, bool, KD__ID, EXPR_OF(a, b))          \
-  KD__INTS(KD__LOG_I, op)                                                             \
-  KD__FLTS(KD__LOG_F, op)                                                             \
-  KD__CPXS(KD__LOG_C, op)
-#define KD__LOG_I(op, s, E, T, U)                                             \
-  KD__BIN_LOOP(op##_##s, T, T, KD__ID, bool, KD__ID, KD__LOGIC_##op(a != 0, b != 0)) \
-  KD__BIN_LOOP(op##_##s##_same, T, T, KD__ID, T, KD__ID, (T)KD__LOGIC_##op(a != 0, b != 0))
-#define KD__LOG_F(op, s, E, T, C, LD, ST)                                     \
-  KD__BIN_LOOP(op##_##s, T, C, LD, bool, KD__ID, KD__LOGIC_##op(a != 0, b != 0)) \
-  KD__BIN_LOOP(op##_##s##_same, T, C, LD, T, ST, (C)KD__LOGIC_##op(a != 0, b != 0))
-#define KD__CNZ(x) ((x).re != 0 || (x).im != 0)
-#define KD__LOG_C(op, s, E, T, R)                                                        \
-  KD__BIN_LOOP(op##_##s, T, T, KD__ID, bool, KD__ID, KD__LOGIC_##op(KD__CNZ(a), KD__CNZ(b))) \
-  KD__BIN_LOOP(op##_##s##_same, T, T, KD__ID, T, KD__ID,                                \
-               ((T){(R)KD__LOGIC_##op(KD__CNZ(a), KD__CNZ(b)), 0}))
-#define KD__LOGIC_land(x, y) ((x) && (y))
-#define KD__LOGIC_lor(x, y) ((x) || (y))
-#define KD__LOGIC_lxor(x, y) ((bool)(x) != (bool)(y))
-KD__LOGIC_LOOPS(land, KD__LOGIC_land)
-KD__LOGIC_LOOPS(lor, KD__LOGIC_lor)
-KD__LOGIC_LOOPS(lxor, KD__LOGIC_lxor)
+#define KDK__LOGIC_LOOPS(op, EXPR_OF)                                                  \
+  KDK__BIN_LOOP(op##_b, bool, bool, KDK__ID, bool, KDK__ID, EXPR_OF(a, b))               \
+  KDK__BIN_LOOP(op##_b_same, bool, bool, KDK__ID, bool, KDK__ID, EXPR_OF(a, b))          \
+  KDK__INTS(KDK__LOG_I, op)                                                             \
+  KDK__FLTS(KDK__LOG_F, op)                                                             \
+  KDK__CPXS(KDK__LOG_C, op)
+#define KDK__LOG_I(op, s, E, T, U)                                             \
+  KDK__BIN_LOOP(op##_##s, T, T, KDK__ID, bool, KDK__ID, KDK__LOGIC_##op(a != 0, b != 0)) \
+  KDK__BIN_LOOP(op##_##s##_same, T, T, KDK__ID, T, KDK__ID, (T)KDK__LOGIC_##op(a != 0, b != 0))
+#define KDK__LOG_F(op, s, E, T, C, LD, ST)                                     \
+  KDK__BIN_LOOP(op##_##s, T, C, LD, bool, KDK__ID, KDK__LOGIC_##op(a != 0, b != 0)) \
+  KDK__BIN_LOOP(op##_##s##_same, T, C, LD, T, ST, (C)KDK__LOGIC_##op(a != 0, b != 0))
+#define KDK__CNZ(x) ((x).re != 0 || (x).im != 0)
+#define KDK__LOG_C(op, s, E, T, R)                                                        \
+  KDK__BIN_LOOP(op##_##s, T, T, KDK__ID, bool, KDK__ID, KDK__LOGIC_##op(KDK__CNZ(a), KDK__CNZ(b))) \
+  KDK__BIN_LOOP(op##_##s##_same, T, T, KDK__ID, T, KDK__ID,                                \
+               ((T){(R)KDK__LOGIC_##op(KDK__CNZ(a), KDK__CNZ(b)), 0}))
+#define KDK__LOGIC_land(x, y) ((x) && (y))
+#define KDK__LOGIC_lor(x, y) ((x) || (y))
+#define KDK__LOGIC_lxor(x, y) ((bool)(x) != (bool)(y))
+KDK__LOGIC_LOOPS(land, KDK__LOGIC_land)
+KDK__LOGIC_LOOPS(lor, KDK__LOGIC_lor)
+KDK__LOGIC_LOOPS(lxor, KDK__LOGIC_lxor)
 
 /* clamp: std::min(std::max(a, lo), hi); one bound: maximum / minimum. */
 #define L_CLAMP_I(op, s, E, T, U)                                                          \
-  KD__UN_LOOP(op##_##s, T, T, KD__ID, KD__ID,                                              \
+  KDK__UN_LOOP(op##_##s, T, T, KDK__ID, KDK__ID,                                              \
               ((T)p->i1 < ((a < (T)p->i0) ? (T)p->i0 : a)) ? (T)p->i1                      \
                                                             : ((a < (T)p->i0) ? (T)p->i0 : a))
 #define L_CLAMP_F(op, s, E, T, C, LD, ST)                                                  \
-  KD__UN_LOOP(op##_##s, T, C, LD, ST,                                                      \
+  KDK__UN_LOOP(op##_##s, T, C, LD, ST,                                                      \
               ((C)p->f1 < ((a < (C)p->f0) ? (C)p->f0 : a)) ? (C)p->f1                      \
                                                             : ((a < (C)p->f0) ? (C)p->f0 : a))
-#define L_CMIN_I(op, s, E, T, U) KD__UN_LOOP(op##_##s, T, T, KD__ID, KD__ID, (a < (T)p->i0) ? (T)p->i0 : a)
-#define L_CMIN_F(op, s, E, T, C, LD, ST) KD__UN_LOOP(op##_##s, T, C, LD, ST, (a < (C)p->f0) ? (C)p->f0 : a)
-#define L_CMAX_I(op, s, E, T, U) KD__UN_LOOP(op##_##s, T, T, KD__ID, KD__ID, ((T)p->i1 < a) ? (T)p->i1 : a)
-#define L_CMAX_F(op, s, E, T, C, LD, ST) KD__UN_LOOP(op##_##s, T, C, LD, ST, ((C)p->f1 < a) ? (C)p->f1 : a)
-KD__INTS(L_CLAMP_I, clamp)
-KD__FLTS(L_CLAMP_F, clamp)
-KD__INTS(L_CMIN_I, clampmin)
-KD__FLTS(L_CMIN_F, clampmin)
-KD__INTS(L_CMAX_I, clampmax)
-KD__FLTS(L_CMAX_F, clampmax)
+#define L_CMIN_I(op, s, E, T, U) KDK__UN_LOOP(op##_##s, T, T, KDK__ID, KDK__ID, (a < (T)p->i0) ? (T)p->i0 : a)
+#define L_CMIN_F(op, s, E, T, C, LD, ST) KDK__UN_LOOP(op##_##s, T, C, LD, ST, (a < (C)p->f0) ? (C)p->f0 : a)
+#define L_CMAX_I(op, s, E, T, U) KDK__UN_LOOP(op##_##s, T, T, KDK__ID, KDK__ID, ((T)p->i1 < a) ? (T)p->i1 : a)
+#define L_CMAX_F(op, s, E, T, C, LD, ST) KDK__UN_LOOP(op##_##s, T, C, LD, ST, ((C)p->f1 < a) ? (C)p->f1 : a)
+KDK__INTS(L_CLAMP_I, clamp)
+KDK__FLTS(L_CLAMP_F, clamp)
+KDK__INTS(L_CMIN_I, clampmin)
+KDK__FLTS(L_CMIN_F, clampmin)
+KDK__INTS(L_CMAX_I, clampmax)
+KDK__FLTS(L_CMAX_F, clampmax)
 
 #define L_CLAMP3_I(op, s, E, T, U) \
-  KD__TER_LOOP(op##_##s, T, T, KD__ID, KD__ID, (c < ((a < b) ? b : a)) ? c : ((a < b) ? b : a))
+  KDK__TER_LOOP(op##_##s, T, T, KDK__ID, KDK__ID, (c < ((a < b) ? b : a)) ? c : ((a < b) ? b : a))
 #define L_CLAMP3_F(op, s, E, T, C, LD, ST)                                    \
-  KD__TER_LOOP(op##_##s, T, C, LD, ST,                                        \
+  KDK__TER_LOOP(op##_##s, T, C, LD, ST,                                        \
                (b != b || c != c) ? (C)NAN                                    \
                                   : ((c < ((a < b) ? b : a)) ? c : ((a < b) ? b : a)))
-KD__INTS(L_CLAMP3_I, clamp3)
-KD__FLTS(L_CLAMP3_F, clamp3)
+KDK__INTS(L_CLAMP3_I, clamp3)
+KDK__FLTS(L_CLAMP3_F, clamp3)
 
 /* where and masked_fill move elements by width. */
-#define KD__WIDTHS(X) X(1, uint8_t) X(2, uint16_t) X(4, uint32_t) X(8, uint64_t) X(16, kd__c128)
+#define KDK__WIDTHS(X) X(1, uint8_t) X(2, uint16_t) X(4, uint32_t) X(8, uint64_t) X(16, kdk__c128)
 #define L_WHERE(w, T)                                                                         \
   static void where_##w(void *ctx_, char **data, const int64_t *strides, int64_t n0, int64_t n1) { \
     (void)ctx_;                                                                               \
@@ -642,7 +642,7 @@ KD__FLTS(L_CLAMP3_F, clamp3)
       }                                                                                       \
     }                                                                                         \
   }
-KD__WIDTHS(L_WHERE)
+KDK__WIDTHS(L_WHERE)
 
 #define L_MFILL(w, T)                                                                         \
   static void mfill_##w(void *ctx_, char **data, const int64_t *strides, int64_t n0, int64_t n1) { \
@@ -663,72 +663,72 @@ KD__WIDTHS(L_WHERE)
       }                                                                                       \
     }                                                                                         \
   }
-KD__WIDTHS(L_MFILL)
+KDK__WIDTHS(L_MFILL)
 
 /* ---- Tables ------------------------------------------------------------------------ */
 
-#define KD__TBL_B(op) [KD_BOOL] = op##_b,
-#define KD__TBL_SAME(op, s, E, ...) [E] = op##_##s##_same,
+#define KDK__TBL_B(op) [KD_BOOL] = op##_b,
+#define KDK__TBL_SAME(op, s, E, ...) [E] = op##_##s##_same,
 
 /* Selective builds (ops/src/select.h): the operators whose impls reach a
  * table, by name; a table with a mask keeps only the allowed dtypes. */
-#define KD__SEL_OPS_add (KDK__SEL_DTYPES_add(CPU) | KDK__SEL_DTYPES_sub(CPU))
-#define KD__SEL_OPS_add1 KD__SEL_OPS_add
-#define KD__SEL_OPS_mul KDK__SEL_DTYPES_mul(CPU)
-#define KD__TBLS_B(op) [KD_BOOL] = KDK__SEL_LOOP(KD__SEL_OPS_##op, KD_BOOL, op##_b),
-#define KD__TBLS(op, s, E, ...) [E] = KDK__SEL_LOOP(KD__SEL_OPS_##op, E, op##_##s),
+#define KDK__SEL_OPS_add (KDK__SEL_DTYPES_add(CPU) | KDK__SEL_DTYPES_sub(CPU))
+#define KDK__SEL_OPS_add1 KDK__SEL_OPS_add
+#define KDK__SEL_OPS_mul KDK__SEL_DTYPES_mul(CPU)
+#define KDK__TBLS_B(op) [KD_BOOL] = KDK__SEL_LOOP(KDK__SEL_OPS_##op, KD_BOOL, op##_b),
+#define KDK__TBLS(op, s, E, ...) [E] = KDK__SEL_LOOP(KDK__SEL_OPS_##op, E, op##_##s),
 
 static loop2d_fn *const add_loops[KD_DTYPE_COUNT] = {
-    KD__TBLS_B(add) KD__INTS(KD__TBLS, add) KD__FLTS(KD__TBLS, add) KD__CPXS(KD__TBLS, add)};
+    KDK__TBLS_B(add) KDK__INTS(KDK__TBLS, add) KDK__FLTS(KDK__TBLS, add) KDK__CPXS(KDK__TBLS, add)};
 static loop2d_fn *const add1_loops[KD_DTYPE_COUNT] = {
-    KD__TBLS_B(add1) KD__INTS(KD__TBLS, add1) KD__FLTS(KD__TBLS, add1)};
+    KDK__TBLS_B(add1) KDK__INTS(KDK__TBLS, add1) KDK__FLTS(KDK__TBLS, add1)};
 static loop2d_fn *const mul_loops[KD_DTYPE_COUNT] = {
-    KD__TBLS_B(mul) KD__INTS(KD__TBLS, mul) KD__FLTS(KD__TBLS, mul) KD__CPXS(KD__TBLS, mul)};
-static loop2d_fn *const divt_loops[KD_DTYPE_COUNT] = {KD__FLTS(KD__TBL, divt) KD__CPXS(KD__TBL, divt)};
-static loop2d_fn *const divtr_loops[KD_DTYPE_COUNT] = {KD__INTS(KD__TBL, divtr) KD__FLTS(KD__TBL, divtr)};
-static loop2d_fn *const divfl_loops[KD_DTYPE_COUNT] = {KD__INTS(KD__TBL, divfl) KD__FLTS(KD__TBL, divfl)};
-static loop2d_fn *const rem_loops[KD_DTYPE_COUNT] = {KD__INTS(KD__TBL, rem) KD__FLTS(KD__TBL, rem)};
-static loop2d_fn *const zchk_loops[KD_DTYPE_COUNT] = {KD__INTS(KD__TBL, zchk)};
-static loop2d_fn *const atan2_loops[KD_DTYPE_COUNT] = {KD__FLTS(KD__TBL, atan2)};
+    KDK__TBLS_B(mul) KDK__INTS(KDK__TBLS, mul) KDK__FLTS(KDK__TBLS, mul) KDK__CPXS(KDK__TBLS, mul)};
+static loop2d_fn *const divt_loops[KD_DTYPE_COUNT] = {KDK__FLTS(KDK__TBL, divt) KDK__CPXS(KDK__TBL, divt)};
+static loop2d_fn *const divtr_loops[KD_DTYPE_COUNT] = {KDK__INTS(KDK__TBL, divtr) KDK__FLTS(KDK__TBL, divtr)};
+static loop2d_fn *const divfl_loops[KD_DTYPE_COUNT] = {KDK__INTS(KDK__TBL, divfl) KDK__FLTS(KDK__TBL, divfl)};
+static loop2d_fn *const rem_loops[KD_DTYPE_COUNT] = {KDK__INTS(KDK__TBL, rem) KDK__FLTS(KDK__TBL, rem)};
+static loop2d_fn *const zchk_loops[KD_DTYPE_COUNT] = {KDK__INTS(KDK__TBL, zchk)};
+static loop2d_fn *const atan2_loops[KD_DTYPE_COUNT] = {KDK__FLTS(KDK__TBL, atan2)};
 static loop2d_fn *const max_loops[KD_DTYPE_COUNT] = {
-    KD__TBL_B(max) KD__INTS(KD__TBL, max) KD__FLTS(KD__TBL, max)};
+    KDK__TBL_B(max) KDK__INTS(KDK__TBL, max) KDK__FLTS(KDK__TBL, max)};
 static loop2d_fn *const min_loops[KD_DTYPE_COUNT] = {
-    KD__TBL_B(min) KD__INTS(KD__TBL, min) KD__FLTS(KD__TBL, min)};
+    KDK__TBL_B(min) KDK__INTS(KDK__TBL, min) KDK__FLTS(KDK__TBL, min)};
 static loop2d_fn *const pow_loops[KD_DTYPE_COUNT] = {
-    KD__INTS(KD__TBL, pow) KD__FLTS(KD__TBL, pow) KD__CPXS(KD__TBL, pow)};
+    KDK__INTS(KDK__TBL, pow) KDK__FLTS(KDK__TBL, pow) KDK__CPXS(KDK__TBL, pow)};
 static loop2d_fn *const pows_loops[KD_DTYPE_COUNT] = {
-    KD__INTS(KD__TBL, pows) KD__FLTS(KD__TBL, pows) KD__CPXS(KD__TBL, pows)};
-static loop2d_fn *const band_loops[KD_DTYPE_COUNT] = {KD__TBL_B(band) KD__INTS(KD__TBL, band)};
-static loop2d_fn *const bor_loops[KD_DTYPE_COUNT] = {KD__TBL_B(bor) KD__INTS(KD__TBL, bor)};
-static loop2d_fn *const bxor_loops[KD_DTYPE_COUNT] = {KD__TBL_B(bxor) KD__INTS(KD__TBL, bxor)};
-static loop2d_fn *const lsh_loops[KD_DTYPE_COUNT] = {KD__INTS(KD__TBL, lsh)};
-static loop2d_fn *const rsh_loops[KD_DTYPE_COUNT] = {KD__INTS(KD__TBL, rsh)};
-#define KD__CMP_TABLES(op)                                                                   \
+    KDK__INTS(KDK__TBL, pows) KDK__FLTS(KDK__TBL, pows) KDK__CPXS(KDK__TBL, pows)};
+static loop2d_fn *const band_loops[KD_DTYPE_COUNT] = {KDK__TBL_B(band) KDK__INTS(KDK__TBL, band)};
+static loop2d_fn *const bor_loops[KD_DTYPE_COUNT] = {KDK__TBL_B(bor) KDK__INTS(KDK__TBL, bor)};
+static loop2d_fn *const bxor_loops[KD_DTYPE_COUNT] = {KDK__TBL_B(bxor) KDK__INTS(KDK__TBL, bxor)};
+static loop2d_fn *const lsh_loops[KD_DTYPE_COUNT] = {KDK__INTS(KDK__TBL, lsh)};
+static loop2d_fn *const rsh_loops[KD_DTYPE_COUNT] = {KDK__INTS(KDK__TBL, rsh)};
+#define KDK__CMP_TABLES(op)                                                                   \
   static loop2d_fn *const op##_loops[KD_DTYPE_COUNT] = {                                     \
-      KD__TBL_B(op) KD__INTS(KD__TBL, op) KD__FLTS(KD__TBL, op)};                            \
+      KDK__TBL_B(op) KDK__INTS(KDK__TBL, op) KDK__FLTS(KDK__TBL, op)};                            \
   static loop2d_fn *const op##_same_loops[KD_DTYPE_COUNT] = {                                \
-      [KD_BOOL] = op##_b_same, KD__INTS(KD__TBL_SAME, op) KD__FLTS(KD__TBL_SAME, op)};
-KD__CMP_TABLES(lt)
-KD__CMP_TABLES(le)
-KD__CMP_TABLES(gt)
-KD__CMP_TABLES(ge)
-#define KD__CMPC_TABLES(op)                                                                  \
+      [KD_BOOL] = op##_b_same, KDK__INTS(KDK__TBL_SAME, op) KDK__FLTS(KDK__TBL_SAME, op)};
+KDK__CMP_TABLES(lt)
+KDK__CMP_TABLES(le)
+KDK__CMP_TABLES(gt)
+KDK__CMP_TABLES(ge)
+#define KDK__CMPC_TABLES(op)                                                                  \
   static loop2d_fn *const op##_loops[KD_DTYPE_COUNT] = {                                     \
-      KD__TBL_B(op) KD__INTS(KD__TBL, op) KD__FLTS(KD__TBL, op) KD__CPXS(KD__TBL, op)};      \
+      KDK__TBL_B(op) KDK__INTS(KDK__TBL, op) KDK__FLTS(KDK__TBL, op) KDK__CPXS(KDK__TBL, op)};      \
   static loop2d_fn *const op##_same_loops[KD_DTYPE_COUNT] = {                                \
-      [KD_BOOL] = op##_b_same, KD__INTS(KD__TBL_SAME, op) KD__FLTS(KD__TBL_SAME, op)         \
-          KD__CPXS(KD__TBL_SAME, op)};
-KD__CMPC_TABLES(eq)
-KD__CMPC_TABLES(ne)
-KD__CMPC_TABLES(land)
-KD__CMPC_TABLES(lor)
-KD__CMPC_TABLES(lxor)
-static loop2d_fn *const clamp_loops[KD_DTYPE_COUNT] = {KD__INTS(KD__TBL, clamp) KD__FLTS(KD__TBL, clamp)};
+      [KD_BOOL] = op##_b_same, KDK__INTS(KDK__TBL_SAME, op) KDK__FLTS(KDK__TBL_SAME, op)         \
+          KDK__CPXS(KDK__TBL_SAME, op)};
+KDK__CMPC_TABLES(eq)
+KDK__CMPC_TABLES(ne)
+KDK__CMPC_TABLES(land)
+KDK__CMPC_TABLES(lor)
+KDK__CMPC_TABLES(lxor)
+static loop2d_fn *const clamp_loops[KD_DTYPE_COUNT] = {KDK__INTS(KDK__TBL, clamp) KDK__FLTS(KDK__TBL, clamp)};
 static loop2d_fn *const clampmin_loops[KD_DTYPE_COUNT] = {
-    KD__INTS(KD__TBL, clampmin) KD__FLTS(KD__TBL, clampmin)};
+    KDK__INTS(KDK__TBL, clampmin) KDK__FLTS(KDK__TBL, clampmin)};
 static loop2d_fn *const clampmax_loops[KD_DTYPE_COUNT] = {
-    KD__INTS(KD__TBL, clampmax) KD__FLTS(KD__TBL, clampmax)};
-static loop2d_fn *const clamp3_loops[KD_DTYPE_COUNT] = {KD__INTS(KD__TBL, clamp3) KD__FLTS(KD__TBL, clamp3)};
+    KDK__INTS(KDK__TBL, clampmax) KDK__FLTS(KDK__TBL, clampmax)};
+static loop2d_fn *const clamp3_loops[KD_DTYPE_COUNT] = {KDK__INTS(KDK__TBL, clamp3) KDK__FLTS(KDK__TBL, clamp3)};
 
 /* ---- Kernels ----------------------------------------------------------------------- */
 
@@ -821,17 +821,17 @@ static kd_status add_kernel(kdk_iter *iter, const kd_scalar *alpha, const kd_sca
   return run(iter, loop, &c);
 }
 
-#define KD__SIMPLE_KERNEL(fname, table, name)                                           \
+#define KDK__SIMPLE_KERNEL(fname, table, name)                                           \
   static kd_status fname(kdk_iter *iter, const kd_scalar *p0, const kd_scalar *p1) {    \
     (void)p0;                                                                          \
     (void)p1;                                                                          \
     return run_table(iter, table, name);                                               \
   }
-KD__SIMPLE_KERNEL(mul_kernel, mul_loops, "mul_cpu")
-KD__SIMPLE_KERNEL(div_true_kernel, divt_loops, "div_true_cpu")
+KDK__SIMPLE_KERNEL(mul_kernel, mul_loops, "mul_cpu")
+KDK__SIMPLE_KERNEL(div_true_kernel, divt_loops, "div_true_cpu")
 /* Integer division and remainder: the divisor is checked for zeros first,
  * so that ZeroDivisionError leaves the output unwritten. */
-#define KD__IDIV_KERNEL(fname, table, name)                                             \
+#define KDK__IDIV_KERNEL(fname, table, name)                                             \
   static kd_status fname(kdk_iter *iter, const kd_scalar *p0, const kd_scalar *p1) {    \
     (void)p0;                                                                          \
     (void)p1;                                                                          \
@@ -844,35 +844,35 @@ KD__SIMPLE_KERNEL(div_true_kernel, divt_loops, "div_true_cpu")
     }                                                                                  \
     return run_table(iter, table, name);                                               \
   }
-KD__IDIV_KERNEL(div_trunc_kernel, divtr_loops, "div_trunc_cpu")
-KD__IDIV_KERNEL(div_floor_kernel, divfl_loops, "div_floor_cpu")
-KD__IDIV_KERNEL(remainder_kernel, rem_loops, "remainder_cpu")
-KD__SIMPLE_KERNEL(atan2_kernel, atan2_loops, "atan2_cpu")
-KD__SIMPLE_KERNEL(maximum_kernel, max_loops, "maximum_cpu")
-KD__SIMPLE_KERNEL(minimum_kernel, min_loops, "minimum_cpu")
-KD__SIMPLE_KERNEL(pow_tt_kernel, pow_loops, "pow")
-KD__SIMPLE_KERNEL(band_kernel, band_loops, "bitwise_and_cpu")
-KD__SIMPLE_KERNEL(bor_kernel, bor_loops, "bitwise_or_cpu")
-KD__SIMPLE_KERNEL(bxor_kernel, bxor_loops, "bitwise_xor_cpu")
-KD__SIMPLE_KERNEL(lsh_kernel, lsh_loops, "lshift_cpu")
-KD__SIMPLE_KERNEL(rsh_kernel, rsh_loops, "rshift_cpu")
-KD__SIMPLE_KERNEL(clamp3_kernel, clamp3_loops, "clamp_cpu")
+KDK__IDIV_KERNEL(div_trunc_kernel, divtr_loops, "div_trunc_cpu")
+KDK__IDIV_KERNEL(div_floor_kernel, divfl_loops, "div_floor_cpu")
+KDK__IDIV_KERNEL(remainder_kernel, rem_loops, "remainder_cpu")
+KDK__SIMPLE_KERNEL(atan2_kernel, atan2_loops, "atan2_cpu")
+KDK__SIMPLE_KERNEL(maximum_kernel, max_loops, "maximum_cpu")
+KDK__SIMPLE_KERNEL(minimum_kernel, min_loops, "minimum_cpu")
+KDK__SIMPLE_KERNEL(pow_tt_kernel, pow_loops, "pow")
+KDK__SIMPLE_KERNEL(band_kernel, band_loops, "bitwise_and_cpu")
+KDK__SIMPLE_KERNEL(bor_kernel, bor_loops, "bitwise_or_cpu")
+KDK__SIMPLE_KERNEL(bxor_kernel, bxor_loops, "bitwise_xor_cpu")
+KDK__SIMPLE_KERNEL(lsh_kernel, lsh_loops, "lshift_cpu")
+KDK__SIMPLE_KERNEL(rsh_kernel, rsh_loops, "rshift_cpu")
+KDK__SIMPLE_KERNEL(clamp3_kernel, clamp3_loops, "clamp_cpu")
 
-#define KD__CMP_KERNEL(fname, op, name)                                                 \
+#define KDK__CMP_KERNEL(fname, op, name)                                                 \
   static kd_status fname(kdk_iter *iter, const kd_scalar *p0, const kd_scalar *p1) {    \
     (void)p0;                                                                          \
     (void)p1;                                                                          \
     return run_cmp(iter, op##_loops, op##_same_loops, name);                           \
   }
-KD__CMP_KERNEL(eq_kernel, eq, "eq_cpu")
-KD__CMP_KERNEL(ne_kernel, ne, "ne_cpu")
-KD__CMP_KERNEL(lt_kernel, lt, "lt_cpu")
-KD__CMP_KERNEL(le_kernel, le, "le_cpu")
-KD__CMP_KERNEL(gt_kernel, gt, "gt_cpu")
-KD__CMP_KERNEL(ge_kernel, ge, "ge_cpu")
-KD__CMP_KERNEL(land_kernel, land, "logical_and_cpu")
-KD__CMP_KERNEL(lor_kernel, lor, "logical_or_cpu")
-KD__CMP_KERNEL(lxor_kernel, lxor, "logical_xor_cpu")
+KDK__CMP_KERNEL(eq_kernel, eq, "eq_cpu")
+KDK__CMP_KERNEL(ne_kernel, ne, "ne_cpu")
+KDK__CMP_KERNEL(lt_kernel, lt, "lt_cpu")
+KDK__CMP_KERNEL(le_kernel, le, "le_cpu")
+KDK__CMP_KERNEL(gt_kernel, gt, "gt_cpu")
+KDK__CMP_KERNEL(ge_kernel, ge, "ge_cpu")
+KDK__CMP_KERNEL(land_kernel, land, "logical_and_cpu")
+KDK__CMP_KERNEL(lor_kernel, lor, "logical_or_cpu")
+KDK__CMP_KERNEL(lxor_kernel, lxor, "logical_xor_cpu")
 
 static kd_status pow_ts_kernel(kdk_iter *iter, const kd_scalar *exponent, const kd_scalar *unused) {
   (void)unused;

@@ -12,7 +12,7 @@
 #include "fill.h"
 
 /* n elements of `width` bytes from p, `step` bytes apart. */
-#define KD__FILL_LOOP(width, T)                                                       \
+#define KDK__FILL_LOOP(width, T)                                                       \
   static void fill_##width(char *p, int64_t n, int64_t step, const unsigned char *v) { \
     T x;                                                                              \
     memcpy(&x, v, sizeof x);                                                          \
@@ -22,11 +22,11 @@
       for (int64_t i = 0; i < n; i++) memcpy(p + i * step, &x, sizeof x);             \
     }                                                                                 \
   }
-KD__FILL_LOOP(1, uint8_t)
-KD__FILL_LOOP(2, uint16_t)
-KD__FILL_LOOP(4, uint32_t)
-KD__FILL_LOOP(8, uint64_t)
-#undef KD__FILL_LOOP
+KDK__FILL_LOOP(1, uint8_t)
+KDK__FILL_LOOP(2, uint16_t)
+KDK__FILL_LOOP(4, uint32_t)
+KDK__FILL_LOOP(8, uint64_t)
+#undef KDK__FILL_LOOP
 
 static void fill_16(char *p, int64_t n, int64_t step, const unsigned char *v) {
   uint64_t lo, hi;

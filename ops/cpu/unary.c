@@ -3,7 +3,7 @@
  * compiled once per CPU capability.
  *
  * Every loop is a 1-d function over n elements whose output and input advance
- * by byte steps (kd__uloop). A loop has three paths: in place (out == in,
+ * by byte steps (kdk__uloop). A loop has three paths: in place (out == in,
  * both contiguous), contiguous and disjoint (restrict pointers, which the
  * compiler vectorises), and a general one that loads and stores through
  * memcpy (any steps, also stride 0 and unaligned memory). float16 and
@@ -471,13 +471,13 @@ U_DEF_CONV(from01_c128, uint8_t, kd_c128_t, U_NOEXTRA, E_FROM01)
 #define U_TBL_ALL(op)                                                                    \
   [KD_BOOL] = op##_b, U_TBL_INTS(op), U_TBL_FLOATS(op), U_TBL_COMPLEX(op)
 
-static kd__uloop *const lnot_in_tbl[KD_DTYPE_COUNT] = {U_TBL_ALL(lnot)};
-static kd__uloop *const lnot_out_tbl[KD_DTYPE_COUNT] = {U_TBL_ALL(from01)};
+static kdk__uloop *const lnot_in_tbl[KD_DTYPE_COUNT] = {U_TBL_ALL(lnot)};
+static kdk__uloop *const lnot_out_tbl[KD_DTYPE_COUNT] = {U_TBL_ALL(from01)};
 
 static void logical_not_loop(char *out, const char *in, int64_t n, int64_t os, int64_t is,
                              const void *extra) {
   const kdk_unary_extra *ex = extra;
-  kd__uloop *to01 = lnot_in_tbl[ex->in_dtype], *from01 = lnot_out_tbl[ex->out_dtype];
+  kdk__uloop *to01 = lnot_in_tbl[ex->in_dtype], *from01 = lnot_out_tbl[ex->out_dtype];
   uint8_t buf[U_BLOCK];
   for (int64_t i0 = 0; i0 < n; i0 += U_BLOCK) {
     int64_t m = n - i0 < U_BLOCK ? n - i0 : U_BLOCK;
@@ -491,7 +491,7 @@ static void logical_not_loop(char *out, const char *in, int64_t n, int64_t os, i
 /* Each table keeps the dtypes U_SEL_MASK allows: those of its operator
  * (and float32 for the floating operators when an integral dtype is
  * allowed: an integral input computes in float32). */
-#define U_TABLE(name, ...) static kd__uloop *const name##_tbl[KD_DTYPE_COUNT] = {__VA_ARGS__}
+#define U_TABLE(name, ...) static kdk__uloop *const name##_tbl[KD_DTYPE_COUNT] = {__VA_ARGS__}
 #undef U_MASK
 #define U_MASK U_SEL_MASK
 #define U_SEL_MASK KDK__SEL_DTYPES_neg(CPU)
@@ -572,7 +572,7 @@ U_TABLE(gelu_tanh, U_TBL_FLOATS(gelu_tanh));
 
 /* The loop of `op` for elements of `dtype` (the input's; for logical_not any
  * pair, checked by the caller); NULL when the operator has none. */
-static kd__uloop *unary_loop_lookup(kdk_unary_op op, kd_dtype dtype) {
+static kdk__uloop *unary_loop_lookup(kdk_unary_op op, kd_dtype dtype) {
   if ((int)dtype < 0 || dtype >= KD_DTYPE_COUNT) return NULL;
   switch (op) {
 #define U_CASE(E, name) \
@@ -612,7 +612,7 @@ static kd__uloop *unary_loop_lookup(kdk_unary_op op, kd_dtype dtype) {
 /* ---- The stub's kernel ------------------------------------------------------------------ */
 
 typedef struct u_ctx {
-  kd__uloop *loop;
+  kdk__uloop *loop;
   const kdk_unary_extra *extra;
 } u_ctx;
 
@@ -632,7 +632,7 @@ static void u_loop2d(void *ctx, char **data, const int64_t *strides, int64_t siz
 static kd_status unary_kernel(kdk_iter *iter, kdk_unary_op op, const kdk_unary_extra *extra) {
   if (kdk_iter_ntensors(iter) != 2 || kdk_iter_noutputs(iter) != 1)
     return kd_set_error(KD_EINTERNAL, "%s: the unary kernel needs one output and one input, got %d operands",
-                        kd__unary_kernel_name(op), kdk_iter_ntensors(iter));
+                        kdk__unary_kernel_name(op), kdk_iter_ntensors(iter));
   kd_dtype in = kdk_iter_input_dtype(iter, 0), out = kdk_iter_dtype(iter, 0);
   kdk_unary_extra ex;
   if (extra)
@@ -641,7 +641,7 @@ static kd_status unary_kernel(kdk_iter *iter, kdk_unary_op op, const kdk_unary_e
     memset(&ex, 0, sizeof ex);
   ex.in_dtype = in;
   ex.out_dtype = out;
-  kd__uloop *loop = NULL;
+  kdk__uloop *loop = NULL;
   if (op == KDK_UNARY_LOGICAL_NOT) {
     if (kd_dtype_valid(in) && kd_dtype_valid(out)) loop = unary_loop_lookup(op, in);
   } else {
@@ -650,13 +650,13 @@ static kd_status unary_kernel(kdk_iter *iter, kdk_unary_op op, const kdk_unary_e
     kd_dtype want = op == KDK_UNARY_ABS_TO_REAL ? kd_dtype_to_real(in) : in;
     if (loop && out != want)
       return kd_set_error(KD_EINTERNAL, "%s: the loop for %s writes %s, the output is %s",
-                          kd__unary_kernel_name(op), kd_dtype_name(in), kd_dtype_name(want),
+                          kdk__unary_kernel_name(op), kd_dtype_name(in), kd_dtype_name(want),
                           kd_dtype_name(out));
   }
   if (!loop) {
     const char *name = iter->op ? iter->op : "unary operator";
     return kd_set_error(KD_ETYPE, "%s: \"%s\" not implemented for '%s'%s", name,
-                        kd__unary_kernel_name(op), kd_dtype_name(in),
+                        kdk__unary_kernel_name(op), kd_dtype_name(in),
                         KDK__SEL_BUILD ? " (or left out of this selective build: not in its allow-list)"
                                        : "");
   }

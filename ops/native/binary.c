@@ -55,9 +55,9 @@
 #include "sub_native.h"
 #include "where_native.h"
 
-#define KD__BINARY_DEFINE(name) KD_DEFINE_STUB(name);
-KDK_BINARY_STUBS(KD__BINARY_DEFINE)
-#undef KD__BINARY_DEFINE
+#define KDK__BINARY_DEFINE(name) KD_DEFINE_STUB(name);
+KDK_BINARY_STUBS(KDK__BINARY_DEFINE)
+#undef KDK__BINARY_DEFINE
 
 /* Runs a binary stub's loop for the iterator's device (nothing on meta);
  * fn NULL (the device has no loop: KD_ITER_STUB set KD_ENOKERNEL with the
@@ -175,7 +175,7 @@ kd_status kdk_native_sub_out_cpu(kdk_structured *s, kdk_iter *iter, kd_tensor *s
 }
 
 /* Operators whose meta is one builder call and whose impl is one stub. */
-#define KD__BINARY_SIMPLE(meta, impl, builder, stub)                                          \
+#define KDK__BINARY_SIMPLE(meta, impl, builder, stub)                                          \
   kd_status kdk_meta_##meta(kdk_structured *s, kdk_iter *iter, kd_tensor *self,                 \
                             kd_tensor *other) {                                               \
     (void)s;                                                                                  \
@@ -186,21 +186,21 @@ kd_status kdk_native_sub_out_cpu(kdk_structured *s, kdk_iter *iter, kd_tensor *s
     (void)s, (void)self, (void)other, (void)out;                                              \
     return run_binary(KD_ITER_STUB(stub, iter), iter, NULL, NULL);                                 \
   }
-KD__BINARY_SIMPLE(mul_Tensor, mul_out_cpu, kdk_iter_build_binary_op, mul_stub)
-KD__BINARY_SIMPLE(div_Tensor, div_out_cpu, kdk_iter_build_binary_float_op, div_true_stub)
-KD__BINARY_SIMPLE(remainder_Tensor, remainder_out_cpu, kdk_iter_build_binary_op, remainder_stub)
-KD__BINARY_SIMPLE(atan2, atan2_out_cpu, kdk_iter_build_binary_float_op, atan2_stub)
-KD__BINARY_SIMPLE(pow_Tensor_Tensor, pow_Tensor_Tensor_out_cpu, kdk_iter_build_binary_op,
+KDK__BINARY_SIMPLE(mul_Tensor, mul_out_cpu, kdk_iter_build_binary_op, mul_stub)
+KDK__BINARY_SIMPLE(div_Tensor, div_out_cpu, kdk_iter_build_binary_float_op, div_true_stub)
+KDK__BINARY_SIMPLE(remainder_Tensor, remainder_out_cpu, kdk_iter_build_binary_op, remainder_stub)
+KDK__BINARY_SIMPLE(atan2, atan2_out_cpu, kdk_iter_build_binary_float_op, atan2_stub)
+KDK__BINARY_SIMPLE(pow_Tensor_Tensor, pow_Tensor_Tensor_out_cpu, kdk_iter_build_binary_op,
                   pow_tensor_tensor_stub)
-KD__BINARY_SIMPLE(eq_Tensor, eq_Tensor_out_cpu, kdk_iter_build_comparison_op, eq_stub)
-KD__BINARY_SIMPLE(ne_Tensor, ne_Tensor_out_cpu, kdk_iter_build_comparison_op, ne_stub)
-KD__BINARY_SIMPLE(lt_Tensor, lt_Tensor_out_cpu, kdk_iter_build_comparison_op, lt_stub)
-KD__BINARY_SIMPLE(le_Tensor, le_Tensor_out_cpu, kdk_iter_build_comparison_op, le_stub)
-KD__BINARY_SIMPLE(gt_Tensor, gt_Tensor_out_cpu, kdk_iter_build_comparison_op, gt_stub)
-KD__BINARY_SIMPLE(ge_Tensor, ge_Tensor_out_cpu, kdk_iter_build_comparison_op, ge_stub)
+KDK__BINARY_SIMPLE(eq_Tensor, eq_Tensor_out_cpu, kdk_iter_build_comparison_op, eq_stub)
+KDK__BINARY_SIMPLE(ne_Tensor, ne_Tensor_out_cpu, kdk_iter_build_comparison_op, ne_stub)
+KDK__BINARY_SIMPLE(lt_Tensor, lt_Tensor_out_cpu, kdk_iter_build_comparison_op, lt_stub)
+KDK__BINARY_SIMPLE(le_Tensor, le_Tensor_out_cpu, kdk_iter_build_comparison_op, le_stub)
+KDK__BINARY_SIMPLE(gt_Tensor, gt_Tensor_out_cpu, kdk_iter_build_comparison_op, gt_stub)
+KDK__BINARY_SIMPLE(ge_Tensor, ge_Tensor_out_cpu, kdk_iter_build_comparison_op, ge_stub)
 
 /* maximum / minimum refuse complex inputs before building. */
-#define KD__MINMAX(name, stub)                                                                 \
+#define KDK__MINMAX(name, stub)                                                                 \
   kd_status kdk_meta_##name(kdk_structured *s, kdk_iter *iter, kd_tensor *self,                  \
                             kd_tensor *other) {                                                \
     kd_status st = null_check(op_of(s, #name), self, other);                                   \
@@ -215,8 +215,8 @@ KD__BINARY_SIMPLE(ge_Tensor, ge_Tensor_out_cpu, kdk_iter_build_comparison_op, ge
     (void)s, (void)self, (void)other, (void)out;                                               \
     return run_binary(KD_ITER_STUB(stub, iter), iter, NULL, NULL);                                 \
   }
-KD__MINMAX(maximum, maximum_stub)
-KD__MINMAX(minimum, minimum_stub)
+KDK__MINMAX(maximum, maximum_stub)
+KDK__MINMAX(minimum, minimum_stub)
 
 /* div with rounding_mode: None is true division, "trunc" and "floor" keep
  * integer dtypes. */
@@ -273,7 +273,7 @@ static kd_status build_comparison_scalar(kdk_structured *s, kdk_iter *iter, kd_t
   return kdk_iter_build(iter);
 }
 
-#define KD__CMP_SCALAR(name, stub)                                                             \
+#define KDK__CMP_SCALAR(name, stub)                                                             \
   kd_status kdk_meta_##name##_Scalar(kdk_structured *s, kdk_iter *iter, kd_tensor *self,         \
                                      const kd_scalar *other) {                                 \
     return build_comparison_scalar(s, iter, self, other);                                      \
@@ -284,12 +284,12 @@ static kd_status build_comparison_scalar(kdk_structured *s, kdk_iter *iter, kd_t
     (void)s, (void)self, (void)other, (void)out;                                               \
     return run_binary(KD_ITER_STUB(stub, iter), iter, NULL, NULL);                                 \
   }
-KD__CMP_SCALAR(eq, eq_stub)
-KD__CMP_SCALAR(ne, ne_stub)
-KD__CMP_SCALAR(lt, lt_stub)
-KD__CMP_SCALAR(le, le_stub)
-KD__CMP_SCALAR(gt, gt_stub)
-KD__CMP_SCALAR(ge, ge_stub)
+KDK__CMP_SCALAR(eq, eq_stub)
+KDK__CMP_SCALAR(ne, ne_stub)
+KDK__CMP_SCALAR(lt, lt_stub)
+KDK__CMP_SCALAR(le, le_stub)
+KDK__CMP_SCALAR(gt, gt_stub)
+KDK__CMP_SCALAR(ge, ge_stub)
 
 /* A unary iterator over self converted to `dtype` (PyTorch's
  * build_unary_op(out, self.to(dtype))): the iterator converts the input; a
@@ -450,7 +450,7 @@ kd_status kdk_native_clamp_Tensor_out_cpu(kdk_structured *s, kdk_iter *iter, kd_
 /* ---- Composite Scalar overloads ---------------------------------------------------- */
 
 /* Wraps `v`, runs CALL (which names the wrapped tensor w), releases it. */
-#define KD__WITH_WRAPPED(v, CALL)              \
+#define KDK__WITH_WRAPPED(v, CALL)              \
   do {                                         \
     kd_tensor *w = NULL;                       \
     kd_status st_ = kdk_iter_wrap_scalar(v, &w); \
@@ -462,55 +462,55 @@ kd_status kdk_native_clamp_Tensor_out_cpu(kdk_structured *s, kdk_iter *iter, kd_
 
 kd_status kdk_native_add_Scalar(kd_tensor *self, const kd_scalar *other, const kd_scalar *alpha,
                                 kd_tensor **out) {
-  KD__WITH_WRAPPED(other, kd_add_Tensor(self, w, alpha, out));
+  KDK__WITH_WRAPPED(other, kd_add_Tensor(self, w, alpha, out));
 }
 kd_status kdk_native_add__Scalar(kd_tensor *self, const kd_scalar *other, const kd_scalar *alpha) {
-  KD__WITH_WRAPPED(other, kd_add__Tensor(self, w, alpha));
+  KDK__WITH_WRAPPED(other, kd_add__Tensor(self, w, alpha));
 }
 kd_status kdk_native_sub_Scalar(kd_tensor *self, const kd_scalar *other, const kd_scalar *alpha,
                                 kd_tensor **out) {
-  KD__WITH_WRAPPED(other, kd_sub_Tensor(self, w, alpha, out));
+  KDK__WITH_WRAPPED(other, kd_sub_Tensor(self, w, alpha, out));
 }
 kd_status kdk_native_sub__Scalar(kd_tensor *self, const kd_scalar *other, const kd_scalar *alpha) {
-  KD__WITH_WRAPPED(other, kd_sub__Tensor(self, w, alpha));
+  KDK__WITH_WRAPPED(other, kd_sub__Tensor(self, w, alpha));
 }
 kd_status kdk_native_mul_Scalar(kd_tensor *self, const kd_scalar *other, kd_tensor **out) {
-  KD__WITH_WRAPPED(other, kd_mul_Tensor(self, w, out));
+  KDK__WITH_WRAPPED(other, kd_mul_Tensor(self, w, out));
 }
 kd_status kdk_native_mul__Scalar(kd_tensor *self, const kd_scalar *other) {
-  KD__WITH_WRAPPED(other, kd_mul__Tensor(self, w));
+  KDK__WITH_WRAPPED(other, kd_mul__Tensor(self, w));
 }
 kd_status kdk_native_div_Scalar(kd_tensor *self, const kd_scalar *other, kd_tensor **out) {
-  KD__WITH_WRAPPED(other, kd_div_Tensor(self, w, out));
+  KDK__WITH_WRAPPED(other, kd_div_Tensor(self, w, out));
 }
 kd_status kdk_native_div__Scalar(kd_tensor *self, const kd_scalar *other) {
-  KD__WITH_WRAPPED(other, kd_div__Tensor(self, w));
+  KDK__WITH_WRAPPED(other, kd_div__Tensor(self, w));
 }
 kd_status kdk_native_div_Scalar_mode(kd_tensor *self, const kd_scalar *other,
                                      const char *rounding_mode, kd_tensor **out) {
-  KD__WITH_WRAPPED(other, kd_div_Tensor_mode(self, w, rounding_mode, out));
+  KDK__WITH_WRAPPED(other, kd_div_Tensor_mode(self, w, rounding_mode, out));
 }
 kd_status kdk_native_div__Scalar_mode(kd_tensor *self, const kd_scalar *other,
                                       const char *rounding_mode) {
-  KD__WITH_WRAPPED(other, kd_div__Tensor_mode(self, w, rounding_mode));
+  KDK__WITH_WRAPPED(other, kd_div__Tensor_mode(self, w, rounding_mode));
 }
 kd_status kdk_native_remainder_Scalar_out(kd_tensor *self, const kd_scalar *other, kd_tensor *out) {
-  KD__WITH_WRAPPED(other, kd_remainder_Tensor_out(self, w, out));
+  KDK__WITH_WRAPPED(other, kd_remainder_Tensor_out(self, w, out));
 }
 kd_status kdk_native_remainder_Scalar(kd_tensor *self, const kd_scalar *other, kd_tensor **out) {
-  KD__WITH_WRAPPED(other, kd_remainder_Tensor(self, w, out));
+  KDK__WITH_WRAPPED(other, kd_remainder_Tensor(self, w, out));
 }
 kd_status kdk_native_remainder__Scalar(kd_tensor *self, const kd_scalar *other) {
-  KD__WITH_WRAPPED(other, kd_remainder__Tensor(self, w));
+  KDK__WITH_WRAPPED(other, kd_remainder__Tensor(self, w));
 }
 kd_status kdk_native_remainder_Scalar_Tensor(const kd_scalar *self, kd_tensor *other,
                                              kd_tensor **out) {
-  KD__WITH_WRAPPED(self, kd_remainder_Tensor(w, other, out));
+  KDK__WITH_WRAPPED(self, kd_remainder_Tensor(w, other, out));
 }
 
 /* ---- logical_and / or / xor (not structured, as in PyTorch) ------------------------- */
 
-#define KD__LOGICAL(n, stub)                                                                   \
+#define KDK__LOGICAL(n, stub)                                                                   \
   kd_status kdk_native_##n##_out(kd_tensor *self, kd_tensor *other, kd_tensor *out) {          \
     kd_status st = null_check(#n ".out", self, other);                                         \
     if (st || (st = null_check(#n ".out", out, out))) return st;                               \
@@ -543,9 +543,9 @@ kd_status kdk_native_remainder_Scalar_Tensor(const kd_scalar *self, kd_tensor *o
     if (st) return st;                                                                         \
     return kd_##n##_out(self, other, self);                                                    \
   }
-KD__LOGICAL(logical_and, logical_and_stub)
-KD__LOGICAL(logical_or, logical_or_stub)
-KD__LOGICAL(logical_xor, logical_xor_stub)
+KDK__LOGICAL(logical_and, logical_and_stub)
+KDK__LOGICAL(logical_or, logical_or_stub)
+KDK__LOGICAL(logical_xor, logical_xor_stub)
 
 /* ---- where ---------------------------------------------------------------------------- */
 

@@ -29,9 +29,9 @@
 KD_EXTERN_C_BEGIN
 
 /* The loop type and the stubs are public: include/kdk/stubs.h. */
-#define KD__BINARY_CAPS(name) KD_DECLARE_STUB_CAPS(name);
-KDK_BINARY_STUBS(KD__BINARY_CAPS)
-#undef KD__BINARY_CAPS
+#define KDK__BINARY_CAPS(name) KD_DECLARE_STUB_CAPS(name);
+KDK_BINARY_STUBS(KDK__BINARY_CAPS)
+#undef KDK__BINARY_CAPS
 
 KD_EXTERN_C_END
 

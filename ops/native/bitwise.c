@@ -43,7 +43,7 @@
  *
  * No constructors: this file is compiled with KD_NO_AUTO_REGISTER
  * (ops/CMakeLists.txt), and kd_ops_open (ops/src/ops.c) opens every
- * descriptor of kd__bitwise_libraries after the generated tables.
+ * descriptor of kdk__bitwise_libraries after the generated tables.
  *
  * The Scalar overloads are composites (CompositeExplicitAutograd, or
  * CompositeImplicitAutograd where PyTorch has no dispatch entry) that wrap
@@ -107,7 +107,7 @@ static kd_status run(const bw_op *op, bw_variant v, bool meta, const kd_arg *a, 
                             : meta          ? KDK_STRUCTURED_META
                                             : KDK_STRUCTURED_FUNCTIONAL;
   kd_device dev = meta ? (kd_device){KD_DEVICE_META, 0}
-                       : kd__device_of_first((kd_tensor *const[]){self, other}, nin);
+                       : kdk__device_of_first((kd_tensor *const[]){self, other}, nin);
   kdk_structured s;
   kdk_structured_init(&s, op->names[v], mode, 1, v == BW_FUNCTIONAL ? NULL : given, dev);
   kdk_iter it;
@@ -121,51 +121,51 @@ static kd_status run(const bw_op *op, bw_variant v, bool meta, const kd_arg *a, 
   kd_tensor *take[1] = {NULL};
   kdk_structured_release(&s, v == BW_FUNCTIONAL && !st ? take : NULL);
   if (st) return st;
-  r[0] = v == BW_FUNCTIONAL ? kd__value_take_tensor(take[0]) : kd_value_tensor(given[0]);
+  r[0] = v == BW_FUNCTIONAL ? kdk__value_take_tensor(take[0]) : kd_value_tensor(given[0]);
   return KD_OK;
 }
 
 /* ---- The operators and their kernels ------------------------------------------------- */
 
-#define KD__BW_BINARY_OP(op, stub)                                                            \
+#define KDK__BW_BINARY_OP(op, stub)                                                            \
   static const bw_op op##_desc = {                                                            \
       {"aten::" #op ".Tensor", "aten::" #op "_.Tensor", "aten::" #op ".Tensor_out"},          \
       &KDK_STUB_OBJECT(stub)};
-KD__BW_BINARY_OP(bitwise_and, bitwise_and_stub)
-KD__BW_BINARY_OP(bitwise_or, bitwise_or_stub)
-KD__BW_BINARY_OP(bitwise_xor, bitwise_xor_stub)
-KD__BW_BINARY_OP(bitwise_left_shift, lshift_stub)
-KD__BW_BINARY_OP(bitwise_right_shift, rshift_stub)
+KDK__BW_BINARY_OP(bitwise_and, bitwise_and_stub)
+KDK__BW_BINARY_OP(bitwise_or, bitwise_or_stub)
+KDK__BW_BINARY_OP(bitwise_xor, bitwise_xor_stub)
+KDK__BW_BINARY_OP(bitwise_left_shift, lshift_stub)
+KDK__BW_BINARY_OP(bitwise_right_shift, rshift_stub)
 static const bw_op bitwise_not_desc = {
     {"aten::bitwise_not", "aten::bitwise_not_", "aten::bitwise_not.out"}, NULL};
 
 /* The six kernels of one operator: op_functional_cpu ... op_out_meta. */
-#define KD__BW_TRAMPOLINE(op, variant, V, backend, META)                                  \
+#define KDK__BW_TRAMPOLINE(op, variant, V, backend, META)                                  \
   static kd_status op##_##variant##_##backend(const kd_call *c, const kd_arg *a,           \
                                               kd_value *r) {                               \
     (void)c;                                                                               \
     return run(&op##_desc, V, META, a, r);                                                 \
   }
-#define KD__BW_KERNELS(op)                                 \
-  KD__BW_TRAMPOLINE(op, functional, BW_FUNCTIONAL, cpu, false) \
-  KD__BW_TRAMPOLINE(op, inplace, BW_INPLACE, cpu, false)       \
-  KD__BW_TRAMPOLINE(op, out, BW_OUT, cpu, false)               \
-  KD__BW_TRAMPOLINE(op, functional, BW_FUNCTIONAL, meta, true) \
-  KD__BW_TRAMPOLINE(op, inplace, BW_INPLACE, meta, true)       \
-  KD__BW_TRAMPOLINE(op, out, BW_OUT, meta, true)
-KD__BW_KERNELS(bitwise_and)
-KD__BW_KERNELS(bitwise_or)
-KD__BW_KERNELS(bitwise_xor)
-KD__BW_KERNELS(bitwise_left_shift)
-KD__BW_KERNELS(bitwise_right_shift)
-KD__BW_KERNELS(bitwise_not)
+#define KDK__BW_KERNELS(op)                                 \
+  KDK__BW_TRAMPOLINE(op, functional, BW_FUNCTIONAL, cpu, false) \
+  KDK__BW_TRAMPOLINE(op, inplace, BW_INPLACE, cpu, false)       \
+  KDK__BW_TRAMPOLINE(op, out, BW_OUT, cpu, false)               \
+  KDK__BW_TRAMPOLINE(op, functional, BW_FUNCTIONAL, meta, true) \
+  KDK__BW_TRAMPOLINE(op, inplace, BW_INPLACE, meta, true)       \
+  KDK__BW_TRAMPOLINE(op, out, BW_OUT, meta, true)
+KDK__BW_KERNELS(bitwise_and)
+KDK__BW_KERNELS(bitwise_or)
+KDK__BW_KERNELS(bitwise_xor)
+KDK__BW_KERNELS(bitwise_left_shift)
+KDK__BW_KERNELS(bitwise_right_shift)
+KDK__BW_KERNELS(bitwise_not)
 
 /* ---- Kernel-key registrations ---------------------------------------------------------- */
 
 /* The dtype sets (see the top of the file). */
-#define KD__BW_CPU_LOGICAL KD_BOOL, KD_UINT8, KD_INT8, KD_INT16, KD_INT32, KD_INT64
-#define KD__BW_CPU_SHIFT KD_UINT8, KD_INT8, KD_INT16, KD_INT32, KD_INT64
-#define KD__BW_META                                                                        \
+#define KDK__BW_CPU_LOGICAL KD_BOOL, KD_UINT8, KD_INT8, KD_INT16, KD_INT32, KD_INT64
+#define KDK__BW_CPU_SHIFT KD_UINT8, KD_INT8, KD_INT16, KD_INT32, KD_INT64
+#define KDK__BW_META                                                                        \
   KD_BOOL, KD_UINT8, KD_INT8, KD_INT16, KD_INT32, KD_INT64, KD_FLOAT16, KD_BFLOAT16,       \
       KD_FLOAT32, KD_FLOAT64, KD_COMPLEX64, KD_COMPLEX128
 
@@ -180,61 +180,61 @@ static void any_args(kd_kernel_args *k, size_t nargs) {
   kd_kernel_args_output(k, 0, KD_ARGDEF_BACKEND, KD_ALL_BACKEND);
 }
 
-#define KD__BW_SIG_BINARY "(Tensor, Tensor) -> Tensor"
-#define KD__BW_SIG_BINARY_INPLACE "(Tensor(a!), Tensor) -> Tensor(a!)"
-#define KD__BW_SIG_BINARY_OUT "(Tensor, Tensor, Tensor(a!)) -> Tensor(a!)"
-#define KD__BW_SIG_UNARY "(Tensor) -> Tensor"
-#define KD__BW_SIG_UNARY_INPLACE "(Tensor(a!)) -> Tensor(a!)"
-#define KD__BW_SIG_UNARY_OUT "(Tensor, Tensor(a!)) -> Tensor(a!)"
+#define KDK__BW_SIG_BINARY "(Tensor, Tensor) -> Tensor"
+#define KDK__BW_SIG_BINARY_INPLACE "(Tensor(a!), Tensor) -> Tensor(a!)"
+#define KDK__BW_SIG_BINARY_OUT "(Tensor, Tensor, Tensor(a!)) -> Tensor(a!)"
+#define KDK__BW_SIG_UNARY "(Tensor) -> Tensor"
+#define KDK__BW_SIG_UNARY_INPLACE "(Tensor(a!)) -> Tensor(a!)"
+#define KDK__BW_SIG_UNARY_OUT "(Tensor, Tensor(a!)) -> Tensor(a!)"
 
 /* op.Tensor, op_.Tensor and op.Tensor_out for KEY (CPU or META; backend:
  * cpu or meta, the trampolines' suffix) and the dtype list `dtypes` (a
  * macro of the list). Descriptors kd_library_kernel_aten_OP_Tensor_KEY,
  * kd_library_kernel_aten_OP__Tensor_KEY, kd_library_kernel_aten_OP_Tensor_out_KEY. */
-#define KD__BW_REGISTER_BINARY(op, KEY, backend, dtypes)                                    \
+#define KDK__BW_REGISTER_BINARY(op, KEY, backend, dtypes)                                    \
   KD_REGISTER_KERNEL_OVERLOAD(aten, op, Tensor, KEY, KD_ALL_LAYOUT, op##_functional_##backend, \
-                              KD__BW_SIG_BINARY, dtypes) {                                   \
+                              KDK__BW_SIG_BINARY, dtypes) {                                   \
     any_args(kernel, 2);                                                                     \
   }                                                                                          \
   KD_REGISTER_KERNEL_OVERLOAD(aten, op##_, Tensor, KEY, KD_ALL_LAYOUT, op##_inplace_##backend, \
-                              KD__BW_SIG_BINARY_INPLACE, dtypes) {                           \
+                              KDK__BW_SIG_BINARY_INPLACE, dtypes) {                           \
     any_args(kernel, 2);                                                                     \
   }                                                                                          \
   KD_REGISTER_KERNEL_OVERLOAD(aten, op, Tensor_out, KEY, KD_ALL_LAYOUT, op##_out_##backend,  \
-                              KD__BW_SIG_BINARY_OUT, dtypes) {                               \
+                              KDK__BW_SIG_BINARY_OUT, dtypes) {                               \
     any_args(kernel, 3);                                                                     \
   }
 
 /* bitwise_not, bitwise_not_ and bitwise_not.out (descriptors
  * kd_library_kernel_aten_bitwise_not_KEY, ..._bitwise_not__KEY,
  * ..._bitwise_not_out_KEY). */
-#define KD__BW_REGISTER_NOT(KEY, backend, dtypes)                                           \
+#define KDK__BW_REGISTER_NOT(KEY, backend, dtypes)                                           \
   KD_REGISTER_KERNEL(aten, bitwise_not, KEY, KD_ALL_LAYOUT, bitwise_not_functional_##backend, \
-                     KD__BW_SIG_UNARY, dtypes) {                                            \
+                     KDK__BW_SIG_UNARY, dtypes) {                                            \
     any_args(kernel, 1);                                                                     \
   }                                                                                          \
   KD_REGISTER_KERNEL(aten, bitwise_not_, KEY, KD_ALL_LAYOUT, bitwise_not_inplace_##backend,  \
-                     KD__BW_SIG_UNARY_INPLACE, dtypes) {                                    \
+                     KDK__BW_SIG_UNARY_INPLACE, dtypes) {                                    \
     any_args(kernel, 1);                                                                     \
   }                                                                                          \
   KD_REGISTER_KERNEL_OVERLOAD(aten, bitwise_not, out, KEY, KD_ALL_LAYOUT,                    \
-                              bitwise_not_out_##backend, KD__BW_SIG_UNARY_OUT, dtypes) {     \
+                              bitwise_not_out_##backend, KDK__BW_SIG_UNARY_OUT, dtypes) {     \
     any_args(kernel, 2);                                                                     \
   }
 
-KD__BW_REGISTER_BINARY(bitwise_and, CPU, cpu, KD__BW_CPU_LOGICAL)
-KD__BW_REGISTER_BINARY(bitwise_or, CPU, cpu, KD__BW_CPU_LOGICAL)
-KD__BW_REGISTER_BINARY(bitwise_xor, CPU, cpu, KD__BW_CPU_LOGICAL)
-KD__BW_REGISTER_BINARY(bitwise_left_shift, CPU, cpu, KD__BW_CPU_SHIFT)
-KD__BW_REGISTER_BINARY(bitwise_right_shift, CPU, cpu, KD__BW_CPU_SHIFT)
-KD__BW_REGISTER_NOT(CPU, cpu, KD__BW_CPU_LOGICAL)
+KDK__BW_REGISTER_BINARY(bitwise_and, CPU, cpu, KDK__BW_CPU_LOGICAL)
+KDK__BW_REGISTER_BINARY(bitwise_or, CPU, cpu, KDK__BW_CPU_LOGICAL)
+KDK__BW_REGISTER_BINARY(bitwise_xor, CPU, cpu, KDK__BW_CPU_LOGICAL)
+KDK__BW_REGISTER_BINARY(bitwise_left_shift, CPU, cpu, KDK__BW_CPU_SHIFT)
+KDK__BW_REGISTER_BINARY(bitwise_right_shift, CPU, cpu, KDK__BW_CPU_SHIFT)
+KDK__BW_REGISTER_NOT(CPU, cpu, KDK__BW_CPU_LOGICAL)
 
-KD__BW_REGISTER_BINARY(bitwise_and, META, meta, KD__BW_META)
-KD__BW_REGISTER_BINARY(bitwise_or, META, meta, KD__BW_META)
-KD__BW_REGISTER_BINARY(bitwise_xor, META, meta, KD__BW_META)
-KD__BW_REGISTER_BINARY(bitwise_left_shift, META, meta, KD__BW_META)
-KD__BW_REGISTER_BINARY(bitwise_right_shift, META, meta, KD__BW_META)
-KD__BW_REGISTER_NOT(META, meta, KD__BW_META)
+KDK__BW_REGISTER_BINARY(bitwise_and, META, meta, KDK__BW_META)
+KDK__BW_REGISTER_BINARY(bitwise_or, META, meta, KDK__BW_META)
+KDK__BW_REGISTER_BINARY(bitwise_xor, META, meta, KDK__BW_META)
+KDK__BW_REGISTER_BINARY(bitwise_left_shift, META, meta, KDK__BW_META)
+KDK__BW_REGISTER_BINARY(bitwise_right_shift, META, meta, KDK__BW_META)
+KDK__BW_REGISTER_NOT(META, meta, KDK__BW_META)
 
 /* ---- The CPU kernel for the other dtypes ------------------------------------------------ */
 
@@ -249,20 +249,20 @@ typedef struct bw_plain {
 
 /* An unwanted kernel is not referenced either (NULL), so that a static link
  * of a selective build drops it. */
-#define KD__BW_PLAIN(name, tok, fn, sig)                                  \
+#define KDK__BW_PLAIN(name, tok, fn, sig)                                  \
   {name, KD_SHOULD_REGISTER(aten, tok, CPU) ? fn : NULL, sig,             \
    KD_SHOULD_REGISTER(aten, tok, CPU)}
-#define KD__BW_PLAIN_BINARY(op)                                                              \
-  KD__BW_PLAIN(#op ".Tensor", op##_Tensor, op##_functional_cpu, KD__BW_SIG_BINARY),          \
-      KD__BW_PLAIN(#op "_.Tensor", op##__Tensor, op##_inplace_cpu, KD__BW_SIG_BINARY_INPLACE), \
-      KD__BW_PLAIN(#op ".Tensor_out", op##_Tensor_out, op##_out_cpu, KD__BW_SIG_BINARY_OUT),
+#define KDK__BW_PLAIN_BINARY(op)                                                              \
+  KDK__BW_PLAIN(#op ".Tensor", op##_Tensor, op##_functional_cpu, KDK__BW_SIG_BINARY),          \
+      KDK__BW_PLAIN(#op "_.Tensor", op##__Tensor, op##_inplace_cpu, KDK__BW_SIG_BINARY_INPLACE), \
+      KDK__BW_PLAIN(#op ".Tensor_out", op##_Tensor_out, op##_out_cpu, KDK__BW_SIG_BINARY_OUT),
 static const bw_plain plain_kernels[] = {
-    KD__BW_PLAIN_BINARY(bitwise_and) KD__BW_PLAIN_BINARY(bitwise_or)
-    KD__BW_PLAIN_BINARY(bitwise_xor) KD__BW_PLAIN_BINARY(bitwise_left_shift)
-    KD__BW_PLAIN_BINARY(bitwise_right_shift)
-    KD__BW_PLAIN("bitwise_not", bitwise_not, bitwise_not_functional_cpu, KD__BW_SIG_UNARY),
-    KD__BW_PLAIN("bitwise_not_", bitwise_not_, bitwise_not_inplace_cpu, KD__BW_SIG_UNARY_INPLACE),
-    KD__BW_PLAIN("bitwise_not.out", bitwise_not_out, bitwise_not_out_cpu, KD__BW_SIG_UNARY_OUT),
+    KDK__BW_PLAIN_BINARY(bitwise_and) KDK__BW_PLAIN_BINARY(bitwise_or)
+    KDK__BW_PLAIN_BINARY(bitwise_xor) KDK__BW_PLAIN_BINARY(bitwise_left_shift)
+    KDK__BW_PLAIN_BINARY(bitwise_right_shift)
+    KDK__BW_PLAIN("bitwise_not", bitwise_not, bitwise_not_functional_cpu, KDK__BW_SIG_UNARY),
+    KDK__BW_PLAIN("bitwise_not_", bitwise_not_, bitwise_not_inplace_cpu, KDK__BW_SIG_UNARY_INPLACE),
+    KDK__BW_PLAIN("bitwise_not.out", bitwise_not_out, bitwise_not_out_cpu, KDK__BW_SIG_UNARY_OUT),
 };
 
 KD_LIBRARY_FRAGMENT(aten, bitwise_other_dtypes, m) {
@@ -278,21 +278,21 @@ KD_LIBRARY_FRAGMENT(aten, bitwise_other_dtypes, m) {
 
 /* ---- What kd_ops_open opens --------------------------------------------------------------- */
 
-#define KD__BW_DESCS_BINARY(op, KEY)                                               \
+#define KDK__BW_DESCS_BINARY(op, KEY)                                               \
   &kd_library_kernel_aten_##op##_Tensor_##KEY, &kd_library_kernel_aten_##op##__Tensor_##KEY, \
       &kd_library_kernel_aten_##op##_Tensor_out_##KEY,
-#define KD__BW_DESCS(KEY)                                                                     \
-  KD__BW_DESCS_BINARY(bitwise_and, KEY) KD__BW_DESCS_BINARY(bitwise_or, KEY)                  \
-  KD__BW_DESCS_BINARY(bitwise_xor, KEY) KD__BW_DESCS_BINARY(bitwise_left_shift, KEY)          \
-  KD__BW_DESCS_BINARY(bitwise_right_shift, KEY)                                               \
+#define KDK__BW_DESCS(KEY)                                                                     \
+  KDK__BW_DESCS_BINARY(bitwise_and, KEY) KDK__BW_DESCS_BINARY(bitwise_or, KEY)                  \
+  KDK__BW_DESCS_BINARY(bitwise_xor, KEY) KDK__BW_DESCS_BINARY(bitwise_left_shift, KEY)          \
+  KDK__BW_DESCS_BINARY(bitwise_right_shift, KEY)                                               \
   &kd_library_kernel_aten_bitwise_not_##KEY, &kd_library_kernel_aten_bitwise_not__##KEY,      \
       &kd_library_kernel_aten_bitwise_not_out_##KEY,
 
-const kd_library_desc *const kd__bitwise_libraries[] = {
-    KD__BW_DESCS(CPU) KD__BW_DESCS(META) &kd_library_fragment_aten_bitwise_other_dtypes,
+const kd_library_desc *const kdk__bitwise_libraries[] = {
+    KDK__BW_DESCS(CPU) KDK__BW_DESCS(META) &kd_library_fragment_aten_bitwise_other_dtypes,
 };
-const size_t kd__bitwise_nlibraries =
-    sizeof kd__bitwise_libraries / sizeof kd__bitwise_libraries[0];
+const size_t kdk__bitwise_nlibraries =
+    sizeof kdk__bitwise_libraries / sizeof kdk__bitwise_libraries[0];
 
 static const bw_op *const family[] = {&bitwise_and_desc,         &bitwise_or_desc,
                                       &bitwise_xor_desc,         &bitwise_left_shift_desc,
@@ -316,7 +316,7 @@ static kd_status check_keyed(const char *qualified, kd_dispatch_key key, kd_dtyp
   return KD_OK;
 }
 
-kd_status kd__bitwise_check(void) {
+kd_status kdk__bitwise_check(void) {
   /* a selective build registers only what its allow-list has, so the
    * family is incomplete by design (kd_add_selective_kdops) */
   if (KD__SEL_ON) return KD_OK;
@@ -332,7 +332,7 @@ kd_status kd__bitwise_check(void) {
 /* ---- Composite Scalar overloads ------------------------------------------------------------ */
 
 /* Wraps `v`, runs CALL (which names the wrapped tensor w), releases it. */
-#define KD__WITH_WRAPPED(v, CALL)               \
+#define KDK__WITH_WRAPPED(v, CALL)               \
   do {                                          \
     kd_tensor *w = NULL;                        \
     kd_status st_ = kdk_iter_wrap_scalar(v, &w); \
@@ -342,40 +342,40 @@ kd_status kd__bitwise_check(void) {
     return st_;                                 \
   } while (0)
 
-#define KD__BITWISE_SCALARS(n)                                                                 \
+#define KDK__BITWISE_SCALARS(n)                                                                 \
   kd_status kdk_native_##n##_Scalar_out(kd_tensor *self, const kd_scalar *other,               \
                                         kd_tensor *out) {                                      \
-    KD__WITH_WRAPPED(other, kd_##n##_Tensor_out(self, w, out));                                \
+    KDK__WITH_WRAPPED(other, kd_##n##_Tensor_out(self, w, out));                                \
   }                                                                                            \
   kd_status kdk_native_##n##_Scalar(kd_tensor *self, const kd_scalar *other, kd_tensor **out) { \
-    KD__WITH_WRAPPED(other, kd_##n##_Tensor(self, w, out));                                    \
+    KDK__WITH_WRAPPED(other, kd_##n##_Tensor(self, w, out));                                    \
   }                                                                                            \
   kd_status kdk_native_##n##_Scalar_Tensor(const kd_scalar *self, kd_tensor *other,            \
                                            kd_tensor **out) {                                  \
-    KD__WITH_WRAPPED(self, kd_##n##_Tensor(w, other, out));                                    \
+    KDK__WITH_WRAPPED(self, kd_##n##_Tensor(w, other, out));                                    \
   }                                                                                            \
   kd_status kdk_native_##n##__Scalar(kd_tensor *self, const kd_scalar *other) {                \
-    KD__WITH_WRAPPED(other, kd_##n##__Tensor(self, w));                                       \
+    KDK__WITH_WRAPPED(other, kd_##n##__Tensor(self, w));                                       \
   }
-KD__BITWISE_SCALARS(bitwise_and)
-KD__BITWISE_SCALARS(bitwise_or)
-KD__BITWISE_SCALARS(bitwise_xor)
+KDK__BITWISE_SCALARS(bitwise_and)
+KDK__BITWISE_SCALARS(bitwise_or)
+KDK__BITWISE_SCALARS(bitwise_xor)
 
-#define KD__SHIFT_SCALARS(n)                                                                   \
+#define KDK__SHIFT_SCALARS(n)                                                                   \
   kd_status kdk_native_##n##_Tensor_Scalar(kd_tensor *self, const kd_scalar *other,            \
                                            kd_tensor **out) {                                  \
-    KD__WITH_WRAPPED(other, kd_##n##_Tensor(self, w, out));                                    \
+    KDK__WITH_WRAPPED(other, kd_##n##_Tensor(self, w, out));                                    \
   }                                                                                            \
   kd_status kdk_native_##n##__Tensor_Scalar(kd_tensor *self, const kd_scalar *other) {         \
-    KD__WITH_WRAPPED(other, kd_##n##__Tensor(self, w));                                       \
+    KDK__WITH_WRAPPED(other, kd_##n##__Tensor(self, w));                                       \
   }                                                                                            \
   kd_status kdk_native_##n##_Tensor_Scalar_out(kd_tensor *self, const kd_scalar *other,        \
                                                kd_tensor *out) {                               \
-    KD__WITH_WRAPPED(other, kd_##n##_Tensor_out(self, w, out));                                \
+    KDK__WITH_WRAPPED(other, kd_##n##_Tensor_out(self, w, out));                                \
   }                                                                                            \
   kd_status kdk_native_##n##_Scalar_Tensor(const kd_scalar *self, kd_tensor *other,            \
                                            kd_tensor **out) {                                  \
-    KD__WITH_WRAPPED(self, kd_##n##_Tensor(w, other, out));                                    \
+    KDK__WITH_WRAPPED(self, kd_##n##_Tensor(w, other, out));                                    \
   }
-KD__SHIFT_SCALARS(bitwise_left_shift)
-KD__SHIFT_SCALARS(bitwise_right_shift)
+KDK__SHIFT_SCALARS(bitwise_left_shift)
+KDK__SHIFT_SCALARS(bitwise_right_shift)

@@ -9,8 +9,8 @@
  * points, but their CPU and Meta kernels are registered by bitwise.c with
  * kernel keys (KD_REGISTER_KERNEL_OVERLOAD). bitwise.c is compiled with
  * KD_NO_AUTO_REGISTER, so nothing registers them when the library loads:
- * kd_ops_open opens every descriptor of kd__bitwise_libraries, after the
- * generated tables, and then asks kd__bitwise_check.
+ * kd_ops_open opens every descriptor of kdk__bitwise_libraries, after the
+ * generated tables, and then asks kdk__bitwise_check.
  */
 #ifndef KD_OPS_NATIVE_BITWISE_H
 #define KD_OPS_NATIVE_BITWISE_H
@@ -21,17 +21,17 @@
 
 KD_EXTERN_C_BEGIN
 
-/* Every library descriptor of bitwise.c (static; kd__bitwise_nlibraries
+/* Every library descriptor of bitwise.c (static; kdk__bitwise_nlibraries
  * entries). The table refers to each one, so a static link that keeps
  * kd_ops_open keeps them all. */
-extern const kd_library_desc *const kd__bitwise_libraries[];
-extern const size_t kd__bitwise_nlibraries;
+extern const kd_library_desc *const kdk__bitwise_libraries[];
+extern const size_t kdk__bitwise_nlibraries;
 
 /* After the descriptors were opened: KD_OK when every operator of the
  * family has its kernel-key kernels for CPU and Meta, else KD_EINTERNAL
  * naming the first one missing (a registration inside a library body that
  * failed was only reported with kd_warn). */
-kd_status kd__bitwise_check(void);
+kd_status kdk__bitwise_check(void);
 
 KD_EXTERN_C_END
 

@@ -61,7 +61,7 @@ static kd_status empty_strided_common(kd_device_type want, kd_ints size, kd_ints
                                       const kd_device *device, const bool *pin_memory,
                                       kd_tensor **out) {
   *out = NULL;
-  kd_status st = kd__check_size_list("empty_strided", size);
+  kd_status st = kdk__check_size_list("empty_strided", size);
   if (st) return st;
   if (stride.size != size.size || (stride.size > 0 && !stride.data))
     return kd_set_error(KD_EINVAL,
@@ -75,7 +75,7 @@ static kd_status empty_strided_common(kd_device_type want, kd_ints size, kd_ints
   kd_dtype dt = KD_FLOAT32;
   kd_device dev;
   kd_device def = {want, 0};
-  if ((st = kd__factory_options("empty_strided", dtype, layout, device, pin_memory,
+  if ((st = kdk__factory_options("empty_strided", dtype, layout, device, pin_memory,
                                 kd_get_default_dtype(), def, &dt, &dev)))
     return st;
   if (dev.type != want)
@@ -101,7 +101,7 @@ kd_status kdk_native_empty_strided_meta(kd_ints size, kd_ints stride, const kd_d
 
 kd_status kdk_native_resize_(kd_tensor *self, kd_ints size, const kd_memory_format *memory_format) {
   if (!self) return kd_set_error(KD_EINVAL, "resize_: self is NULL: expected a tensor");
-  kd_status st = kd__check_size_list("resize_", size);
+  kd_status st = kdk__check_size_list("resize_", size);
   if (st) return st;
   /* As PyTorch's resize_impl_cpu_: the same sizes and no format keep the
    * strides (an expanded or transposed self stays as it is). */
@@ -113,7 +113,7 @@ kd_status kdk_native_resize_(kd_tensor *self, kd_ints size, const kd_memory_form
   if (mf == KD_MEMORY_FORMAT_PRESERVE)
     return kd_set_error(KD_EINVAL, "resize_: Unsupported memory format. Preserve");
   int64_t strides[KD_MAX_DIMS];
-  if ((st = kd__vw_format_strides((int)size.size, size.data, mf, strides))) return st;
+  if ((st = kdk__vw_format_strides((int)size.size, size.data, mf, strides))) return st;
   if ((st = kd_tensor_resize_(self, (int)size.size, size.data, strides))) {
     char msg[1024];
     snprintf(msg, sizeof msg, "%s", kd_last_error());
@@ -164,7 +164,7 @@ kd_status kdk_native_full_composite(kd_ints size, const kd_scalar *fill_value,
                                     kd_tensor **out) {
   *out = NULL;
   if (!fill_value) return kd_set_error(KD_EINVAL, "full: fill_value is NULL");
-  kd_dtype dt = dtype ? *dtype : kd__full_dtype_of(fill_value);
+  kd_dtype dt = dtype ? *dtype : kdk__full_dtype_of(fill_value);
   return full_composite(size, fill_value, &dt, layout, device, pin_memory, out);
 }
 
@@ -181,7 +181,7 @@ kd_status kdk_native_empty_like_composite(kd_tensor *self, const kd_dtype *dtype
   int ndim = kd_tensor_ndim(self);
   kd_ints sizes = {kd_tensor_sizes(self), ndim};
   if (mf == KD_MEMORY_FORMAT_PRESERVE) {
-    if (kd__vw_non_overlapping_and_dense(self)) {
+    if (kdk__vw_non_overlapping_and_dense(self)) {
       kd_ints strides = {kd_tensor_strides(self), ndim};
       return kd_empty_strided(sizes, strides, &dt, layout, &dev, pin_memory, out);
     }
@@ -284,10 +284,10 @@ kd_status kdk_native_new_full(kd_tensor *self, kd_ints size, const kd_scalar *fi
 
 /* ---- out= factories, zero_ ------------------------------------------------------ */
 
-kd_status kd__full_out_composite(const char *op, kd_ints size, const kd_scalar *value,
+kd_status kdk__full_out_composite(const char *op, kd_ints size, const kd_scalar *value,
                                  kd_tensor *out) {
   if (!out) return kd_set_error(KD_EINVAL, "%s: out is NULL", op);
-  kd_status st = kd__check_size_list(op, size);
+  kd_status st = kdk__check_size_list(op, size);
   if (st) return st;
   /* Check the conversion before resizing, so that an error leaves out alone. */
   unsigned char elem[16];

@@ -208,7 +208,7 @@ kd_status kdk_native__to_copy(kd_tensor *self, const kd_dtype *dtype, const kd_l
   kd_status ast = to_copy_args(self, dtype, layout, pin_memory, out, &dt);
   if (ast) return ast;
   kd_device from = kd_tensor_device(self), to = device ? *device : from;
-  if (kd__off_host(&to) || kd__off_host(&from))
+  if (kdk__off_host(&to) || kdk__off_host(&from))
     return kdk_native__to_copy_composite(self, dtype, layout, device, pin_memory, non_blocking,
                                          memory_format, out);
   int64_t strides[KD_MAX_DIMS];

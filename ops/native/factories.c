@@ -29,7 +29,7 @@
 
 /* ---- Shared helpers ------------------------------------------------------------ */
 
-const char *kd__format_sizes(char *buf, size_t cap, int ndim, const int64_t *sizes) {
+const char *kdk__format_sizes(char *buf, size_t cap, int ndim, const int64_t *sizes) {
   size_t len = 0;
   if (cap == 0) return buf;
   buf[0] = '\0';
@@ -40,7 +40,7 @@ const char *kd__format_sizes(char *buf, size_t cap, int ndim, const int64_t *siz
   return buf;
 }
 
-/* kd__check_size_list's messages, out of the way of the common path. */
+/* kdk__check_size_list's messages, out of the way of the common path. */
 __attribute__((noinline, cold)) static kd_status size_list_error(const char *op, kd_ints size) {
   if (size.size < 0 || (size.size > 0 && !size.data))
     return kd_set_error(KD_EINVAL, "%s: expected a list of sizes", op);
@@ -52,19 +52,19 @@ __attribute__((noinline, cold)) static kd_status size_list_error(const char *op,
       char buf[256];
       return kd_set_error(KD_EINVAL, "%s: Trying to create tensor with negative dimension %lld: %s",
                           op, (long long)size.data[i],
-                          kd__format_sizes(buf, sizeof buf, (int)size.size, size.data));
+                          kdk__format_sizes(buf, sizeof buf, (int)size.size, size.data));
     }
   }
   return KD_OK;
 }
 
-kd_status kd__check_size_list(const char *op, kd_ints size) {
+kd_status kdk__check_size_list(const char *op, kd_ints size) {
   bool bad = size.size < 0 || size.size > KD_MAX_DIMS || (size.size > 0 && !size.data);
   for (int64_t i = 0; !bad && i < size.size; i++) bad = size.data[i] < 0;
   return bad ? size_list_error(op, size) : KD_OK;
 }
 
-/* kd__factory_options' messages, out of the way of the common path. */
+/* kdk__factory_options' messages, out of the way of the common path. */
 __attribute__((noinline, cold)) static kd_status
 factory_options_error(const char *op, kd_dtype dt, const kd_layout *layout, kd_device dev,
                       const bool *pin_memory) {
@@ -86,7 +86,7 @@ factory_options_error(const char *op, kd_dtype dt, const kd_layout *layout, kd_d
   return KD_OK;
 }
 
-kd_status kd__factory_options(const char *op, const kd_dtype *dtype, const kd_layout *layout,
+kd_status kdk__factory_options(const char *op, const kd_dtype *dtype, const kd_layout *layout,
                               const kd_device *device, const bool *pin_memory,
                               kd_dtype default_dtype, kd_device default_device,
                               kd_dtype *dtype_out, kd_device *device_out) {
@@ -111,25 +111,25 @@ static bool same_sizes(const kd_tensor *t, int ndim, const int64_t *sizes) {
   return true;
 }
 
-kd_status kd__resize_if_needed(kd_tensor *out, int ndim, const int64_t *sizes) {
+kd_status kdk__resize_if_needed(kd_tensor *out, int ndim, const int64_t *sizes) {
   if (same_sizes(out, ndim, sizes)) return KD_OK;
   return kd_tensor_resize_(out, ndim, sizes, NULL);
 }
 
-kd_status kd__resize_output(const char *op, kd_tensor *out, int ndim, const int64_t *sizes) {
+kd_status kdk__resize_output(const char *op, kd_tensor *out, int ndim, const int64_t *sizes) {
   if (same_sizes(out, ndim, sizes)) return KD_OK;
   if (kd_tensor_numel(out) != 0) {
     char have[256], want[256];
     kd_warn("%s: An output with one or more elements was resized since it had shape %s, which "
             "does not match the required output shape %s. This behavior is deprecated; resize "
             "the output to 0 elements first to reuse it.",
-            op, kd__format_sizes(have, sizeof have, kd_tensor_ndim(out), kd_tensor_sizes(out)),
-            kd__format_sizes(want, sizeof want, ndim, sizes));
+            op, kdk__format_sizes(have, sizeof have, kd_tensor_ndim(out), kd_tensor_sizes(out)),
+            kdk__format_sizes(want, sizeof want, ndim, sizes));
   }
   return kd_tensor_resize_(out, ndim, sizes, NULL);
 }
 
-kd_status kd__fill(const char *op, kd_tensor *t, const kd_scalar *value) {
+kd_status kdk__fill(const char *op, kd_tensor *t, const kd_scalar *value) {
   kd_device_type type = kd_tensor_device(t).type;
   if (type == KD_DEVICE_META) return KD_OK; /* nothing to write */
   kdk_fill_fn *fn = KDK_STUB_FOR(fill_stub, type, op);
@@ -139,7 +139,7 @@ kd_status kd__fill(const char *op, kd_tensor *t, const kd_scalar *value) {
   return KD_OK;
 }
 
-kd_status kd__write_contiguous(kd_tensor *out, kd_status (*write)(kd_tensor *dst, void *ctx),
+kd_status kdk__write_contiguous(kd_tensor *out, kd_status (*write)(kd_tensor *dst, void *ctx),
                                void *ctx) {
   kd_device dev = kd_tensor_device(out);
   if (dev.type == KD_DEVICE_META || kd_tensor_numel(out) == 0) return KD_OK;
@@ -151,7 +151,7 @@ kd_status kd__write_contiguous(kd_tensor *out, kd_status (*write)(kd_tensor *dst
    * share memory (an expanded view) cannot take distinct values. Refused
    * here with PyTorch's message, which names the operator's out rather than
    * the copy's destination. */
-  kd_status st = kd__vw_check_internal_overlap(out);
+  kd_status st = kdk__vw_check_internal_overlap(out);
   if (st) return st;
   kd_tensor *tmp;
   st = kd_tensor_empty(kd_tensor_ndim(out), kd_tensor_sizes(out), kd_tensor_dtype(out),
@@ -205,7 +205,7 @@ static kd_status make_empty(const char *op, int ndim, const int64_t *sizes, kd_d
                             kd_device device, kd_memory_format format, kd_tensor **out) {
   if (format == KD_MEMORY_FORMAT_CONTIGUOUS) {
     /* The common case: row-major strides, which kd_tensor_empty makes without
-     * checking caller-given ones. Sizes were checked (kd__check_size_list),
+     * checking caller-given ones. Sizes were checked (kdk__check_size_list),
      * so the only failures left are overflow and memory. */
     kd_status st = kd_tensor_empty(ndim, sizes, dtype, device, out);
     if (st == KD_EOVERFLOW) return kd_set_error(KD_EOVERFLOW, "%s: tensor too large", op);
@@ -225,8 +225,8 @@ static kd_status empty_common(const char *op, kd_device_type want, kd_ints size,
   kd_dtype dt = KD_FLOAT32;
   kd_device dev;
   kd_device def = {want, 0};
-  kd_status st = kd__check_size_list(op, size);
-  if (!st) st = kd__factory_options(op, dtype, layout, device, pin_memory, kd_get_default_dtype(),
+  kd_status st = kdk__check_size_list(op, size);
+  if (!st) st = kdk__factory_options(op, dtype, layout, device, pin_memory, kd_get_default_dtype(),
                                     def, &dt, &dev);
   if (st) return st;
   if (dev.type != want)
@@ -305,7 +305,7 @@ static kd_status like_common(const char *op, kd_tensor *self, const kd_dtype *dt
   if (!self) return kd_set_error(KD_EINVAL, "%s: self is NULL", op);
   kd_dtype dt = KD_FLOAT32;
   kd_device dev;
-  kd_status st = kd__factory_options(op, dtype, layout, device, pin_memory, kd_tensor_dtype(self),
+  kd_status st = kdk__factory_options(op, dtype, layout, device, pin_memory, kd_tensor_dtype(self),
                                      kd_tensor_device(self), &dt, &dev);
   if (st) return st;
   kd_memory_format mf = memory_format ? *memory_format : KD_MEMORY_FORMAT_PRESERVE;
@@ -322,7 +322,7 @@ static kd_status like_common(const char *op, kd_tensor *self, const kd_dtype *dt
 kd_status kdk_native_empty_like(kd_tensor *self, const kd_dtype *dtype, const kd_layout *layout,
                                 const kd_device *device, const bool *pin_memory,
                                 const kd_memory_format *memory_format, kd_tensor **out) {
-  if (kd__off_host(device))
+  if (kdk__off_host(device))
     return kdk_native_empty_like_composite(self, dtype, layout, device, pin_memory, memory_format,
                                            out);
   return like_common("empty_like", self, dtype, layout, device, pin_memory, memory_format, out);
@@ -338,13 +338,13 @@ static kd_status full_common(const char *op, kd_ints size, const kd_scalar *valu
   *out = NULL;
   kd_dtype dt = KD_FLOAT32;
   kd_device dev;
-  kd_status st = kd__check_size_list(op, size);
-  if (!st) st = kd__factory_options(op, dtype, layout, device, pin_memory, default_dtype,
+  kd_status st = kdk__check_size_list(op, size);
+  if (!st) st = kdk__factory_options(op, dtype, layout, device, pin_memory, default_dtype,
                                     kd_device_cpu(), &dt, &dev);
   if (st) return st;
   kd_tensor *t;
   if ((st = kd_tensor_empty((int)size.size, size.data, dt, dev, &t))) return st;
-  if ((st = kd__fill(op, t, value))) {
+  if ((st = kdk__fill(op, t, value))) {
     kd_tensor_release(t);
     return st;
   }
@@ -356,15 +356,15 @@ static kd_status full_out_common(const char *op, kd_ints size, const kd_scalar *
                                  kd_tensor *out) {
   if (!out) return kd_set_error(KD_EINVAL, "%s: out is NULL", op);
   kd_device od = kd_tensor_device(out);
-  if (kd__off_host(&od)) return kd__full_out_composite(op, size, value, out);
-  kd_status st = kd__check_size_list(op, size);
+  if (kdk__off_host(&od)) return kdk__full_out_composite(op, size, value, out);
+  kd_status st = kdk__check_size_list(op, size);
   if (st) return st;
   /* Check the conversion before resizing, so that an error leaves out alone. */
   unsigned char elem[16];
   if ((st = kd_scalar_to_element(value, kd_tensor_dtype(out), elem)))
     return kd_set_error(st, "%s: %s", op, kd_last_error());
-  if ((st = kd__resize_if_needed(out, (int)size.size, size.data))) return st;
-  return kd__fill(op, out, value);
+  if ((st = kdk__resize_if_needed(out, (int)size.size, size.data))) return st;
+  return kdk__fill(op, out, value);
 }
 
 static kd_status full_like_common(const char *op, kd_tensor *self, const kd_scalar *value,
@@ -374,7 +374,7 @@ static kd_status full_like_common(const char *op, kd_tensor *self, const kd_scal
   kd_tensor *t;
   kd_status st = like_common(op, self, dtype, layout, device, pin_memory, memory_format, &t);
   if (st) return st;
-  if ((st = kd__fill(op, t, value))) {
+  if ((st = kdk__fill(op, t, value))) {
     kd_tensor_release(t);
     return st;
   }
@@ -384,7 +384,7 @@ static kd_status full_like_common(const char *op, kd_tensor *self, const kd_scal
 
 kd_status kdk_native_zeros(kd_ints size, const kd_dtype *dtype, const kd_layout *layout,
                            const kd_device *device, const bool *pin_memory, kd_tensor **out) {
-  if (kd__off_host(device))
+  if (kdk__off_host(device))
     return kdk_native_zeros_composite(size, dtype, layout, device, pin_memory, out);
   kd_scalar zero = kd_scalar_int(0);
   return full_common("zeros", size, &zero, dtype, kd_get_default_dtype(), layout, device,
@@ -399,7 +399,7 @@ kd_status kdk_native_zeros_out(kd_ints size, kd_tensor *out) {
 kd_status kdk_native_zeros_like(kd_tensor *self, const kd_dtype *dtype, const kd_layout *layout,
                                 const kd_device *device, const bool *pin_memory,
                                 const kd_memory_format *memory_format, kd_tensor **out) {
-  if (kd__off_host(device))
+  if (kdk__off_host(device))
     return kdk_native_zeros_like_composite(self, dtype, layout, device, pin_memory, memory_format,
                                           out);
   kd_scalar zero = kd_scalar_int(0);
@@ -409,7 +409,7 @@ kd_status kdk_native_zeros_like(kd_tensor *self, const kd_dtype *dtype, const kd
 
 kd_status kdk_native_ones(kd_ints size, const kd_dtype *dtype, const kd_layout *layout,
                           const kd_device *device, const bool *pin_memory, kd_tensor **out) {
-  if (kd__off_host(device))
+  if (kdk__off_host(device))
     return kdk_native_ones_composite(size, dtype, layout, device, pin_memory, out);
   kd_scalar one = kd_scalar_int(1);
   return full_common("ones", size, &one, dtype, kd_get_default_dtype(), layout, device,
@@ -424,7 +424,7 @@ kd_status kdk_native_ones_out(kd_ints size, kd_tensor *out) {
 kd_status kdk_native_ones_like(kd_tensor *self, const kd_dtype *dtype, const kd_layout *layout,
                                const kd_device *device, const bool *pin_memory,
                                const kd_memory_format *memory_format, kd_tensor **out) {
-  if (kd__off_host(device))
+  if (kdk__off_host(device))
     return kdk_native_ones_like_composite(self, dtype, layout, device, pin_memory, memory_format,
                                          out);
   kd_scalar one = kd_scalar_int(1);
@@ -432,7 +432,7 @@ kd_status kdk_native_ones_like(kd_tensor *self, const kd_dtype *dtype, const kd_
                           memory_format, out);
 }
 
-kd_dtype kd__full_dtype_of(const kd_scalar *value) {
+kd_dtype kdk__full_dtype_of(const kd_scalar *value) {
   switch (value->kind) {
   case KD_SCALAR_BOOL:
     return KD_BOOL;
@@ -448,13 +448,13 @@ kd_dtype kd__full_dtype_of(const kd_scalar *value) {
 kd_status kdk_native_full(kd_ints size, const kd_scalar *fill_value, const kd_dtype *dtype,
                           const kd_layout *layout, const kd_device *device,
                           const bool *pin_memory, kd_tensor **out) {
-  if (kd__off_host(device))
+  if (kdk__off_host(device))
     return kdk_native_full_composite(size, fill_value, dtype, layout, device, pin_memory, out);
   if (!fill_value) {
     *out = NULL;
     return kd_set_error(KD_EINVAL, "full: fill_value is NULL");
   }
-  return full_common("full", size, fill_value, dtype, kd__full_dtype_of(fill_value), layout, device,
+  return full_common("full", size, fill_value, dtype, kdk__full_dtype_of(fill_value), layout, device,
                      pin_memory, out);
 }
 
@@ -467,7 +467,7 @@ kd_status kdk_native_full_like(kd_tensor *self, const kd_scalar *fill_value, con
                                const kd_layout *layout, const kd_device *device,
                                const bool *pin_memory, const kd_memory_format *memory_format,
                                kd_tensor **out) {
-  if (kd__off_host(device))
+  if (kdk__off_host(device))
     return kdk_native_full_like_composite(self, fill_value, dtype, layout, device, pin_memory,
                                           memory_format, out);
   if (!fill_value) {
@@ -622,7 +622,7 @@ static kd_status arange_common(const kd_scalar *start, const kd_scalar *end, con
                                const kd_dtype *dtype, const kd_layout *layout,
                                const kd_device *device, const bool *pin_memory, kd_tensor **out) {
   *out = NULL;
-  const kd_device *target = kd__off_host(device) ? device : NULL;
+  const kd_device *target = kdk__off_host(device) ? device : NULL;
   if (target) device = NULL; /* computed on the cpu, then moved */
   kd_dtype def = KD_INT64;
   if (start && end && step &&
@@ -630,14 +630,14 @@ static kd_status arange_common(const kd_scalar *start, const kd_scalar *end, con
     def = kd_get_default_dtype();
   kd_dtype dt = KD_FLOAT32;
   kd_device dev;
-  kd_status st = kd__factory_options("arange", dtype, layout, device, pin_memory, def,
+  kd_status st = kdk__factory_options("arange", dtype, layout, device, pin_memory, def,
                                      kd_device_cpu(), &dt, &dev);
   if (st) return st;
   arange_plan p;
   if ((st = arange_plan_make("arange", start, end, step, dt, &p))) return st;
   kd_tensor *t;
   if ((st = kd_tensor_empty(1, &p.size, dt, dev, &t))) return st;
-  if ((st = kd__write_contiguous(t, arange_write, &p))) {
+  if ((st = kdk__write_contiguous(t, arange_write, &p))) {
     kd_tensor_release(t);
     return st;
   }
@@ -677,7 +677,7 @@ kd_status kdk_native_arange_start_out(const kd_scalar *start, const kd_scalar *e
   if (st) return st;
   /* As PyTorch: out is resized (to 1-d) only when its number of elements differs. */
   if (kd_tensor_numel(out) != p.size && (st = kd_tensor_resize_(out, 1, &p.size, NULL))) return st;
-  return kd__write_contiguous(out, arange_write, &p);
+  return kdk__write_contiguous(out, arange_write, &p);
 }
 
 kd_status kdk_native_arange_out(const kd_scalar *end, kd_tensor *out) {
@@ -713,18 +713,18 @@ static kd_status eye_check(int64_t n, int64_t m) {
 kd_status kdk_native_eye_m(int64_t n, int64_t m, const kd_dtype *dtype, const kd_layout *layout,
                            const kd_device *device, const bool *pin_memory, kd_tensor **out) {
   *out = NULL;
-  const kd_device *target = kd__off_host(device) ? device : NULL;
+  const kd_device *target = kdk__off_host(device) ? device : NULL;
   if (target) device = NULL; /* computed on the cpu, then moved */
   kd_dtype dt = KD_FLOAT32;
   kd_device dev;
   kd_status st = eye_check(n, m);
-  if (!st) st = kd__factory_options("eye", dtype, layout, device, pin_memory,
+  if (!st) st = kdk__factory_options("eye", dtype, layout, device, pin_memory,
                                     kd_get_default_dtype(), kd_device_cpu(), &dt, &dev);
   if (st) return st;
   kd_tensor *t;
   int64_t sizes[2] = {n, m};
   if ((st = kd_tensor_empty(2, sizes, dt, dev, &t))) return st;
-  if ((st = kd__write_contiguous(t, eye_write, NULL))) {
+  if ((st = kdk__write_contiguous(t, eye_write, NULL))) {
     kd_tensor_release(t);
     return st;
   }
@@ -743,8 +743,8 @@ kd_status kdk_native_eye_m_out_cpu(int64_t n, int64_t m, kd_tensor *out) {
   kd_status st = eye_check(n, m);
   if (st) return st;
   int64_t sizes[2] = {n, m};
-  if ((st = kd__resize_if_needed(out, 2, sizes))) return st;
-  return kd__write_contiguous(out, eye_write, NULL);
+  if ((st = kdk__resize_if_needed(out, 2, sizes))) return st;
+  return kdk__write_contiguous(out, eye_write, NULL);
 }
 
 kd_status kdk_native_eye_out_cpu(int64_t n, kd_tensor *out) {

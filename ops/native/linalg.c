@@ -108,7 +108,7 @@ static kd_status check_out(const char *op, kd_tensor *out, kd_device dev, kd_dty
     return kd_set_error(KD_EINVAL, "%s: Expected out tensor to have device %s, but got %s instead",
                         op, a, b);
   }
-  return kd__resize_output(op, out, ndim, sizes);
+  return kdk__resize_output(op, out, ndim, sizes);
 }
 
 /* ---- gemm3 --------------------------------------------------------------------------- */
@@ -288,7 +288,7 @@ static kd_status gemm3(kd_tensor *a, kd_tensor *b, kd_tensor *c, const kd_scalar
     }
     if (!use_beta) { /* BLAS with beta 0 should not read C, but make sure NaNs cannot leak */
       kd_scalar z = kd_scalar_int(0);
-      if ((st = kd__fill("matrix product", cc ? cc : c, &z))) goto done;
+      if ((st = kdk__fill("matrix product", cc ? cc : c, &z))) goto done;
     }
     {
       enum CBLAS_ORDER order = colmajor ? CblasColMajor : CblasRowMajor;
@@ -511,8 +511,8 @@ static kd_status expand_check(const char *op, const kd_tensor *self, const int64
                           "(%lld) at non-singleton dimension %d.  Target sizes: %s.  Tensor "
                           "sizes: %s",
                           op, (long long)want, (long long)have, 2 - nd + i,
-                          kd__format_sizes(ts, sizeof ts, 2, target),
-                          kd__format_sizes(ss, sizeof ss, nd, kd_tensor_sizes(self)));
+                          kdk__format_sizes(ts, sizeof ts, 2, target),
+                          kdk__format_sizes(ss, sizeof ss, nd, kd_tensor_sizes(self)));
   }
   return KD_OK;
 }
@@ -582,8 +582,8 @@ static kd_status addmm_impl(kd_tensor *self, kd_tensor *mat1, kd_tensor *mat2,
       return kd_set_error(KD_EINVAL,
                           "%s: Bad in-place call: input tensor size %s and output tensor size %s "
                           "should match",
-                          op, kd__format_sizes(a, sizeof a, kd_tensor_ndim(self), kd_tensor_sizes(self)),
-                          kd__format_sizes(b, sizeof b, 2, sizes));
+                          op, kdk__format_sizes(a, sizeof a, kd_tensor_ndim(self), kd_tensor_sizes(self)),
+                          kdk__format_sizes(b, sizeof b, 2, sizes));
     }
     res = self;
   } else {
@@ -722,7 +722,7 @@ kd_status kdk_native_dot_out(kd_tensor *self, kd_tensor *tensor, kd_tensor *out)
   if (!out) return kd_set_error(KD_EINVAL, "dot: out is NULL");
   kd_tensor *r;
   kd_device sd = self ? kd_tensor_device(self) : kd_device_cpu();
-  if (kd__off_host(&sd)) {
+  if (kdk__off_host(&sd)) {
     /* This composite fills a device backend's slot: the dispatched dot
      * (the backend's kernel or its fallback), then resize and copy_. */
     kd_status st = kd_dot(self, tensor, &r);

@@ -159,7 +159,7 @@ static kd_status random_fill(const char *op, bool normal, kd_tensor *t) {
                         kd_device_type_name(dev.type));
   /* An out whose elements share memory is refused before any number is
    * drawn, so that the failed call leaves the generator where it was. */
-  kd_status st = kd__vw_check_internal_overlap(t);
+  kd_status st = kdk__vw_check_internal_overlap(t);
   if (st) return st;
   rand_job job;
   job.normal = normal;
@@ -167,7 +167,7 @@ static kd_status random_fill(const char *op, bool normal, kd_tensor *t) {
   job.nreal = kd_tensor_numel(t) * (kd_dtype_is_complex(dt) ? 2 : 1);
   int64_t per = reals_per_block(normal, real);
   gen_reserve((uint64_t)((job.nreal + per - 1) / per), &job.seed, &job.first);
-  return kd__write_contiguous(t, rand_write, &job);
+  return kdk__write_contiguous(t, rand_write, &job);
 }
 
 static kd_status random_new(const char *op, bool normal, kd_ints size, const kd_value *generator,
@@ -177,8 +177,8 @@ static kd_status random_new(const char *op, bool normal, kd_ints size, const kd_
   kd_dtype dt;
   kd_device dev;
   kd_status st = check_generator(op, generator);
-  if (!st) st = kd__check_size_list(op, size);
-  if (!st) st = kd__factory_options(op, dtype, layout, device, pin_memory,
+  if (!st) st = kdk__check_size_list(op, size);
+  if (!st) st = kdk__factory_options(op, dtype, layout, device, pin_memory,
                                     kd_get_default_dtype(), kd_device_cpu(), &dt, &dev);
   if (st) return st;
   kd_tensor *t;
@@ -195,12 +195,12 @@ static kd_status random_out(const char *op, bool normal, kd_ints size, const kd_
                             kd_tensor *out) {
   if (!out) return kd_set_error(KD_EINVAL, "%s: out is NULL", op);
   kd_status st = check_generator(op, generator);
-  if (!st) st = kd__check_size_list(op, size);
+  if (!st) st = kdk__check_size_list(op, size);
   if (st) return st;
   kd_dtype dt = kd_tensor_dtype(out);
   if (!kd_dtype_is_floating(dt) && !kd_dtype_is_complex(dt))
     return random_fill(op, normal, out); /* the dtype error, before resizing */
-  if ((st = kd__resize_if_needed(out, (int)size.size, size.data))) return st;
+  if ((st = kdk__resize_if_needed(out, (int)size.size, size.data))) return st;
   return random_fill(op, normal, out);
 }
 

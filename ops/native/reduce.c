@@ -100,10 +100,10 @@ static kd_status check_out_vs_self(const kdk_structured *s, int nout, const kd_t
   for (int i = 0; i < nout; i++) {
     const kd_tensor *o = s->given[i];
     if (!o) continue;
-    kd__vw_overlap ov = kd__vw_overlap_of(o, self);
+    kdk__vw_overlap ov = kdk__vw_overlap_of(o, self);
     bool same_sizes = kd_tensor_ndim(o) == n &&
                       (n == 0 || !memcmp(kd_tensor_sizes(o), sizes, (size_t)n * sizeof(int64_t)));
-    if (ov == KD__VW_OVERLAP_PARTIAL || (ov == KD__VW_OVERLAP_FULL && !same_sizes))
+    if (ov == KDK__VW_OVERLAP_PARTIAL || (ov == KDK__VW_OVERLAP_FULL && !same_sizes))
       return kd_set_error(KD_EINVAL,
                           "unsupported operation: some elements of the input tensor and the "
                           "written-to tensor refer to a single memory location. Please clone() "

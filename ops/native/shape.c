@@ -26,21 +26,21 @@ kd_status kdk_native_clone(kd_tensor *self, const kd_memory_format *memory_forma
                            kd_tensor **out) {
   if (out) *out = NULL;
   if (!self || !out) return kd_set_error(KD_EINVAL, "clone: NULL argument");
-  kd_status st = kd__vw_check_cpu_or_meta("clone", self);
+  kd_status st = kdk__vw_check_cpu_or_meta("clone", self);
   if (st) return st;
   kd_memory_format mf = memory_format ? *memory_format : KD_MEMORY_FORMAT_PRESERVE;
   int n = kd_tensor_ndim(self);
   int64_t strides[KD_MAX_DIMS];
-  if (mf == KD_MEMORY_FORMAT_PRESERVE && kd__vw_non_overlapping_and_dense(self))
+  if (mf == KD_MEMORY_FORMAT_PRESERVE && kdk__vw_non_overlapping_and_dense(self))
     memcpy(strides, kd_tensor_strides(self), (size_t)n * sizeof(int64_t));
-  else if ((st = kd__vw_format_strides(n, kd_tensor_sizes(self), mf, strides)))
+  else if ((st = kdk__vw_format_strides(n, kd_tensor_sizes(self), mf, strides)))
     return st;
   kd_tensor *r;
   if ((st = kd_tensor_empty_strided(n, kd_tensor_sizes(self), strides, kd_tensor_dtype(self),
                                     kd_tensor_device(self), &r)))
     return st;
   if (!on_meta(self))
-    kd__vw_strided_copy(n, kd_tensor_sizes(self), bytes_of(r), strides, bytes_of(self),
+    kdk__vw_strided_copy(n, kd_tensor_sizes(self), bytes_of(r), strides, bytes_of(self),
                         kd_tensor_strides(self), kd_tensor_itemsize(self));
   *out = r;
   return KD_OK;
@@ -78,7 +78,7 @@ static kd_status cat_impl(kd_tensors tensors, int64_t dim, kd_tensor *given, kd_
   }
   for (int64_t i = 0; i < n; i++) /* legacy_cat_wrap_dim */
     if (!cat_skip(tensors.data[i])) {
-      if ((st = kd__vw_wrap_dim(dim, kd_tensor_ndim(tensors.data[i]), &dim))) return st;
+      if ((st = kdk__vw_wrap_dim(dim, kd_tensor_ndim(tensors.data[i]), &dim))) return st;
       break;
     }
   if (n == 0) return kd_set_error(KD_EINVAL, "torch.cat(): expected a non-empty list of Tensors");
@@ -94,8 +94,8 @@ static kd_status cat_impl(kd_tensors tensors, int64_t dim, kd_tensor *given, kd_
   kd_dtype dtype = kd_result_type_finish(&rs);
   const kd_tensor *first = tensors.data[0];
   for (int64_t i = 0; i < n; i++) {
-    if ((st = kd__vw_check_same_device(first, tensors.data[i]))) return st;
-    if ((st = kd__vw_check_cpu_or_meta("cat", tensors.data[i]))) return st;
+    if ((st = kdk__vw_check_same_device(first, tensors.data[i]))) return st;
+    if ((st = kdk__vw_check_cpu_or_meta("cat", tensors.data[i]))) return st;
   }
   if (given) {
     if (!can_cast(dtype, kd_tensor_dtype(given)))
@@ -140,14 +140,14 @@ static kd_status cat_impl(kd_tensors tensors, int64_t dim, kd_tensor *given, kd_
      * left alone) and again after (its new sizes may reach an input). */
     for (int pass = 0; pass < 2; pass++) {
       if (pass == 1 &&
-          (st = kd__vw_prepare_out(given, ndim, sizes, dtype, false, kd_tensor_device(first))))
+          (st = kdk__vw_prepare_out(given, ndim, sizes, dtype, false, kd_tensor_device(first))))
         return st;
-      if (pass == 1 && (st = kd__vw_check_internal_overlap(given))) return st;
+      if (pass == 1 && (st = kdk__vw_check_internal_overlap(given))) return st;
       for (int64_t i = 0; i < n; i++)
-        if ((st = kd__vw_check_no_overlap(given, tensors.data[i], false))) return st;
+        if ((st = kdk__vw_check_no_overlap(given, tensors.data[i], false))) return st;
     }
     for (int64_t i = 0; i < n; i++)
-      if (kd__vw_overlap_of(given, tensors.data[i]) != KD__VW_OVERLAP_NO) via_temp = true;
+      if (kdk__vw_overlap_of(given, tensors.data[i]) != KDK__VW_OVERLAP_NO) via_temp = true;
     r = given;
     if (via_temp && !on_meta(given) &&
         (st = kd_tensor_empty(ndim, sizes, dtype, kd_tensor_device(first), &r)))
@@ -171,7 +171,7 @@ static kd_status cat_impl(kd_tensors tensors, int64_t dim, kd_tensor *given, kd_
       kd_tensor *slot;
       if ((st = kd_tensor_as_strided(r, ndim, vs, kd_tensor_strides(r), voff, &slot))) break;
       if (kd_tensor_dtype(t) == kd_tensor_dtype(r))
-        kd__vw_strided_copy(ndim, vs, bytes_of(slot), kd_tensor_strides(slot), bytes_of(t),
+        kdk__vw_strided_copy(ndim, vs, bytes_of(slot), kd_tensor_strides(slot), bytes_of(t),
                             kd_tensor_strides(t), kd_tensor_itemsize(t));
       else
         st = kd_tensor_copy_(slot, t);
@@ -207,7 +207,7 @@ static kd_status stack_impl(kd_tensors tensors, int64_t dim, kd_tensor *given, k
   const kd_tensor *t0 = tensors.data[0];
   int n0 = kd_tensor_ndim(t0);
   int64_t wd = 0;
-  kd_status st = kd__vw_wrap_dim(dim, n0 + 1, &wd);
+  kd_status st = kdk__vw_wrap_dim(dim, n0 + 1, &wd);
   if (st) return st;
   if (wd < n0) {
     for (int64_t i = 1; i < tensors.size; i++) {
@@ -218,8 +218,8 @@ static kd_status stack_impl(kd_tensors tensors, int64_t dim, kd_tensor *given, k
         return kd_set_error(KD_EINVAL,
                             "stack expects each tensor to be equal size, but got %s at entry 0 "
                             "and %s at entry %lld",
-                            kd__vw_fmt_ints(a, sizeof a, kd_tensor_sizes(t0), n0),
-                            kd__vw_fmt_ints(b, sizeof b, kd_tensor_sizes(t), kd_tensor_ndim(t)),
+                            kdk__vw_fmt_ints(a, sizeof a, kd_tensor_sizes(t0), n0),
+                            kdk__vw_fmt_ints(b, sizeof b, kd_tensor_sizes(t), kd_tensor_ndim(t)),
                             (long long)i);
       }
     }
@@ -292,7 +292,7 @@ static void band_copy(const kd_tensor *src, kd_tensor *dst, int64_t k, bool lowe
 
 static kd_status band_check(const char *op, const kd_tensor *self) {
   if (!self) return kd_set_error(KD_EINVAL, "%s: NULL argument", op);
-  kd_status st = kd__vw_check_cpu_or_meta(op, self);
+  kd_status st = kdk__vw_check_cpu_or_meta(op, self);
   if (st) return st;
   if (kd_tensor_ndim(self) < 2)
     return kd_set_error(KD_EINVAL, "%s: input tensor must have at least 2 dimensions", op);
@@ -316,7 +316,7 @@ static kd_status band(const char *op, kd_tensor *self, int64_t k, bool lower, kd
 static kd_status band_(const char *op, kd_tensor *self, int64_t k, bool lower) {
   kd_status st = band_check(op, self);
   if (st) return st;
-  if ((st = kd__vw_check_internal_overlap(self))) return st;
+  if ((st = kdk__vw_check_internal_overlap(self))) return st;
   if (!on_meta(self)) band_copy(self, self, k, lower);
   return KD_OK;
 }
@@ -325,13 +325,13 @@ static kd_status band_out(const char *op, kd_tensor *self, int64_t k, bool lower
   kd_status st = band_check(op, self);
   if (st) return st;
   if (!out) return kd_set_error(KD_EINVAL, "%s: NULL argument", op);
-  if ((st = kd__vw_prepare_out(out, kd_tensor_ndim(self), kd_tensor_sizes(self),
+  if ((st = kdk__vw_prepare_out(out, kd_tensor_ndim(self), kd_tensor_sizes(self),
                                kd_tensor_dtype(self), true, kd_tensor_device(self))))
     return st;
-  if ((st = kd__vw_check_internal_overlap(out))) return st;
+  if ((st = kdk__vw_check_internal_overlap(out))) return st;
   if (on_meta(out)) return KD_OK;
-  kd__vw_overlap o = kd__vw_overlap_of(out, self);
-  if (o == KD__VW_OVERLAP_NO || (o == KD__VW_OVERLAP_FULL && kd_tensor_storage_offset(out) ==
+  kdk__vw_overlap o = kdk__vw_overlap_of(out, self);
+  if (o == KDK__VW_OVERLAP_NO || (o == KDK__VW_OVERLAP_FULL && kd_tensor_storage_offset(out) ==
                                                                  kd_tensor_storage_offset(self))) {
     band_copy(self, out, k, lower);
     return KD_OK;
@@ -384,10 +384,10 @@ static kd_status index_select_check(kd_tensor *self, int64_t *dim, kd_tensor *in
                                     int64_t *sizes, int *ndim) {
   if (!self || !index) return kd_set_error(KD_EINVAL, "index_select: NULL argument");
   kd_status st;
-  if ((st = kd__vw_check_cpu_or_meta("index_select", self))) return st;
-  if ((st = kd__vw_check_same_device(self, index))) return st;
+  if ((st = kdk__vw_check_cpu_or_meta("index_select", self))) return st;
+  if ((st = kdk__vw_check_same_device(self, index))) return st;
   int n = kd_tensor_ndim(self);
-  if ((st = kd__vw_wrap_dim(*dim, n, dim))) return st;
+  if ((st = kdk__vw_wrap_dim(*dim, n, dim))) return st;
   int64_t numel = kd_tensor_numel(index);
   if (kd_tensor_ndim(index) > 1)
     return kd_set_error(KD_ERANGE, "index_select(): Index is supposed to be a vector");
@@ -432,7 +432,7 @@ static void index_select_write(const kd_tensor *self, int64_t dim, const kd_tens
   int64_t numel = kd_tensor_numel(index);
   for (int64_t j = 0; j < numel; j++) {
     int64_t v = index_at(index, j);
-    kd__vw_strided_copy(k, sz, bytes_of(r) + j * kd_tensor_strides(r)[dim] * (int64_t)isz, ds,
+    kdk__vw_strided_copy(k, sz, bytes_of(r) + j * kd_tensor_strides(r)[dim] * (int64_t)isz, ds,
                         bytes_of(self) + v * kd_tensor_strides(self)[dim] * (int64_t)isz, ss,
                         isz);
   }
@@ -467,17 +467,17 @@ kd_status kdk_native_index_select_out(kd_tensor *self, int64_t dim, kd_tensor *i
    * refuses an expanded out= even when the resize would replace it) and
    * after. */
   for (int pass = 0; pass < 2; pass++) {
-    if (pass == 1 && (st = kd__vw_prepare_out(out, ndim, sizes, kd_tensor_dtype(self), true,
+    if (pass == 1 && (st = kdk__vw_prepare_out(out, ndim, sizes, kd_tensor_dtype(self), true,
                                               kd_tensor_device(self))))
       return st;
-    if ((st = kd__vw_check_internal_overlap(out)) ||
-        (st = kd__vw_check_no_overlap(out, self, false)) ||
-        (st = kd__vw_check_no_overlap(out, index, false)))
+    if ((st = kdk__vw_check_internal_overlap(out)) ||
+        (st = kdk__vw_check_no_overlap(out, self, false)) ||
+        (st = kdk__vw_check_no_overlap(out, index, false)))
       return st;
   }
   if (on_meta(out)) return KD_OK;
-  if (kd__vw_overlap_of(out, self) == KD__VW_OVERLAP_NO &&
-      kd__vw_overlap_of(out, index) == KD__VW_OVERLAP_NO) {
+  if (kdk__vw_overlap_of(out, self) == KDK__VW_OVERLAP_NO &&
+      kdk__vw_overlap_of(out, index) == KDK__VW_OVERLAP_NO) {
     index_select_write(self, dim, index, out);
     return KD_OK;
   }
@@ -536,9 +536,9 @@ static kd_status gather_run(const kd_tensor *self, int64_t dim, const kd_tensor 
 static kd_status gather_check(kd_tensor *self, int64_t *dim, kd_tensor *index) {
   if (!self || !index) return kd_set_error(KD_EINVAL, "gather: NULL argument");
   kd_status st;
-  if ((st = kd__vw_check_cpu_or_meta("gather", self))) return st;
-  if ((st = kd__vw_check_same_device(self, index))) return st;
-  if ((st = kd__vw_wrap_dim(*dim, kd_tensor_ndim(self), dim))) return st;
+  if ((st = kdk__vw_check_cpu_or_meta("gather", self))) return st;
+  if ((st = kdk__vw_check_same_device(self, index))) return st;
+  if ((st = kdk__vw_wrap_dim(*dim, kd_tensor_ndim(self), dim))) return st;
   if (kd_tensor_numel(index) == 0) return KD_OK;
   if (kd_tensor_dtype(index) != KD_INT64)
     return kd_set_error(KD_ETYPE, "gather(): Expected dtype int64 for index");
@@ -554,8 +554,8 @@ static kd_status gather_check(kd_tensor *self, int64_t *dim, kd_tensor *index) {
       return kd_set_error(KD_EINVAL,
                           "Size does not match at dimension %d expected index %s to be smaller "
                           "than self %s apart from dimension %lld",
-                          i, kd__vw_fmt_ints(a, sizeof a, kd_tensor_sizes(index), kd_tensor_ndim(index)),
-                          kd__vw_fmt_ints(b, sizeof b, kd_tensor_sizes(self), kd_tensor_ndim(self)),
+                          i, kdk__vw_fmt_ints(a, sizeof a, kd_tensor_sizes(index), kd_tensor_ndim(index)),
+                          kdk__vw_fmt_ints(b, sizeof b, kd_tensor_sizes(self), kd_tensor_ndim(self)),
                           (long long)*dim);
     }
   }
@@ -586,18 +586,18 @@ kd_status kdk_native_gather_out(kd_tensor *self, int64_t dim, kd_tensor *index,
   if ((st = gather_check(self, &dim, index))) return st;
   /* Overlap before the resize (a refused out stays as it was) and after. */
   for (int pass = 0; pass < 2; pass++) {
-    if (pass == 1 && ((st = kd__vw_prepare_out(out, kd_tensor_ndim(index), kd_tensor_sizes(index),
+    if (pass == 1 && ((st = kdk__vw_prepare_out(out, kd_tensor_ndim(index), kd_tensor_sizes(index),
                                                kd_tensor_dtype(self), true,
                                                kd_tensor_device(self))) ||
-                      (st = kd__vw_check_internal_overlap(out))))
+                      (st = kdk__vw_check_internal_overlap(out))))
       return st;
-    if ((st = kd__vw_check_no_overlap(out, self, false)) ||
-        (st = kd__vw_check_no_overlap(out, index, true)))
+    if ((st = kdk__vw_check_no_overlap(out, self, false)) ||
+        (st = kdk__vw_check_no_overlap(out, index, true)))
       return st;
   }
   if (on_meta(out)) return KD_OK;
-  if (kd__vw_overlap_of(out, self) == KD__VW_OVERLAP_NO &&
-      kd__vw_overlap_of(out, index) == KD__VW_OVERLAP_NO) {
+  if (kdk__vw_overlap_of(out, self) == KDK__VW_OVERLAP_NO &&
+      kdk__vw_overlap_of(out, index) == KDK__VW_OVERLAP_NO) {
     gather_run(self, dim, index, out);
     return KD_OK;
   }

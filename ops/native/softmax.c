@@ -169,12 +169,12 @@ static kd_status int_out(kd_tensor *self, int64_t dim, const kd_dtype *dtype, kd
   if (out && kd_tensor_ndim(out) == kd_tensor_ndim(c) &&
       !memcmp(kd_tensor_sizes(out), kd_tensor_sizes(c),
               (size_t)kd_tensor_ndim(c) * sizeof(int64_t)) &&
-      kd__vw_check_internal_overlap(out)) {
+      kdk__vw_check_internal_overlap(out)) {
     kd_tensor *tmp = NULL;
     r = is_log ? kd__log_softmax(c, dim, false, &tmp) : kd__softmax(c, dim, false, &tmp);
     kd_tensor_release(tmp);
     kd_tensor_release(c);
-    return r ? r : kd__vw_check_internal_overlap(out);
+    return r ? r : kdk__vw_check_internal_overlap(out);
   }
   r = is_log ? kd__log_softmax_out(c, dim, false, out) : kd__softmax_out(c, dim, false, out);
   kd_tensor_release(c);

@@ -39,7 +39,7 @@
 
 KD_DEFINE_STUB(unary_stub);
 
-const char *kd__unary_kernel_name(kdk_unary_op op) {
+const char *kdk__unary_kernel_name(kdk_unary_op op) {
   switch (op) {
   case KDK_UNARY_NEG: return "neg_cpu";
   case KDK_UNARY_ABS:
@@ -83,7 +83,7 @@ static const char *op_name(const kdk_structured *s) { return s && s->op ? s->op 
 
 /* ---- Structured: floating operators (integers promote to the default dtype) ----- */
 
-#define KD__FLOAT_UNARY(name, OP)                                                        \
+#define KDK__FLOAT_UNARY(name, OP)                                                        \
   kd_status kdk_meta_##name(kdk_structured *s, kdk_iter *iter, kd_tensor *self) {          \
     (void)s;                                                                             \
     return kdk_iter_build_unary_float_op(iter, NULL, self);                               \
@@ -93,25 +93,25 @@ static const char *op_name(const kdk_structured *s) { return s && s->op ? s->op 
     (void)s, (void)self, (void)out;                                                      \
     return run(iter, OP, NULL);                                                          \
   }
-KD__FLOAT_UNARY(exp, KDK_UNARY_EXP)
-KD__FLOAT_UNARY(log, KDK_UNARY_LOG)
-KD__FLOAT_UNARY(log1p, KDK_UNARY_LOG1P)
-KD__FLOAT_UNARY(expm1, KDK_UNARY_EXPM1)
-KD__FLOAT_UNARY(sqrt, KDK_UNARY_SQRT)
-KD__FLOAT_UNARY(rsqrt, KDK_UNARY_RSQRT)
-KD__FLOAT_UNARY(sin, KDK_UNARY_SIN)
-KD__FLOAT_UNARY(cos, KDK_UNARY_COS)
-KD__FLOAT_UNARY(tan, KDK_UNARY_TAN)
-KD__FLOAT_UNARY(tanh, KDK_UNARY_TANH)
-KD__FLOAT_UNARY(sigmoid, KDK_UNARY_SIGMOID)
-KD__FLOAT_UNARY(erf, KDK_UNARY_ERF)
-KD__FLOAT_UNARY(reciprocal, KDK_UNARY_RECIPROCAL)
-#undef KD__FLOAT_UNARY
+KDK__FLOAT_UNARY(exp, KDK_UNARY_EXP)
+KDK__FLOAT_UNARY(log, KDK_UNARY_LOG)
+KDK__FLOAT_UNARY(log1p, KDK_UNARY_LOG1P)
+KDK__FLOAT_UNARY(expm1, KDK_UNARY_EXPM1)
+KDK__FLOAT_UNARY(sqrt, KDK_UNARY_SQRT)
+KDK__FLOAT_UNARY(rsqrt, KDK_UNARY_RSQRT)
+KDK__FLOAT_UNARY(sin, KDK_UNARY_SIN)
+KDK__FLOAT_UNARY(cos, KDK_UNARY_COS)
+KDK__FLOAT_UNARY(tan, KDK_UNARY_TAN)
+KDK__FLOAT_UNARY(tanh, KDK_UNARY_TANH)
+KDK__FLOAT_UNARY(sigmoid, KDK_UNARY_SIGMOID)
+KDK__FLOAT_UNARY(erf, KDK_UNARY_ERF)
+KDK__FLOAT_UNARY(reciprocal, KDK_UNARY_RECIPROCAL)
+#undef KDK__FLOAT_UNARY
 
 /* ---- Structured: operators that keep the dtype ------------------------------------ */
 
 /* PRE: checks on self before the iterator is built (NULL-safe: self exists). */
-#define KD__SAME_UNARY(name, OP, CHECK)                                                  \
+#define KDK__SAME_UNARY(name, OP, CHECK)                                                  \
   kd_status kdk_meta_##name(kdk_structured *s, kdk_iter *iter, kd_tensor *self) {          \
     if (self) {                                                                          \
       kd_status st_ = CHECK(s, self);                                                    \
@@ -149,27 +149,27 @@ static kd_status check_sign(const kdk_structured *s, const kd_tensor *self) {
   return KD_OK;
 }
 
-#define KD__CHECK_NOT_COMPLEX(fn, what)                                                      \
+#define KDK__CHECK_NOT_COMPLEX(fn, what)                                                      \
   static kd_status fn(const kdk_structured *s, const kd_tensor *self) {                       \
     if (kd_dtype_is_complex(kd_tensor_dtype(self)))                                          \
       return kd_set_error(KD_ETYPE, "%s: " what " is not supported for complex inputs (got %s)", \
                           op_name(s), kd_dtype_name(kd_tensor_dtype(self)));                 \
     return KD_OK;                                                                            \
   }
-KD__CHECK_NOT_COMPLEX(check_floor, "floor")
-KD__CHECK_NOT_COMPLEX(check_ceil, "ceil")
-KD__CHECK_NOT_COMPLEX(check_trunc, "trunc")
-#undef KD__CHECK_NOT_COMPLEX
+KDK__CHECK_NOT_COMPLEX(check_floor, "floor")
+KDK__CHECK_NOT_COMPLEX(check_ceil, "ceil")
+KDK__CHECK_NOT_COMPLEX(check_trunc, "trunc")
+#undef KDK__CHECK_NOT_COMPLEX
 
-KD__SAME_UNARY(neg, KDK_UNARY_NEG, check_neg)
-KD__SAME_UNARY(sign, KDK_UNARY_SIGN, check_sign)
+KDK__SAME_UNARY(neg, KDK_UNARY_NEG, check_neg)
+KDK__SAME_UNARY(sign, KDK_UNARY_SIGN, check_sign)
 /* floor, ceil, trunc, round of an integer tensor is a copy (the loops'
  * identity); bool has no loop. */
-KD__SAME_UNARY(floor, KDK_UNARY_FLOOR, check_floor)
-KD__SAME_UNARY(ceil, KDK_UNARY_CEIL, check_ceil)
-KD__SAME_UNARY(trunc, KDK_UNARY_TRUNC, check_trunc)
-KD__SAME_UNARY(round, KDK_UNARY_ROUND, check_none)
-#undef KD__SAME_UNARY
+KDK__SAME_UNARY(floor, KDK_UNARY_FLOOR, check_floor)
+KDK__SAME_UNARY(ceil, KDK_UNARY_CEIL, check_ceil)
+KDK__SAME_UNARY(trunc, KDK_UNARY_TRUNC, check_trunc)
+KDK__SAME_UNARY(round, KDK_UNARY_ROUND, check_none)
+#undef KDK__SAME_UNARY
 
 /* round.decimals: floating dtypes only, also for decimals == 0 (PyTorch's
  * round_decimals_out runs round_stub then, which has no integer loop). */
@@ -314,7 +314,7 @@ kd_status kdk_native_abs_out(kd_tensor *self, kd_tensor *out) {
     if (odt == real)
       return run_call(op, KDK_STRUCTURED_OUT, out, self, build_to_real, KDK_UNARY_ABS_TO_REAL,
                       NULL);
-    if (!kd__can_cast(real, odt))
+    if (!kdk__can_cast(real, odt))
       return kd_set_error(KD_ETYPE, "%s: result type %s can't be cast to the desired output type %s",
                           op, kd_dtype_name(real), kd_dtype_name(odt));
     return abs_to_real_cast(op, self, out);
@@ -342,20 +342,20 @@ static kd_status functional_via_out(const char *op, kd_tensor *self, kd_dtype dt
   return KD_OK;
 }
 
-#define KD__ABS_OUT kd_abs_out
-#define KD__LOGICAL_NOT_OUT kd_logical_not_out
+#define KDK__ABS_OUT kd_abs_out
+#define KDK__LOGICAL_NOT_OUT kd_logical_not_out
 
 kd_status kdk_native_abs(kd_tensor *self, kd_tensor **out) {
   kd_dtype dt = self ? kd_tensor_dtype(self) : KD_FLOAT32;
   if (kd_dtype_is_complex(dt)) dt = kd_dtype_to_real(dt);
-  return functional_via_out("aten::abs", self, dt, KD__ABS_OUT, out);
+  return functional_via_out("aten::abs", self, dt, KDK__ABS_OUT, out);
 }
 
 kd_status kdk_native_abs_(kd_tensor *self) {
   if (!self) return kd_set_error(KD_EINVAL, "aten::abs_: self is NULL: expected a tensor");
   if (kd_dtype_is_complex(kd_tensor_dtype(self)))
     return kd_set_error(KD_ETYPE, "aten::abs_: In-place abs is not supported for complex tensors.");
-  return KD__ABS_OUT(self, self);
+  return KDK__ABS_OUT(self, self);
 }
 
 kd_status kdk_native_logical_not_out(kd_tensor *self, kd_tensor *out) {
@@ -364,12 +364,12 @@ kd_status kdk_native_logical_not_out(kd_tensor *self, kd_tensor *out) {
 }
 
 kd_status kdk_native_logical_not(kd_tensor *self, kd_tensor **out) {
-  return functional_via_out("aten::logical_not", self, KD_BOOL, KD__LOGICAL_NOT_OUT, out);
+  return functional_via_out("aten::logical_not", self, KD_BOOL, KDK__LOGICAL_NOT_OUT, out);
 }
 
 kd_status kdk_native_logical_not_(kd_tensor *self) {
   if (!self) return kd_set_error(KD_EINVAL, "aten::logical_not_: self is NULL: expected a tensor");
-  return KD__LOGICAL_NOT_OUT(self, self);
+  return KDK__LOGICAL_NOT_OUT(self, self);
 }
 
 /* relu = clamp_min(self, 0): every real dtype but bool. */

@@ -12,11 +12,11 @@
 KD_EXTERN_C_BEGIN
 
 /* A 1-d loop: n elements, out and in advancing os / is bytes. */
-typedef void kd__uloop(char *out, const char *in, int64_t n, int64_t os, int64_t is,
+typedef void kdk__uloop(char *out, const char *in, int64_t n, int64_t os, int64_t is,
                        const void *extra);
 
 /* The kernel name PyTorch's dtype errors use ("bitwise_not_cpu"). */
-const char *kd__unary_kernel_name(kdk_unary_op op);
+const char *kdk__unary_kernel_name(kdk_unary_op op);
 
 KD_DECLARE_STUB_CAPS(unary_stub);
 
@@ -24,15 +24,15 @@ KD_DECLARE_STUB_CAPS(unary_stub);
  * <name>_native.h headers, which must agree) ---------------------------------- */
 
 /* Structured, structured_inherits: TensorIteratorBase. */
-#define KD__UNARY_STRUCTURED(X) \
+#define KDK__UNARY_STRUCTURED(X) \
   X(neg) X(sign) X(floor) X(ceil) X(trunc) X(round) X(exp) X(log) X(log1p) \
   X(expm1) X(sqrt) X(rsqrt) X(sin) X(cos) X(tan) X(tanh) X(sigmoid) X(erf) X(reciprocal)
-#define KD__UNARY_DECLARE(name)                                                          \
+#define KDK__UNARY_DECLARE(name)                                                          \
   kd_status kdk_meta_##name(kdk_structured *s, kdk_iter *iter, kd_tensor *self);           \
   kd_status kdk_native_##name##_out(kdk_structured *s, kdk_iter *iter, kd_tensor *self,   \
                                     kd_tensor *out);
-KD__UNARY_STRUCTURED(KD__UNARY_DECLARE)
-#undef KD__UNARY_DECLARE
+KDK__UNARY_STRUCTURED(KDK__UNARY_DECLARE)
+#undef KDK__UNARY_DECLARE
 
 kd_status kdk_meta_round_decimals(kdk_structured *s, kdk_iter *iter, kd_tensor *self,
                                   int64_t decimals);

@@ -19,7 +19,7 @@
 
 /* ---- Shared helpers ------------------------------------------------------------ */
 
-kd_status kd__vw_wrap_dim(int64_t dim, int64_t ndim, int64_t *out) {
+kd_status kdk__vw_wrap_dim(int64_t dim, int64_t ndim, int64_t *out) {
   if (ndim <= 0) ndim = 1; /* a scalar wraps as a 1-dim tensor (wrap_scalar) */
   int64_t min = -ndim, max = ndim - 1;
   if (dim < min || dim > max)
@@ -31,7 +31,7 @@ kd_status kd__vw_wrap_dim(int64_t dim, int64_t ndim, int64_t *out) {
   return KD_OK;
 }
 
-const char *kd__vw_fmt_ints(char *buf, size_t cap, const int64_t *v, int64_t n) {
+const char *kdk__vw_fmt_ints(char *buf, size_t cap, const int64_t *v, int64_t n) {
   size_t len = 0;
   if (cap == 0) return buf;
   buf[0] = '\0';
@@ -46,7 +46,7 @@ const char *kd__vw_fmt_ints(char *buf, size_t cap, const int64_t *v, int64_t n) 
   return buf;
 }
 
-kd_status kd__vw_check_list(const char *op, const char *what, kd_ints list) {
+kd_status kdk__vw_check_list(const char *op, const char *what, kd_ints list) {
   if (list.size < 0 || list.size > KD_MAX_DIMS)
     return kd_set_error(KD_EINVAL, "%s: %s has %lld entries; expected 0 to %d", op, what,
                         (long long)list.size, KD_MAX_DIMS);
@@ -56,7 +56,7 @@ kd_status kd__vw_check_list(const char *op, const char *what, kd_ints list) {
   return KD_OK;
 }
 
-kd_status kd__vw_format_strides(int ndim, const int64_t *sizes, kd_memory_format format,
+kd_status kdk__vw_format_strides(int ndim, const int64_t *sizes, kd_memory_format format,
                                 int64_t *strides) {
   /* Dimension orders from the innermost outwards. */
   static const int nhwc[4] = {1, 3, 2, 0};
@@ -95,11 +95,11 @@ overflow: {
    * that do not (an expanded tensor: stride 0). */
   char buf[512];
   return kd_set_error(KD_EOVERFLOW, "the %s strides of sizes %s overflow int64",
-                      kd_memory_format_name(format), kd__vw_fmt_ints(buf, sizeof buf, sizes, ndim));
+                      kd_memory_format_name(format), kdk__vw_fmt_ints(buf, sizeof buf, sizes, ndim));
 }
 }
 
-bool kd__vw_is_contiguous_as(const kd_tensor *t, kd_memory_format format) {
+bool kdk__vw_is_contiguous_as(const kd_tensor *t, kd_memory_format format) {
   static const int nhwc[4] = {1, 3, 2, 0};
   static const int ndhwc[5] = {1, 4, 3, 2, 0};
   int ndim = kd_tensor_ndim(t);
@@ -124,7 +124,7 @@ bool kd__vw_is_contiguous_as(const kd_tensor *t, kd_memory_format format) {
   return true;
 }
 
-bool kd__vw_non_overlapping_and_dense(const kd_tensor *t) {
+bool kdk__vw_non_overlapping_and_dense(const kd_tensor *t) {
   int ndim = kd_tensor_ndim(t);
   const int64_t *sz = kd_tensor_sizes(t), *st = kd_tensor_strides(t);
   if (ndim == 1) return sz[0] < 2 || st[0] == 1;
@@ -152,33 +152,33 @@ bool kd__vw_non_overlapping_and_dense(const kd_tensor *t) {
   return true;
 }
 
-kd__vw_overlap kd__vw_overlap_of(const kd_tensor *a, const kd_tensor *b) {
-  if (a == b) return KD__VW_OVERLAP_FULL;
-  if (kd_tensor_numel(a) == 0 || kd_tensor_numel(b) == 0) return KD__VW_OVERLAP_NO;
-  if (!kd_tensor_shares_storage(a, b)) return KD__VW_OVERLAP_NO;
+kdk__vw_overlap kdk__vw_overlap_of(const kd_tensor *a, const kd_tensor *b) {
+  if (a == b) return KDK__VW_OVERLAP_FULL;
+  if (kd_tensor_numel(a) == 0 || kd_tensor_numel(b) == 0) return KDK__VW_OVERLAP_NO;
+  if (!kd_tensor_shares_storage(a, b)) return KDK__VW_OVERLAP_NO;
   /* Byte ranges inside the common storage. */
   int64_t a_lo = kd_tensor_storage_offset(a) * (int64_t)kd_tensor_itemsize(a);
   int64_t b_lo = kd_tensor_storage_offset(b) * (int64_t)kd_tensor_itemsize(b);
-  if (!kd__vw_non_overlapping_and_dense(a) || !kd__vw_non_overlapping_and_dense(b)) {
+  if (!kdk__vw_non_overlapping_and_dense(a) || !kdk__vw_non_overlapping_and_dense(b)) {
     /* Not dense: the spans may still be disjoint. */
     int64_t a_hi = a_lo + (int64_t)kd_tensor_itemsize(a), b_hi = b_lo + (int64_t)kd_tensor_itemsize(b);
     for (int i = 0; i < kd_tensor_ndim(a); i++)
       a_hi += (kd_tensor_sizes(a)[i] - 1) * kd_tensor_strides(a)[i] * (int64_t)kd_tensor_itemsize(a);
     for (int i = 0; i < kd_tensor_ndim(b); i++)
       b_hi += (kd_tensor_sizes(b)[i] - 1) * kd_tensor_strides(b)[i] * (int64_t)kd_tensor_itemsize(b);
-    return a_lo < b_hi && b_lo < a_hi ? KD__VW_OVERLAP_TOO_HARD : KD__VW_OVERLAP_NO;
+    return a_lo < b_hi && b_lo < a_hi ? KDK__VW_OVERLAP_TOO_HARD : KDK__VW_OVERLAP_NO;
   }
   int64_t a_hi = a_lo + kd_tensor_numel(a) * (int64_t)kd_tensor_itemsize(a);
   int64_t b_hi = b_lo + kd_tensor_numel(b) * (int64_t)kd_tensor_itemsize(b);
   if (a_lo == b_lo && a_hi == b_hi && kd_tensor_ndim(a) == kd_tensor_ndim(b) &&
       !memcmp(kd_tensor_strides(a), kd_tensor_strides(b),
               (size_t)kd_tensor_ndim(a) * sizeof(int64_t)))
-    return KD__VW_OVERLAP_FULL;
-  if (a_lo < b_hi && b_lo < a_hi) return KD__VW_OVERLAP_PARTIAL;
-  return KD__VW_OVERLAP_NO;
+    return KDK__VW_OVERLAP_FULL;
+  if (a_lo < b_hi && b_lo < a_hi) return KDK__VW_OVERLAP_PARTIAL;
+  return KDK__VW_OVERLAP_NO;
 }
 
-kd_status kd__vw_check_internal_overlap(const kd_tensor *out) {
+kd_status kdk__vw_check_internal_overlap(const kd_tensor *out) {
   if (kd_tensor_numel(out) == 0) return KD_OK; /* empty: contiguous, as in PyTorch */
   for (int i = 0; i < kd_tensor_ndim(out); i++)
     if (kd_tensor_sizes(out)[i] > 1 && kd_tensor_strides(out)[i] == 0)
@@ -189,9 +189,9 @@ kd_status kd__vw_check_internal_overlap(const kd_tensor *out) {
   return KD_OK;
 }
 
-kd_status kd__vw_check_no_overlap(const kd_tensor *out, const kd_tensor *in, bool partial_only) {
-  kd__vw_overlap o = kd__vw_overlap_of(out, in);
-  if (o == KD__VW_OVERLAP_PARTIAL || (!partial_only && o == KD__VW_OVERLAP_FULL))
+kd_status kdk__vw_check_no_overlap(const kd_tensor *out, const kd_tensor *in, bool partial_only) {
+  kdk__vw_overlap o = kdk__vw_overlap_of(out, in);
+  if (o == KDK__VW_OVERLAP_PARTIAL || (!partial_only && o == KDK__VW_OVERLAP_FULL))
     return kd_set_error(KD_EINVAL,
                         "unsupported operation: some elements of the input tensor and the "
                         "written-to tensor refer to a single memory location. Please clone() the "
@@ -203,7 +203,7 @@ static bool same_sizes(int n, const int64_t *a, int m, const int64_t *b) {
   return n == m && (n == 0 || !memcmp(a, b, (size_t)n * sizeof(int64_t)));
 }
 
-kd_status kd__vw_prepare_out(kd_tensor *out, int ndim, const int64_t *sizes, kd_dtype dtype,
+kd_status kdk__vw_prepare_out(kd_tensor *out, int ndim, const int64_t *sizes, kd_dtype dtype,
                              bool check_dtype, kd_device device) {
   if (!kd_device_equal(kd_tensor_device(out), device)) {
     char want[48], got[48];
@@ -218,8 +218,8 @@ kd_status kd__vw_prepare_out(kd_tensor *out, int ndim, const int64_t *sizes, kd_
   if (same_sizes(kd_tensor_ndim(out), kd_tensor_sizes(out), ndim, sizes)) return KD_OK;
   if (kd_tensor_numel(out) != 0) {
     char had[256], want[256];
-    kd__vw_fmt_ints(had, sizeof had, kd_tensor_sizes(out), kd_tensor_ndim(out));
-    kd__vw_fmt_ints(want, sizeof want, sizes, ndim);
+    kdk__vw_fmt_ints(had, sizeof had, kd_tensor_sizes(out), kd_tensor_ndim(out));
+    kdk__vw_fmt_ints(want, sizeof want, sizes, ndim);
     kd_warn("An output with one or more elements was resized since it had shape %s, which does "
             "not match the required output shape %s. This behavior is deprecated, and in a "
             "future PyTorch release outputs will not be resized unless they have zero elements. "
@@ -230,7 +230,7 @@ kd_status kd__vw_prepare_out(kd_tensor *out, int ndim, const int64_t *sizes, kd_
   return kd_tensor_resize_(out, ndim, sizes, NULL);
 }
 
-void kd__vw_strided_copy(int ndim, const int64_t *sizes, char *dst, const int64_t *dst_strides,
+void kdk__vw_strided_copy(int ndim, const int64_t *sizes, char *dst, const int64_t *dst_strides,
                          const char *src, const int64_t *src_strides, size_t itemsize) {
   for (int i = 0; i < ndim; i++)
     if (sizes[i] == 0) return;
@@ -262,7 +262,7 @@ void kd__vw_strided_copy(int ndim, const int64_t *sizes, char *dst, const int64_
   }
 }
 
-kd_status kd__vw_check_cpu_or_meta(const char *op, const kd_tensor *t) {
+kd_status kdk__vw_check_cpu_or_meta(const char *op, const kd_tensor *t) {
   kd_device_type dt = kd_tensor_device(t).type;
   if (dt != KD_DEVICE_CPU && dt != KD_DEVICE_META)
     return kd_set_error(KD_EUNSUPPORTED, "%s: tensors on device '%s' are not supported (cpu and meta only)",
@@ -270,7 +270,7 @@ kd_status kd__vw_check_cpu_or_meta(const char *op, const kd_tensor *t) {
   return KD_OK;
 }
 
-kd_status kd__vw_check_same_device(const kd_tensor *a, const kd_tensor *b) {
+kd_status kdk__vw_check_same_device(const kd_tensor *a, const kd_tensor *b) {
   if (kd_device_equal(kd_tensor_device(a), kd_tensor_device(b))) return KD_OK;
   char da[48], db[48];
   kd_device_format(kd_tensor_device(a), da, sizeof da);
@@ -340,13 +340,13 @@ static kd_status infer_size(kd_ints shape, int64_t numel, int64_t *res) {
         return kd_set_error(KD_EINVAL,
                             "cannot reshape tensor of 0 elements into shape %s because the "
                             "unspecified dimension size -1 can be any value and is ambiguous",
-                            kd__vw_fmt_ints(buf, sizeof buf, shape.data, shape.size));
+                            kdk__vw_fmt_ints(buf, sizeof buf, shape.data, shape.size));
       res[infer] = numel / newsize;
     }
     return KD_OK;
   }
   return kd_set_error(KD_EINVAL, "shape '%s' is invalid for input of size %lld",
-                      kd__vw_fmt_ints(buf, sizeof buf, shape.data, shape.size),
+                      kdk__vw_fmt_ints(buf, sizeof buf, shape.data, shape.size),
                       (long long)numel);
 }
 
@@ -397,14 +397,14 @@ static kd_status stride_overflow(const char *op, const geom *g) {
   char buf[512];
   return kd_set_error(KD_EOVERFLOW,
                       "%s: the strides of a zero-element view with shape %s overflow int64", op,
-                      kd__vw_fmt_ints(buf, sizeof buf, g->sizes, g->ndim));
+                      kdk__vw_fmt_ints(buf, sizeof buf, g->sizes, g->ndim));
 }
 
 /* ---- view, reshape ----------------------------------------------------------- */
 
 kd_status kdk_native_view(kd_tensor *self, kd_ints size, kd_tensor **out) {
   KD_VW_CHECK_SELF("view");
-  kd_status st = kd__vw_check_list("view", "size", size);
+  kd_status st = kdk__vw_check_list("view", "size", size);
   if (st) return st;
   geom g;
   g.ndim = (int)size.size;
@@ -500,7 +500,7 @@ kd_status kdk_native_view_dtype(kd_tensor *self, kd_dtype dtype, kd_tensor **out
 
 kd_status kdk_native_reshape(kd_tensor *self, kd_ints shape, kd_tensor **out) {
   KD_VW_CHECK_SELF("reshape");
-  kd_status st = kd__vw_check_list("reshape", "shape", shape);
+  kd_status st = kdk__vw_check_list("reshape", "shape", shape);
   if (st) return st;
   geom g;
   g.ndim = (int)shape.size;
@@ -523,7 +523,7 @@ kd_status kdk_native_reshape(kd_tensor *self, kd_ints shape, kd_tensor **out) {
     geom_of(c, &g);
     g.ndim = (int)shape.size;
     if ((st = infer_size(shape, kd_tensor_numel(self), g.sizes)) ||
-        (st = kd__vw_format_strides(g.ndim, g.sizes, KD_MEMORY_FORMAT_CONTIGUOUS, g.strides))) {
+        (st = kdk__vw_format_strides(g.ndim, g.sizes, KD_MEMORY_FORMAT_CONTIGUOUS, g.strides))) {
       kd_tensor_release(c);
       return st;
     }
@@ -537,9 +537,9 @@ kd_status kdk_native_reshape(kd_tensor *self, kd_ints shape, kd_tensor **out) {
   if (kd_tensor_device(self).type == KD_DEVICE_CPU) {
     /* Same element order: copy self into a view of r with self's sizes. */
     int64_t cs[KD_MAX_DIMS];
-    kd__vw_format_strides(kd_tensor_ndim(self), kd_tensor_sizes(self),
+    kdk__vw_format_strides(kd_tensor_ndim(self), kd_tensor_sizes(self),
                           KD_MEMORY_FORMAT_CONTIGUOUS, cs);
-    kd__vw_strided_copy(kd_tensor_ndim(self), kd_tensor_sizes(self), kd_tensor_data(r), cs,
+    kdk__vw_strided_copy(kd_tensor_ndim(self), kd_tensor_sizes(self), kd_tensor_data(r), cs,
                         kd_tensor_data(self), kd_tensor_strides(self), kd_tensor_itemsize(self));
   }
   *out = r;
@@ -558,8 +558,8 @@ kd_status kdk_native_reshape_as(kd_tensor *self, kd_tensor *other, kd_tensor **o
 static kd_status transpose_geom(const kd_tensor *self, int64_t dim0, int64_t dim1, geom *g) {
   int64_t d0 = 0, d1 = 0;
   kd_status st;
-  if ((st = kd__vw_wrap_dim(dim0, kd_tensor_ndim(self), &d0))) return st;
-  if ((st = kd__vw_wrap_dim(dim1, kd_tensor_ndim(self), &d1))) return st;
+  if ((st = kdk__vw_wrap_dim(dim0, kd_tensor_ndim(self), &d0))) return st;
+  if ((st = kdk__vw_wrap_dim(dim1, kd_tensor_ndim(self), &d1))) return st;
   geom_of(self, g);
   if (g->ndim == 0) return KD_OK; /* dims 0 / -1 of a scalar: itself */
   int64_t s = g->sizes[d0], t = g->strides[d0];
@@ -605,7 +605,7 @@ kd_status kdk_native_t_(kd_tensor *self) {
 
 kd_status kdk_native_permute(kd_tensor *self, kd_ints dims, kd_tensor **out) {
   KD_VW_CHECK_SELF("permute");
-  kd_status st = kd__vw_check_list("permute", "dims", dims);
+  kd_status st = kdk__vw_check_list("permute", "dims", dims);
   if (st) return st;
   int n = kd_tensor_ndim(self);
   if (dims.size != n) return kd_set_error(KD_EINVAL, "number of dims don't match in permute");
@@ -614,7 +614,7 @@ kd_status kdk_native_permute(kd_tensor *self, kd_ints dims, kd_tensor **out) {
   bool seen[KD_MAX_DIMS] = {false};
   for (int i = 0; i < n; i++) {
     int64_t d = 0;
-    if ((st = kd__vw_wrap_dim(dims.data[i], n, &d))) return st;
+    if ((st = kdk__vw_wrap_dim(dims.data[i], n, &d))) return st;
     if (seen[d]) return kd_set_error(KD_EINVAL, "repeated dim in permute");
     seen[d] = true;
     g.sizes[i] = kd_tensor_sizes(self)[d];
@@ -628,7 +628,7 @@ kd_status kdk_native_permute(kd_tensor *self, kd_ints dims, kd_tensor **out) {
 kd_status kdk_native_expand(kd_tensor *self, kd_ints size, bool implicit, kd_tensor **out) {
   (void)implicit; /* only autograd cares */
   KD_VW_CHECK_SELF("expand");
-  kd_status st = kd__vw_check_list("expand", "size", size);
+  kd_status st = kdk__vw_check_list("expand", "size", size);
   if (st) return st;
   int tdim = kd_tensor_ndim(self), ndim = (int)size.size;
   const int64_t *tsz = kd_tensor_sizes(self), *tst = kd_tensor_strides(self);
@@ -639,8 +639,8 @@ kd_status kdk_native_expand(kd_tensor *self, kd_ints size, bool implicit, kd_ten
                         "greater or equal to the number of dimensions in the tensor (%d)",
                         pt_backend_name(kd_tensor_device(self).type),
                         pt_dtype_name(kd_tensor_dtype(self)),
-                        kd__vw_fmt_ints(b1, sizeof b1, tsz, tdim),
-                        kd__vw_fmt_ints(b2, sizeof b2, size.data, size.size), ndim, tdim);
+                        kdk__vw_fmt_ints(b1, sizeof b1, tsz, tdim),
+                        kdk__vw_fmt_ints(b2, sizeof b2, size.data, size.size), ndim, tdim);
   geom g;
   g.ndim = ndim;
   g.offset = kd_tensor_storage_offset(self);
@@ -674,8 +674,8 @@ kd_status kdk_native_expand(kd_tensor *self, kd_ints size, bool implicit, kd_ten
                             "(%lld) at non-singleton dimension %d.  Target sizes: %s.  Tensor "
                             "sizes: %s",
                             (long long)target, (long long)s, i,
-                            kd__vw_fmt_ints(b2, sizeof b2, size.data, size.size),
-                            kd__vw_fmt_ints(b1, sizeof b1, tsz, tdim));
+                            kdk__vw_fmt_ints(b2, sizeof b2, size.data, size.size),
+                            kdk__vw_fmt_ints(b1, sizeof b1, tsz, tdim));
       s = target;
       stride = 0;
       wrapped = false;
@@ -704,7 +704,7 @@ static kd_status squeeze_geom(const kd_tensor *self, bool all, int64_t dim, geom
   int n = g->ndim;
   int64_t d = -1;
   if (!all) {
-    kd_status st = kd__vw_wrap_dim(dim, n, &d);
+    kd_status st = kdk__vw_wrap_dim(dim, n, &d);
     if (st) return st;
     if (n == 0 || g->sizes[d] != 1) return KD_OK; /* nothing to squeeze */
   }
@@ -751,7 +751,7 @@ kd_status kdk_native_squeeze__dim(kd_tensor *self, int64_t dim) {
 static kd_status unsqueeze_geom(const kd_tensor *self, int64_t dim, geom *g) {
   geom_of(self, g);
   int64_t d = 0;
-  kd_status st = kd__vw_wrap_dim(dim, g->ndim + 1, &d);
+  kd_status st = kdk__vw_wrap_dim(dim, g->ndim + 1, &d);
   if (st) return st;
   if (g->ndim >= KD_MAX_DIMS)
     return kd_set_error(KD_EINVAL, "unsqueeze: a tensor has at most %d dimensions", KD_MAX_DIMS);
@@ -793,8 +793,8 @@ kd_status kdk_native_flatten_using_ints(kd_tensor *self, int64_t start_dim, int6
   int n = kd_tensor_ndim(self);
   int64_t s = 0, e = 0;
   kd_status st;
-  if ((st = kd__vw_wrap_dim(start_dim, n, &s))) return st;
-  if ((st = kd__vw_wrap_dim(end_dim, n, &e))) return st;
+  if ((st = kdk__vw_wrap_dim(start_dim, n, &s))) return st;
+  if ((st = kdk__vw_wrap_dim(end_dim, n, &e))) return st;
   if (s > e)
     return kd_set_error(KD_EINVAL,
                         "flatten() has invalid args: start_dim cannot come after end_dim");
@@ -829,7 +829,7 @@ kd_status kdk_native_slice(kd_tensor *self, int64_t dim, const int64_t *start,
   if (kd_tensor_ndim(self) == 0)
     return kd_set_error(KD_ERANGE, "slice() cannot be applied to a 0-dim tensor.");
   int64_t d = 0;
-  kd_status st = kd__vw_wrap_dim(dim, kd_tensor_ndim(self), &d);
+  kd_status st = kdk__vw_wrap_dim(dim, kd_tensor_ndim(self), &d);
   if (st) return st;
   if (step <= 0) return kd_set_error(KD_EINVAL, "slice step must be positive");
   geom g;
@@ -864,7 +864,7 @@ kd_status kdk_native_select(kd_tensor *self, int64_t dim, int64_t index, kd_tens
   int n = kd_tensor_ndim(self);
   if (n == 0) return kd_set_error(KD_ERANGE, "select() cannot be applied to a 0-dim tensor.");
   int64_t d = 0;
-  kd_status st = kd__vw_wrap_dim(dim, n, &d);
+  kd_status st = kdk__vw_wrap_dim(dim, n, &d);
   if (st) return st;
   int64_t size = kd_tensor_sizes(self)[d];
   if (index < -size || index >= size) {
@@ -872,7 +872,7 @@ kd_status kdk_native_select(kd_tensor *self, int64_t dim, int64_t index, kd_tens
     return kd_set_error(KD_ERANGE,
                         "select(): index %lld out of range for tensor of size %s at dimension "
                         "%lld",
-                        (long long)index, kd__vw_fmt_ints(buf, sizeof buf, kd_tensor_sizes(self), n),
+                        (long long)index, kdk__vw_fmt_ints(buf, sizeof buf, kd_tensor_sizes(self), n),
                         (long long)d);
   }
   if (index < 0) index += size;
@@ -893,11 +893,11 @@ kd_status kdk_native_narrow(kd_tensor *self, int64_t dim, int64_t start, int64_t
   int n = kd_tensor_ndim(self);
   if (n == 0) return kd_set_error(KD_EINVAL, "narrow() cannot be applied to a 0-dim tensor.");
   int64_t d = 0;
-  kd_status st = kd__vw_wrap_dim(dim, n, &d);
+  kd_status st = kdk__vw_wrap_dim(dim, n, &d);
   if (st) return st;
   int64_t cur = kd_tensor_sizes(self)[d];
   /* start == cur is a valid start (an empty result), not a valid index. */
-  if (start != cur && (st = kd__vw_wrap_dim(start, cur, &start))) return st;
+  if (start != cur && (st = kdk__vw_wrap_dim(start, cur, &start))) return st;
   if (length < 0 || start > cur - length)
     return kd_set_error(KD_EINVAL, "start (%lld) + length (%lld) exceeds dimension size (%lld).",
                         (long long)start, (long long)length, (long long)cur);
@@ -922,7 +922,7 @@ kd_status kdk_native_unbind(kd_tensor *self, int64_t dim, kd_tensor_list *out) {
   if (!self || !out) return kd_set_error(KD_EINVAL, "unbind: NULL argument");
   int n = kd_tensor_ndim(self);
   int64_t d = 0;
-  kd_status st = kd__vw_wrap_dim(dim, n, &d);
+  kd_status st = kdk__vw_wrap_dim(dim, n, &d);
   if (st) return st;
   if (n == 0) return kd_set_error(KD_ERANGE, "Dimension specified as 0 but tensor has no dimensions");
   int64_t size = kd_tensor_sizes(self)[d];
@@ -938,7 +938,7 @@ kd_status kdk_native_split(kd_tensor *self, int64_t split_size, int64_t dim, kd_
   int n = kd_tensor_ndim(self);
   if (n == 0) return kd_set_error(KD_ERANGE, "split expects at least a 1-dimensional tensor");
   int64_t d = 0;
-  kd_status st = kd__vw_wrap_dim(dim, n, &d);
+  kd_status st = kdk__vw_wrap_dim(dim, n, &d);
   if (st) return st;
   if (split_size < 0)
     return kd_set_error(KD_EINVAL, "split expects split_size be non-negative, but got split_size=%lld",
@@ -971,7 +971,7 @@ kd_status kdk_native_chunk(kd_tensor *self, int64_t chunks, int64_t dim, kd_tens
     return kd_set_error(KD_EINVAL, "chunk expects `chunks` to be greater than 0, got: %lld",
                         (long long)chunks);
   int64_t d = 0;
-  kd_status st = kd__vw_wrap_dim(dim, n, &d);
+  kd_status st = kdk__vw_wrap_dim(dim, n, &d);
   if (st) return st;
   int64_t dim_size = kd_tensor_sizes(self)[d];
   int64_t split_size = dim_size / chunks + (dim_size % chunks != 0);
@@ -1006,7 +1006,7 @@ kd_status kdk_native_narrow_Tensor(kd_tensor *self, int64_t dim, kd_tensor *star
 kd_status kdk_native_contiguous(kd_tensor *self, kd_memory_format memory_format,
                                 kd_tensor **out) {
   KD_VW_CHECK_SELF("contiguous");
-  if (kd__vw_is_contiguous_as(self, memory_format)) { /* PyTorch returns self itself */
+  if (kdk__vw_is_contiguous_as(self, memory_format)) { /* PyTorch returns self itself */
     kd_tensor_retain(self);
     *out = self;
     return KD_OK;

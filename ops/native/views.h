@@ -85,59 +85,59 @@ kd_status kdk_native_gather_out(kd_tensor *self, int64_t dim, kd_tensor *index,
 /* PyTorch's maybe_wrap_dim(dim, ndim) (a 0-dim tensor counts as 1-dim):
  * KD_ERANGE "Dimension out of range (expected to be in range of [-2, 1], but
  * got 2)". */
-kd_status kd__vw_wrap_dim(int64_t dim, int64_t ndim, int64_t *out);
+kd_status kdk__vw_wrap_dim(int64_t dim, int64_t ndim, int64_t *out);
 
 /* "[2, 3]" into buf (cut at cap); returns buf. */
-const char *kd__vw_fmt_ints(char *buf, size_t cap, const int64_t *v, int64_t n);
+const char *kdk__vw_fmt_ints(char *buf, size_t cap, const int64_t *v, int64_t n);
 
 /* The sizes of an int list argument checked as a shape (0..KD_MAX_DIMS entries). */
-kd_status kd__vw_check_list(const char *op, const char *what, kd_ints list);
+kd_status kdk__vw_check_list(const char *op, const char *what, kd_ints list);
 
 /* Strides of `sizes` for a memory format: row-major (CONTIGUOUS), NHWC
  * (CHANNELS_LAST, ndim 4) or NDHWC (CHANNELS_LAST_3D, ndim 5); KD_EINVAL
  * "required rank 4 tensor to use channels_last format" otherwise; KD_EOVERFLOW
  * when a stride does not fit in int64. */
-kd_status kd__vw_format_strides(int ndim, const int64_t *sizes, kd_memory_format format,
+kd_status kdk__vw_format_strides(int ndim, const int64_t *sizes, kd_memory_format format,
                                 int64_t *strides);
 
 /* PyTorch's is_contiguous(memory_format) (PRESERVE counts as CONTIGUOUS). */
-bool kd__vw_is_contiguous_as(const kd_tensor *t, kd_memory_format format);
+bool kdk__vw_is_contiguous_as(const kd_tensor *t, kd_memory_format format);
 
 /* PyTorch's is_non_overlapping_and_dense. */
-bool kd__vw_non_overlapping_and_dense(const kd_tensor *t);
+bool kdk__vw_non_overlapping_and_dense(const kd_tensor *t);
 
 /* PyTorch's get_overlap_status between a written tensor and an input. */
-typedef enum kd__vw_overlap {
-  KD__VW_OVERLAP_NO = 0,
-  KD__VW_OVERLAP_FULL,
-  KD__VW_OVERLAP_PARTIAL,
-  KD__VW_OVERLAP_TOO_HARD, /* shares storage, not provably disjoint */
-} kd__vw_overlap;
-kd__vw_overlap kd__vw_overlap_of(const kd_tensor *a, const kd_tensor *b);
+typedef enum kdk__vw_overlap {
+  KDK__VW_OVERLAP_NO = 0,
+  KDK__VW_OVERLAP_FULL,
+  KDK__VW_OVERLAP_PARTIAL,
+  KDK__VW_OVERLAP_TOO_HARD, /* shares storage, not provably disjoint */
+} kdk__vw_overlap;
+kdk__vw_overlap kdk__vw_overlap_of(const kd_tensor *a, const kd_tensor *b);
 
 /* assert_no_internal_overlap (a dimension of size > 1 with stride 0) and
  * assert_no_overlap / assert_no_partial_overlap: KD_EINVAL with PyTorch's
  * messages. */
-kd_status kd__vw_check_internal_overlap(const kd_tensor *out);
-kd_status kd__vw_check_no_overlap(const kd_tensor *out, const kd_tensor *in, bool partial_only);
+kd_status kdk__vw_check_internal_overlap(const kd_tensor *out);
+kd_status kdk__vw_check_no_overlap(const kd_tensor *out, const kd_tensor *in, bool partial_only);
 
 /* Prepares an out= tensor: KD_EINVAL unless it is on `device`, KD_ETYPE unless
  * it has `dtype` (when check_dtype; "Expected out tensor to have dtype
  * float32, but got int64 instead"), then resizes it to `sizes` (row-major)
  * when they differ, warning when it had elements (PyTorch's resize_output). */
-kd_status kd__vw_prepare_out(kd_tensor *out, int ndim, const int64_t *sizes, kd_dtype dtype,
+kd_status kdk__vw_prepare_out(kd_tensor *out, int ndim, const int64_t *sizes, kd_dtype dtype,
                              bool check_dtype, kd_device device);
 
 /* Copies elements of `itemsize` bytes between strided layouts (strides in
  * elements); dst and src must not overlap. */
-void kd__vw_strided_copy(int ndim, const int64_t *sizes, char *dst, const int64_t *dst_strides,
+void kdk__vw_strided_copy(int ndim, const int64_t *sizes, char *dst, const int64_t *dst_strides,
                          const char *src, const int64_t *src_strides, size_t itemsize);
 
 /* KD_EUNSUPPORTED unless t is on cpu or meta (the copy kernels read bytes on cpu). */
-kd_status kd__vw_check_cpu_or_meta(const char *op, const kd_tensor *t);
+kd_status kdk__vw_check_cpu_or_meta(const char *op, const kd_tensor *t);
 
 /* KD_EINVAL "Expected all tensors to be on the same device, but found at least
  * two devices, cpu and meta!" */
-kd_status kd__vw_check_same_device(const kd_tensor *a, const kd_tensor *b);
+kd_status kdk__vw_check_same_device(const kd_tensor *a, const kd_tensor *b);
 
 #endif

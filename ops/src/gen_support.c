@@ -18,54 +18,54 @@ static kd_status type_error(const kd_call *call, int index, const char *name, co
 
 static bool is_none(const kd_value *v) { return v->tag == KD_VALUE_NONE; }
 
-kd_status kd__box_arg(const kd_value *v, kd__box_kind kind, kd_arg *a, kd__box_scratch *x,
+kd_status kdk__box_arg(const kd_value *v, kdk__box_kind kind, kd_arg *a, kdk__box_scratch *x,
                       const kd_call *call, int index, const char *name) {
   switch (kind) {
-  case KD__BOX_OPT_TENSOR:
+  case KDK__BOX_OPT_TENSOR:
     if (is_none(v)) {
       a->t = NULL;
       return KD_OK;
     }
     /* fall through */
-  case KD__BOX_TENSOR:
+  case KDK__BOX_TENSOR:
     if (v->tag != KD_VALUE_TENSOR) return type_error(call, index, name, "Tensor", v);
     a->t = v->u.t;
     return KD_OK;
-  case KD__BOX_TENSOR_LIST:
-  case KD__BOX_OPT_TENSOR_LIST:
+  case KDK__BOX_TENSOR_LIST:
+  case KDK__BOX_OPT_TENSOR_LIST:
     if (v->tag != KD_VALUE_TENSOR_LIST && v->tag != KD_VALUE_OPT_TENSOR_LIST)
       return type_error(call, index, name, "Tensor[]", v);
     a->tensors.data = kd_value_tensor_list_data(v);
     a->tensors.size = (int64_t)kd_value_list_size(v);
     return KD_OK;
-  case KD__BOX_OPT_INT:
-  case KD__BOX_OPT_FLOAT:
-  case KD__BOX_OPT_BOOL:
-  case KD__BOX_OPT_DTYPE:
-  case KD__BOX_OPT_LAYOUT:
-  case KD__BOX_OPT_DEVICE:
-  case KD__BOX_OPT_MF: {
+  case KDK__BOX_OPT_INT:
+  case KDK__BOX_OPT_FLOAT:
+  case KDK__BOX_OPT_BOOL:
+  case KDK__BOX_OPT_DTYPE:
+  case KDK__BOX_OPT_LAYOUT:
+  case KDK__BOX_OPT_DEVICE:
+  case KDK__BOX_OPT_MF: {
     a->opt.has = !is_none(v);
     if (!a->opt.has) return KD_OK;
     kd_arg inner;
-    kd_status st = kd__box_arg(v, (kd__box_kind)(kind - 1), &inner, x, call, index, name);
+    kd_status st = kdk__box_arg(v, (kdk__box_kind)(kind - 1), &inner, x, call, index, name);
     if (st) return st;
     switch (kind) {
-    case KD__BOX_OPT_INT: a->opt.v.i = inner.i; break;
-    case KD__BOX_OPT_FLOAT: a->opt.v.f = inner.f; break;
-    case KD__BOX_OPT_BOOL: a->opt.v.b = inner.b; break;
-    case KD__BOX_OPT_DTYPE: a->opt.v.dtype = inner.dtype; break;
-    case KD__BOX_OPT_LAYOUT: a->opt.v.layout = inner.layout; break;
-    case KD__BOX_OPT_DEVICE: a->opt.v.device = inner.device; break;
+    case KDK__BOX_OPT_INT: a->opt.v.i = inner.i; break;
+    case KDK__BOX_OPT_FLOAT: a->opt.v.f = inner.f; break;
+    case KDK__BOX_OPT_BOOL: a->opt.v.b = inner.b; break;
+    case KDK__BOX_OPT_DTYPE: a->opt.v.dtype = inner.dtype; break;
+    case KDK__BOX_OPT_LAYOUT: a->opt.v.layout = inner.layout; break;
+    case KDK__BOX_OPT_DEVICE: a->opt.v.device = inner.device; break;
     default: a->opt.v.mf = inner.mf; break;
     }
     return KD_OK;
   }
-  case KD__BOX_INT:
+  case KDK__BOX_INT:
     if (v->tag != KD_VALUE_INT) return type_error(call, index, name, "int", v);
     a->i = v->u.i;
     return KD_OK;
-  case KD__BOX_FLOAT:
+  case KDK__BOX_FLOAT:
     if (v->tag == KD_VALUE_DOUBLE)
       a->f = v->u.d;
     else if (v->tag == KD_VALUE_INT)
@@ -73,21 +73,21 @@ kd_status kd__box_arg(const kd_value *v, kd__box_kind kind, kd_arg *a, kd__box_s
     else
       return type_error(call, index, name, "float", v);
     return KD_OK;
-  case KD__BOX_BOOL:
+  case KDK__BOX_BOOL:
     if (v->tag != KD_VALUE_BOOL) return type_error(call, index, name, "bool", v);
     a->b = v->u.b;
     return KD_OK;
-  case KD__BOX_OPT_SCALAR:
+  case KDK__BOX_OPT_SCALAR:
     if (is_none(v)) {
       a->s = NULL;
       return KD_OK;
     }
     /* fall through */
-  case KD__BOX_SCALAR:
+  case KDK__BOX_SCALAR:
     if (kd_value_get_scalar(v, &x->s) != KD_OK) return type_error(call, index, name, "Scalar", v);
     a->s = &x->s;
     return KD_OK;
-  case KD__BOX_DTYPE:
+  case KDK__BOX_DTYPE:
     if (v->tag == KD_VALUE_DTYPE)
       a->dtype = v->u.dtype;
     else if (v->tag == KD_VALUE_INT && kd_dtype_valid((kd_dtype)v->u.i))
@@ -95,19 +95,19 @@ kd_status kd__box_arg(const kd_value *v, kd__box_kind kind, kd_arg *a, kd__box_s
     else
       return type_error(call, index, name, "ScalarType", v);
     return KD_OK;
-  case KD__BOX_LAYOUT:
+  case KDK__BOX_LAYOUT:
     if (v->tag != KD_VALUE_LAYOUT) return type_error(call, index, name, "Layout", v);
     a->layout = v->u.layout;
     return KD_OK;
-  case KD__BOX_DEVICE:
+  case KDK__BOX_DEVICE:
     if (v->tag != KD_VALUE_DEVICE) return type_error(call, index, name, "Device", v);
     a->device = v->u.device;
     return KD_OK;
-  case KD__BOX_MF:
+  case KDK__BOX_MF:
     if (v->tag != KD_VALUE_MEMORY_FORMAT) return type_error(call, index, name, "MemoryFormat", v);
     a->mf = v->u.mf;
     return KD_OK;
-  case KD__BOX_INTS:
+  case KDK__BOX_INTS:
     if (is_none(v)) {
       a->ints.data = NULL;
       a->ints.size = -1;
@@ -122,7 +122,7 @@ kd_status kd__box_arg(const kd_value *v, kd__box_kind kind, kd_arg *a, kd__box_s
       return type_error(call, index, name, "int[]", v);
     }
     return KD_OK;
-  case KD__BOX_FLOATS:
+  case KDK__BOX_FLOATS:
     if (is_none(v)) {
       a->floats.data = NULL;
       a->floats.size = -1;
@@ -133,7 +133,7 @@ kd_status kd__box_arg(const kd_value *v, kd__box_kind kind, kd_arg *a, kd__box_s
       return type_error(call, index, name, "float[]", v);
     }
     return KD_OK;
-  case KD__BOX_BOOLS:
+  case KDK__BOX_BOOLS:
     if (is_none(v)) {
       a->bools.data = NULL;
       a->bools.size = -1;
@@ -144,33 +144,33 @@ kd_status kd__box_arg(const kd_value *v, kd__box_kind kind, kd_arg *a, kd__box_s
       return type_error(call, index, name, "bool[]", v);
     }
     return KD_OK;
-  case KD__BOX_OPT_STR:
+  case KDK__BOX_OPT_STR:
     if (is_none(v)) {
       a->str.data = NULL;
       a->str.size = 0;
       return KD_OK;
     }
     /* fall through */
-  case KD__BOX_STR: {
+  case KDK__BOX_STR: {
     if (v->tag != KD_VALUE_STRING) return type_error(call, index, name, "str", v);
     size_t len = 0;
     a->str.data = kd_value_string_data(v, &len);
     a->str.size = (int64_t)len;
     return KD_OK;
   }
-  case KD__BOX_VALUE: a->value = is_none(v) ? NULL : v; return KD_OK;
+  case KDK__BOX_VALUE: a->value = is_none(v) ? NULL : v; return KD_OK;
   }
   return kd_set_error(KD_EINTERNAL, "%s: bad boxing kind %d", kd_op_name(call->op), (int)kind);
 }
 
-kd_status kd__box_check_depth(const kd_call *call, const kd_stack *stack, size_t nargs) {
+kd_status kdk__box_check_depth(const kd_call *call, const kd_stack *stack, size_t nargs) {
   if (stack->size < nargs)
     return kd_set_error(KD_ESTATE, "%s: the stack holds %zu values, but the operator takes %zu",
                         kd_op_name(call->op), stack->size, nargs);
   return KD_OK;
 }
 
-kd_status kd__box_finish(kd_stack *stack, size_t nargs, kd_value *rets, size_t nrets) {
+kd_status kdk__box_finish(kd_stack *stack, size_t nargs, kd_value *rets, size_t nrets) {
   /* An alias result comes back borrowed (it is one of the arguments, which
    * only the stack may hold): own it before the arguments are dropped. */
   for (size_t i = 0; i < nrets; i++)
@@ -185,7 +185,7 @@ kd_status kd__box_finish(kd_stack *stack, size_t nargs, kd_value *rets, size_t n
 
 /* ---- Entry points ------------------------------------------------------------ */
 
-kd_status kd__ops_lookup(const char *qualified, const char *signature, kd_op **cache,
+kd_status kdk__ops_lookup(const char *qualified, const char *signature, kd_op **cache,
                          kd_op **out) {
   kd_status st = kd_ops_open();
   if (st) return st;
@@ -196,7 +196,7 @@ kd_status kd__ops_lookup(const char *qualified, const char *signature, kd_op **c
   return KD_OK;
 }
 
-kd_status kd__ret_tensor_slow(kd_value *v, kd_tensor **out, const char *op) {
+kd_status kdk__ret_tensor_slow(kd_value *v, kd_tensor **out, const char *op) {
   if (v->tag == KD_VALUE_NONE) {
     *out = NULL;
     return KD_OK;
@@ -223,12 +223,12 @@ kd_status kd__ret_tensor_slow(kd_value *v, kd_tensor **out, const char *op) {
                           op, kd_value_tag_name(tag), what);                                \
     return KD_OK;                                                                           \
   }
-RET_SIMPLE(kd__ret_int, int64_t, kd_value_get_int, "an int")
-RET_SIMPLE(kd__ret_float, double, kd_value_get_double, "a float")
-RET_SIMPLE(kd__ret_bool, bool, kd_value_get_bool, "a bool")
-RET_SIMPLE(kd__ret_scalar, kd_scalar, kd_value_get_scalar, "a Scalar")
+RET_SIMPLE(kdk__ret_int, int64_t, kd_value_get_int, "an int")
+RET_SIMPLE(kdk__ret_float, double, kd_value_get_double, "a float")
+RET_SIMPLE(kdk__ret_bool, bool, kd_value_get_bool, "a bool")
+RET_SIMPLE(kdk__ret_scalar, kd_scalar, kd_value_get_scalar, "a Scalar")
 
-kd_status kd__ret_tensor_list(kd_value *v, kd_tensor_list *out, const char *op) {
+kd_status kdk__ret_tensor_list(kd_value *v, kd_tensor_list *out, const char *op) {
   *out = (kd_tensor_list){NULL, 0};
   if (v->tag != KD_VALUE_TENSOR_LIST) {
     kd_value_tag tag = v->tag;
@@ -252,7 +252,7 @@ kd_status kd__ret_tensor_list(kd_value *v, kd_tensor_list *out, const char *op) 
   return KD_OK;
 }
 
-kd_status kd__value_take_tensor_list(kd_tensor_list *l, kd_value *out, const char *op) {
+kd_status kdk__value_take_tensor_list(kd_tensor_list *l, kd_value *out, const char *op) {
   *out = kd_value_none();
   kd_status st = kd_value_tensor_list(l->data, l->size > 0 ? (size_t)l->size : 0, out);
   kd_tensor_list_free(l);
@@ -273,13 +273,13 @@ void kd_tensor_list_free(kd_tensor_list *list) {
 
 /* ---- Structured calls, registration ------------------------------------------ */
 
-kd_device kd__device_of_first(kd_tensor *const *tensors, int n) {
+kd_device kdk__device_of_first(kd_tensor *const *tensors, int n) {
   for (int i = 0; i < n; i++)
     if (tensors[i]) return kd_tensor_head_of(tensors[i])->storage->device;
   return kd_device_cpu();
 }
 
-kd_status kd__ops_backend_select(const kd_call *call, const kd_arg *args, kd_value *rets,
+kd_status kdk__ops_backend_select(const kd_call *call, const kd_arg *args, kd_value *rets,
                                  int device_arg) {
   kd_device dev = args[device_arg].opt.has ? args[device_arg].opt.v.device : kd_device_cpu();
   kd_dispatch_key key = kd_backend_key(dev.type);
@@ -296,17 +296,17 @@ kd_status kd__ops_backend_select(const kd_call *call, const kd_arg *args, kd_val
 
 static kd_library *aten_lib;
 
-kd_status kd__ops_register_tables(const char *ns, const char *source, const kd__gen_def *defs,
-                                  size_t ndefs, const kd__gen_impl *impls, size_t nimpls) {
+kd_status kdk__ops_register_tables(const char *ns, const char *source, const kdk__gen_def *defs,
+                                  size_t ndefs, const kdk__gen_impl *impls, size_t nimpls) {
   kd_library *lib;
-  kd_status st = kd__ops_register_lib(ns, source, defs, ndefs, impls, nimpls, &lib);
+  kd_status st = kdk__ops_register_lib(ns, source, defs, ndefs, impls, nimpls, &lib);
   if (st) return st;
-  aten_lib = lib; /* open until kd__ops_unregister (kd_ops_close) */
+  aten_lib = lib; /* open until kdk__ops_unregister (kd_ops_close) */
   return KD_OK;
 }
 
-kd_status kd__ops_register_lib(const char *ns, const char *source, const kd__gen_def *defs,
-                               size_t ndefs, const kd__gen_impl *impls, size_t nimpls,
+kd_status kdk__ops_register_lib(const char *ns, const char *source, const kdk__gen_def *defs,
+                               size_t ndefs, const kdk__gen_impl *impls, size_t nimpls,
                                kd_library **out) {
   *out = NULL;
   kd_library *lib;
@@ -332,7 +332,7 @@ kd_status kd__ops_register_lib(const char *ns, const char *source, const kd__gen
   return KD_OK;
 }
 
-void kd__ops_unregister(void) {
+void kdk__ops_unregister(void) {
   kd_library_close(aten_lib);
   aten_lib = NULL;
 }

@@ -130,7 +130,7 @@ static kd_status with_op(const kdk_iter *it, kd_status st) {
   return kd_set_error(st, "%s: %s", it->op, copy);
 }
 
-bool kd__can_cast(kd_dtype from, kd_dtype to) {
+bool kdk__can_cast(kd_dtype from, kd_dtype to) {
   if (kd_dtype_is_complex(from) && !kd_dtype_is_complex(to)) return false;
   if (kd_dtype_is_floating(from) && kd_dtype_is_integral(to, false)) return false;
   if (from != KD_BOOL && to == KD_BOOL) return false;
@@ -383,7 +383,7 @@ static kd_status compute_types(kdk_iter *it, build_state *b, bool all_scalars) {
       kd_dtype od = kd_tensor_head_of(o->t)->dtype;
       it->dtypes[k] = od;
       if (common == KD_DTYPE_UNDEFINED || od == common) continue;
-      if ((f & KDK_ITER_F_SAFE_CAST) && !kd__can_cast(common, od))
+      if ((f & KDK_ITER_F_SAFE_CAST) && !kdk__can_cast(common, od))
         return kd_set_error(KD_ETYPE,
                             "%s: result type %s can't be cast to the desired output type %s",
                             it->op, kd_dtype_name(common), kd_dtype_name(od));
@@ -762,19 +762,19 @@ static int build_fast(kdk_iter *it, kd_status *status) {
 }
 
 kd_status kdk__iter_check_abi(const kdk_iter *it) {
-  if (it->abi_version != KDK_ABI_VERSION || it->struct_size != sizeof(kdk_iter))
+  if (it->api_version != KDK_API_VERSION || it->struct_size != sizeof(kdk_iter))
     /* it->op may lie anywhere in a struct of another layout: not read */
     return kd_set_error(KD_EUNSUPPORTED,
                         "kdk_iter of kit ABI %u, %u bytes, but libkdops has kit ABI %d, %zu "
                         "bytes: rebuild the kernel against this libkdops' headers",
-                        (unsigned)it->abi_version, (unsigned)it->struct_size, KDK_ABI_VERSION,
+                        (unsigned)it->api_version, (unsigned)it->struct_size, KDK_API_VERSION,
                         sizeof(kdk_iter));
   return it->s ? kdk__structured_check_abi(it->s) : KD_OK;
 }
 
 kd_status kdk_iter_build(kdk_iter *it) {
-  if (__builtin_expect(it->abi_version != KDK_ABI_VERSION || it->struct_size != sizeof(kdk_iter) ||
-                           (it->s && (it->s->abi_version != KDK_ABI_VERSION ||
+  if (__builtin_expect(it->api_version != KDK_API_VERSION || it->struct_size != sizeof(kdk_iter) ||
+                           (it->s && (it->s->api_version != KDK_API_VERSION ||
                                       it->s->struct_size != sizeof(kdk_structured))),
                        0))
     return kdk__iter_check_abi(it);

@@ -20,7 +20,7 @@ kd_status kdk__structured_adopt_given(kdk_structured *s, int i);
 
 /* PyTorch's canCast: no complex -> real, no floating -> integral, nothing but
  * bool -> bool. */
-bool kd__can_cast(kd_dtype from, kd_dtype to);
+bool kdk__can_cast(kd_dtype from, kd_dtype to);
 
 /* The kit's ABI check of an iterator and its structured call (kdk/common.h):
  * KD_OK, or KD_EUNSUPPORTED with a message. */

@@ -19,30 +19,30 @@ static bool opened;
 /* The kernels registered by hand, after the generated tables (which define
  * the operators). Their files are compiled with KD_NO_AUTO_REGISTER, so
  * nothing registers them at load: each descriptor is opened here. Because
- * this function names every descriptor (through kd__bitwise_libraries), a
+ * this function names every descriptor (through kdk__bitwise_libraries), a
  * static link that keeps kd_ops_open keeps them all; the ops tests link
  * libkdops statically and call the bitwise operators through the
  * dispatcher, which proves it. */
 static kd_status open_hand_registered(void) {
-  for (size_t i = 0; i < kd__bitwise_nlibraries; i++) {
-    kd_status st = kd_library_open_desc(kd__bitwise_libraries[i]);
+  for (size_t i = 0; i < kdk__bitwise_nlibraries; i++) {
+    kd_status st = kd_library_open_desc(kdk__bitwise_libraries[i]);
     if (st) return st;
   }
-  return kd__bitwise_check();
+  return kdk__bitwise_check();
 }
 
 static void close_hand_registered(void) {
-  for (size_t i = kd__bitwise_nlibraries; i-- > 0;) kd_library_close_desc(kd__bitwise_libraries[i]);
+  for (size_t i = kdk__bitwise_nlibraries; i-- > 0;) kd_library_close_desc(kdk__bitwise_libraries[i]);
 }
 
 static kd_status open_libraries(void) {
-  kd_status st = kd__ops_register();
-  if (st) return st; /* kd__ops_register leaves nothing registered on failure */
+  kd_status st = kdk__ops_register();
+  if (st) return st; /* kdk__ops_register leaves nothing registered on failure */
   if ((st = open_hand_registered())) {
     char msg[1024];
     snprintf(msg, sizeof msg, "%s", kd_last_error());
     close_hand_registered();
-    kd__ops_unregister();
+    kdk__ops_unregister();
     return kd_set_error(st, "kd_ops_open: %s; nothing is registered", msg);
   }
   return KD_OK;
@@ -65,7 +65,7 @@ void kd_ops_close(void) {
   pthread_mutex_lock(&open_lock);
   if (opened) {
     close_hand_registered();
-    kd__ops_unregister();
+    kdk__ops_unregister();
     __atomic_store_n(&opened, false, __ATOMIC_RELEASE);
   }
   pthread_mutex_unlock(&open_lock);

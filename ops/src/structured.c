@@ -131,19 +131,19 @@ static kd_status set_out(kdk_structured *s, int i, kd_tensor *t, int ndim, const
 }
 
 kd_status kdk__structured_check_abi(const kdk_structured *s) {
-  if (s->abi_version == KDK_ABI_VERSION && s->struct_size == sizeof(kdk_structured)) return KD_OK;
+  if (s->api_version == KDK_API_VERSION && s->struct_size == sizeof(kdk_structured)) return KD_OK;
   /* s->op may lie anywhere in a struct of another layout: not read */
   return kd_set_error(KD_EUNSUPPORTED,
                       "kdk_structured of kit ABI %u, %u bytes, but libkdops has kit ABI %d, %zu "
                       "bytes: rebuild the kernel against this libkdops' headers",
-                      (unsigned)s->abi_version, (unsigned)s->struct_size, KDK_ABI_VERSION,
+                      (unsigned)s->api_version, (unsigned)s->struct_size, KDK_API_VERSION,
                       sizeof(kdk_structured));
 }
 
 kd_status kdk_structured_set_output(kdk_structured *s, int i, int ndim, const int64_t *sizes,
                                    const int64_t *strides, kd_dtype dtype) {
   if (__builtin_expect(s->struct_size != sizeof(kdk_structured) ||
-                           s->abi_version != KDK_ABI_VERSION, 0))
+                           s->api_version != KDK_API_VERSION, 0))
     return kdk__structured_check_abi(s);
   if (i < 0 || i >= s->nout || s->nout > KDK_STRUCTURED_MAX_OUT)
     return kd_set_error(KD_EINVAL, "%s: output index %d out of range: the call has %d outputs",

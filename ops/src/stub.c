@@ -11,23 +11,23 @@
 
 #include "fill.h"
 
-static const char *const cap_names[KD__CPU_CAP_COUNT] = {"default", "avx2", "avx512"};
+static const char *const cap_names[KDK__CPU_CAP_COUNT] = {"default", "avx2", "avx512"};
 
-const char *kd__cpu_capability_name(kd__cpu_cap cap) {
-  return cap >= 0 && cap < KD__CPU_CAP_COUNT ? cap_names[cap] : "invalid";
+const char *kdk__cpu_capability_name(kdk__cpu_cap cap) {
+  return cap >= 0 && cap < KDK__CPU_CAP_COUNT ? cap_names[cap] : "invalid";
 }
 
-static bool cap_built(kd__cpu_cap cap) {
+static bool cap_built(kdk__cpu_cap cap) {
   switch (cap) {
-  case KD__CPU_CAP_DEFAULT:
+  case KDK__CPU_CAP_DEFAULT:
     return true;
-  case KD__CPU_CAP_AVX2:
+  case KDK__CPU_CAP_AVX2:
 #ifdef KD_HAVE_CPU_CAP_AVX2
     return true;
 #else
     return false;
 #endif
-  case KD__CPU_CAP_AVX512:
+  case KDK__CPU_CAP_AVX512:
 #ifdef KD_HAVE_CPU_CAP_AVX512
     return true;
 #else
@@ -38,15 +38,15 @@ static bool cap_built(kd__cpu_cap cap) {
   }
 }
 
-static bool cap_supported(kd__cpu_cap cap) {
+static bool cap_supported(kdk__cpu_cap cap) {
   switch (cap) {
-  case KD__CPU_CAP_DEFAULT:
+  case KDK__CPU_CAP_DEFAULT:
     return true;
 #if defined(__x86_64__) || defined(__i386__)
-  case KD__CPU_CAP_AVX2:
+  case KDK__CPU_CAP_AVX2:
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  case KD__CPU_CAP_AVX512:
+  case KDK__CPU_CAP_AVX512:
     __builtin_cpu_init();
     /* The AVX512 build also uses AVX2 and FMA instructions. */
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
@@ -58,46 +58,46 @@ static bool cap_supported(kd__cpu_cap cap) {
   }
 }
 
-kd__cpu_cap kd__cpu_capability_best(void) {
-  for (int c = KD__CPU_CAP_COUNT - 1; c > KD__CPU_CAP_DEFAULT; c--)
-    if (cap_built((kd__cpu_cap)c) && cap_supported((kd__cpu_cap)c)) return (kd__cpu_cap)c;
-  return KD__CPU_CAP_DEFAULT;
+kdk__cpu_cap kdk__cpu_capability_best(void) {
+  for (int c = KDK__CPU_CAP_COUNT - 1; c > KDK__CPU_CAP_DEFAULT; c--)
+    if (cap_built((kdk__cpu_cap)c) && cap_supported((kdk__cpu_cap)c)) return (kdk__cpu_cap)c;
+  return KDK__CPU_CAP_DEFAULT;
 }
 
 static pthread_once_t cap_once = PTHREAD_ONCE_INIT;
-static kd__cpu_cap cap_chosen = KD__CPU_CAP_DEFAULT;
+static kdk__cpu_cap cap_chosen = KDK__CPU_CAP_DEFAULT;
 
 static void choose_capability(void) {
-  kd__cpu_cap best = kd__cpu_capability_best();
+  kdk__cpu_cap best = kdk__cpu_capability_best();
   cap_chosen = best;
   const char *env = getenv("KD_CPU_CAPABILITY");
   if (!env || !*env) return;
   int want = -1;
-  for (int c = 0; c < KD__CPU_CAP_COUNT; c++)
+  for (int c = 0; c < KDK__CPU_CAP_COUNT; c++)
     if (!strcasecmp(env, cap_names[c])) want = c;
   if (want < 0) {
     kd_warn("KD_CPU_CAPABILITY='%s' is not one of default, avx2, avx512; using %s", env,
-            kd__cpu_capability_name(best));
-  } else if (!cap_built((kd__cpu_cap)want)) {
+            kdk__cpu_capability_name(best));
+  } else if (!cap_built((kdk__cpu_cap)want)) {
     kd_warn("KD_CPU_CAPABILITY=%s: libkdops was built without %s kernels; using %s", env,
-            kd__cpu_capability_name((kd__cpu_cap)want), kd__cpu_capability_name(best));
-  } else if (!cap_supported((kd__cpu_cap)want)) {
+            kdk__cpu_capability_name((kdk__cpu_cap)want), kdk__cpu_capability_name(best));
+  } else if (!cap_supported((kdk__cpu_cap)want)) {
     kd_warn("KD_CPU_CAPABILITY=%s: this processor does not support %s; using %s", env,
-            kd__cpu_capability_name((kd__cpu_cap)want), kd__cpu_capability_name(best));
+            kdk__cpu_capability_name((kdk__cpu_cap)want), kdk__cpu_capability_name(best));
   } else {
-    cap_chosen = (kd__cpu_cap)want;
+    cap_chosen = (kdk__cpu_cap)want;
   }
 }
 
-kd__cpu_cap kd__cpu_capability_get(void) {
+kdk__cpu_cap kdk__cpu_capability_get(void) {
   pthread_once(&cap_once, choose_capability);
   return cap_chosen;
 }
 
-const char *kd_cpu_capability(void) { return cap_names[kd__cpu_capability_get()]; }
+const char *kd_cpu_capability(void) { return cap_names[kdk__cpu_capability_get()]; }
 
-kdk_stub_fn kd__stub_pick(const kdk_stub_fn *c, kd__cpu_cap cap) {
-  if (cap < 0 || cap >= KD__CPU_CAP_COUNT) return NULL;
+kdk_stub_fn kdk__stub_pick(const kdk_stub_fn *c, kdk__cpu_cap cap) {
+  if (cap < 0 || cap >= KDK__CPU_CAP_COUNT) return NULL;
   for (int k = (int)cap; k >= 0; k--)
     if (c[k]) return c[k];
   return NULL;
@@ -119,14 +119,14 @@ kdk_stub_fn kdk_stub_lookup(kdk_stub *s, kd_device_type type, const char *op) {
   if (type == KD_DEVICE_CPU) {
     kdk_stub_fn f = atomic_load_explicit(&s->cpu, memory_order_acquire);
     if (f) return f;
-    kdk_stub_fn c[KD__CPU_CAP_COUNT] = {NULL};
+    kdk_stub_fn c[KDK__CPU_CAP_COUNT] = {NULL};
     s->candidates(c);
-    kd__cpu_cap cap = kd__cpu_capability_get();
-    f = kd__stub_pick(c, cap);
+    kdk__cpu_cap cap = kdk__cpu_capability_get();
+    f = kdk__stub_pick(c, cap);
     if (!f) {
       kd_set_error(KD_ENOKERNEL,
                    "%s: dispatch stub %s has no CPU loop for capability %s or below", who,
-                   s->name, kd__cpu_capability_name(cap));
+                   s->name, kdk__cpu_capability_name(cap));
       return NULL;
     }
     /* Threads racing here compute the same pointer. */

@@ -17,7 +17,7 @@
  *   return fn ? fn(iter, alpha, NULL) : KD_ENOKERNEL;
  *
  * Each capability build of an ops/cpu file defines the pointer
- * kd__stub_<name>_<CAP> (CAP from -DKD_CPU_CAP=...). KD_DEFINE_STUB refers to
+ * kdk__stub_<name>_<CAP> (CAP from -DKD_CPU_CAP=...). KD_DEFINE_STUB refers to
  * the pointer of every capability the library was built with
  * (KD_HAVE_CPU_CAP_*), so every capability build must register the stub:
  * a kernel that exists only for some capabilities registers NULL in the
@@ -48,70 +48,70 @@
 KD_EXTERN_C_BEGIN
 
 /* Capabilities, lowest first; kd_cpu_capability() names them. */
-typedef enum kd__cpu_cap {
-  KD__CPU_CAP_DEFAULT = 0,
-  KD__CPU_CAP_AVX2 = 1,
-  KD__CPU_CAP_AVX512 = 2,
-  KD__CPU_CAP_COUNT
-} kd__cpu_cap;
-_Static_assert(KD__CPU_CAP_COUNT == KDK_STUB_CPU_CAPS, "kdk/stub.h's KDK_STUB_CPU_CAPS");
+typedef enum kdk__cpu_cap {
+  KDK__CPU_CAP_DEFAULT = 0,
+  KDK__CPU_CAP_AVX2 = 1,
+  KDK__CPU_CAP_AVX512 = 2,
+  KDK__CPU_CAP_COUNT
+} kdk__cpu_cap;
+_Static_assert(KDK__CPU_CAP_COUNT == KDK_STUB_CPU_CAPS, "kdk/stub.h's KDK_STUB_CPU_CAPS");
 
 /* The chosen capability (picked once per process, thread-safe). */
-kd__cpu_cap kd__cpu_capability_get(void);
+kdk__cpu_cap kdk__cpu_capability_get(void);
 
 /* The best capability this processor supports among those built (ignores
  * KD_CPU_CAPABILITY). */
-kd__cpu_cap kd__cpu_capability_best(void);
+kdk__cpu_cap kdk__cpu_capability_best(void);
 
 /* "default", "avx2", "avx512"; "invalid" otherwise. */
-const char *kd__cpu_capability_name(kd__cpu_cap cap);
+const char *kdk__cpu_capability_name(kdk__cpu_cap cap);
 
-/* The kernel for `cap` among c[0..KD__CPU_CAP_COUNT): c[cap], else the
+/* The kernel for `cap` among c[0..KDK__CPU_CAP_COUNT): c[cap], else the
  * closest lower non-NULL entry, else NULL. */
-kdk_stub_fn kd__stub_pick(const kdk_stub_fn *c, kd__cpu_cap cap);
+kdk_stub_fn kdk__stub_pick(const kdk_stub_fn *c, kdk__cpu_cap cap);
 
 /* ---- The macros -------------------------------------------------------------- */
 
 /* The capability builds' pointers of stub `name` (declared by
  * KDK_DECLARE_STUB in kdk/stubs.h). Hidden: libkdops-internal. */
 #define KD_DECLARE_STUB_CAPS(name)                                           \
-  extern kdk_stub_fn_##name *const kd__stub_##name##_DEFAULT;                \
-  extern kdk_stub_fn_##name *const kd__stub_##name##_AVX2;                   \
-  extern kdk_stub_fn_##name *const kd__stub_##name##_AVX512
+  extern kdk_stub_fn_##name *const kdk__stub_##name##_DEFAULT;                \
+  extern kdk_stub_fn_##name *const kdk__stub_##name##_AVX2;                   \
+  extern kdk_stub_fn_##name *const kdk__stub_##name##_AVX512
 
 /* Per built capability: one assignment in the candidates function. */
-#define KD__STUB_CAND_DEFAULT(c, name) \
-  c[KD__CPU_CAP_DEFAULT] = (kdk_stub_fn)kd__stub_##name##_DEFAULT;
+#define KDK__STUB_CAND_DEFAULT(c, name) \
+  c[KDK__CPU_CAP_DEFAULT] = (kdk_stub_fn)kdk__stub_##name##_DEFAULT;
 #ifdef KD_HAVE_CPU_CAP_AVX2
-#define KD__STUB_CAND_AVX2(c, name) c[KD__CPU_CAP_AVX2] = (kdk_stub_fn)kd__stub_##name##_AVX2;
+#define KDK__STUB_CAND_AVX2(c, name) c[KDK__CPU_CAP_AVX2] = (kdk_stub_fn)kdk__stub_##name##_AVX2;
 #else
-#define KD__STUB_CAND_AVX2(c, name)
+#define KDK__STUB_CAND_AVX2(c, name)
 #endif
 #ifdef KD_HAVE_CPU_CAP_AVX512
-#define KD__STUB_CAND_AVX512(c, name) \
-  c[KD__CPU_CAP_AVX512] = (kdk_stub_fn)kd__stub_##name##_AVX512;
+#define KDK__STUB_CAND_AVX512(c, name) \
+  c[KDK__CPU_CAP_AVX512] = (kdk_stub_fn)kdk__stub_##name##_AVX512;
 #else
-#define KD__STUB_CAND_AVX512(c, name)
+#define KDK__STUB_CAND_AVX512(c, name)
 #endif
 
 /* The exported stub object (kdk/stub.h) of `sname`. */
 #define KD_DEFINE_STUB(sname)                                          \
-  static void kd__stub_candidates_##sname(kdk_stub_fn *c) {            \
-    KD__STUB_CAND_DEFAULT(c, sname)                                    \
-    KD__STUB_CAND_AVX2(c, sname)                                       \
-    KD__STUB_CAND_AVX512(c, sname)                                     \
+  static void kdk__stub_candidates_##sname(kdk_stub_fn *c) {            \
+    KDK__STUB_CAND_DEFAULT(c, sname)                                    \
+    KDK__STUB_CAND_AVX2(c, sname)                                       \
+    KDK__STUB_CAND_AVX512(c, sname)                                     \
   }                                                                    \
   KDK_API kdk_stub KDK_STUB_OBJECT(sname) = {.name = #sname,           \
-                                             .candidates = kd__stub_candidates_##sname}
+                                             .candidates = kdk__stub_candidates_##sname}
 
-/* kd__stub_<name>_<CAP>: KD_CPU_CAP is expanded (it is an argument of
- * KD__STUB_SYM not next to ##) before KD__STUB_PASTE pastes it. */
-#define KD__STUB_PASTE(a, b) a##b
-#define KD__STUB_SYM(name, cap) KD__STUB_PASTE(kd__stub_##name##_, cap)
+/* kdk__stub_<name>_<CAP>: KD_CPU_CAP is expanded (it is an argument of
+ * KDK__STUB_SYM not next to ##) before KDK__STUB_PASTE pastes it. */
+#define KDK__STUB_PASTE(a, b) a##b
+#define KDK__STUB_SYM(name, cap) KDK__STUB_PASTE(kdk__stub_##name##_, cap)
 
 #ifdef KD_CPU_CAP
 #define KD_REGISTER_STUB(name, fn) \
-  kdk_stub_fn_##name *const KD__STUB_SYM(name, KD_CPU_CAP) = (fn)
+  kdk_stub_fn_##name *const KDK__STUB_SYM(name, KD_CPU_CAP) = (fn)
 #else
 #define KD_REGISTER_STUB(name, fn) \
   _Static_assert(0, "KD_REGISTER_STUB belongs in ops/cpu/*.c (compiled with -DKD_CPU_CAP=...)")

@@ -17,7 +17,7 @@ static char *table_of(const kd_op *op) {
   size_t len = 0;
   FILE *f = open_memstream(&text, &len);
   assert_non_null(f);
-  assert_int_equal(kd__print_op_table(f, op), 0);
+  assert_int_equal(kdc_print_op_table(f, op), 0);
   fclose(f);
   return text;
 }

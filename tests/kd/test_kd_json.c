@@ -120,30 +120,30 @@ static void mem_close(mem_out *m) { assert_int_equal(fclose(m->f), 0); }
 static void test_writer_layout(void **state) {
   (void)state;
   mem_out m;
-  kd__json j;
+  kdc_json j;
   /* line_depth 1: one record per line, deeper containers inline. */
   mem_open(&m);
-  kd__json_init(&j, m.f, 1);
-  kd__json_begin_array(&j);
-  kd__json_begin_object(&j);
-  kd__json_field_string(&j, "key", "CPU");
-  kd__json_field_int(&j, "n", -3);
-  kd__json_key(&j, "dtypes");
-  kd__json_begin_array(&j);
-  kd__json_string(&j, "int32");
-  kd__json_string(&j, "int64");
-  kd__json_end_array(&j);
-  kd__json_key(&j, "empty");
-  kd__json_begin_object(&j);
-  kd__json_end_object(&j);
-  kd__json_end_object(&j);
-  kd__json_begin_object(&j);
-  kd__json_field_bool(&j, "t", true);
-  kd__json_field_bool(&j, "f", false);
-  kd__json_field_string(&j, "none", NULL);
-  kd__json_end_object(&j);
-  kd__json_end_array(&j);
-  assert_int_equal(kd__json_finish(&j), 0);
+  kdc_json_init(&j, m.f, 1);
+  kdc_json_begin_array(&j);
+  kdc_json_begin_object(&j);
+  kdc_json_field_string(&j, "key", "CPU");
+  kdc_json_field_int(&j, "n", -3);
+  kdc_json_key(&j, "dtypes");
+  kdc_json_begin_array(&j);
+  kdc_json_string(&j, "int32");
+  kdc_json_string(&j, "int64");
+  kdc_json_end_array(&j);
+  kdc_json_key(&j, "empty");
+  kdc_json_begin_object(&j);
+  kdc_json_end_object(&j);
+  kdc_json_end_object(&j);
+  kdc_json_begin_object(&j);
+  kdc_json_field_bool(&j, "t", true);
+  kdc_json_field_bool(&j, "f", false);
+  kdc_json_field_string(&j, "none", NULL);
+  kdc_json_end_object(&j);
+  kdc_json_end_array(&j);
+  assert_int_equal(kdc_json_finish(&j), 0);
   mem_close(&m);
   KD_ASSERT_STR_EQ(m.text, "[\n"
                            "  {\"key\": \"CPU\", \"n\": -3, \"dtypes\": [\"int32\", \"int64\"], \"empty\": {}},\n"
@@ -153,27 +153,27 @@ static void test_writer_layout(void **state) {
 
   /* line_depth 2 with a flat array; empty containers stay "[]". */
   mem_open(&m);
-  kd__json_init(&j, m.f, 2);
-  kd__json_begin_object(&j);
-  kd__json_key(&j, "list");
-  kd__json_begin_array(&j);
-  kd__json_int(&j, 1);
-  kd__json_begin_array(&j);
-  kd__json_int(&j, 2);
-  kd__json_end_array(&j);
-  kd__json_end_array(&j);
-  kd__json_key(&j, "flat");
-  kd__json_begin_flat_array(&j);
-  kd__json_string(&j, "a");
-  kd__json_begin_array(&j); /* inside a flat array: flat too */
-  kd__json_string(&j, "b");
-  kd__json_end_array(&j);
-  kd__json_end_array(&j);
-  kd__json_key(&j, "none");
-  kd__json_begin_array(&j);
-  kd__json_end_array(&j);
-  kd__json_end_object(&j);
-  assert_int_equal(kd__json_finish(&j), 0);
+  kdc_json_init(&j, m.f, 2);
+  kdc_json_begin_object(&j);
+  kdc_json_key(&j, "list");
+  kdc_json_begin_array(&j);
+  kdc_json_int(&j, 1);
+  kdc_json_begin_array(&j);
+  kdc_json_int(&j, 2);
+  kdc_json_end_array(&j);
+  kdc_json_end_array(&j);
+  kdc_json_key(&j, "flat");
+  kdc_json_begin_flat_array(&j);
+  kdc_json_string(&j, "a");
+  kdc_json_begin_array(&j); /* inside a flat array: flat too */
+  kdc_json_string(&j, "b");
+  kdc_json_end_array(&j);
+  kdc_json_end_array(&j);
+  kdc_json_key(&j, "none");
+  kdc_json_begin_array(&j);
+  kdc_json_end_array(&j);
+  kdc_json_end_object(&j);
+  assert_int_equal(kdc_json_finish(&j), 0);
   mem_close(&m);
   KD_ASSERT_STR_EQ(m.text, "{\n"
                            "  \"list\": [\n"
@@ -187,17 +187,17 @@ static void test_writer_layout(void **state) {
 
   /* An empty top-level array, and a bare scalar document. */
   mem_open(&m);
-  kd__json_init(&j, m.f, 1);
-  kd__json_begin_array(&j);
-  kd__json_end_array(&j);
-  assert_int_equal(kd__json_finish(&j), 0);
+  kdc_json_init(&j, m.f, 1);
+  kdc_json_begin_array(&j);
+  kdc_json_end_array(&j);
+  assert_int_equal(kdc_json_finish(&j), 0);
   mem_close(&m);
   KD_ASSERT_STR_EQ(m.text, "[]\n");
   free(m.text);
   mem_open(&m);
-  kd__json_init(&j, m.f, 1);
-  kd__json_int(&j, 42);
-  assert_int_equal(kd__json_finish(&j), 0);
+  kdc_json_init(&j, m.f, 1);
+  kdc_json_int(&j, 42);
+  assert_int_equal(kdc_json_finish(&j), 0);
   mem_close(&m);
   KD_ASSERT_STR_EQ(m.text, "42\n");
   free(m.text);
@@ -214,7 +214,7 @@ static void test_writer_escaping(void **state) {
                               "|\x80|\xe2\x82|\xc0\xaf|\xed\xa0\x80|\xff";
   mem_out m;
   mem_open(&m);
-  kd__json_put_string(m.f, input, sizeof input - 1);
+  kdc_json_put_string(m.f, input, sizeof input - 1);
   mem_close(&m);
   KD_ASSERT_STR_EQ(m.text, "\"q\\\"b\\\\s/\\b\\f\\n\\r\\t\\u0001\\u001f\x7f"
                            "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"
@@ -231,10 +231,10 @@ static void test_writer_escaping(void **state) {
   free(m.text);
   /* An embedded NUL (string_n) is escaped, not a terminator. */
   mem_open(&m);
-  kd__json j;
-  kd__json_init(&j, m.f, 0);
-  kd__json_string_n(&j, "a\0b", 3);
-  assert_int_equal(kd__json_finish(&j), 0);
+  kdc_json j;
+  kdc_json_init(&j, m.f, 0);
+  kdc_json_string_n(&j, "a\0b", 3);
+  assert_int_equal(kdc_json_finish(&j), 0);
   mem_close(&m);
   KD_ASSERT_STR_EQ(m.text, "\"a\\u0000b\"\n");
   free(m.text);
@@ -246,58 +246,58 @@ static void test_writer_misuse(void **state) {
   for (int c = 0; c < 9; c++) {
     mem_out m;
     mem_open(&m);
-    kd__json j;
-    kd__json_init(&j, m.f, 1);
+    kdc_json j;
+    kdc_json_init(&j, m.f, 1);
     switch (c) {
       case 0: /* a value in an object without a key */
-        kd__json_begin_object(&j);
-        kd__json_int(&j, 1);
-        kd__json_end_object(&j);
+        kdc_json_begin_object(&j);
+        kdc_json_int(&j, 1);
+        kdc_json_end_object(&j);
         break;
       case 1: /* a key in an array */
-        kd__json_begin_array(&j);
-        kd__json_key(&j, "k");
-        kd__json_int(&j, 1);
-        kd__json_end_array(&j);
+        kdc_json_begin_array(&j);
+        kdc_json_key(&j, "k");
+        kdc_json_int(&j, 1);
+        kdc_json_end_array(&j);
         break;
       case 2: /* closing the wrong kind */
-        kd__json_begin_object(&j);
-        kd__json_end_array(&j);
+        kdc_json_begin_object(&j);
+        kdc_json_end_array(&j);
         break;
       case 3: /* a container left open */
-        kd__json_begin_array(&j);
+        kdc_json_begin_array(&j);
         break;
       case 4: /* two top-level values */
-        kd__json_int(&j, 1);
-        kd__json_int(&j, 2);
+        kdc_json_int(&j, 1);
+        kdc_json_int(&j, 2);
         break;
       case 5: /* nothing written */
         break;
       case 6: /* a key with no value */
-        kd__json_begin_object(&j);
-        kd__json_key(&j, "k");
-        kd__json_end_object(&j);
+        kdc_json_begin_object(&j);
+        kdc_json_key(&j, "k");
+        kdc_json_end_object(&j);
         break;
       case 7: /* too deep */
-        for (int d = 0; d <= KD__JSON_MAX_DEPTH; d++) kd__json_begin_array(&j);
-        for (int d = 0; d <= KD__JSON_MAX_DEPTH; d++) kd__json_end_array(&j);
+        for (int d = 0; d <= KDC_JSON_MAX_DEPTH; d++) kdc_json_begin_array(&j);
+        for (int d = 0; d <= KDC_JSON_MAX_DEPTH; d++) kdc_json_end_array(&j);
         break;
       case 8: /* closing what was never opened */
-        kd__json_end_object(&j);
+        kdc_json_end_object(&j);
         break;
     }
-    if (kd__json_finish(&j) != -1) fail_msg("misuse case %d was not reported", c);
+    if (kdc_json_finish(&j) != -1) fail_msg("misuse case %d was not reported", c);
     mem_close(&m);
     free(m.text);
   }
   /* The exact limit is fine. */
   mem_out m;
   mem_open(&m);
-  kd__json j;
-  kd__json_init(&j, m.f, 0);
-  for (int d = 0; d < KD__JSON_MAX_DEPTH; d++) kd__json_begin_array(&j);
-  for (int d = 0; d < KD__JSON_MAX_DEPTH; d++) kd__json_end_array(&j);
-  assert_int_equal(kd__json_finish(&j), 0);
+  kdc_json j;
+  kdc_json_init(&j, m.f, 0);
+  for (int d = 0; d < KDC_JSON_MAX_DEPTH; d++) kdc_json_begin_array(&j);
+  for (int d = 0; d < KDC_JSON_MAX_DEPTH; d++) kdc_json_end_array(&j);
+  assert_int_equal(kdc_json_finish(&j), 0);
   mem_close(&m);
   free(m.text);
 }

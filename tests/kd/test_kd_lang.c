@@ -4,7 +4,7 @@
  * and unpacking, overload resolution as PyTorch's argument parser does it
  * (including the full report when no overload fits), tuple results and
  * indexing, operators, builtins (print, tensor, table, overloads, trace),
- * errors with line and column, kd_lang_complete, and `kd run` / `kd call`
+ * errors with line and column, kdc_lang_complete, and `kd run` / `kd call`
  * through the built binary with their exit codes.
  *
  * Expected tensor texts are what tools/kd/print.c writes (PyTorch's repr).
@@ -34,12 +34,12 @@ static void interp_open(interp *t) {
   t->err = open_memstream(&t->ebuf, &t->elen);
   assert_non_null(t->out);
   assert_non_null(t->err);
-  t->L = kd_lang_new(t->out, t->err);
+  t->L = kdc_lang_new(t->out, t->err);
   assert_non_null(t->L);
 }
 
 static void interp_close(interp *t) {
-  kd_lang_free(t->L);
+  kdc_lang_free(t->L);
   fclose(t->out);
   fclose(t->err);
   free(t->obuf);
@@ -57,9 +57,9 @@ static char *take(FILE *f, char **buf, size_t *len, size_t *mark) {
   return s;
 }
 
-/* Runs src; returns kd_lang_run's result, and what it wrote (malloc'd). */
+/* Runs src; returns kdc_lang_run's result, and what it wrote (malloc'd). */
 static int run(interp *t, const char *src, char **out, char **err) {
-  int rc = kd_lang_run(t->L, src, strlen(src), NULL);
+  int rc = kdc_lang_run(t->L, src, strlen(src), NULL);
   *out = take(t->out, &t->obuf, &t->olen, &t->omark);
   *err = take(t->err, &t->ebuf, &t->elen, &t->emark);
   return rc;
@@ -204,7 +204,7 @@ static void test_programs(void **state) {
      "z; z * 2\n",
      "tensor([2, 4, 6])\n3\n6\n");
   /* A line ending in an operator, ',' or '=' goes on on the next line, as
-   * kd_lang_complete tells the prompt (regression: it used to be a syntax
+   * kdc_lang_complete tells the prompt (regression: it used to be a syntax
    * error after the prompt had waited for the next line). */
   OK(&t, "w = 1 +\n 2\nw\nv =\n  5\nv * \n 2\nu = 1,\n 2\nu\n", "3\n10\n(1, 2)\n");
   OK(&t, "\n\n;;\n", "");
@@ -216,7 +216,7 @@ static void test_programs(void **state) {
   OK(&t, "print('again')", "again\n");
   /* A name for the source. */
   char *o, *e;
-  assert_int_equal(kd_lang_run(t.L, "q", 1, "prog.kd"), 1);
+  assert_int_equal(kdc_lang_run(t.L, "q", 1, "prog.kd"), 1);
   o = take(t.out, &t.obuf, &t.olen, &t.omark);
   e = take(t.err, &t.ebuf, &t.elen, &t.emark);
   KD_ASSERT_STR_EQ(e, "prog.kd:1:1: error: name 'q' is not defined\n");
@@ -531,14 +531,14 @@ static void test_table(void **state) {
   OK(&t, "table(max); table(max.default)", twice);
   free(twice);
   free(want);
-  /* The refactored `kd table` prints the same through kd__print_op_table. */
+  /* The refactored `kd table` prints the same through kdc_print_op_table. */
   char *buf = NULL;
   size_t len = 0;
   FILE *f = open_memstream(&buf, &len);
   assert_non_null(f);
   kd_op *op;
   KD_ASSERT_OK(kd_op_find("aten::add.Tensor", NULL, &op));
-  assert_int_equal(kd__print_op_table(f, op), 0);
+  assert_int_equal(kdc_print_op_table(f, op), 0);
   fclose(f);
   want = op_table("aten::add.Tensor");
   KD_ASSERT_STR_EQ(buf, want);
@@ -576,9 +576,9 @@ static void test_trace(void **state) {
   assert_false(kd_tls_keys_get().include & kd_keyset_of(KD_KEY_TRACER));
 }
 
-/* ---- kd_lang_complete ------------------------------------------------------------------------ */
+/* ---- kdc_lang_complete ------------------------------------------------------------------------ */
 
-static int complete(const char *s) { return kd_lang_complete(s, strlen(s)); }
+static int complete(const char *s) { return kdc_lang_complete(s, strlen(s)); }
 
 static void test_complete(void **state) {
   (void)state;
@@ -688,7 +688,7 @@ static void test_kd_run(void **state) {
 
 static int setup(void **state) {
   (void)state;
-  return kd__tool_open();
+  return kdc_tool_open();
 }
 
 int main(void) {

@@ -1,7 +1,7 @@
 /*
  * test_kd_oom.c: a `kd` program survives every allocation failure. The
- * program runs through the language's entry point (kd_lang_new,
- * kd_lang_run, kd_lang_free) with allocation N = 1, 2, ... failing
+ * program runs through the language's entry point (kdc_lang_new,
+ * kdc_lang_run, kdc_lang_free) with allocation N = 1, 2, ... failing
  * (tests/kd_oom.h, through the public host allocator, which the
  * interpreter, libkdops and libkdispatch all use), until a run makes fewer
  * than N allocations. Each run must not crash, must either succeed or
@@ -44,12 +44,12 @@ static int run_once(char **err) {
   assert_non_null(out);
   assert_non_null(errf);
   int rc = 1;
-  kd_lang *L = kd_lang_new(out, errf);
+  kd_lang *L = kdc_lang_new(out, errf);
   if (L) {
-    rc = kd_lang_run(L, program, strlen(program), "oom.kd");
-    kd_lang_free(L);
+    rc = kdc_lang_run(L, program, strlen(program), "oom.kd");
+    kdc_lang_free(L);
   } else {
-    fputs("kd_lang_new: out of memory\n", errf);
+    fputs("kdc_lang_new: out of memory\n", errf);
   }
   fclose(out);
   fclose(errf);

@@ -24,7 +24,7 @@ static char *render_tensor(const kd_tensor *t, int *rc) {
   size_t len = 0;
   FILE *f = open_memstream(&buf, &len);
   assert_non_null(f);
-  *rc = kd__print_tensor(f, t);
+  *rc = kdc_print_tensor(f, t);
   assert_int_equal(fclose(f), 0);
   return buf;
 }
@@ -34,7 +34,7 @@ static char *render_value(const kd_value *v, int *rc) {
   size_t len = 0;
   FILE *f = open_memstream(&buf, &len);
   assert_non_null(f);
-  *rc = kd__print_value(f, v);
+  *rc = kdc_print_value(f, v);
   assert_int_equal(fclose(f), 0);
   return buf;
 }
@@ -43,7 +43,7 @@ static char *render_value(const kd_value *v, int *rc) {
   do {                                                                           \
     int rc_;                                                                     \
     char *got_ = render_tensor((t), &rc_);                                       \
-    if (rc_ != 0) fail_msg("kd__print_tensor returned %d: %s", rc_, kd_last_error()); \
+    if (rc_ != 0) fail_msg("kdc_print_tensor returned %d: %s", rc_, kd_last_error()); \
     KD_ASSERT_STR_EQ(got_, (want));                                              \
     free(got_);                                                                  \
   } while (0)
@@ -52,7 +52,7 @@ static char *render_value(const kd_value *v, int *rc) {
   do {                                                                           \
     int rc_;                                                                     \
     char *got_ = render_value((v), &rc_);                                        \
-    if (rc_ != 0) fail_msg("kd__print_value returned %d: %s", rc_, kd_last_error()); \
+    if (rc_ != 0) fail_msg("kdc_print_value returned %d: %s", rc_, kd_last_error()); \
     KD_ASSERT_STR_EQ(got_, (want));                                              \
     free(got_);                                                                  \
   } while (0)
@@ -797,14 +797,14 @@ static void test_tensor_errors(void **state) {
 
   kd_tensor *t = mk0(KD_INT64, 1);
   kd_clear_error();
-  assert_int_equal(kd__print_tensor(NULL, t), -1);
+  assert_int_equal(kdc_print_tensor(NULL, t), -1);
   assert_non_null(strstr(kd_last_error(), "NULL output stream"));
 
   /* A stream that cannot be written. */
   FILE *ro = fopen("/dev/null", "r");
   assert_non_null(ro);
   kd_clear_error();
-  assert_int_equal(kd__print_tensor(ro, t), -1);
+  assert_int_equal(kdc_print_tensor(ro, t), -1);
   assert_int_equal(kd_last_status(), KD_EINTERNAL);
   assert_non_null(strstr(kd_last_error(), "writing the output failed"));
   fclose(ro);
@@ -1007,7 +1007,7 @@ static void test_value_errors(void **state) {
 
   v = kd_value_int(1);
   kd_clear_error();
-  assert_int_equal(kd__print_value(NULL, &v), -1);
+  assert_int_equal(kdc_print_value(NULL, &v), -1);
   assert_non_null(strstr(kd_last_error(), "NULL output stream"));
 }
 

@@ -215,21 +215,21 @@ static void test_abi_check(void **state) {
   snprintf(expected, sizeof expected,
            "kdk_iter of kit ABI %d, %zu bytes, but libkdops has kit ABI %d, %zu bytes: rebuild "
            "the kernel against this libkdops' headers",
-           KDK_ABI_VERSION, sizeof(kdk_iter) - 8, KDK_ABI_VERSION, sizeof(kdk_iter));
+           KDK_API_VERSION, sizeof(kdk_iter) - 8, KDK_API_VERSION, sizeof(kdk_iter));
   KD_ASSERT_STATUS(kdk_iter_build(&it), KD_EUNSUPPORTED);
   KD_ASSERT_STR_EQ(kd_last_error(), expected);
   kdk_iter_release(&it);
 
   kdk_structured s;
   kdk_structured_init(&s, "test", KDK_STRUCTURED_FUNCTIONAL, 1, NULL, kd_device_cpu());
-  s.abi_version = KDK_ABI_VERSION + 1;
+  s.api_version = KDK_API_VERSION + 1;
   kdk_iter_init(&it, &s);
   kdk_iter_add_output(&it, NULL);
   kdk_iter_add_input(&it, a);
   snprintf(expected, sizeof expected,
            "kdk_structured of kit ABI %d, %zu bytes, but libkdops has kit ABI %d, %zu bytes: "
            "rebuild the kernel against this libkdops' headers",
-           KDK_ABI_VERSION + 1, sizeof(kdk_structured), KDK_ABI_VERSION, sizeof(kdk_structured));
+           KDK_API_VERSION + 1, sizeof(kdk_structured), KDK_API_VERSION, sizeof(kdk_structured));
   KD_ASSERT_STATUS(kdk_iter_build(&it), KD_EUNSUPPORTED);
   KD_ASSERT_STR_EQ(kd_last_error(), expected);
   kdk_iter_release(&it);

@@ -274,9 +274,9 @@ static void test_casting_errors(void **state) {
   KD_ASSERT_ERR(kdk_iter_build_binary_op(&it, f, c, f), KD_ETYPE,
                 "result type complex64 can't be cast to the desired output type float32");
   kdk_iter_release(&it);
-  assert_true(kd__can_cast(KD_INT64, KD_FLOAT32));
-  assert_true(kd__can_cast(KD_BOOL, KD_BOOL));
-  assert_false(kd__can_cast(KD_FLOAT16, KD_UINT8));
+  assert_true(kdk__can_cast(KD_INT64, KD_FLOAT32));
+  assert_true(kdk__can_cast(KD_BOOL, KD_BOOL));
+  assert_false(kdk__can_cast(KD_FLOAT16, KD_UINT8));
 
   /* check_all_same_dtype (the default without promotion) */
   kdk_iter_init(&it, NULL);

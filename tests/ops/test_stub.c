@@ -18,49 +18,49 @@ static void on_warning(const char *message, void *user) {
 }
 
 /* What the processor supports, asked independently of the library. */
-static bool cpu_has(kd__cpu_cap cap) {
+static bool cpu_has(kdk__cpu_cap cap) {
 #if defined(__x86_64__)
   __builtin_cpu_init();
-  if (cap == KD__CPU_CAP_AVX2)
+  if (cap == KDK__CPU_CAP_AVX2)
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  if (cap == KD__CPU_CAP_AVX512)
+  if (cap == KDK__CPU_CAP_AVX512)
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
            __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
            __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return cap == KD__CPU_CAP_DEFAULT;
+  return cap == KDK__CPU_CAP_DEFAULT;
 #else
-  return cap == KD__CPU_CAP_DEFAULT; /* only DEFAULT is built elsewhere */
+  return cap == KDK__CPU_CAP_DEFAULT; /* only DEFAULT is built elsewhere */
 #endif
 }
 
-static kd__cpu_cap best_cap(void) {
-  for (int c = KD__CPU_CAP_COUNT - 1; c > 0; c--)
-    if (cpu_has((kd__cpu_cap)c)) return (kd__cpu_cap)c;
-  return KD__CPU_CAP_DEFAULT;
+static kdk__cpu_cap best_cap(void) {
+  for (int c = KDK__CPU_CAP_COUNT - 1; c > 0; c--)
+    if (cpu_has((kdk__cpu_cap)c)) return (kdk__cpu_cap)c;
+  return KDK__CPU_CAP_DEFAULT;
 }
 
 static void test_capability(void **state) {
   (void)state;
   const char *env = getenv("KD_CPU_CAPABILITY");
-  kd__cpu_cap best = best_cap();
-  kd__cpu_cap expect = best;
+  kdk__cpu_cap best = best_cap();
+  kdk__cpu_cap expect = best;
   bool should_warn = false;
   if (env && *env) {
     int want = -1;
-    for (int c = 0; c < KD__CPU_CAP_COUNT; c++)
-      if (!strcasecmp(env, kd__cpu_capability_name((kd__cpu_cap)c))) want = c;
-    if (want >= 0 && cpu_has((kd__cpu_cap)want))
-      expect = (kd__cpu_cap)want;
+    for (int c = 0; c < KDK__CPU_CAP_COUNT; c++)
+      if (!strcasecmp(env, kdk__cpu_capability_name((kdk__cpu_cap)c))) want = c;
+    if (want >= 0 && cpu_has((kdk__cpu_cap)want))
+      expect = (kdk__cpu_cap)want;
     else
       should_warn = true;
   }
-  assert_int_equal(kd__cpu_capability_best(), best);
-  KD_ASSERT_STR_EQ(kd_cpu_capability(), kd__cpu_capability_name(expect));
-  assert_int_equal(kd__cpu_capability_get(), expect);
+  assert_int_equal(kdk__cpu_capability_best(), best);
+  KD_ASSERT_STR_EQ(kd_cpu_capability(), kdk__cpu_capability_name(expect));
+  assert_int_equal(kdk__cpu_capability_get(), expect);
 #if defined(__x86_64__)
   /* This project's build machines have AVX-512. */
   if (!env || !*env) {
-    if (cpu_has(KD__CPU_CAP_AVX512)) KD_ASSERT_STR_EQ(kd_cpu_capability(), "avx512");
+    if (cpu_has(KDK__CPU_CAP_AVX512)) KD_ASSERT_STR_EQ(kd_cpu_capability(), "avx512");
   }
 #endif
   /* The choice is made once: asking again (or using stubs) warns no more. */
@@ -72,11 +72,11 @@ static void test_capability(void **state) {
     if (!strcasecmp(env, "default") || !strcasecmp(env, "avx2") || !strcasecmp(env, "avx512"))
       snprintf(expected, sizeof expected,
                "KD_CPU_CAPABILITY=%s: this processor does not support %s; using %s", env, env,
-               kd__cpu_capability_name(best));
+               kdk__cpu_capability_name(best));
     else
       snprintf(expected, sizeof expected,
                "KD_CPU_CAPABILITY='%s' is not one of default, avx2, avx512; using %s", env,
-               kd__cpu_capability_name(best));
+               kdk__cpu_capability_name(best));
     KD_ASSERT_STR_EQ(warning_last, expected);
   }
 }
@@ -87,13 +87,13 @@ static void test_pick(void **state) {
   kdk_stub_fn only_default[3] = {a, NULL, NULL};
   kdk_stub_fn all[3] = {a, b, a};
   kdk_stub_fn no_default[3] = {NULL, b, NULL};
-  assert_ptr_equal(kd__stub_pick(only_default, KD__CPU_CAP_AVX512), a);
-  assert_ptr_equal(kd__stub_pick(only_default, KD__CPU_CAP_DEFAULT), a);
-  assert_ptr_equal(kd__stub_pick(all, KD__CPU_CAP_AVX2), b);
-  assert_ptr_equal(kd__stub_pick(no_default, KD__CPU_CAP_AVX512), b);
-  assert_null(kd__stub_pick(no_default, KD__CPU_CAP_DEFAULT)); /* never a higher one */
-  assert_null(kd__stub_pick(all, (kd__cpu_cap)7));
-  KD_ASSERT_STR_EQ(kd__cpu_capability_name((kd__cpu_cap)7), "invalid");
+  assert_ptr_equal(kdk__stub_pick(only_default, KDK__CPU_CAP_AVX512), a);
+  assert_ptr_equal(kdk__stub_pick(only_default, KDK__CPU_CAP_DEFAULT), a);
+  assert_ptr_equal(kdk__stub_pick(all, KDK__CPU_CAP_AVX2), b);
+  assert_ptr_equal(kdk__stub_pick(no_default, KDK__CPU_CAP_AVX512), b);
+  assert_null(kdk__stub_pick(no_default, KDK__CPU_CAP_DEFAULT)); /* never a higher one */
+  assert_null(kdk__stub_pick(all, (kdk__cpu_cap)7));
+  KD_ASSERT_STR_EQ(kdk__cpu_capability_name((kdk__cpu_cap)7), "invalid");
 }
 
 /* A stub of this test, with kernels for DEFAULT and AVX2 only. */
@@ -101,8 +101,8 @@ typedef int test_fn(int x);
 static int k_default(int x) { return x + 1; }
 static int k_avx2(int x) { return x + 2; }
 static void test_candidates(kdk_stub_fn *c) {
-  c[KD__CPU_CAP_DEFAULT] = (kdk_stub_fn)k_default;
-  c[KD__CPU_CAP_AVX2] = (kdk_stub_fn)k_avx2;
+  c[KDK__CPU_CAP_DEFAULT] = (kdk_stub_fn)k_default;
+  c[KDK__CPU_CAP_AVX2] = (kdk_stub_fn)k_avx2;
 }
 static kdk_stub test_stub = {.name = "test_stub", .candidates = test_candidates};
 
@@ -110,14 +110,14 @@ static void test_lower_capability(void **state) {
   (void)state;
   assert_null(atomic_load(&test_stub.cpu));
   test_fn *f = (test_fn *)kdk_stub_get(&test_stub, KD_DEVICE_CPU, NULL);
-  int expect = kd__cpu_capability_get() >= KD__CPU_CAP_AVX2 ? 2 : 1;
+  int expect = kdk__cpu_capability_get() >= KDK__CPU_CAP_AVX2 ? 2 : 1;
   assert_int_equal(f(10), 10 + expect);
   assert_ptr_equal((kdk_stub_fn)f, atomic_load(&test_stub.cpu)); /* published */
   assert_ptr_equal((test_fn *)kdk_stub_get(&test_stub, KD_DEVICE_CPU, NULL), f);
   /* The fill stub runs the chosen capability's own kernel. */
-  kdk_fill_fn *const kernels[3] = {kd__stub_fill_stub_DEFAULT, kd__stub_fill_stub_AVX2,
-                                   kd__stub_fill_stub_AVX512};
-  assert_ptr_equal(KD_STUB(fill_stub), kernels[kd__cpu_capability_get()]);
+  kdk_fill_fn *const kernels[3] = {kdk__stub_fill_stub_DEFAULT, kdk__stub_fill_stub_AVX2,
+                                   kdk__stub_fill_stub_AVX512};
+  assert_ptr_equal(KD_STUB(fill_stub), kernels[kdk__cpu_capability_get()]);
 }
 
 /* ---- fill ------------------------------------------------------------------------ */
@@ -202,8 +202,8 @@ static kd_scalar value_for(kd_dtype dt, int n) {
 
 static void test_fill(void **state) {
   (void)state;
-  kdk_fill_fn *const kernels[3] = {kd__stub_fill_stub_DEFAULT, kd__stub_fill_stub_AVX2,
-                                   kd__stub_fill_stub_AVX512};
+  kdk_fill_fn *const kernels[3] = {kdk__stub_fill_stub_DEFAULT, kdk__stub_fill_stub_AVX2,
+                                   kdk__stub_fill_stub_AVX512};
   kdk_fill_fn *chosen = KD_STUB(fill_stub);
   for (size_t d = 0; d < sizeof all_dtypes / sizeof *all_dtypes; d++) {
     kd_dtype dt = all_dtypes[d];
@@ -214,13 +214,13 @@ static void test_fill(void **state) {
       unsigned char *want =
           fill_view(chosen, dt, &v, fc->base_numel, fc->offset, fc->ndim, fc->sizes, fc->strides);
       /* Every capability this processor can run gives the same bytes. */
-      for (int k = 0; k < KD__CPU_CAP_COUNT; k++) {
-        if (!cpu_has((kd__cpu_cap)k)) continue;
+      for (int k = 0; k < KDK__CPU_CAP_COUNT; k++) {
+        if (!cpu_has((kdk__cpu_cap)k)) continue;
         unsigned char *got = fill_view(kernels[k], dt, &v, fc->base_numel, fc->offset, fc->ndim,
                                        fc->sizes, fc->strides);
         if (memcmp(got, want, nbytes) != 0)
           fail_msg("fill %s case %zu: %s differs from %s", kd_dtype_name(dt), c,
-                   kd__cpu_capability_name((kd__cpu_cap)k), kd_cpu_capability());
+                   kdk__cpu_capability_name((kdk__cpu_cap)k), kd_cpu_capability());
         free(got);
       }
       free(want);

@@ -832,15 +832,15 @@ static kd_tensor *run_cap(int cap, kdk_unary_op op, const kdk_unary_extra *ex, k
   kdk_unary_fn *fn = NULL;
 #if defined(__x86_64__)
   __builtin_cpu_init();
-  if (cap == 0) fn = kd__stub_unary_stub_DEFAULT;
+  if (cap == 0) fn = kdk__stub_unary_stub_DEFAULT;
   if (cap == 1 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-    fn = kd__stub_unary_stub_AVX2;
+    fn = kdk__stub_unary_stub_AVX2;
   if (cap == 2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
       __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
       __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-    fn = kd__stub_unary_stub_AVX512;
+    fn = kdk__stub_unary_stub_AVX512;
 #else
-  if (cap == 0) fn = kd__stub_unary_stub_DEFAULT;
+  if (cap == 0) fn = kdk__stub_unary_stub_DEFAULT;
 #endif
   if (!fn) return NULL;
   kdk_iter it;
@@ -928,7 +928,7 @@ static void test_capabilities_agree(void **state) {
         kdk_iter_init(&it, NULL);
         KD_ASSERT_OK(is_float ? kdk_iter_build_unary_float_op(&it, NULL, x)
                               : kdk_iter_build_unary_op(&it, NULL, x));
-        kd_status st = kd__stub_unary_stub_DEFAULT(&it, (kdk_unary_op)op, &rd);
+        kd_status st = kdk__stub_unary_stub_DEFAULT(&it, (kdk_unary_op)op, &rd);
         kdk_iter_release(&it);
         if (st) {
           kd_clear_error();
@@ -942,7 +942,7 @@ static void test_capabilities_agree(void **state) {
           continue;
         }
         char what[96];
-        snprintf(what, sizeof what, "%s, capability %d", kd__unary_kernel_name((kdk_unary_op)op), cap);
+        snprintf(what, sizeof what, "%s, capability %d", kdk__unary_kernel_name((kdk_unary_op)op), cap);
         assert_same_values(what, ref, r);
         kd_tensor_release(r);
       }

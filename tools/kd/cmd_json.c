@@ -90,25 +90,25 @@ static char *schema_text(const kd_schema *s) {
 
 /* Writes the schema field: the canonical text, or null when not defined.
  * False when out of memory. */
-static bool put_schema(kd__json *j, const kd_op *op) {
+static bool put_schema(kdc_json *j, const kd_op *op) {
   const kd_schema *s = kd_op_schema(op);
-  kd__json_key(j, "schema");
+  kdc_json_key(j, "schema");
   if (!s) {
-    kd__json_null(j);
+    kdc_json_null(j);
     return true;
   }
   char *text = schema_text(s);
   if (!text) return false;
-  kd__json_string(j, text);
+  kdc_json_string(j, text);
   kd_host_free(text);
   return true;
 }
 
-static void put_dtypes(kd__json *j, kd_dtype_set set) {
-  kd__json_begin_array(j);
+static void put_dtypes(kdc_json *j, kd_dtype_set set) {
+  kdc_json_begin_array(j);
   for (int d = 0; d < KD_DTYPE_COUNT; d++)
-    if (set & KD_DTYPE_BIT(d)) kd__json_string(j, kd_dtype_name((kd_dtype)d));
-  kd__json_end_array(j);
+    if (set & KD_DTYPE_BIT(d)) kdc_json_string(j, kd_dtype_name((kd_dtype)d));
+  kdc_json_end_array(j);
 }
 
 static const char *layout_name(int layout) {
@@ -124,8 +124,8 @@ static const char *field_name(int v, int kind) {
 }
 
 /* Ends a document: 0, or 1 after printing why not. */
-static int finish(kd__json *j, const char *cmd) {
-  if (kd__json_finish(j) != 0) {
+static int finish(kdc_json *j, const char *cmd) {
+  if (kdc_json_finish(j) != 0) {
     fprintf(stderr, "kd %s: writing the JSON output failed\n", cmd);
     return 1;
   }
@@ -140,7 +140,7 @@ static int out_of_memory(const char *cmd) {
 /* ---- kd ops --json ----------------------------------------------------------- */
 
 typedef struct ops_state {
-  kd__json *j;
+  kdc_json *j;
   const char *pattern;
   bool oom;
 } ops_state;
@@ -148,32 +148,32 @@ typedef struct ops_state {
 static int put_op(kd_op *op, void *ud) {
   ops_state *st = ud;
   const char *full = kd_op_name(op);
-  if (st->pattern && !kd__ops_match(st->pattern, full)) return 0;
+  if (st->pattern && !kdc_ops_match(st->pattern, full)) return 0;
   /* "ns::name.overload": the overload follows the first '.' after "::". */
   const char *sep = strstr(full, "::");
   const char *dot = strchr(sep ? sep + 2 : full, '.');
-  kd__json *j = st->j;
-  kd__json_begin_object(j);
-  kd__json_field_string(j, "op", full);
-  kd__json_key(j, "name");
-  kd__json_string_n(j, full, dot ? (size_t)(dot - full) : strlen(full));
-  if (dot) kd__json_field_string(j, "overload", dot + 1);
+  kdc_json *j = st->j;
+  kdc_json_begin_object(j);
+  kdc_json_field_string(j, "op", full);
+  kdc_json_key(j, "name");
+  kdc_json_string_n(j, full, dot ? (size_t)(dot - full) : strlen(full));
+  if (dot) kdc_json_field_string(j, "overload", dot + 1);
   if (!put_schema(j, op)) {
     st->oom = true;
     return 1;
   }
-  kd__json_end_object(j);
+  kdc_json_end_object(j);
   return 0;
 }
 
-int kd__json_ops(FILE *out, const char *pattern) {
-  kd__json j;
-  kd__json_init(&j, out, 1);
+int kdc_json_ops(FILE *out, const char *pattern) {
+  kdc_json j;
+  kdc_json_init(&j, out, 1);
   ops_state st = {&j, pattern, false};
-  kd__json_begin_array(&j);
+  kdc_json_begin_array(&j);
   int rc = kd_ops_foreach(put_op, &st);
   if (st.oom || rc < 0) return out_of_memory("ops");
-  kd__json_end_array(&j);
+  kdc_json_end_array(&j);
   return finish(&j, "ops");
 }
 
@@ -192,74 +192,74 @@ static void arg_label(const kd_schema *s, const kd_kernel_info *k, uint32_t i, c
 }
 
 /* The argument definitions for each dtype the registration serves. */
-static void put_argdefs(kd__json *j, const kd_schema *s, const kd_kernel_info *k) {
+static void put_argdefs(kdc_json *j, const kd_schema *s, const kd_kernel_info *k) {
   uint32_t n = k->nargs + k->nrets;
   char label[128], type[128];
-  kd__json_key(j, "args");
-  kd__json_begin_array(j);
+  kdc_json_key(j, "args");
+  kdc_json_begin_array(j);
   for (int d = 0; d < KD_DTYPE_COUNT; d++) {
     if (!(k->dtypes & KD_DTYPE_BIT(d))) continue;
     const kd_arg_def *defs = &k->argdefs[d * n];
-    kd__json_begin_object(j);
-    kd__json_key(j, "dtypes");
+    kdc_json_begin_object(j);
+    kdc_json_key(j, "dtypes");
     put_dtypes(j, KD_DTYPE_BIT(d));
-    kd__json_key(j, "inputs");
-    kd__json_begin_array(j);
+    kdc_json_key(j, "inputs");
+    kdc_json_begin_array(j);
     for (uint32_t i = 0; i < n; i++) {
       if (i == k->nargs) {
-        kd__json_end_array(j);
-        kd__json_key(j, "outputs");
-        kd__json_begin_array(j);
+        kdc_json_end_array(j);
+        kdc_json_key(j, "outputs");
+        kdc_json_begin_array(j);
       }
       arg_label(s, k, i, label, sizeof label);
-      kd__json_begin_object(j);
-      kd__json_field_string(j, "name", label);
+      kdc_json_begin_object(j);
+      kdc_json_field_string(j, "name", label);
       if (defs[i].backend == KD_ARGDEF_NOT_TENSOR) {
         const kd_argument *a = i < k->nargs ? kd_schema_argument(s, i)
                                             : kd_schema_return(s, i - k->nargs);
         kd_type_format(kd_argument_type(a), type, sizeof type);
-        kd__json_field_string(j, "attribute", type);
+        kdc_json_field_string(j, "attribute", type);
       } else {
-        kd__json_field_string(j, "backend", field_name(defs[i].backend, 0));
-        kd__json_field_string(j, "layout", field_name(defs[i].layout, 1));
-        kd__json_field_string(j, "dtype", field_name(defs[i].dtype, 2));
+        kdc_json_field_string(j, "backend", field_name(defs[i].backend, 0));
+        kdc_json_field_string(j, "layout", field_name(defs[i].layout, 1));
+        kdc_json_field_string(j, "dtype", field_name(defs[i].dtype, 2));
       }
-      kd__json_end_object(j);
+      kdc_json_end_object(j);
     }
     if (k->nrets == 0) {
-      kd__json_end_array(j);
-      kd__json_key(j, "outputs");
-      kd__json_begin_array(j);
+      kdc_json_end_array(j);
+      kdc_json_key(j, "outputs");
+      kdc_json_begin_array(j);
     }
-    kd__json_end_array(j);
-    kd__json_end_object(j);
+    kdc_json_end_array(j);
+    kdc_json_end_object(j);
   }
-  kd__json_end_array(j);
+  kdc_json_end_array(j);
 }
 
 /* One kernel registration; `with_key` adds "key" first and "args" last
  * (kd kernels), without them it is a kd dump record. */
-static void put_kernel(kd__json *j, const kd_schema *s, const kd_kernel_info *k, bool with_key) {
-  kd__json_begin_object(j);
-  if (with_key) kd__json_field_string(j, "key", kd_dispatch_key_name(k->key));
-  kd__json_field_bool(j, "keyed", k->keyed);
-  kd__json_field_string(j, "layout", layout_name(k->layout));
-  kd__json_key(j, "dtypes");
+static void put_kernel(kdc_json *j, const kd_schema *s, const kd_kernel_info *k, bool with_key) {
+  kdc_json_begin_object(j);
+  if (with_key) kdc_json_field_string(j, "key", kd_dispatch_key_name(k->key));
+  kdc_json_field_bool(j, "keyed", k->keyed);
+  kdc_json_field_string(j, "layout", layout_name(k->layout));
+  kdc_json_key(j, "dtypes");
   put_dtypes(j, k->dtypes);
-  kd__json_field_string(j, "form", k->form);
-  kd__json_field_string(j, "signature", k->signature);
-  kd__json_field_string(j, "registered_at", k->debug);
-  kd__json_field_bool(j, "active", k->active);
-  kd__json_field_bool(j, "custom", k->custom);
-  kd__json_field_bool(j, "staged", k->staged);
-  kd__json_field_int(j, "key_arg", k->keyed ? k->key_arg : -1);
-  if (k->rejected) kd__json_field_string(j, "rejected", k->rejected);
+  kdc_json_field_string(j, "form", k->form);
+  kdc_json_field_string(j, "signature", k->signature);
+  kdc_json_field_string(j, "registered_at", k->debug);
+  kdc_json_field_bool(j, "active", k->active);
+  kdc_json_field_bool(j, "custom", k->custom);
+  kdc_json_field_bool(j, "staged", k->staged);
+  kdc_json_field_int(j, "key_arg", k->keyed ? k->key_arg : -1);
+  if (k->rejected) kdc_json_field_string(j, "rejected", k->rejected);
   if (with_key && k->argdefs && s) put_argdefs(j, s, k);
-  kd__json_end_object(j);
+  kdc_json_end_object(j);
 }
 
 typedef struct kernels_state {
-  kd__json *j;
+  kdc_json *j;
   const kd_schema *schema;
   int key;         /* kd dump: only this key's registrations; -1: all */
   bool key_opened; /* kd dump: the key's array is open */
@@ -271,13 +271,13 @@ static int put_kernel_cb(const kd_kernel_info *k, void *ud) {
   return 0;
 }
 
-int kd__json_kernels(FILE *out, const kd_op *op) {
-  kd__json j;
-  kd__json_init(&j, out, 1);
+int kdc_json_kernels(FILE *out, const kd_op *op) {
+  kdc_json j;
+  kdc_json_init(&j, out, 1);
   kernels_state st = {&j, kd_op_schema(op), -1, false};
-  kd__json_begin_array(&j);
+  kdc_json_begin_array(&j);
   kd_op_kernels_foreach(op, put_kernel_cb, &st);
-  kd__json_end_array(&j);
+  kdc_json_end_array(&j);
   return finish(&j, "kernels");
 }
 
@@ -288,8 +288,8 @@ static int put_registration_cb(const kd_kernel_info *k, void *ud) {
   kernels_state *st = ud;
   if ((int)k->key != st->key) return 0;
   if (!st->key_opened) {
-    kd__json_key(st->j, kd_dispatch_key_name(k->key));
-    kd__json_begin_array(st->j);
+    kdc_json_key(st->j, kd_dispatch_key_name(k->key));
+    kdc_json_begin_array(st->j);
     st->key_opened = true;
   }
   put_kernel(st->j, st->schema, k, false);
@@ -297,39 +297,39 @@ static int put_registration_cb(const kd_kernel_info *k, void *ud) {
 }
 
 /* The lines of `text` that start with `prefix`, the rest of each as a string. */
-static void put_prefixed_lines(kd__json *j, const char *text, const char *prefix) {
+static void put_prefixed_lines(kdc_json *j, const char *text, const char *prefix) {
   size_t plen = strlen(prefix);
-  kd__json_begin_flat_array(j);
+  kdc_json_begin_flat_array(j);
   for (const char *line = text; *line;) {
     const char *nl = strchr(line, '\n');
     size_t len = nl ? (size_t)(nl - line) : strlen(line);
     if (len >= plen && !memcmp(line, prefix, plen))
-      kd__json_string_n(j, line + plen, len - plen);
+      kdc_json_string_n(j, line + plen, len - plen);
     line += len + (nl ? 1 : 0);
   }
-  kd__json_end_array(j);
+  kdc_json_end_array(j);
 }
 
-int kd__json_dump(FILE *out, const kd_op *op) {
+int kdc_json_dump(FILE *out, const kd_op *op) {
   /* Definitions and tags have no listing function: they are read from the
    * dump's "  def registered at WHERE" and "  tag NAME" lines. */
   char *text = dump_text(op, kd_op_dump);
   if (!text) return out_of_memory("dump");
-  kd__json j;
-  kd__json_init(&j, out, 2);
-  kd__json_begin_object(&j);
-  kd__json_field_string(&j, "op", kd_op_name(op));
+  kdc_json j;
+  kdc_json_init(&j, out, 2);
+  kdc_json_begin_object(&j);
+  kdc_json_field_string(&j, "op", kd_op_name(op));
   if (!put_schema(&j, op)) {
     kd_host_free(text);
     return out_of_memory("dump");
   }
-  kd__json_key(&j, "defs");
+  kdc_json_key(&j, "defs");
   put_prefixed_lines(&j, text, "  def registered at ");
-  kd__json_key(&j, "tags");
+  kdc_json_key(&j, "tags");
   put_prefixed_lines(&j, text, "  tag ");
   kd_host_free(text);
-  kd__json_key(&j, "registrations");
-  kd__json_begin_object(&j);
+  kdc_json_key(&j, "registrations");
+  kdc_json_begin_object(&j);
   /* Key order: runtime keys by priority, then alias keys, as kd dump. */
   for (int k = 0; k < (int)KD_KEY_INVALID_; k++) {
     if (!kd_dispatch_key_is_runtime((kd_dispatch_key)k) &&
@@ -337,10 +337,10 @@ int kd__json_dump(FILE *out, const kd_op *op) {
       continue;
     kernels_state st = {&j, kd_op_schema(op), k, false};
     kd_op_kernels_foreach(op, put_registration_cb, &st);
-    if (st.key_opened) kd__json_end_array(&j);
+    if (st.key_opened) kdc_json_end_array(&j);
   }
-  kd__json_end_object(&j);
-  kd__json_end_object(&j);
+  kdc_json_end_object(&j);
+  kdc_json_end_object(&j);
   return finish(&j, "dump");
 }
 
@@ -364,7 +364,7 @@ static int key_at(const char *s) {
 }
 
 typedef struct select_state {
-  kd__json *j;
+  kdc_json *j;
   kd_dispatch_key key;
 } select_state;
 
@@ -372,19 +372,19 @@ typedef struct select_state {
 static int put_select_cb(const kd_kernel_info *k, void *ud) {
   select_state *st = ud;
   if (k->key != st->key || !k->keyed || k->staged) return 0;
-  kd__json_begin_object(st->j);
-  kd__json_field_string(st->j, "layout", layout_name(k->layout));
-  kd__json_key(st->j, "dtypes");
+  kdc_json_begin_object(st->j);
+  kdc_json_field_string(st->j, "layout", layout_name(k->layout));
+  kdc_json_key(st->j, "dtypes");
   put_dtypes(st->j, k->dtypes);
-  kd__json_field_string(st->j, "form", k->form);
-  kd__json_field_string(st->j, "registered_at", k->debug);
-  kd__json_end_object(st->j);
+  kdc_json_field_string(st->j, "form", k->form);
+  kdc_json_field_string(st->j, "registered_at", k->debug);
+  kdc_json_end_object(st->j);
   return 0;
 }
 
 /* One line of the table ("  KEY ..." without the newline): an entry, or
  * false when the line does not read as one. */
-static bool put_table_line(kd__json *j, const kd_op *op, const char *line, size_t len,
+static bool put_table_line(kdc_json *j, const kd_op *op, const char *line, size_t len,
                            kd_keyset *seen) {
   static const char select_prefix[] = "kernel keys [";
   if (len < 3 || strncmp(line, "  ", 2) != 0) return false;
@@ -402,32 +402,32 @@ static bool put_table_line(kd__json *j, const kd_op *op, const char *line, size_
   if (!select && ((size_t)(end - close) < sizeof from - 1 || memcmp(close, from, sizeof from - 1)))
     return false;
   *seen |= kd_keyset_of((kd_dispatch_key)key);
-  kd__json_begin_object(j);
-  kd__json_field_string(j, "key", kd_dispatch_key_name((kd_dispatch_key)key));
-  kd__json_key(j, "reason");
-  kd__json_string_n(j, open + 1, (size_t)(close - open - 1));
-  kd__json_key(j, "form");
-  kd__json_string_n(j, p, (size_t)(open - 1 - p));
+  kdc_json_begin_object(j);
+  kdc_json_field_string(j, "key", kd_dispatch_key_name((kd_dispatch_key)key));
+  kdc_json_key(j, "reason");
+  kdc_json_string_n(j, open + 1, (size_t)(close - open - 1));
+  kdc_json_key(j, "form");
+  kdc_json_string_n(j, p, (size_t)(open - 1 - p));
   if (select) {
-    kd__json_key(j, "kernel_keys");
-    kd__json_begin_array(j);
+    kdc_json_key(j, "kernel_keys");
+    kdc_json_begin_array(j);
     select_state st = {j, (kd_dispatch_key)key};
     kd_op_kernels_foreach(op, put_select_cb, &st);
-    kd__json_end_array(j);
+    kdc_json_end_array(j);
   } else {
     const char *where = close + sizeof from - 1;
-    kd__json_key(j, "registered_at");
-    if ((size_t)(end - where) == 1 && *where == '?') kd__json_null(j);
-    else kd__json_string_n(j, where, (size_t)(end - where));
+    kdc_json_key(j, "registered_at");
+    if ((size_t)(end - where) == 1 && *where == '?') kdc_json_null(j);
+    else kdc_json_string_n(j, where, (size_t)(end - where));
   }
-  kd__json_end_object(j);
+  kdc_json_end_object(j);
   return true;
 }
 
-int kd__json_table(FILE *out, const kd_op *op) {
+int kdc_json_table(FILE *out, const kd_op *op) {
   char *text = dump_text(op, kd_op_dump_table);
   if (!text) return out_of_memory("table");
-  kd__json j;
+  kdc_json j;
   /* Built in memory first: a line that does not read right leaves no half
    * document on `out`. */
   char *doc = NULL;
@@ -437,11 +437,11 @@ int kd__json_table(FILE *out, const kd_op *op) {
     kd_host_free(text);
     return out_of_memory("table");
   }
-  kd__json_init(&j, mem, 2);
-  kd__json_begin_object(&j);
-  kd__json_field_string(&j, "op", kd_op_name(op));
-  kd__json_key(&j, "table");
-  kd__json_begin_array(&j);
+  kdc_json_init(&j, mem, 2);
+  kdc_json_begin_object(&j);
+  kdc_json_field_string(&j, "op", kd_op_name(op));
+  kdc_json_key(&j, "table");
+  kdc_json_begin_array(&j);
   kd_keyset seen = 0;
   int rc = 0;
   const char *line = strchr(text, '\n'); /* after "dispatch table of OP:" */
@@ -458,14 +458,14 @@ int kd__json_table(FILE *out, const kd_op *op) {
     line += len + (nl ? 1 : 0);
   }
   kd_host_free(text);
-  kd__json_end_array(&j);
-  kd__json_key(&j, "missing");
-  kd__json_begin_flat_array(&j);
+  kdc_json_end_array(&j);
+  kdc_json_key(&j, "missing");
+  kdc_json_begin_flat_array(&j);
   for (int k = 0; k < KD_NUM_RUNTIME_KEYS; k++)
     if (kd_dispatch_key_is_runtime((kd_dispatch_key)k) && !(seen & kd_keyset_of((kd_dispatch_key)k)))
-      kd__json_string(&j, kd_dispatch_key_name((kd_dispatch_key)k));
-  kd__json_end_array(&j);
-  kd__json_end_object(&j);
+      kdc_json_string(&j, kd_dispatch_key_name((kd_dispatch_key)k));
+  kdc_json_end_array(&j);
+  kdc_json_end_object(&j);
   if (rc == 0) rc = finish(&j, "table");
   if (fclose(mem) != 0 && rc == 0) rc = out_of_memory("table");
   if (rc == 0 && fwrite(doc, 1, doc_len, out) != doc_len) {

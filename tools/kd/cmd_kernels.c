@@ -156,7 +156,7 @@ int kd_cmd_kernels(int argc, char **argv) {
     fprintf(stderr, "kd kernels: %s\n", kd_last_error());
     return 1;
   }
-  if (json) return kd__json_kernels(stdout, op);
+  if (json) return kdc_json_kernels(stdout, op);
   l.schema = kd_op_schema(op);
   kd_op_kernels_foreach(op, print_kernel, &l);
   return 0;

@@ -17,14 +17,14 @@ typedef struct ops_query {
   int count;
 } ops_query;
 
-bool kd__ops_match(const char *pattern, const char *name) {
+bool kdc_ops_match(const char *pattern, const char *name) {
   return fnmatch(pattern, name, 0) == 0 || strstr(name, pattern) != NULL;
 }
 
 static int print_op(kd_op *op, void *ud) {
   ops_query *q = ud;
   const char *name = kd_op_name(op);
-  if (q->pattern && !kd__ops_match(q->pattern, name)) return 0;
+  if (q->pattern && !kdc_ops_match(q->pattern, name)) return 0;
   const kd_schema *s = kd_op_schema(op);
   char schema[1024] = "(not defined: implemented only)";
   if (s) kd_schema_format(s, schema, sizeof schema);
@@ -53,7 +53,7 @@ int kd_cmd_ops(int argc, char **argv) {
       pattern = argv[i];
     }
   }
-  if (json) return kd__json_ops(stdout, pattern);
+  if (json) return kdc_json_ops(stdout, pattern);
   ops_query q = {pattern, 0};
   kd_ops_foreach(print_op, &q);
   return 0;
@@ -128,16 +128,16 @@ static size_t dump_table(const kd_op *op, char *buf, size_t cap) {
   return n;
 }
 
-int kd__print_op_table(FILE *out, const kd_op *op) { return print_dump(out, dump_table, op); }
+int kdc_print_op_table(FILE *out, const kd_op *op) { return print_dump(out, dump_table, op); }
 
 int kd_cmd_dump(int argc, char **argv) {
-  return with_op(argc, argv, kd_op_dump, "registrations per dispatch key", kd__json_dump,
+  return with_op(argc, argv, kd_op_dump, "registrations per dispatch key", kdc_json_dump,
                  "a JSON object {\"op\", \"schema\", \"defs\", \"tags\", \"registrations\": {KEY: [...]}}");
 }
 
 int kd_cmd_table(int argc, char **argv) {
   return with_op(argc, argv, dump_table,
                  "computed dispatch table, with the reason per key (and the CPU fallback's calls)",
-                 kd__json_table,
+                 kdc_json_table,
                  "a JSON object {\"op\", \"table\": [{\"key\", \"reason\", \"form\", ...}], \"missing\"}");
 }

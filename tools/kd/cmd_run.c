@@ -106,14 +106,14 @@ int kd_cmd_run(int argc, char **argv) {
             argc != 2 && !(argv[1][0] == '-' && argv[1][1]) ? argv[2] : argv[1]);
     return 2;
   }
-  kd_lang *L = kd_lang_new(stdout, stderr);
+  kd_lang *L = kdc_lang_new(stdout, stderr);
   if (!L) {
     fprintf(stderr, "kd run: out of memory\n");
     return 1;
   }
   int rc = 0;
   if (code) {
-    for (int i = 2; i < argc && !rc; i += 2) rc = kd_lang_run(L, argv[i], strlen(argv[i]), "<string>");
+    for (int i = 2; i < argc && !rc; i += 2) rc = kdc_lang_run(L, argv[i], strlen(argv[i]), "<string>");
   } else {
     const char *path = argv[1];
     bool std_in = !strcmp(path, "-");
@@ -124,12 +124,12 @@ int kd_cmd_run(int argc, char **argv) {
       fprintf(stderr, "kd run: cannot read %s: %s\n", path, strerror(errno));
       rc = 1;
     } else {
-      rc = kd_lang_run(L, src, len, std_in ? "<stdin>" : path);
+      rc = kdc_lang_run(L, src, len, std_in ? "<stdin>" : path);
     }
     if (f && !std_in) fclose(f);
     kd_host_free(src);
   }
-  kd_lang_free(L);
+  kdc_lang_free(L);
   return rc;
 }
 
@@ -143,12 +143,12 @@ int kd_cmd_call(int argc, char **argv) {
     fprintf(stderr, "usage: kd call OP ARG... [NAME=VALUE...] (kd call --help for more)\n");
     return 2;
   }
-  kd_lang *L = kd_lang_new(stdout, stderr);
+  kd_lang *L = kdc_lang_new(stdout, stderr);
   if (!L) {
     fprintf(stderr, "kd call: out of memory\n");
     return 1;
   }
-  int rc = kd_lang_call_argv(L, argv[1], argc - 2, argv + 2);
-  kd_lang_free(L);
+  int rc = kdc_lang_call_argv(L, argv[1], argc - 2, argv + 2);
+  kdc_lang_free(L);
   return rc;
 }

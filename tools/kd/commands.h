@@ -20,12 +20,12 @@ int kd_cmd_kernels(int argc, char **argv);
 int kd_cmd_trace(int argc, char **argv);
 
 /* Opens the libraries kd registers (demo_ops.c); 0, or 1 after printing why. */
-int kd__tool_open(void);
+int kdc_tool_open(void);
 
 /* Where the Tracer fallback of demo_ops.c prints its line per call; NULL
  * (the default) means stdout. The language's trace(True) points it at the
  * interpreter's output. Process-wide, not synchronised. */
-extern FILE *kd__tool_trace_out;
+extern FILE *kdc_tool_trace_out;
 
 /* `kd run` and `kd call` (cmd_run.c): the little language (lang.h). */
 int kd_cmd_run(int argc, char **argv);
@@ -33,23 +33,23 @@ int kd_cmd_call(int argc, char **argv);
 
 /* Writes the operator's computed dispatch table to out exactly as `kd table`
  * does (cmd_ops.c); 0, or -1 when out of memory. `op` is borrowed. */
-int kd__print_op_table(FILE *out, const kd_op *op);
+int kdc_print_op_table(FILE *out, const kd_op *op);
 
 /* `kd` with no arguments on a terminal: the interactive prompt of the
  * language (prompt.c documents it). Returns the exit code: 0 at Ctrl-D or
  * the end of the input, 1 when it cannot start. */
-int kd__prompt(void);
+int kdc_prompt(void);
 
 /* True when operator name `name` matches kd ops' PATTERN: a shell pattern
  * (fnmatch) or a substring (cmd_ops.c). */
-bool kd__ops_match(const char *pattern, const char *name);
+bool kdc_ops_match(const char *pattern, const char *name);
 
 /* The --json output of the listing subcommands (cmd_json.c documents the
  * fields), written to `out`. Each returns the exit code: 0, or 1 after
  * printing why to stderr. `op` is borrowed. */
-int kd__json_ops(FILE *out, const char *pattern); /* pattern NULL: every operator */
-int kd__json_dump(FILE *out, const kd_op *op);
-int kd__json_table(FILE *out, const kd_op *op);
-int kd__json_kernels(FILE *out, const kd_op *op);
+int kdc_json_ops(FILE *out, const char *pattern); /* pattern NULL: every operator */
+int kdc_json_dump(FILE *out, const kd_op *op);
+int kdc_json_table(FILE *out, const kd_op *op);
+int kdc_json_kernels(FILE *out, const kd_op *op);
 
 #endif

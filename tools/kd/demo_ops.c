@@ -13,7 +13,7 @@
  *                                                            float32, float64
  *   demo::eq(Tensor self, Tensor other) -> Tensor            CPU kernel keys, a bool result
  *                                                            (argument definitions changed)
- *   Tracer fallback: prints each call (to kd__tool_trace_out, stdout by
+ *   Tracer fallback: prints each call (to kdc_tool_trace_out, stdout by
  *                    default), then redispatches
  */
 #include <stdio.h>
@@ -67,10 +67,10 @@ static kd_status describe_autograd_cpu(const kd_call *c, const kd_arg *a, kd_val
   return kd_redispatch_unboxed(c, a, r);
 }
 
-FILE *kd__tool_trace_out = NULL;
+FILE *kdc_tool_trace_out = NULL;
 
 static kd_status trace_fallback(const kd_call *c, kd_stack *s) {
-  fprintf(kd__tool_trace_out ? kd__tool_trace_out : stdout, "   [Tracer] %s\n", kd_op_name(c->op));
+  fprintf(kdc_tool_trace_out ? kdc_tool_trace_out : stdout, "   [Tracer] %s\n", kd_op_name(c->op));
   return kd_redispatch_boxed(c, s);
 }
 
@@ -180,7 +180,7 @@ KD_LIBRARY_IMPL(_, TRACER, m) {
  * static link keeps them even where the constructors were dropped) and,
  * when kd was built with libkdops, the aten operators. Returns 0, or 1 after
  * printing why to stderr. */
-int kd__tool_open(void) {
+int kdc_tool_open(void) {
   static const kd_library_desc *const descs[] = {
       &kd_library_def_demo,         &kd_library_kernel_demo_neg_CPU,
       &kd_library_kernel_demo_eq_CPU, &kd_library_impl_demo_CPU,

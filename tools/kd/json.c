@@ -31,7 +31,7 @@ static size_t utf8_length(const unsigned char *s, size_t n) {
   return len;
 }
 
-void kd__json_put_string(FILE *out, const char *str, size_t len) {
+void kdc_json_put_string(FILE *out, const char *str, size_t len) {
   const unsigned char *s = (const unsigned char *)str;
   fputc('"', out);
   for (size_t i = 0; i < len;) {
@@ -67,7 +67,7 @@ void kd__json_put_string(FILE *out, const char *str, size_t len) {
   fputc('"', out);
 }
 
-void kd__json_init(kd__json *j, FILE *out, int line_depth) {
+void kdc_json_init(kdc_json *j, FILE *out, int line_depth) {
   j->out = out;
   j->line_depth = line_depth;
   j->depth = 0;
@@ -76,14 +76,14 @@ void kd__json_init(kd__json *j, FILE *out, int line_depth) {
   j->misused = false;
 }
 
-static void indent(kd__json *j, int depth) {
+static void indent(kdc_json *j, int depth) {
   fputc('\n', j->out);
   for (int i = 0; i < depth; i++) fputs("  ", j->out);
 }
 
 /* Before a value: the separator the position needs. False (and misuse
  * recorded) when no value may come here. */
-static bool before_value(kd__json *j) {
+static bool before_value(kdc_json *j) {
   if (j->misused) return false;
   if (j->depth == 0) {
     if (j->done) j->misused = true;
@@ -107,13 +107,13 @@ static bool before_value(kd__json *j) {
 }
 
 /* After a scalar value or a closed container. */
-static void after_value(kd__json *j) {
+static void after_value(kdc_json *j) {
   if (j->depth == 0) j->done = true;
 }
 
-static void begin(kd__json *j, char kind, bool flat) {
+static void begin(kdc_json *j, char kind, bool flat) {
   if (!before_value(j)) return;
-  if (j->depth >= KD__JSON_MAX_DEPTH) {
+  if (j->depth >= KDC_JSON_MAX_DEPTH) {
     j->misused = true;
     return;
   }
@@ -125,7 +125,7 @@ static void begin(kd__json *j, char kind, bool flat) {
   j->depth++;
 }
 
-static void end(kd__json *j, char kind) {
+static void end(kdc_json *j, char kind) {
   if (j->misused) return;
   if (j->depth == 0 || j->kind[j->depth - 1] != kind || j->key_pending) {
     j->misused = true;
@@ -137,13 +137,13 @@ static void end(kd__json *j, char kind) {
   after_value(j);
 }
 
-void kd__json_begin_array(kd__json *j) { begin(j, '[', false); }
-void kd__json_begin_flat_array(kd__json *j) { begin(j, '[', true); }
-void kd__json_end_array(kd__json *j) { end(j, '['); }
-void kd__json_begin_object(kd__json *j) { begin(j, '{', false); }
-void kd__json_end_object(kd__json *j) { end(j, '{'); }
+void kdc_json_begin_array(kdc_json *j) { begin(j, '[', false); }
+void kdc_json_begin_flat_array(kdc_json *j) { begin(j, '[', true); }
+void kdc_json_end_array(kdc_json *j) { end(j, '['); }
+void kdc_json_begin_object(kdc_json *j) { begin(j, '{', false); }
+void kdc_json_end_object(kdc_json *j) { end(j, '{'); }
 
-void kd__json_key(kd__json *j, const char *key) {
+void kdc_json_key(kdc_json *j, const char *key) {
   if (j->misused) return;
   int top = j->depth - 1;
   if (top < 0 || j->kind[top] != '{' || j->key_pending || !key) {
@@ -157,56 +157,56 @@ void kd__json_key(kd__json *j, const char *key) {
     fputs(", ", j->out);
   }
   j->count[top]++;
-  kd__json_put_string(j->out, key, strlen(key));
+  kdc_json_put_string(j->out, key, strlen(key));
   fputs(": ", j->out);
   j->key_pending = true;
 }
 
-void kd__json_string_n(kd__json *j, const char *s, size_t len) {
+void kdc_json_string_n(kdc_json *j, const char *s, size_t len) {
   if (!before_value(j)) return;
-  kd__json_put_string(j->out, s, len);
+  kdc_json_put_string(j->out, s, len);
   after_value(j);
 }
 
-void kd__json_string(kd__json *j, const char *s) {
-  if (!s) kd__json_null(j);
-  else kd__json_string_n(j, s, strlen(s));
+void kdc_json_string(kdc_json *j, const char *s) {
+  if (!s) kdc_json_null(j);
+  else kdc_json_string_n(j, s, strlen(s));
 }
 
-void kd__json_int(kd__json *j, long long v) {
+void kdc_json_int(kdc_json *j, long long v) {
   if (!before_value(j)) return;
   fprintf(j->out, "%lld", v);
   after_value(j);
 }
 
-void kd__json_bool(kd__json *j, bool v) {
+void kdc_json_bool(kdc_json *j, bool v) {
   if (!before_value(j)) return;
   fputs(v ? "true" : "false", j->out);
   after_value(j);
 }
 
-void kd__json_null(kd__json *j) {
+void kdc_json_null(kdc_json *j) {
   if (!before_value(j)) return;
   fputs("null", j->out);
   after_value(j);
 }
 
-void kd__json_field_string(kd__json *j, const char *key, const char *s) {
-  kd__json_key(j, key);
-  kd__json_string(j, s);
+void kdc_json_field_string(kdc_json *j, const char *key, const char *s) {
+  kdc_json_key(j, key);
+  kdc_json_string(j, s);
 }
 
-void kd__json_field_int(kd__json *j, const char *key, long long v) {
-  kd__json_key(j, key);
-  kd__json_int(j, v);
+void kdc_json_field_int(kdc_json *j, const char *key, long long v) {
+  kdc_json_key(j, key);
+  kdc_json_int(j, v);
 }
 
-void kd__json_field_bool(kd__json *j, const char *key, bool v) {
-  kd__json_key(j, key);
-  kd__json_bool(j, v);
+void kdc_json_field_bool(kdc_json *j, const char *key, bool v) {
+  kdc_json_key(j, key);
+  kdc_json_bool(j, v);
 }
 
-int kd__json_finish(kd__json *j) {
+int kdc_json_finish(kdc_json *j) {
   if (j->misused || j->depth != 0 || !j->done) return -1;
   fputc('\n', j->out);
   return ferror(j->out) ? -1 : 0;

@@ -24,11 +24,11 @@ typedef struct kd_lang kd_lang;
 /* A new interpreter: printed values and trace lines go to `out`, error
  * messages to `err` (both borrowed; they must outlive the interpreter). NULL
  * when out of memory. */
-kd_lang *kd_lang_new(FILE *out, FILE *err);
+kd_lang *kdc_lang_new(FILE *out, FILE *err);
 
 /* Frees the interpreter and its variables; turns tracing off if a program
  * turned it on. NULL is fine. */
-void kd_lang_free(kd_lang *L);
+void kdc_lang_free(kd_lang *L);
 
 /* Runs source text (one line or a whole program). `name` names the source in
  * error messages, printed to err as "NAME:LINE:COL: error: MESSAGE" (NULL
@@ -36,14 +36,14 @@ void kd_lang_free(kd_lang *L);
  * error (earlier statements took effect; variables persist across calls,
  * which is what the interactive prompt relies on). Never aborts on bad
  * input. */
-int kd_lang_run(kd_lang *L, const char *src, size_t len, const char *name);
+int kdc_lang_run(kd_lang *L, const char *src, size_t len, const char *name);
 
 /* For the interactive prompt: 1 when `src` is complete (all brackets closed,
  * no open string, not ending in a binary operator, `=`, comma or
  * backslash), 0 when more lines are needed. Comments are ignored. A source
  * with more closing than opening brackets is complete (running it reports
  * the error). */
-int kd_lang_complete(const char *src, size_t len);
+int kdc_lang_complete(const char *src, size_t len);
 
 /* `kd call`: calls operator `op` (as the language names it: add, add.Tensor,
  * aten::add, demo::neg) with arguments given as separate texts: each
@@ -51,6 +51,6 @@ int kd_lang_complete(const char *src, size_t len);
  * keyword argument. Prints the result to out as a bare expression would.
  * Returns 0, or 1 after printing the error to err (argument errors as
  * "<arg N>:LINE:COL: error: ...", call errors as "kd call: error: ..."). */
-int kd_lang_call_argv(kd_lang *L, const char *op, int argc, char **argv);
+int kdc_lang_call_argv(kd_lang *L, const char *op, int argc, char **argv);
 
 #endif

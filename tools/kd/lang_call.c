@@ -78,7 +78,7 @@
 
 /* ---- Names and candidates --------------------------------------------------- */
 
-char *kd__lang_qualify(const char *name) {
+char *kdc_lang_qualify(const char *name) {
   const char *prefix = strstr(name, "::") ? "" : "aten::";
   size_t n = strlen(prefix) + strlen(name) + 1;
   char *q = kd_host_malloc(n);
@@ -135,7 +135,7 @@ static void type_text(const kd_type *t, char *buf, size_t cap) {
 
 typedef struct cand {
   kd_op *op;
-  kd__sbuf key;               /* the sort key: the non-out arguments' text */
+  kdc_sbuf key;               /* the sort key: the non-out arguments' text */
   size_t pkey_len;            /* the length of its positional part */
   bool is_out;
   size_t nin;                 /* arguments that are not out arguments */
@@ -150,7 +150,7 @@ static int cand_init(cand *c, kd_op *op) {
   c->types = kd_host_malloc((na ? na : 1) * sizeof *c->types);
   if (!c->types) return -1;
   bool kw = false;
-  kd__sbuf_puts(&c->key, "(");
+  kdc_sbuf_puts(&c->key, "(");
   for (size_t i = 0; i < na; i++) {
     const kd_argument *a = kd_schema_argument(s, i);
     if (is_out_arg(a)) {
@@ -159,29 +159,29 @@ static int cand_init(cand *c, kd_op *op) {
     }
     type_text(kd_argument_type(a), c->types[c->nin], sizeof c->types[c->nin]);
     if (kd_argument_kwarg_only(a) && !kw) c->pkey_len = c->key.len;
-    if (c->nin) kd__sbuf_puts(&c->key, ", ");
+    if (c->nin) kdc_sbuf_puts(&c->key, ", ");
     if (kd_argument_kwarg_only(a) && !kw) {
-      kd__sbuf_puts(&c->key, "*, ");
+      kdc_sbuf_puts(&c->key, "*, ");
       kw = true;
     }
     const char *d = kd_argument_default(a);
-    kd__sbuf_printf(&c->key, "%s %s%s%s", c->types[c->nin], kd_argument_name(a), d ? "=" : "",
+    kdc_sbuf_printf(&c->key, "%s %s%s%s", c->types[c->nin], kd_argument_name(a), d ? "=" : "",
                     d ? d : "");
     c->nin++;
   }
   if (!kw) c->pkey_len = c->key.len;
-  kd__sbuf_puts(&c->key, ")");
+  kdc_sbuf_puts(&c->key, ")");
   return c->key.failed ? -1 : 0;
 }
 
 static void cand_free(cand *c) {
-  kd__sbuf_free(&c->key);
+  kdc_sbuf_free(&c->key);
   kd_host_free(c->types);
 }
 
 static int cand_cmp(const void *pa, const void *pb) {
   const cand *a = pa, *b = pb;
-  int r = strcmp(kd__sbuf_str(&a->key), kd__sbuf_str(&b->key));
+  int r = strcmp(kdc_sbuf_str(&a->key), kdc_sbuf_str(&b->key));
   if (r) return r;
   if (a->is_out != b->is_out) return a->is_out ? 1 : -1;
   return strcmp(kd_op_name(a->op), kd_op_name(b->op));
@@ -262,19 +262,19 @@ static int adopt_base_keys(cand *c, size_t n) {
     const cand *same = NULL, *base = NULL;
     for (size_t j = 0; j < n; j++) {
       if (c[j].is_out) continue;
-      if (!strcmp(kd__sbuf_str(&c[j].key), kd__sbuf_str(&c[i].key))) same = &c[j];
+      if (!strcmp(kdc_sbuf_str(&c[j].key), kdc_sbuf_str(&c[i].key))) same = &c[j];
       if (!base && c[j].pkey_len == c[i].pkey_len &&
-          !strncmp(kd__sbuf_str(&c[j].key), kd__sbuf_str(&c[i].key), c[i].pkey_len))
+          !strncmp(kdc_sbuf_str(&c[j].key), kdc_sbuf_str(&c[i].key), c[i].pkey_len))
         base = &c[j];
     }
     if (same || !base) continue;
-    kd__sbuf key = {0};
-    kd__sbuf_puts(&key, kd__sbuf_str(&base->key));
+    kdc_sbuf key = {0};
+    kdc_sbuf_puts(&key, kdc_sbuf_str(&base->key));
     if (key.failed) {
-      kd__sbuf_free(&key);
+      kdc_sbuf_free(&key);
       return -1;
     }
-    kd__sbuf_free(&c[i].key);
+    kdc_sbuf_free(&c[i].key);
     c[i].key = key;
   }
   return 0;
@@ -314,10 +314,10 @@ static int sort_overloads(kd_op **ops, size_t n) {
   return rc;
 }
 
-int kd__lang_overloads(const char *name, kd_op ***ops, size_t *n) {
+int kdc_lang_overloads(const char *name, kd_op ***ops, size_t *n) {
   *ops = NULL;
   *n = 0;
-  char *qual = kd__lang_qualify(name);
+  char *qual = kdc_lang_qualify(name);
   if (!qual) return -1;
   int rc = find_overloads(qual, ops, n);
   kd_host_free(qual);
@@ -364,7 +364,7 @@ static bool numbers_as_tensors(kd_op *op) {
 }
 
 static bool fits_tensor(const kd_value *v, bool nat) {
-  return v->tag == KD_VALUE_TENSOR || kd__is_tensor_literal(v) || (nat && is_number(v));
+  return v->tag == KD_VALUE_TENSOR || kdc_is_tensor_literal(v) || (nat && is_number(v));
 }
 
 static bool fits_int(const kd_value *v) {
@@ -431,10 +431,10 @@ static bool fits(const kd_type *t, const kd_value *v, bool nat, long *bad_elem) 
           case KD_TYPE_DEVICE_INDEX: ok = fits_int(x); break;
           case KD_TYPE_FLOAT: ok = x->tag == KD_VALUE_INT || x->tag == KD_VALUE_DOUBLE; break;
           case KD_TYPE_BOOL: ok = x->tag == KD_VALUE_BOOL; break;
-          case KD_TYPE_TENSOR: ok = x->tag == KD_VALUE_TENSOR || kd__is_tensor_literal(x); break;
+          case KD_TYPE_TENSOR: ok = x->tag == KD_VALUE_TENSOR || kdc_is_tensor_literal(x); break;
           default:
             if (!opt_tensor) return false; /* a list type the language does not make */
-            ok = x->tag == KD_VALUE_NONE || x->tag == KD_VALUE_TENSOR || kd__is_tensor_literal(x);
+            ok = x->tag == KD_VALUE_NONE || x->tag == KD_VALUE_TENSOR || kdc_is_tensor_literal(x);
             break;
         }
         if (!ok) {
@@ -466,7 +466,7 @@ static void param_type_name(const kd_type *t, char *buf, size_t cap) {
   if (n && buf[n - 1] == '?') buf[n - 1] = '\0';
 }
 
-static void too_many(const kd_schema *s, size_t npos, kd__sbuf *why) {
+static void too_many(const kd_schema *s, size_t npos, kdc_sbuf *why) {
   size_t na = kd_schema_num_arguments(s), max_pos = 0, min_pos = 0;
   for (size_t i = 0; i < na; i++) {
     const kd_argument *a = kd_schema_argument(s, i);
@@ -475,22 +475,22 @@ static void too_many(const kd_schema *s, size_t npos, kd__sbuf *why) {
     if (!kd_argument_default(a)) min_pos++;
   }
   if (min_pos != max_pos)
-    kd__sbuf_printf(why, "takes from %zu to %zu positional arguments but %zu were given", min_pos,
+    kdc_sbuf_printf(why, "takes from %zu to %zu positional arguments but %zu were given", min_pos,
                     max_pos, npos);
   else
-    kd__sbuf_printf(why, "takes %zu positional argument%s but %zu %s given", max_pos,
+    kdc_sbuf_printf(why, "takes %zu positional argument%s but %zu %s given", max_pos,
                     max_pos == 1 ? "" : "s", npos, npos == 1 ? "was" : "were");
 }
 
 /* Binds args (npos positional, then keywords) to the schema's parameters:
  * src[i] is the index in args of parameter i's value, or SRC_*. On
  * rejection writes the reason to why and returns false. */
-static bool bind(kd_op *op, const kd__larg *args, size_t nargs, size_t npos, int *src,
-                 kd__sbuf *why) {
+static bool bind(kd_op *op, const kdc_larg *args, size_t nargs, size_t npos, int *src,
+                 kdc_sbuf *why) {
   const kd_schema *s = kd_op_schema(op);
   size_t na = kd_schema_num_arguments(s);
   if (na > MAX_ARGS) {
-    kd__sbuf_printf(why, "has %zu arguments, more than the language supports (%d)", na, MAX_ARGS);
+    kdc_sbuf_printf(why, "has %zu arguments, more than the language supports (%d)", na, MAX_ARGS);
     return false;
   }
   bool nat = numbers_as_tensors(op);
@@ -524,7 +524,7 @@ static bool bind(kd_op *op, const kd__larg *args, size_t nargs, size_t npos, int
         src[i] = SRC_DEFAULT;
         continue;
       }
-      kd__sbuf_printf(why, "missing required argument '%s'", kd_argument_name(a));
+      kdc_sbuf_printf(why, "missing required argument '%s'", kd_argument_name(a));
       return false;
     }
     const kd_value *v = args[idx].v, *elem = NULL;
@@ -557,14 +557,14 @@ static bool bind(kd_op *op, const kd__larg *args, size_t nargs, size_t npos, int
   mismatch:;
     char tn[128];
     param_type_name(t, tn, sizeof tn);
-    kd__sbuf_printf(why, "argument '%s'", kd_argument_name(a));
-    if (!is_kw) kd__sbuf_printf(why, " (position %zu)", argpos + 1);
+    kdc_sbuf_printf(why, "argument '%s'", kd_argument_name(a));
+    if (!is_kw) kdc_sbuf_printf(why, " (position %zu)", argpos + 1);
     if (bad >= 0 && !elem) elem = kd_value_list_at(v, (size_t)bad);
     if (bad >= 0)
-      kd__sbuf_printf(why, " must be %s, but found element of type %s at pos %ld", tn,
-                      kd__value_type_name(elem), bad);
+      kdc_sbuf_printf(why, " must be %s, but found element of type %s at pos %ld", tn,
+                      kdc_value_type_name(elem), bad);
     else
-      kd__sbuf_printf(why, " must be %s, not %s", tn, kd__value_type_name(v));
+      kdc_sbuf_printf(why, " must be %s, not %s", tn, kdc_value_type_name(v));
     return false;
   }
   if (used_kw < nargs - npos) {
@@ -576,11 +576,11 @@ static bool bind(kd_op *op, const kd__larg *args, size_t nargs, size_t npos, int
         taken = src[i] != (int)j;
       }
       if (!known) {
-        kd__sbuf_printf(why, "got an unexpected keyword argument '%s'", args[j].kw);
+        kdc_sbuf_printf(why, "got an unexpected keyword argument '%s'", args[j].kw);
         return false;
       }
       if (taken) {
-        kd__sbuf_printf(why, "got multiple values for argument '%s'", args[j].kw);
+        kdc_sbuf_printf(why, "got multiple values for argument '%s'", args[j].kw);
         return false;
       }
     }
@@ -590,22 +590,22 @@ static bool bind(kd_op *op, const kd__larg *args, size_t nargs, size_t npos, int
 
 /* ---- Converting a value to its parameter's boxed value ---------------------- */
 
-static int item_of(kd__lerr *err, kd__lpos pos, const kd_value *v, kd_scalar *s) {
-  if (kd_tensor_item(v->u.t, s)) return kd__lerr_set(err, pos, "%s", kd_last_error());
+static int item_of(kdc_lerr *err, kdc_lpos pos, const kd_value *v, kd_scalar *s) {
+  if (kd_tensor_item(v->u.t, s)) return kdc_lerr_set(err, pos, "%s", kd_last_error());
   return 0;
 }
 
-static int to_tensor(kd__lerr *err, kd__lpos pos, const kd_value *v, kd_tensor **out) {
+static int to_tensor(kdc_lerr *err, kdc_lpos pos, const kd_value *v, kd_tensor **out) {
   if (v->tag == KD_VALUE_TENSOR) {
     kd_tensor_retain(v->u.t);
     *out = v->u.t;
     return 0;
   }
-  if (is_seq(v)) return kd__tensor_from_literal(err, pos, v, out);
-  return kd__tensor_from_number(err, pos, v, true, out);
+  if (is_seq(v)) return kdc_tensor_from_literal(err, pos, v, out);
+  return kdc_tensor_from_number(err, pos, v, true, out);
 }
 
-static int convert_list(kd__lerr *err, kd__lpos pos, const kd_type *t, const kd_value *v,
+static int convert_list(kdc_lerr *err, kdc_lpos pos, const kd_type *t, const kd_value *v,
                         kd_value *out) {
   const kd_type *e = kd_type_element(t);
   kd_type_kind ek = kd_type_kind_of(e);
@@ -617,7 +617,7 @@ static int convert_list(kd__lerr *err, kd__lpos pos, const kd_type *t, const kd_
   kd_status st = KD_OK;
   if (ek == KD_TYPE_INT || ek == KD_TYPE_SYMINT) {
     int64_t *xs = kd_host_malloc((n ? n : 1) * sizeof *xs);
-    if (!xs) return kd__lerr_oom(err, pos);
+    if (!xs) return kdc_lerr_oom(err, pos);
     for (size_t i = 0; i < n; i++) {
       const kd_value *x = v->tag == KD_VALUE_INT ? v : kd_value_list_at(v, i);
       kd_scalar s;
@@ -634,7 +634,7 @@ static int convert_list(kd__lerr *err, kd__lpos pos, const kd_type *t, const kd_
     kd_host_free(xs);
   } else if (ek == KD_TYPE_FLOAT) {
     double *xs = kd_host_malloc((n ? n : 1) * sizeof *xs);
-    if (!xs) return kd__lerr_oom(err, pos);
+    if (!xs) return kdc_lerr_oom(err, pos);
     for (size_t i = 0; i < n; i++) {
       const kd_value *x = kd_value_list_at(v, i);
       xs[i] = x->tag == KD_VALUE_INT ? (double)x->u.i : x->u.d;
@@ -643,13 +643,13 @@ static int convert_list(kd__lerr *err, kd__lpos pos, const kd_type *t, const kd_
     kd_host_free(xs);
   } else if (ek == KD_TYPE_BOOL) {
     bool *xs = kd_host_malloc((n ? n : 1) * sizeof *xs);
-    if (!xs) return kd__lerr_oom(err, pos);
+    if (!xs) return kdc_lerr_oom(err, pos);
     for (size_t i = 0; i < n; i++) xs[i] = kd_value_list_at(v, i)->u.b;
     st = kd_value_bool_list(xs, n, out);
     kd_host_free(xs);
   } else { /* Tensor[] or Tensor?[] */
     kd_tensor **ts = kd_host_calloc(n ? n : 1, sizeof *ts);
-    if (!ts) return kd__lerr_oom(err, pos);
+    if (!ts) return kdc_lerr_oom(err, pos);
     int rc = 0;
     for (size_t i = 0; i < n && !rc; i++) {
       const kd_value *x = kd_value_list_at(v, i);
@@ -662,12 +662,12 @@ static int convert_list(kd__lerr *err, kd__lpos pos, const kd_type *t, const kd_
     kd_host_free(ts);
     if (rc) return -1;
   }
-  if (st) return kd__lerr_set(err, pos, "%s", kd_last_error());
+  if (st) return kdc_lerr_set(err, pos, "%s", kd_last_error());
   return 0;
 }
 
 /* *out = the boxed value of v for type t (v fits t). */
-static int convert(kd__lerr *err, kd__lpos pos, const kd_type *t, const kd_value *v,
+static int convert(kdc_lerr *err, kdc_lpos pos, const kd_type *t, const kd_value *v,
                    kd_value *out) {
   *out = kd_value_none();
   kd_scalar s;
@@ -717,7 +717,7 @@ static int convert(kd__lerr *err, kd__lpos pos, const kd_type *t, const kd_value
       if (v->tag == KD_VALUE_STRING) {
         kd_device d;
         if (kd_device_parse(kd_value_string_data(v, NULL), &d))
-          return kd__lerr_set(err, pos, "%s", kd_last_error());
+          return kdc_lerr_set(err, pos, "%s", kd_last_error());
         *out = kd_value_device(d);
         return 0;
       }
@@ -733,25 +733,25 @@ static int convert(kd__lerr *err, kd__lpos pos, const kd_type *t, const kd_value
 
 /* ---- The call ----------------------------------------------------------------- */
 
-static void describe_args(kd__sbuf *b, const kd__larg *args, size_t nargs) {
-  kd__sbuf_puts(b, "(");
+static void describe_args(kdc_sbuf *b, const kdc_larg *args, size_t nargs) {
+  kdc_sbuf_puts(b, "(");
   for (size_t i = 0; i < nargs; i++) {
-    if (i) kd__sbuf_puts(b, ", ");
-    if (args[i].kw) kd__sbuf_printf(b, "%s=", args[i].kw);
-    kd__sbuf_puts(b, kd__value_type_name(args[i].v));
+    if (i) kdc_sbuf_puts(b, ", ");
+    if (args[i].kw) kdc_sbuf_printf(b, "%s=", args[i].kw);
+    kdc_sbuf_puts(b, kdc_value_type_name(args[i].v));
   }
-  kd__sbuf_puts(b, ")");
+  kdc_sbuf_puts(b, ")");
 }
 
-static void put_schema(kd__sbuf *b, kd_op *op) {
+static void put_schema(kdc_sbuf *b, kd_op *op) {
   char buf[1024];
   kd_schema_format(kd_op_schema(op), buf, sizeof buf);
   const char *paren = strchr(buf, '(');
-  kd__sbuf_printf(b, "%s%s", kd_op_name(op), paren ? paren : "");
+  kdc_sbuf_printf(b, "%s%s", kd_op_name(op), paren ? paren : "");
 }
 
-static int run_call(kd__lerr *err, kd__lpos pos, kd_op *op, const int *src, const kd__larg *args,
-                    size_t npos, kd__lval *out) {
+static int run_call(kdc_lerr *err, kdc_lpos pos, kd_op *op, const int *src, const kdc_larg *args,
+                    size_t npos, kdc_lval *out) {
   const kd_schema *s = kd_op_schema(op);
   size_t na = kd_schema_num_arguments(s);
   size_t given = 0; /* parameters up to the last one not taking its default */
@@ -759,13 +759,13 @@ static int run_call(kd__lerr *err, kd__lpos pos, kd_op *op, const int *src, cons
     if (src[i] != SRC_DEFAULT) given = i + 1;
   kd_stack st;
   kd_stack_init(&st);
-  if (kd_stack_reserve(&st, na + 4)) return kd__lerr_oom(err, pos);
+  if (kd_stack_reserve(&st, na + 4)) return kdc_lerr_oom(err, pos);
   for (size_t i = 0; i < given; i++) {
     const kd_argument *a = kd_schema_argument(s, i);
     kd_value v = kd_value_none();
     int rc = 0;
     if (src[i] == SRC_DEFAULT) {
-      if (kd_argument_default_value(a, &v)) rc = kd__lerr_set(err, pos, "%s", kd_last_error());
+      if (kd_argument_default_value(a, &v)) rc = kdc_lerr_set(err, pos, "%s", kd_last_error());
     } else if (src[i] == SRC_VARARGS) {
       int64_t xs[MAX_ARGS];
       for (size_t j = 0; j < npos && j < MAX_ARGS; j++) {
@@ -780,11 +780,11 @@ static int run_call(kd__lerr *err, kd__lpos pos, kd_op *op, const int *src, cons
         }
       }
       if (!rc && kd_value_int_list(xs, npos < MAX_ARGS ? npos : MAX_ARGS, &v))
-        rc = kd__lerr_oom(err, pos);
+        rc = kdc_lerr_oom(err, pos);
     } else if (src[i] != SRC_NONE) {
       rc = convert(err, args[src[i]].pos, kd_argument_type(a), args[src[i]].v, &v);
     }
-    if (!rc && kd_stack_push(&st, &v)) rc = kd__lerr_oom(err, pos);
+    if (!rc && kd_stack_push(&st, &v)) rc = kdc_lerr_oom(err, pos);
     kd_value_destroy(&v);
     if (rc) {
       kd_stack_free(&st);
@@ -792,12 +792,12 @@ static int run_call(kd__lerr *err, kd__lpos pos, kd_op *op, const int *src, cons
     }
   }
   if (given < na && kd_op_fill_defaults(op, &st, given)) {
-    kd__lerr_set(err, pos, "%s", kd_last_error());
+    kdc_lerr_set(err, pos, "%s", kd_last_error());
     kd_stack_free(&st);
     return -1;
   }
   if (kd_call_boxed(op, &st)) {
-    kd__lerr_set(err, pos, "%s", kd_last_error());
+    kdc_lerr_set(err, pos, "%s", kd_last_error());
     kd_stack_free(&st);
     return -1;
   }
@@ -807,7 +807,7 @@ static int run_call(kd__lerr *err, kd__lpos pos, kd_op *op, const int *src, cons
   } else if (st.size > 1) {
     if (kd_value_tuple(st.items, st.size, &out->v)) {
       kd_stack_free(&st);
-      return kd__lerr_oom(err, pos);
+      return kdc_lerr_oom(err, pos);
     }
     bool named = kd_schema_num_returns(s) == st.size;
     for (size_t i = 0; named && i < st.size; i++)
@@ -818,23 +818,23 @@ static int run_call(kd__lerr *err, kd__lpos pos, kd_op *op, const int *src, cons
   return 0;
 }
 
-static int no_such_overload(kd__lerr *err, kd__lpos pos, const char *qual, const char *overload) {
+static int no_such_overload(kdc_lerr *err, kdc_lpos pos, const char *qual, const char *overload) {
   kd_op **ops = NULL;
   size_t n = 0;
-  if (find_overloads(qual, &ops, &n)) return kd__lerr_oom(err, pos);
+  if (find_overloads(qual, &ops, &n)) return kdc_lerr_oom(err, pos);
   if (n == 0) {
     kd_host_free(ops);
-    return kd__lerr_set(err, pos, "unknown operator '%s'", qual);
+    return kdc_lerr_set(err, pos, "unknown operator '%s'", qual);
   }
-  kd__sbuf names = {0};
+  kdc_sbuf names = {0};
   for (size_t i = 0; i < n; i++) {
     const char *ov = kd_schema_overload(kd_op_schema(ops[i]));
-    kd__sbuf_printf(&names, "%s%s", i ? ", " : "", ov[0] ? ov : "default");
+    kdc_sbuf_printf(&names, "%s%s", i ? ", " : "", ov[0] ? ov : "default");
   }
   kd_host_free(ops);
-  kd__lerr_set(err, pos, "operator '%s' has no overload '%s' (its overloads: %s)", qual, overload,
-               kd__sbuf_str(&names));
-  kd__sbuf_free(&names);
+  kdc_lerr_set(err, pos, "operator '%s' has no overload '%s' (its overloads: %s)", qual, overload,
+               kdc_sbuf_str(&names));
+  kdc_sbuf_free(&names);
   return -1;
 }
 
@@ -844,7 +844,7 @@ static int no_such_overload(kd__lerr *err, kd__lpos pos, const char *qual, const
  * the string (or a device name written bare: to(x, meta)) becomes the keyword
  * device= (to.dtype_layout: the dtype is kept).
  * A dtype (float32) is not a string and resolves as before. Borrows all. */
-static bool to_positional_device(const char *qual, const char *overload, const kd__larg *args,
+static bool to_positional_device(const char *qual, const char *overload, const kdc_larg *args,
                                  size_t npos) {
   if (overload || strcmp(qual, "aten::to") != 0 || npos != 2) return false;
   const kd_value *v = args[1].v;
@@ -856,13 +856,13 @@ static bool to_positional_device(const char *qual, const char *overload, const k
   return ok;
 }
 
-int kd__lang_invoke(kd__lerr *err, kd__lpos pos, const char *name, const char *overload,
-                    const kd__larg *args, size_t nargs, kd__lval *out) {
+int kdc_lang_invoke(kdc_lerr *err, kdc_lpos pos, const char *name, const char *overload,
+                    const kdc_larg *args, size_t nargs, kdc_lval *out) {
   out->v = kd_value_none();
   out->named = NULL;
   size_t npos = 0;
   while (npos < nargs && !args[npos].kw) npos++;
-  kd__larg moved[MAX_ARGS];
+  kdc_larg moved[MAX_ARGS];
   if (nargs <= MAX_ARGS &&
       to_positional_device(strcmp(name, "to") ? name : "aten::to", overload, args, npos)) {
     memcpy(moved, args, nargs * sizeof *args);
@@ -872,9 +872,9 @@ int kd__lang_invoke(kd__lerr *err, kd__lpos pos, const char *name, const char *o
   }
   for (size_t j = npos; j < nargs; j++)
     if (!args[j].kw)
-      return kd__lerr_set(err, args[j].pos, "positional argument follows keyword argument");
-  char *qual = kd__lang_qualify(name);
-  if (!qual) return kd__lerr_oom(err, pos);
+      return kdc_lerr_set(err, args[j].pos, "positional argument follows keyword argument");
+  char *qual = kdc_lang_qualify(name);
+  if (!qual) return kdc_lerr_oom(err, pos);
   kd_op **ops = NULL;
   size_t n = 0;
   int rc = 0;
@@ -891,7 +891,7 @@ int kd__lang_invoke(kd__lerr *err, kd__lpos pos, const char *name, const char *o
     ops = kd_host_malloc(sizeof *ops);
     if (!ops) {
       kd_host_free(qual);
-      return kd__lerr_oom(err, pos);
+      return kdc_lerr_oom(err, pos);
     }
     ops[0] = op;
     n = 1;
@@ -899,18 +899,18 @@ int kd__lang_invoke(kd__lerr *err, kd__lpos pos, const char *name, const char *o
     if (find_overloads(qual, &ops, &n) || sort_overloads(ops, n)) {
       kd_host_free(ops);
       kd_host_free(qual);
-      return kd__lerr_oom(err, pos);
+      return kdc_lerr_oom(err, pos);
     }
     if (n == 0) {
       kd_host_free(ops);
-      rc = kd__lerr_set(err, pos, "unknown operator '%s'", qual);
+      rc = kdc_lerr_set(err, pos, "unknown operator '%s'", qual);
       kd_host_free(qual);
       return rc;
     }
   }
   int src[MAX_ARGS];
-  kd__sbuf report = {0};
-  kd__sbuf why = {0};
+  kdc_sbuf report = {0};
+  kdc_sbuf why = {0};
   size_t chosen = n;
   for (size_t k = 0; k < n && chosen == n; k++) {
     why.len = 0;
@@ -920,24 +920,24 @@ int kd__lang_invoke(kd__lerr *err, kd__lpos pos, const char *name, const char *o
       break;
     }
     if (n == 1) break;
-    kd__sbuf_puts(&report, "\n  ");
+    kdc_sbuf_puts(&report, "\n  ");
     put_schema(&report, ops[k]);
-    kd__sbuf_printf(&report, "\n      %s", kd__sbuf_str(&why));
+    kdc_sbuf_printf(&report, "\n      %s", kdc_sbuf_str(&why));
   }
   if (chosen < n) {
     rc = run_call(err, pos, ops[chosen], src, args, npos, out);
   } else if (n == 1) {
-    rc = kd__lerr_set(err, pos, "%s(): %s", kd_op_name(ops[0]), kd__sbuf_str(&why));
+    rc = kdc_lerr_set(err, pos, "%s(): %s", kd_op_name(ops[0]), kdc_sbuf_str(&why));
   } else {
-    kd__sbuf head = {0};
-    kd__sbuf_printf(&head, "no overload of %s accepts the arguments ", qual);
+    kdc_sbuf head = {0};
+    kdc_sbuf_printf(&head, "no overload of %s accepts the arguments ", qual);
     describe_args(&head, args, nargs);
-    kd__sbuf_puts(&head, "; tried in this order:");
-    rc = kd__lerr_set(err, pos, "%s%s", kd__sbuf_str(&head), kd__sbuf_str(&report));
-    kd__sbuf_free(&head);
+    kdc_sbuf_puts(&head, "; tried in this order:");
+    rc = kdc_lerr_set(err, pos, "%s%s", kdc_sbuf_str(&head), kdc_sbuf_str(&report));
+    kdc_sbuf_free(&head);
   }
-  kd__sbuf_free(&report);
-  kd__sbuf_free(&why);
+  kdc_sbuf_free(&report);
+  kdc_sbuf_free(&why);
   kd_host_free(ops);
   kd_host_free(qual);
   return rc;

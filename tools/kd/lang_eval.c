@@ -3,9 +3,9 @@
  *
  * PROGRAMS are statements, one per line or separated by ';':
  *   name = expr          binds a variable (variables live as long as the
- *                        interpreter, across kd_lang_run calls)
+ *                        interpreter, across kdc_lang_run calls)
  *   a, b = expr          unpacks a tuple or list, one name per value
- *   expr                 evaluates; the value is printed (as kd__print_value
+ *   expr                 evaluates; the value is printed (as kdc_print_value
  *                        writes it) followed by a newline, unless it is None
  * A statement runs as soon as it is parsed, so the statements before an
  * error (syntax or run time) have taken effect; the first error stops the
@@ -60,7 +60,7 @@
 
 typedef struct lang_var {
   char *name; /* owned */
-  kd__lval val;
+  kdc_lval val;
 } lang_var;
 
 struct kd_lang {
@@ -69,25 +69,25 @@ struct kd_lang {
   size_t nvars, cap;
   bool tracing;
   kd_tls_keys saved_keys;    /* while tracing: the thread's keys before */
-  FILE *saved_trace_out;     /* while tracing: kd__tool_trace_out before */
-  kd__lerr e;
+  FILE *saved_trace_out;     /* while tracing: kdc_tool_trace_out before */
+  kdc_lerr e;
 };
 
 /* ---- Values -------------------------------------------------------------------- */
 
-void kd__lval_destroy(kd__lval *v) {
+void kdc_lval_destroy(kdc_lval *v) {
   kd_value_destroy(&v->v);
   v->named = NULL;
 }
 
-static kd__lval lval_of(kd_value v) {
-  kd__lval l;
+static kdc_lval lval_of(kd_value v) {
+  kdc_lval l;
   l.v = v;
   l.named = NULL;
   return l;
 }
 
-const char *kd__value_type_name(const kd_value *v) {
+const char *kdc_value_type_name(const kd_value *v) {
   switch (v->tag) {
     case KD_VALUE_NONE: return "NoneType";
     case KD_VALUE_BOOL: return "bool";
@@ -112,11 +112,11 @@ const char *kd__value_type_name(const kd_value *v) {
   }
 }
 
-int kd__lval_print(FILE *out, const kd__lval *v) {
+int kdc_lval_print(FILE *out, const kdc_lval *v) {
   const kd_schema *s = v->named ? kd_op_schema(v->named) : NULL;
   size_t n = kd_value_list_size(&v->v);
   if (!s || v->v.tag != KD_VALUE_TUPLE || kd_schema_num_returns(s) != n)
-    return kd__print_value(out, &v->v);
+    return kdc_print_value(out, &v->v);
   /* return_types.max(\nvalues=...,\nindices=...), built whole first so that
    * nothing is half-written on error. */
   char *buf = NULL;
@@ -130,7 +130,7 @@ int kd__lval_print(FILE *out, const kd__lval *v) {
   fprintf(m, "return_types.%s(", kd_schema_name(s));
   for (size_t i = 0; i < n && !rc; i++) {
     fprintf(m, "\n%s=", kd_argument_name(kd_schema_return(s, i)));
-    rc = kd__print_value(m, kd_value_list_at(&v->v, i));
+    rc = kdc_print_value(m, kd_value_list_at(&v->v, i));
     fputs(i + 1 < n ? "," : ")", m);
   }
   if (fclose(m) != 0 && !rc) {
@@ -147,7 +147,7 @@ int kd__lval_print(FILE *out, const kd__lval *v) {
 
 /* ---- The interpreter ------------------------------------------------------------- */
 
-kd_lang *kd_lang_new(FILE *out, FILE *err) {
+kd_lang *kdc_lang_new(FILE *out, FILE *err) {
   kd_lang *L = kd_host_calloc(1, sizeof *L);
   if (!L) return NULL;
   L->out = out;
@@ -158,19 +158,19 @@ kd_lang *kd_lang_new(FILE *out, FILE *err) {
 static void trace_off(kd_lang *L) {
   if (!L->tracing) return;
   kd_tls_restore(L->saved_keys);
-  kd__tool_trace_out = L->saved_trace_out;
+  kdc_tool_trace_out = L->saved_trace_out;
   L->tracing = false;
 }
 
-void kd_lang_free(kd_lang *L) {
+void kdc_lang_free(kd_lang *L) {
   if (!L) return;
   trace_off(L);
   for (size_t i = 0; i < L->nvars; i++) {
     kd_host_free(L->vars[i].name);
-    kd__lval_destroy(&L->vars[i].val);
+    kdc_lval_destroy(&L->vars[i].val);
   }
   kd_host_free(L->vars);
-  kd__sbuf_free(&L->e.msg);
+  kdc_sbuf_free(&L->e.msg);
   kd_host_free(L);
 }
 
@@ -181,10 +181,10 @@ static lang_var *find_var(kd_lang *L, const char *name) {
 }
 
 /* Binds name to *v, taking it (*v is None after, also on error). */
-static int set_var(kd_lang *L, const char *name, kd__lpos pos, kd__lval *v) {
+static int set_var(kd_lang *L, const char *name, kdc_lpos pos, kdc_lval *v) {
   lang_var *var = find_var(L, name);
   if (var) {
-    kd__lval_destroy(&var->val);
+    kdc_lval_destroy(&var->val);
     var->val = *v;
     *v = lval_of(kd_value_none());
     return 0;
@@ -193,8 +193,8 @@ static int set_var(kd_lang *L, const char *name, kd__lpos pos, kd__lval *v) {
     size_t cap = L->cap ? L->cap * 2 : 16;
     lang_var *p = kd_host_realloc(L->vars, cap * sizeof *p);
     if (!p) {
-      kd__lval_destroy(v);
-      return kd__lerr_oom(&L->e, pos);
+      kdc_lval_destroy(v);
+      return kdc_lerr_oom(&L->e, pos);
     }
     L->vars = p;
     L->cap = cap;
@@ -202,8 +202,8 @@ static int set_var(kd_lang *L, const char *name, kd__lpos pos, kd__lval *v) {
   size_t n = strlen(name) + 1;
   char *copy = kd_host_malloc(n);
   if (!copy) {
-    kd__lval_destroy(v);
-    return kd__lerr_oom(&L->e, pos);
+    kdc_lval_destroy(v);
+    return kdc_lerr_oom(&L->e, pos);
   }
   memcpy(copy, name, n);
   L->vars[L->nvars].name = copy;
@@ -213,19 +213,19 @@ static int set_var(kd_lang *L, const char *name, kd__lpos pos, kd__lval *v) {
   return 0;
 }
 
-static int eval(kd_lang *L, const kd__node *n, kd__lval *out);
+static int eval(kd_lang *L, const kdc_node *n, kdc_lval *out);
 
 /* ---- Names ------------------------------------------------------------------------ */
 
 static bool names_operator(const char *name) {
   kd_op **ops = NULL;
   size_t n = 0;
-  if (kd__lang_overloads(name, &ops, &n)) return false;
+  if (kdc_lang_overloads(name, &ops, &n)) return false;
   kd_host_free(ops);
   return n > 0;
 }
 
-static int eval_name(kd_lang *L, const kd__node *n, kd__lval *out) {
+static int eval_name(kd_lang *L, const kdc_node *n, kdc_lval *out) {
   const char *name = n->s;
   lang_var *var = find_var(L, name);
   if (var) {
@@ -265,10 +265,10 @@ static int eval_name(kd_lang *L, const kd__node *n, kd__lval *out) {
     }
   }
   if (names_operator(name))
-    return kd__lerr_set(&L->e, n->pos, "'%s' is an operator, not a value: call it, as %s(...)",
+    return kdc_lerr_set(&L->e, n->pos, "'%s' is an operator, not a value: call it, as %s(...)",
                         name, name);
-  if (strstr(name, "::")) return kd__lerr_set(&L->e, n->pos, "unknown operator '%s'", name);
-  return kd__lerr_set(&L->e, n->pos, "name '%s' is not defined", name);
+  if (strstr(name, "::")) return kdc_lerr_set(&L->e, n->pos, "unknown operator '%s'", name);
+  return kdc_lerr_set(&L->e, n->pos, "name '%s' is not defined", name);
 }
 
 /* ---- Sequences ---------------------------------------------------------------------- */
@@ -302,39 +302,39 @@ static void seq_get(const kd_value *v, size_t i, kd_value *out) {
   }
 }
 
-static int eval_index(kd_lang *L, const kd__node *n, kd__lval *out) {
-  kd__lval base = lval_of(kd_value_none()), idx = lval_of(kd_value_none());
+static int eval_index(kd_lang *L, const kdc_node *n, kdc_lval *out) {
+  kdc_lval base = lval_of(kd_value_none()), idx = lval_of(kd_value_none());
   int rc = -1;
   if (eval(L, n->a, &base) || eval(L, n->b, &idx)) goto done;
   if (base.v.tag == KD_VALUE_TENSOR) {
     kd_value zero = kd_value_int(0);
-    kd__larg args[3] = {{NULL, &base.v, n->a->pos}, {NULL, &zero, n->pos}, {NULL, &idx.v, n->b->pos}};
-    rc = kd__lang_invoke(&L->e, n->pos, "aten::select", NULL, args, 3, out);
+    kdc_larg args[3] = {{NULL, &base.v, n->a->pos}, {NULL, &zero, n->pos}, {NULL, &idx.v, n->b->pos}};
+    rc = kdc_lang_invoke(&L->e, n->pos, "aten::select", NULL, args, 3, out);
     goto done;
   }
   size_t len;
-  const char *what = kd__value_type_name(&base.v);
+  const char *what = kdc_value_type_name(&base.v);
   bool is_str = base.v.tag == KD_VALUE_STRING;
   const char *text = is_str ? kd_value_string_data(&base.v, &len) : NULL;
   if (!is_str && !seq_len(&base.v, &len)) {
-    kd__lerr_set(&L->e, n->pos, "'%s' object is not subscriptable", what);
+    kdc_lerr_set(&L->e, n->pos, "'%s' object is not subscriptable", what);
     goto done;
   }
   if (idx.v.tag != KD_VALUE_INT) {
-    kd__lerr_set(&L->e, n->b->pos, "%s indices must be integers, not %s", what,
-                 kd__value_type_name(&idx.v));
+    kdc_lerr_set(&L->e, n->b->pos, "%s indices must be integers, not %s", what,
+                 kdc_value_type_name(&idx.v));
     goto done;
   }
   int64_t i = idx.v.u.i;
   if (i < 0) i += (int64_t)len;
   if (i < 0 || (uint64_t)i >= (uint64_t)len) {
-    kd__lerr_set(&L->e, n->b->pos, "%s index %lld out of range (length %zu)", what,
+    kdc_lerr_set(&L->e, n->b->pos, "%s index %lld out of range (length %zu)", what,
                  (long long)idx.v.u.i, len);
     goto done;
   }
   if (is_str) {
     if (kd_value_string(text + i, 1, &out->v)) {
-      kd__lerr_oom(&L->e, n->pos);
+      kdc_lerr_oom(&L->e, n->pos);
       goto done;
     }
   } else {
@@ -342,8 +342,8 @@ static int eval_index(kd_lang *L, const kd__node *n, kd__lval *out) {
   }
   rc = 0;
 done:
-  kd__lval_destroy(&base);
-  kd__lval_destroy(&idx);
+  kdc_lval_destroy(&base);
+  kdc_lval_destroy(&idx);
   return rc;
 }
 
@@ -371,11 +371,11 @@ static double num_im(const kd_value *v) { return v->tag == KD_VALUE_COMPLEX ? v-
 
 static int64_t num_int(const kd_value *v) { return v->tag == KD_VALUE_BOOL ? v->u.b : v->u.i; }
 
-static int arith(kd_lang *L, const kd__node *n, const kd_value *a, const kd_value *b, kd_value *out) {
+static int arith(kd_lang *L, const kdc_node *n, const kd_value *a, const kd_value *b, kd_value *out) {
   int op = n->op;
   if (op == '@')
-    return kd__lerr_set(&L->e, n->pos, "unsupported operand type(s) for @: '%s' and '%s'",
-                        kd__value_type_name(a), kd__value_type_name(b));
+    return kdc_lerr_set(&L->e, n->pos, "unsupported operand type(s) for @: '%s' and '%s'",
+                        kdc_value_type_name(a), kdc_value_type_name(b));
   if (a->tag == KD_VALUE_COMPLEX || b->tag == KD_VALUE_COMPLEX) {
     double ar = num_re(a), ai = num_im(a), br = num_re(b), bi = num_im(b);
     double re, im;
@@ -384,7 +384,7 @@ static int arith(kd_lang *L, const kd__node *n, const kd_value *a, const kd_valu
     else if (op == '*') re = ar * br - ai * bi, im = ar * bi + ai * br;
     else {
       double d = br * br + bi * bi;
-      if (d == 0) return kd__lerr_set(&L->e, n->pos, "complex division by zero");
+      if (d == 0) return kdc_lerr_set(&L->e, n->pos, "complex division by zero");
       re = (ar * br + ai * bi) / d;
       im = (ai * br - ar * bi) / d;
     }
@@ -397,7 +397,7 @@ static int arith(kd_lang *L, const kd__node *n, const kd_value *a, const kd_valu
     else if (op == '-') r = x - y;
     else if (op == '*') r = x * y;
     else {
-      if (y == 0) return kd__lerr_set(&L->e, n->pos, "division by zero");
+      if (y == 0) return kdc_lerr_set(&L->e, n->pos, "division by zero");
       r = x / y;
     }
     *out = kd_value_double(r);
@@ -407,13 +407,13 @@ static int arith(kd_lang *L, const kd__node *n, const kd_value *a, const kd_valu
   bool overflow = op == '+' ? __builtin_add_overflow(x, y, &r)
                   : op == '-' ? __builtin_sub_overflow(x, y, &r)
                               : __builtin_mul_overflow(x, y, &r);
-  if (overflow) return kd__lerr_set(&L->e, n->pos, "integer overflow in %c (int64)", op);
+  if (overflow) return kdc_lerr_set(&L->e, n->pos, "integer overflow in %c (int64)", op);
   *out = kd_value_int(r);
   return 0;
 }
 
-static int eval_binary(kd_lang *L, const kd__node *n, kd__lval *out) {
-  kd__lval a = lval_of(kd_value_none()), b = lval_of(kd_value_none());
+static int eval_binary(kd_lang *L, const kdc_node *n, kdc_lval *out) {
+  kdc_lval a = lval_of(kd_value_none()), b = lval_of(kd_value_none());
   int rc = -1;
   if (eval(L, n->a, &a) || eval(L, n->b, &b)) goto done;
   if (is_num(&a.v) && is_num(&b.v)) {
@@ -421,27 +421,27 @@ static int eval_binary(kd_lang *L, const kd__node *n, kd__lval *out) {
   } else if ((is_tensorish(&a.v) || is_num(&a.v)) && (is_tensorish(&b.v) || is_num(&b.v))) {
     const char *op = n->op == '+' ? "add" : n->op == '-' ? "sub" : n->op == '*' ? "mul"
                    : n->op == '/' ? "div" : "matmul";
-    kd__larg args[2] = {{NULL, &a.v, n->a->pos}, {NULL, &b.v, n->b->pos}};
-    rc = kd__lang_invoke(&L->e, n->pos, op, NULL, args, 2, out);
+    kdc_larg args[2] = {{NULL, &a.v, n->a->pos}, {NULL, &b.v, n->b->pos}};
+    rc = kdc_lang_invoke(&L->e, n->pos, op, NULL, args, 2, out);
   } else {
-    rc = kd__lerr_set(&L->e, n->pos, "unsupported operand type(s) for %c: '%s' and '%s'", n->op,
-                      kd__value_type_name(&a.v), kd__value_type_name(&b.v));
+    rc = kdc_lerr_set(&L->e, n->pos, "unsupported operand type(s) for %c: '%s' and '%s'", n->op,
+                      kdc_value_type_name(&a.v), kdc_value_type_name(&b.v));
   }
 done:
-  kd__lval_destroy(&a);
-  kd__lval_destroy(&b);
+  kdc_lval_destroy(&a);
+  kdc_lval_destroy(&b);
   return rc;
 }
 
-static int eval_unary(kd_lang *L, const kd__node *n, kd__lval *out) {
-  kd__lval a = lval_of(kd_value_none());
+static int eval_unary(kd_lang *L, const kdc_node *n, kdc_lval *out) {
+  kdc_lval a = lval_of(kd_value_none());
   if (eval(L, n->a, &a)) return -1;
   int rc = 0;
   kd_value *v = &a.v;
   bool neg = n->op == '-';
   if (v->tag == KD_VALUE_BOOL || v->tag == KD_VALUE_INT) {
     int64_t x = num_int(v);
-    if (neg && x == INT64_MIN) rc = kd__lerr_set(&L->e, n->pos, "integer overflow in - (int64)");
+    if (neg && x == INT64_MIN) rc = kdc_lerr_set(&L->e, n->pos, "integer overflow in - (int64)");
     else out->v = kd_value_int(neg ? -x : x);
   } else if (v->tag == KD_VALUE_DOUBLE) {
     out->v = kd_value_double(neg ? -v->u.d : v->u.d);
@@ -449,26 +449,26 @@ static int eval_unary(kd_lang *L, const kd__node *n, kd__lval *out) {
     out->v = neg ? kd_value_complex(-v->u.c.re, -v->u.c.im) : *v;
   } else if (is_tensorish(v)) {
     if (neg) {
-      kd__larg args[1] = {{NULL, v, n->a->pos}};
-      rc = kd__lang_invoke(&L->e, n->pos, "neg", NULL, args, 1, out);
+      kdc_larg args[1] = {{NULL, v, n->a->pos}};
+      rc = kdc_lang_invoke(&L->e, n->pos, "neg", NULL, args, 1, out);
     } else {
       kd_value_move(&out->v, v);
     }
   } else {
-    rc = kd__lerr_set(&L->e, n->pos, "bad operand type for unary %c: '%s'", n->op,
-                      kd__value_type_name(v));
+    rc = kdc_lerr_set(&L->e, n->pos, "bad operand type for unary %c: '%s'", n->op,
+                      kdc_value_type_name(v));
   }
-  kd__lval_destroy(&a);
+  kdc_lval_destroy(&a);
   return rc;
 }
 
 /* ---- Calls ------------------------------------------------------------------------------ */
 
 /* Evaluates a call's arguments into vals[] and args[] (both n long). */
-static int eval_args(kd_lang *L, const kd__node *call, kd__lval *vals, kd__larg *args) {
+static int eval_args(kd_lang *L, const kdc_node *call, kdc_lval *vals, kdc_larg *args) {
   for (size_t i = 0; i < call->n; i++) {
-    const kd__node *item = call->items[i];
-    bool kw = item->kind == KD__N_KWARG;
+    const kdc_node *item = call->items[i];
+    bool kw = item->kind == KDC_N_KWARG;
     if (eval(L, kw ? item->a : item, &vals[i])) return -1;
     args[i].kw = kw ? item->s : NULL;
     args[i].v = &vals[i].v;
@@ -478,30 +478,30 @@ static int eval_args(kd_lang *L, const kd__node *call, kd__lval *vals, kd__larg 
 }
 
 /* The builtins' shared check: no keyword arguments, `min`..`max` positional. */
-static int plain_args(kd_lang *L, const kd__node *call, const char *name, size_t min, size_t max) {
+static int plain_args(kd_lang *L, const kdc_node *call, const char *name, size_t min, size_t max) {
   for (size_t i = 0; i < call->n; i++)
-    if (call->items[i]->kind == KD__N_KWARG)
-      return kd__lerr_set(&L->e, call->items[i]->pos,
+    if (call->items[i]->kind == KDC_N_KWARG)
+      return kdc_lerr_set(&L->e, call->items[i]->pos,
                           "%s() got an unexpected keyword argument '%s'", name, call->items[i]->s);
   if (call->n < min || call->n > max) {
     if (min == max)
-      return kd__lerr_set(&L->e, call->pos, "%s() takes %zu argument%s (%zu given)", name, min,
+      return kdc_lerr_set(&L->e, call->pos, "%s() takes %zu argument%s (%zu given)", name, min,
                           min == 1 ? "" : "s", call->n);
-    return kd__lerr_set(&L->e, call->pos, "%s() takes from %zu to %zu arguments (%zu given)", name,
+    return kdc_lerr_set(&L->e, call->pos, "%s() takes from %zu to %zu arguments (%zu given)", name,
                         min, max, call->n);
   }
   return 0;
 }
 
-static int write_value(kd_lang *L, kd__lpos pos, const kd__lval *v) {
-  if (kd__lval_print(L->out, v)) return kd__lerr_set(&L->e, pos, "cannot print: %s", kd_last_error());
+static int write_value(kd_lang *L, kdc_lpos pos, const kdc_lval *v) {
+  if (kdc_lval_print(L->out, v)) return kdc_lerr_set(&L->e, pos, "cannot print: %s", kd_last_error());
   return 0;
 }
 
-static int builtin_print(kd_lang *L, const kd__node *call) {
+static int builtin_print(kd_lang *L, const kdc_node *call) {
   if (plain_args(L, call, "print", 0, (size_t)-1)) return -1;
-  kd__lval *vals = kd_host_calloc(call->n + 1, sizeof *vals);
-  if (!vals) return kd__lerr_oom(&L->e, call->pos);
+  kdc_lval *vals = kd_host_calloc(call->n + 1, sizeof *vals);
+  if (!vals) return kdc_lerr_oom(&L->e, call->pos);
   int rc = 0;
   for (size_t i = 0; i < call->n && !rc; i++) rc = eval(L, call->items[i], &vals[i]);
   for (size_t i = 0; i < call->n && !rc; i++) {
@@ -512,24 +512,24 @@ static int builtin_print(kd_lang *L, const kd__node *call) {
     else rc = write_value(L, call->items[i]->pos, &vals[i]);
   }
   if (!rc) fputc('\n', L->out);
-  for (size_t i = 0; i < call->n; i++) kd__lval_destroy(&vals[i]);
+  for (size_t i = 0; i < call->n; i++) kdc_lval_destroy(&vals[i]);
   kd_host_free(vals);
   return rc;
 }
 
-static int builtin_trace(kd_lang *L, const kd__node *call) {
-  kd__lval v = lval_of(kd_value_none());
+static int builtin_trace(kd_lang *L, const kdc_node *call) {
+  kdc_lval v = lval_of(kd_value_none());
   if (plain_args(L, call, "trace", 1, 1) || eval(L, call->items[0], &v)) return -1;
   if (v.v.tag != KD_VALUE_BOOL) {
-    int rc = kd__lerr_set(&L->e, call->items[0]->pos,
-                          "trace() takes True or False, not %s", kd__value_type_name(&v.v));
-    kd__lval_destroy(&v);
+    int rc = kdc_lerr_set(&L->e, call->items[0]->pos,
+                          "trace() takes True or False, not %s", kdc_value_type_name(&v.v));
+    kdc_lval_destroy(&v);
     return rc;
   }
   if (v.v.u.b && !L->tracing) {
     L->saved_keys = kd_tls_include(kd_keyset_of(KD_KEY_TRACER));
-    L->saved_trace_out = kd__tool_trace_out;
-    kd__tool_trace_out = L->out;
+    L->saved_trace_out = kdc_tool_trace_out;
+    kdc_tool_trace_out = L->out;
     L->tracing = true;
   } else if (!v.v.u.b) {
     trace_off(L);
@@ -539,23 +539,23 @@ static int builtin_trace(kd_lang *L, const kd__node *call) {
 
 /* The operator a table() argument names: add.Tensor, demo::scale, max, or a
  * string. */
-static int op_of_arg(kd_lang *L, const kd__node *arg, const char *who, kd_op **op) {
+static int op_of_arg(kd_lang *L, const kdc_node *arg, const char *who, kd_op **op) {
   const char *name = NULL, *overload = "";
-  if (arg->kind == KD__N_NAME) {
+  if (arg->kind == KDC_N_NAME) {
     name = arg->s;
-  } else if (arg->kind == KD__N_ATTR && arg->a->kind == KD__N_NAME) {
+  } else if (arg->kind == KDC_N_ATTR && arg->a->kind == KDC_N_NAME) {
     name = arg->a->s;
     overload = arg->s;
-  } else if (arg->kind == KD__N_STR) {
+  } else if (arg->kind == KDC_N_STR) {
     name = arg->s;
     overload = NULL;
   } else {
-    return kd__lerr_set(&L->e, arg->pos,
+    return kdc_lerr_set(&L->e, arg->pos,
                         "%s() takes an operator: add.Tensor, demo::scale or \"aten::add.Tensor\"",
                         who);
   }
-  char *qual = kd__lang_qualify(name);
-  if (!qual) return kd__lerr_oom(&L->e, arg->pos);
+  char *qual = kdc_lang_qualify(name);
+  if (!qual) return kdc_lerr_oom(&L->e, arg->pos);
   kd_status st = kd_op_find(qual, overload, op);
   if (st != KD_OK && overload && !strcmp(overload, "default")) st = kd_op_find(qual, "", op);
   if (st == KD_OK) {
@@ -566,39 +566,39 @@ static int op_of_arg(kd_lang *L, const kd__node *arg, const char *who, kd_op **o
   kd_op **ops = NULL;
   size_t n = 0;
   int rc;
-  if (!overload || overload[0] || kd__lang_overloads(name, &ops, &n) || n == 0) {
-    rc = kd__lerr_set(&L->e, arg->pos, "%s(): no operator '%s%s%s'", who, qual,
+  if (!overload || overload[0] || kdc_lang_overloads(name, &ops, &n) || n == 0) {
+    rc = kdc_lerr_set(&L->e, arg->pos, "%s(): no operator '%s%s%s'", who, qual,
                       overload && overload[0] ? "." : "", overload ? overload : "");
   } else {
-    kd__sbuf names = {0};
+    kdc_sbuf names = {0};
     for (size_t i = 0; i < n; i++)
-      kd__sbuf_printf(&names, "%s%s", i ? ", " : "", kd_op_name(ops[i]));
-    rc = kd__lerr_set(&L->e, arg->pos, "%s(): '%s' has overloads; name one: %s", who, qual,
-                      kd__sbuf_str(&names));
-    kd__sbuf_free(&names);
+      kdc_sbuf_printf(&names, "%s%s", i ? ", " : "", kd_op_name(ops[i]));
+    rc = kdc_lerr_set(&L->e, arg->pos, "%s(): '%s' has overloads; name one: %s", who, qual,
+                      kdc_sbuf_str(&names));
+    kdc_sbuf_free(&names);
   }
   kd_host_free(ops);
   kd_host_free(qual);
   return rc;
 }
 
-static int builtin_table(kd_lang *L, const kd__node *call) {
+static int builtin_table(kd_lang *L, const kdc_node *call) {
   kd_op *op;
   if (plain_args(L, call, "table", 1, 1) || op_of_arg(L, call->items[0], "table", &op)) return -1;
-  if (kd__print_op_table(L->out, op)) return kd__lerr_oom(&L->e, call->pos);
+  if (kdc_print_op_table(L->out, op)) return kdc_lerr_oom(&L->e, call->pos);
   return 0;
 }
 
-static int builtin_overloads(kd_lang *L, const kd__node *call) {
+static int builtin_overloads(kd_lang *L, const kdc_node *call) {
   if (plain_args(L, call, "overloads", 1, 1)) return -1;
-  const kd__node *arg = call->items[0];
-  if (arg->kind != KD__N_NAME && arg->kind != KD__N_STR)
-    return kd__lerr_set(&L->e, arg->pos, "overloads() takes an operator name: add, demo::neg");
+  const kdc_node *arg = call->items[0];
+  if (arg->kind != KDC_N_NAME && arg->kind != KDC_N_STR)
+    return kdc_lerr_set(&L->e, arg->pos, "overloads() takes an operator name: add, demo::neg");
   kd_op **ops = NULL;
   size_t n = 0;
-  if (kd__lang_overloads(arg->s, &ops, &n)) return kd__lerr_oom(&L->e, arg->pos);
+  if (kdc_lang_overloads(arg->s, &ops, &n)) return kdc_lerr_oom(&L->e, arg->pos);
   int rc = 0;
-  if (n == 0) rc = kd__lerr_set(&L->e, arg->pos, "overloads(): no operator named '%s'", arg->s);
+  if (n == 0) rc = kdc_lerr_set(&L->e, arg->pos, "overloads(): no operator named '%s'", arg->s);
   for (size_t i = 0; i < n; i++) {
     char buf[1024];
     kd_schema_format(kd_op_schema(ops[i]), buf, sizeof buf);
@@ -609,23 +609,23 @@ static int builtin_overloads(kd_lang *L, const kd__node *call) {
   return rc;
 }
 
-static int builtin_tensor(kd_lang *L, const kd__node *call, kd__lval *out) {
-  kd__lval vals[2] = {lval_of(kd_value_none()), lval_of(kd_value_none())};
-  kd__larg args[2];
+static int builtin_tensor(kd_lang *L, const kdc_node *call, kdc_lval *out) {
+  kdc_lval vals[2] = {lval_of(kd_value_none()), lval_of(kd_value_none())};
+  kdc_larg args[2];
   int rc = -1;
   if (call->n < 1 || call->n > 2) {
-    return kd__lerr_set(&L->e, call->pos, "tensor() takes from 1 to 2 arguments (%zu given)",
+    return kdc_lerr_set(&L->e, call->pos, "tensor() takes from 1 to 2 arguments (%zu given)",
                         call->n);
   }
   if (eval_args(L, call, vals, args)) goto done;
   const kd_value *data = args[0].v, *dtype = NULL;
   if (args[0].kw) {
-    kd__lerr_set(&L->e, args[0].pos, "tensor() takes its data by position");
+    kdc_lerr_set(&L->e, args[0].pos, "tensor() takes its data by position");
     goto done;
   }
   if (call->n == 2) {
     if (args[1].kw && strcmp(args[1].kw, "dtype")) {
-      kd__lerr_set(&L->e, call->items[1]->pos, "tensor() got an unexpected keyword argument '%s'",
+      kdc_lerr_set(&L->e, call->items[1]->pos, "tensor() got an unexpected keyword argument '%s'",
                    args[1].kw);
       goto done;
     }
@@ -633,24 +633,24 @@ static int builtin_tensor(kd_lang *L, const kd__node *call, kd__lval *out) {
     if (dtype->tag == KD_VALUE_NONE) {
       dtype = NULL;
     } else if (dtype->tag != KD_VALUE_DTYPE) {
-      kd__lerr_set(&L->e, args[1].pos, "tensor(): argument 'dtype' must be a dtype, not %s",
-                   kd__value_type_name(dtype));
+      kdc_lerr_set(&L->e, args[1].pos, "tensor(): argument 'dtype' must be a dtype, not %s",
+                   kdc_value_type_name(dtype));
       goto done;
     }
   }
   kd_tensor *t = NULL;
   if (data->tag == KD_VALUE_TENSOR) {
     if (kd_tensor_to_dtype(data->u.t, kd_tensor_dtype(data->u.t), &t)) {
-      kd__lerr_set(&L->e, args[0].pos, "%s", kd_last_error());
+      kdc_lerr_set(&L->e, args[0].pos, "%s", kd_last_error());
       goto done;
     }
   } else if (data->tag == KD_VALUE_LIST || data->tag == KD_VALUE_TUPLE) {
-    if (kd__tensor_from_literal(&L->e, args[0].pos, data, &t)) goto done;
+    if (kdc_tensor_from_literal(&L->e, args[0].pos, data, &t)) goto done;
   } else if (is_num(data)) {
-    if (kd__tensor_from_number(&L->e, args[0].pos, data, false, &t)) goto done;
+    if (kdc_tensor_from_number(&L->e, args[0].pos, data, false, &t)) goto done;
   } else {
-    kd__lerr_set(&L->e, args[0].pos, "tensor() takes a list of numbers, a number or a tensor, not %s",
-                 kd__value_type_name(data));
+    kdc_lerr_set(&L->e, args[0].pos, "tensor() takes a list of numbers, a number or a tensor, not %s",
+                 kdc_value_type_name(data));
     goto done;
   }
   if (dtype && kd_tensor_dtype(t) != dtype->u.dtype) {
@@ -658,7 +658,7 @@ static int builtin_tensor(kd_lang *L, const kd__node *call, kd__lval *out) {
     kd_status st = kd_tensor_to_dtype(t, dtype->u.dtype, &c);
     kd_tensor_release(t);
     if (st) {
-      kd__lerr_set(&L->e, args[1].pos, "%s", kd_last_error());
+      kdc_lerr_set(&L->e, args[1].pos, "%s", kd_last_error());
       goto done;
     }
     t = c;
@@ -667,37 +667,37 @@ static int builtin_tensor(kd_lang *L, const kd__node *call, kd__lval *out) {
   kd_tensor_release(t);
   rc = 0;
 done:
-  kd__lval_destroy(&vals[0]);
-  kd__lval_destroy(&vals[1]);
+  kdc_lval_destroy(&vals[0]);
+  kdc_lval_destroy(&vals[1]);
   return rc;
 }
 
-static int eval_call(kd_lang *L, const kd__node *n, kd__lval *out) {
-  const kd__node *callee = n->a;
+static int eval_call(kd_lang *L, const kdc_node *n, kdc_lval *out) {
+  const kdc_node *callee = n->a;
   const char *name = NULL, *overload = NULL;
-  if (callee->kind == KD__N_NAME) {
+  if (callee->kind == KDC_N_NAME) {
     name = callee->s;
     if (!strcmp(name, "print")) return builtin_print(L, n);
     if (!strcmp(name, "trace")) return builtin_trace(L, n);
     if (!strcmp(name, "table")) return builtin_table(L, n);
     if (!strcmp(name, "overloads")) return builtin_overloads(L, n);
     if (!strcmp(name, "tensor")) return builtin_tensor(L, n, out);
-  } else if (callee->kind == KD__N_ATTR && callee->a->kind == KD__N_NAME) {
+  } else if (callee->kind == KDC_N_ATTR && callee->a->kind == KDC_N_NAME) {
     name = callee->a->s;
     overload = callee->s;
   } else {
-    return kd__lerr_set(&L->e, callee->pos,
+    return kdc_lerr_set(&L->e, callee->pos,
                         "only operators and builtins can be called (add(x, y), add.Tensor(x, y))");
   }
-  kd__lval *vals = kd_host_calloc(n->n + 1, sizeof *vals);
-  kd__larg *args = kd_host_calloc(n->n + 1, sizeof *args);
+  kdc_lval *vals = kd_host_calloc(n->n + 1, sizeof *vals);
+  kdc_larg *args = kd_host_calloc(n->n + 1, sizeof *args);
   int rc = -1;
   if (!vals || !args) {
-    kd__lerr_oom(&L->e, n->pos);
+    kdc_lerr_oom(&L->e, n->pos);
   } else if (!eval_args(L, n, vals, args)) {
-    rc = kd__lang_invoke(&L->e, n->pos, name, overload, args, n->n, out);
+    rc = kdc_lang_invoke(&L->e, n->pos, name, overload, args, n->n, out);
   }
-  for (size_t i = 0; vals && i < n->n; i++) kd__lval_destroy(&vals[i]);
+  for (size_t i = 0; vals && i < n->n; i++) kdc_lval_destroy(&vals[i]);
   kd_host_free(vals);
   kd_host_free(args);
   return rc;
@@ -705,76 +705,76 @@ static int eval_call(kd_lang *L, const kd__node *n, kd__lval *out) {
 
 /* ---- Expressions ---------------------------------------------------------------------------- */
 
-static int eval_items(kd_lang *L, const kd__node *n, kd__lval *out) {
+static int eval_items(kd_lang *L, const kdc_node *n, kdc_lval *out) {
   kd_value *items = kd_host_calloc(n->n + 1, sizeof *items);
-  if (!items) return kd__lerr_oom(&L->e, n->pos);
+  if (!items) return kdc_lerr_oom(&L->e, n->pos);
   int rc = 0;
   for (size_t i = 0; i < n->n && !rc; i++) {
-    kd__lval v = lval_of(kd_value_none());
+    kdc_lval v = lval_of(kd_value_none());
     rc = eval(L, n->items[i], &v);
     items[i] = v.v; /* a named tuple inside a list prints as a plain tuple */
   }
   if (!rc) {
-    kd_status st = n->kind == KD__N_LIST ? kd_value_list(items, n->n, &out->v)
+    kd_status st = n->kind == KDC_N_LIST ? kd_value_list(items, n->n, &out->v)
                                          : kd_value_tuple(items, n->n, &out->v);
-    if (st) rc = kd__lerr_oom(&L->e, n->pos);
+    if (st) rc = kdc_lerr_oom(&L->e, n->pos);
   }
   for (size_t i = 0; i < n->n; i++) kd_value_destroy(&items[i]);
   kd_host_free(items);
   return rc;
 }
 
-static int eval(kd_lang *L, const kd__node *n, kd__lval *out) {
+static int eval(kd_lang *L, const kdc_node *n, kdc_lval *out) {
   *out = lval_of(kd_value_none());
   switch (n->kind) {
-    case KD__N_INT: out->v = kd_value_int(n->i); return 0;
-    case KD__N_FLOAT: out->v = kd_value_double(n->d); return 0;
-    case KD__N_IMAG: out->v = kd_value_complex(0, n->d); return 0;
-    case KD__N_BOOL: out->v = kd_value_bool(n->i != 0); return 0;
-    case KD__N_NONE: return 0;
-    case KD__N_STR:
-      if (kd_value_string(n->s, n->slen, &out->v)) return kd__lerr_oom(&L->e, n->pos);
+    case KDC_N_INT: out->v = kd_value_int(n->i); return 0;
+    case KDC_N_FLOAT: out->v = kd_value_double(n->d); return 0;
+    case KDC_N_IMAG: out->v = kd_value_complex(0, n->d); return 0;
+    case KDC_N_BOOL: out->v = kd_value_bool(n->i != 0); return 0;
+    case KDC_N_NONE: return 0;
+    case KDC_N_STR:
+      if (kd_value_string(n->s, n->slen, &out->v)) return kdc_lerr_oom(&L->e, n->pos);
       return 0;
-    case KD__N_NAME: return eval_name(L, n, out);
-    case KD__N_ATTR:
-      if (n->a->kind == KD__N_NAME && !find_var(L, n->a->s))
-        return kd__lerr_set(&L->e, n->pos, "'%s.%s' is an operator, not a value: call it, as %s.%s(...)",
+    case KDC_N_NAME: return eval_name(L, n, out);
+    case KDC_N_ATTR:
+      if (n->a->kind == KDC_N_NAME && !find_var(L, n->a->s))
+        return kdc_lerr_set(&L->e, n->pos, "'%s.%s' is an operator, not a value: call it, as %s.%s(...)",
                             n->a->s, n->s, n->a->s, n->s);
-      return kd__lerr_set(&L->e, n->pos, "attributes are not supported ('.' only names an overload)");
-    case KD__N_LIST:
-    case KD__N_TUPLE: return eval_items(L, n, out);
-    case KD__N_CALL: return eval_call(L, n, out);
-    case KD__N_INDEX: return eval_index(L, n, out);
-    case KD__N_UNARY: return eval_unary(L, n, out);
-    case KD__N_BINARY: return eval_binary(L, n, out);
-    case KD__N_KWARG: break;
+      return kdc_lerr_set(&L->e, n->pos, "attributes are not supported ('.' only names an overload)");
+    case KDC_N_LIST:
+    case KDC_N_TUPLE: return eval_items(L, n, out);
+    case KDC_N_CALL: return eval_call(L, n, out);
+    case KDC_N_INDEX: return eval_index(L, n, out);
+    case KDC_N_UNARY: return eval_unary(L, n, out);
+    case KDC_N_BINARY: return eval_binary(L, n, out);
+    case KDC_N_KWARG: break;
   }
-  return kd__lerr_set(&L->e, n->pos, "a keyword argument outside a call");
+  return kdc_lerr_set(&L->e, n->pos, "a keyword argument outside a call");
 }
 
 /* ---- Statements ------------------------------------------------------------------------------- */
 
-static int unpack(kd_lang *L, const kd__stmt *s, kd__lval *v) {
+static int unpack(kd_lang *L, const kdc_stmt *s, kdc_lval *v) {
   size_t len;
   if (!seq_len(&v->v, &len))
-    return kd__lerr_set(&L->e, s->value->pos, "cannot unpack non-iterable %s object",
-                        kd__value_type_name(&v->v));
+    return kdc_lerr_set(&L->e, s->value->pos, "cannot unpack non-iterable %s object",
+                        kdc_value_type_name(&v->v));
   if (len > s->ntargets)
-    return kd__lerr_set(&L->e, s->value->pos, "too many values to unpack (expected %zu, got %zu)",
+    return kdc_lerr_set(&L->e, s->value->pos, "too many values to unpack (expected %zu, got %zu)",
                         s->ntargets, len);
   if (len < s->ntargets)
-    return kd__lerr_set(&L->e, s->value->pos, "not enough values to unpack (expected %zu, got %zu)",
+    return kdc_lerr_set(&L->e, s->value->pos, "not enough values to unpack (expected %zu, got %zu)",
                         s->ntargets, len);
   for (size_t i = 0; i < len; i++) {
-    kd__lval item = lval_of(kd_value_none());
+    kdc_lval item = lval_of(kd_value_none());
     seq_get(&v->v, i, &item.v);
     if (set_var(L, s->targets[i], s->target_pos[i], &item)) return -1;
   }
   return 0;
 }
 
-static int exec(kd_lang *L, const kd__stmt *s) {
-  kd__lval v = lval_of(kd_value_none());
+static int exec(kd_lang *L, const kdc_stmt *s) {
+  kdc_lval v = lval_of(kd_value_none());
   if (eval(L, s->value, &v)) return -1;
   int rc = 0;
   if (s->ntargets == 1) {
@@ -785,26 +785,26 @@ static int exec(kd_lang *L, const kd__stmt *s) {
     rc = write_value(L, s->value->pos, &v);
     if (!rc) fputc('\n', L->out);
   }
-  kd__lval_destroy(&v);
+  kdc_lval_destroy(&v);
   return rc;
 }
 
 static void report(kd_lang *L, const char *name) {
   fflush(L->out); /* what ran before the error comes first on a shared terminal or pipe */
   fprintf(L->err, "%s:%d:%d: error: %s\n", name, L->e.pos.line, L->e.pos.col,
-          L->e.msg.failed ? "out of memory" : kd__sbuf_str(&L->e.msg));
+          L->e.msg.failed ? "out of memory" : kdc_sbuf_str(&L->e.msg));
 }
 
-int kd_lang_run(kd_lang *L, const char *src, size_t len, const char *name) {
+int kdc_lang_run(kd_lang *L, const char *src, size_t len, const char *name) {
   if (!name) name = "<string>";
-  kd__lerr_clear(&L->e);
-  kd__arena arena = {NULL};
-  kd__lexer lx;
-  kd__lex_init(&lx, src ? src : "", src ? len : 0, &arena, &L->e);
+  kdc_lerr_clear(&L->e);
+  kdc_arena arena = {NULL};
+  kdc_lexer lx;
+  kdc_lex_init(&lx, src ? src : "", src ? len : 0, &arena, &L->e);
   int rc = 0;
   for (;;) {
-    kd__stmt s;
-    int got = kd__parse_stmt(&lx, &s);
+    kdc_stmt s;
+    int got = kdc_parse_stmt(&lx, &s);
     if (got == 0) break;
     if (got < 0 || exec(L, &s)) {
       rc = 1;
@@ -813,22 +813,22 @@ int kd_lang_run(kd_lang *L, const char *src, size_t len, const char *name) {
   }
   if (rc) report(L, name);
   fflush(L->out);
-  kd__arena_free(&arena);
+  kdc_arena_free(&arena);
   return rc;
 }
 
 /* ---- kd call ------------------------------------------------------------------------------------- */
 
-int kd_lang_call_argv(kd_lang *L, const char *op, int argc, char **argv) {
-  kd__lerr_clear(&L->e);
-  kd__arena arena = {NULL};
+int kdc_lang_call_argv(kd_lang *L, const char *op, int argc, char **argv) {
+  kdc_lerr_clear(&L->e);
+  kdc_arena arena = {NULL};
   size_t n = argc > 0 ? (size_t)argc : 0;
-  kd__lval *vals = kd_host_calloc(n + 1, sizeof *vals);
-  kd__larg *args = kd_host_calloc(n + 1, sizeof *args);
+  kdc_lval *vals = kd_host_calloc(n + 1, sizeof *vals);
+  kdc_larg *args = kd_host_calloc(n + 1, sizeof *args);
   char *name = NULL;
-  kd__lval result = lval_of(kd_value_none());
+  kdc_lval result = lval_of(kd_value_none());
   int rc = 1;
-  kd__lpos nopos = {1, 1};
+  kdc_lpos nopos = {1, 1};
   if (!vals || !args || !(name = kd_host_malloc(strlen(op) + 1))) {
     fprintf(L->err, "kd call: error: out of memory\n");
     goto done;
@@ -857,15 +857,15 @@ int kd_lang_call_argv(kd_lang *L, const char *op, int argc, char **argv) {
       const char *expr = eq ? eq + 1 : text;
       char where[32];
       snprintf(where, sizeof where, "<arg %zu>", i + 1);
-      kd__lexer lx;
-      kd__lex_init(&lx, expr, strlen(expr), &arena, &L->e);
-      kd__node *node;
-      if (kd__parse_expr_only(&lx, &node) || eval(L, node, &vals[k])) {
+      kdc_lexer lx;
+      kdc_lex_init(&lx, expr, strlen(expr), &arena, &L->e);
+      kdc_node *node;
+      if (kdc_parse_expr_only(&lx, &node) || eval(L, node, &vals[k])) {
         report(L, where);
         goto done;
       }
       if (eq) {
-        char *kw = kd__arena_strndup(&arena, text, j);
+        char *kw = kdc_arena_strndup(&arena, text, j);
         if (!kw) {
           fprintf(L->err, "kd call: error: out of memory\n");
           goto done;
@@ -883,13 +883,13 @@ int kd_lang_call_argv(kd_lang *L, const char *op, int argc, char **argv) {
       k++;
     }
   }
-  if (kd__lang_invoke(&L->e, nopos, name, overload, args, k, &result)) {
-    fprintf(L->err, "kd call: error: %s\n", L->e.msg.failed ? "out of memory" : kd__sbuf_str(&L->e.msg));
+  if (kdc_lang_invoke(&L->e, nopos, name, overload, args, k, &result)) {
+    fprintf(L->err, "kd call: error: %s\n", L->e.msg.failed ? "out of memory" : kdc_sbuf_str(&L->e.msg));
     goto done;
   }
   rc = 0;
   if (result.v.tag != KD_VALUE_NONE) {
-    if (kd__lval_print(L->out, &result)) {
+    if (kdc_lval_print(L->out, &result)) {
       fprintf(L->err, "kd call: error: cannot print: %s\n", kd_last_error());
       rc = 1;
     } else {
@@ -898,11 +898,11 @@ int kd_lang_call_argv(kd_lang *L, const char *op, int argc, char **argv) {
   }
 done:
   fflush(L->out);
-  kd__lval_destroy(&result);
-  for (size_t i = 0; vals && i < n; i++) kd__lval_destroy(&vals[i]);
+  kdc_lval_destroy(&result);
+  for (size_t i = 0; vals && i < n; i++) kdc_lval_destroy(&vals[i]);
   kd_host_free(vals);
   kd_host_free(args);
   kd_host_free(name);
-  kd__arena_free(&arena);
+  kdc_arena_free(&arena);
   return rc;
 }

@@ -1,5 +1,5 @@
 /*
- * lang_lex.c: the tokens of the little language, and kd_lang_complete.
+ * lang_lex.c: the tokens of the little language, and kdc_lang_complete.
  *
  * Tokens, as Python spells them where Python has them:
  * - names: a letter or '_' then letters, digits, '_'; a name may be
@@ -24,7 +24,7 @@
 
 #include "lang_impl.h"
 
-void kd__lex_init(kd__lexer *lx, const char *src, size_t len, kd__arena *arena, kd__lerr *err) {
+void kdc_lex_init(kdc_lexer *lx, const char *src, size_t len, kdc_arena *arena, kdc_lerr *err) {
   memset(lx, 0, sizeof *lx);
   lx->src = src;
   lx->len = len;
@@ -34,13 +34,13 @@ void kd__lex_init(kd__lexer *lx, const char *src, size_t len, kd__arena *arena, 
   lx->err = err;
 }
 
-static int cur(const kd__lexer *lx) {
+static int cur(const kdc_lexer *lx) {
   return lx->off < lx->len ? (unsigned char)lx->src[lx->off] : -1;
 }
-static int at(const kd__lexer *lx, size_t k) {
+static int at(const kdc_lexer *lx, size_t k) {
   return lx->off + k < lx->len ? (unsigned char)lx->src[lx->off + k] : -1;
 }
-static void adv(kd__lexer *lx) {
+static void adv(kdc_lexer *lx) {
   if (lx->off >= lx->len) return;
   if (lx->src[lx->off] == '\n') {
     lx->line++;
@@ -50,8 +50,8 @@ static void adv(kd__lexer *lx) {
   }
   lx->off++;
 }
-static kd__lpos here(const kd__lexer *lx) {
-  kd__lpos p = {lx->line, lx->col};
+static kdc_lpos here(const kdc_lexer *lx) {
+  kdc_lpos p = {lx->line, lx->col};
   return p;
 }
 
@@ -59,14 +59,14 @@ static bool is_name_start(int c) { return (c >= 'a' && c <= 'z') || (c >= 'A' &&
 static bool is_digit(int c) { return c >= '0' && c <= '9'; }
 static bool is_name_char(int c) { return is_name_start(c) || is_digit(c); }
 
-static int bad_char(kd__lexer *lx, kd__lpos pos, int c) {
+static int bad_char(kdc_lexer *lx, kdc_lpos pos, int c) {
   if (c >= 0x20 && c < 0x7f)
-    return kd__lerr_set(lx->err, pos, "invalid character '%c'", c);
-  return kd__lerr_set(lx->err, pos, "invalid character (byte 0x%02x)", (unsigned)c);
+    return kdc_lerr_set(lx->err, pos, "invalid character '%c'", c);
+  return kdc_lerr_set(lx->err, pos, "invalid character (byte 0x%02x)", (unsigned)c);
 }
 
 /* Skips spaces, comments, backslash-newlines; and newlines inside brackets. */
-static int skip_space(kd__lexer *lx) {
+static int skip_space(kdc_lexer *lx) {
   for (;;) {
     int c = cur(lx);
     if (c == ' ' || c == '\t' || c == '\r' || c == '\f') {
@@ -74,16 +74,16 @@ static int skip_space(kd__lexer *lx) {
     } else if (c == '#') {
       while (cur(lx) >= 0 && cur(lx) != '\n') adv(lx);
     } else if (c == '\\') {
-      kd__lpos pos = here(lx);
+      kdc_lpos pos = here(lx);
       size_t k = 1;
       while (at(lx, k) == ' ' || at(lx, k) == '\t' || at(lx, k) == '\r') k++;
       if (at(lx, k) == '\n') {
         while (k-- > 0) adv(lx);
         adv(lx); /* the newline */
       } else if (at(lx, k) < 0) {
-        return kd__lerr_set(lx->err, pos, "unexpected end of input after line continuation");
+        return kdc_lerr_set(lx->err, pos, "unexpected end of input after line continuation");
       } else {
-        return kd__lerr_set(lx->err, pos, "unexpected character after line continuation character");
+        return kdc_lerr_set(lx->err, pos, "unexpected character after line continuation character");
       }
     } else if (c == '\n' && (lx->depth > 0 || lx->joins)) {
       adv(lx);
@@ -93,7 +93,7 @@ static int skip_space(kd__lexer *lx) {
   }
 }
 
-static int lex_number(kd__lexer *lx, kd__token *t) {
+static int lex_number(kdc_lexer *lx, kdc_token *t) {
   const char *s = lx->src + lx->off;
   size_t n = 0, avail = lx->len - lx->off;
   char buf[256];
@@ -118,7 +118,7 @@ static int lex_number(kd__lexer *lx, kd__token *t) {
       else if (c != '_') break;
       n++;
     }
-    if (blen == 0) return kd__lerr_set(lx->err, t->pos, "invalid number literal");
+    if (blen == 0) return kdc_lerr_set(lx->err, t->pos, "invalid number literal");
   } else {
     while (n < avail && (is_digit((unsigned char)s[n]) || (s[n] == '_' && blen > 0))) {
       if (s[n] != '_') PUT(s[n]);
@@ -155,24 +155,24 @@ static int lex_number(kd__lexer *lx, kd__token *t) {
     n++;
   }
   if (n < avail && is_name_char((unsigned char)s[n]))
-    return kd__lerr_set(lx->err, t->pos, "invalid number literal");
+    return kdc_lerr_set(lx->err, t->pos, "invalid number literal");
   if (is_float || imag) {
     errno = 0;
     t->d = strtod(buf, NULL);
-    t->kind = imag ? KD__T_IMAG : KD__T_FLOAT;
+    t->kind = imag ? KDC_T_IMAG : KDC_T_FLOAT;
   } else {
     errno = 0;
     unsigned long long v = strtoull(buf, NULL, base);
     if (errno == ERANGE || v > (unsigned long long)INT64_MAX)
-      return kd__lerr_set(lx->err, t->pos, "integer literal %.*s is too large (int64 holds at most "
+      return kdc_lerr_set(lx->err, t->pos, "integer literal %.*s is too large (int64 holds at most "
                           "9223372036854775807)", (int)n, s);
     t->i = (int64_t)v;
-    t->kind = KD__T_INT;
+    t->kind = KDC_T_INT;
   }
   while (n-- > 0) adv(lx);
   return 0;
 too_long:
-  return kd__lerr_set(lx->err, t->pos, "number literal too long");
+  return kdc_lerr_set(lx->err, t->pos, "number literal too long");
 #undef PUT
 }
 
@@ -183,15 +183,15 @@ static int hexval(int c) {
   return -1;
 }
 
-static int lex_string(kd__lexer *lx, kd__token *t) {
+static int lex_string(kdc_lexer *lx, kdc_token *t) {
   int quote = cur(lx);
   adv(lx);
-  kd__sbuf b = {0};
+  kdc_sbuf b = {0};
   for (;;) {
     int c = cur(lx);
     if (c < 0 || c == '\n') {
-      kd__sbuf_free(&b);
-      return kd__lerr_set(lx->err, t->pos, "unterminated string literal");
+      kdc_sbuf_free(&b);
+      return kdc_lerr_set(lx->err, t->pos, "unterminated string literal");
     }
     if (c == quote) {
       adv(lx);
@@ -199,11 +199,11 @@ static int lex_string(kd__lexer *lx, kd__token *t) {
     }
     if (c != '\\') {
       char ch = (char)c;
-      kd__sbuf_putn(&b, &ch, 1);
+      kdc_sbuf_putn(&b, &ch, 1);
       adv(lx);
       continue;
     }
-    kd__lpos epos = here(lx);
+    kdc_lpos epos = here(lx);
     adv(lx);
     int e = cur(lx);
     char ch;
@@ -223,8 +223,8 @@ static int lex_string(kd__lexer *lx, kd__token *t) {
       case 'x': {
         int h1 = hexval(at(lx, 1)), h2 = hexval(at(lx, 2));
         if (h1 < 0 || h2 < 0) {
-          kd__sbuf_free(&b);
-          return kd__lerr_set(lx->err, epos, "invalid \\x escape: two hex digits expected");
+          kdc_sbuf_free(&b);
+          return kdc_lerr_set(lx->err, epos, "invalid \\x escape: two hex digits expected");
         }
         adv(lx);
         adv(lx);
@@ -232,36 +232,36 @@ static int lex_string(kd__lexer *lx, kd__token *t) {
         break;
       }
       default:
-        kd__sbuf_free(&b);
-        if (e < 0) return kd__lerr_set(lx->err, t->pos, "unterminated string literal");
-        return kd__lerr_set(lx->err, epos, "unknown escape sequence '\\%c'", e);
+        kdc_sbuf_free(&b);
+        if (e < 0) return kdc_lerr_set(lx->err, t->pos, "unterminated string literal");
+        return kdc_lerr_set(lx->err, epos, "unknown escape sequence '\\%c'", e);
     }
     adv(lx);
-    kd__sbuf_putn(&b, &ch, 1);
+    kdc_sbuf_putn(&b, &ch, 1);
   }
   if (b.failed) {
-    kd__sbuf_free(&b);
-    return kd__lerr_oom(lx->err, t->pos);
+    kdc_sbuf_free(&b);
+    return kdc_lerr_oom(lx->err, t->pos);
   }
-  t->kind = KD__T_STRING;
+  t->kind = KDC_T_STRING;
   t->len = b.len;
-  t->text = kd__arena_strndup(lx->arena, kd__sbuf_str(&b), b.len);
-  kd__sbuf_free(&b);
-  return t->text ? 0 : kd__lerr_oom(lx->err, t->pos);
+  t->text = kdc_arena_strndup(lx->arena, kdc_sbuf_str(&b), b.len);
+  kdc_sbuf_free(&b);
+  return t->text ? 0 : kdc_lerr_oom(lx->err, t->pos);
 }
 
-static int lex_one(kd__lexer *lx, kd__token *t) {
+static int lex_one(kdc_lexer *lx, kdc_token *t) {
   memset(t, 0, sizeof *t);
   if (skip_space(lx)) return -1;
   t->pos = here(lx);
   int c = cur(lx);
   if (c < 0) {
-    t->kind = KD__T_EOF;
+    t->kind = KDC_T_EOF;
     return 0;
   }
   if (c == '\n' || c == ';') {
     adv(lx);
-    t->kind = KD__T_NEWLINE;
+    t->kind = KDC_T_NEWLINE;
     return 0;
   }
   if (is_name_start(c)) {
@@ -277,41 +277,41 @@ static int lex_one(kd__lexer *lx, kd__token *t) {
     }
     size_t n = lx->off - start;
     const char *s = lx->src + start;
-    if (n == 4 && !memcmp(s, "True", 4)) t->kind = KD__T_TRUE;
-    else if (n == 5 && !memcmp(s, "False", 5)) t->kind = KD__T_FALSE;
-    else if (n == 4 && !memcmp(s, "None", 4)) t->kind = KD__T_NONE;
-    else t->kind = KD__T_NAME;
-    t->text = kd__arena_strndup(lx->arena, s, n);
+    if (n == 4 && !memcmp(s, "True", 4)) t->kind = KDC_T_TRUE;
+    else if (n == 5 && !memcmp(s, "False", 5)) t->kind = KDC_T_FALSE;
+    else if (n == 4 && !memcmp(s, "None", 4)) t->kind = KDC_T_NONE;
+    else t->kind = KDC_T_NAME;
+    t->text = kdc_arena_strndup(lx->arena, s, n);
     t->len = n;
-    return t->text ? 0 : kd__lerr_oom(lx->err, t->pos);
+    return t->text ? 0 : kdc_lerr_oom(lx->err, t->pos);
   }
   if (is_digit(c) || (c == '.' && is_digit(at(lx, 1)))) return lex_number(lx, t);
   if (c == '\'' || c == '"') return lex_string(lx, t);
   switch (c) {
-    case '(': t->kind = KD__T_LPAREN; lx->depth++; break;
-    case '[': t->kind = KD__T_LBRACKET; lx->depth++; break;
-    case ')': t->kind = KD__T_RPAREN; if (lx->depth > 0) lx->depth--; break;
-    case ']': t->kind = KD__T_RBRACKET; if (lx->depth > 0) lx->depth--; break;
-    case ',': t->kind = KD__T_COMMA; break;
-    case '.': t->kind = KD__T_DOT; break;
-    case '=': t->kind = KD__T_ASSIGN; break;
-    case '+': t->kind = KD__T_PLUS; break;
-    case '-': t->kind = KD__T_MINUS; break;
-    case '*': t->kind = KD__T_STAR; break;
-    case '/': t->kind = KD__T_SLASH; break;
-    case '@': t->kind = KD__T_AT; break;
+    case '(': t->kind = KDC_T_LPAREN; lx->depth++; break;
+    case '[': t->kind = KDC_T_LBRACKET; lx->depth++; break;
+    case ')': t->kind = KDC_T_RPAREN; if (lx->depth > 0) lx->depth--; break;
+    case ']': t->kind = KDC_T_RBRACKET; if (lx->depth > 0) lx->depth--; break;
+    case ',': t->kind = KDC_T_COMMA; break;
+    case '.': t->kind = KDC_T_DOT; break;
+    case '=': t->kind = KDC_T_ASSIGN; break;
+    case '+': t->kind = KDC_T_PLUS; break;
+    case '-': t->kind = KDC_T_MINUS; break;
+    case '*': t->kind = KDC_T_STAR; break;
+    case '/': t->kind = KDC_T_SLASH; break;
+    case '@': t->kind = KDC_T_AT; break;
     default: return bad_char(lx, t->pos, c);
   }
   adv(lx);
   return 0;
 }
 
-int kd__lex_peek(kd__lexer *lx, int k, kd__token **out) {
+int kdc_lex_peek(kdc_lexer *lx, int k, kdc_token **out) {
   while (lx->nahead <= k) {
     if (lex_one(lx, &lx->ahead[lx->nahead])) return -1;
     switch (lx->ahead[lx->nahead].kind) {
-      case KD__T_COMMA: case KD__T_ASSIGN: case KD__T_PLUS: case KD__T_MINUS:
-      case KD__T_STAR: case KD__T_SLASH: case KD__T_AT:
+      case KDC_T_COMMA: case KDC_T_ASSIGN: case KDC_T_PLUS: case KDC_T_MINUS:
+      case KDC_T_STAR: case KDC_T_SLASH: case KDC_T_AT:
         lx->joins = 1;
         break;
       default:
@@ -323,35 +323,35 @@ int kd__lex_peek(kd__lexer *lx, int k, kd__token **out) {
   return 0;
 }
 
-int kd__lex_next(kd__lexer *lx, kd__token *out) {
-  kd__token *t;
-  if (kd__lex_peek(lx, 0, &t)) return -1;
+int kdc_lex_next(kdc_lexer *lx, kdc_token *out) {
+  kdc_token *t;
+  if (kdc_lex_peek(lx, 0, &t)) return -1;
   *out = *t;
   lx->ahead[0] = lx->ahead[1];
   lx->nahead--;
   return 0;
 }
 
-const char *kd__tok_describe(kd__lexer *lx, const kd__token *t) {
+const char *kdc_tok_describe(kdc_lexer *lx, const kdc_token *t) {
   static const char *const fixed[] = {
-      [KD__T_EOF] = "end of input", [KD__T_NEWLINE] = "end of line",
-      [KD__T_TRUE] = "True",        [KD__T_FALSE] = "False",
-      [KD__T_NONE] = "None",        [KD__T_LPAREN] = "'('",
-      [KD__T_RPAREN] = "')'",       [KD__T_LBRACKET] = "'['",
-      [KD__T_RBRACKET] = "']'",     [KD__T_COMMA] = "','",
-      [KD__T_DOT] = "'.'",          [KD__T_ASSIGN] = "'='",
-      [KD__T_PLUS] = "'+'",         [KD__T_MINUS] = "'-'",
-      [KD__T_STAR] = "'*'",         [KD__T_SLASH] = "'/'",
-      [KD__T_AT] = "'@'",
+      [KDC_T_EOF] = "end of input", [KDC_T_NEWLINE] = "end of line",
+      [KDC_T_TRUE] = "True",        [KDC_T_FALSE] = "False",
+      [KDC_T_NONE] = "None",        [KDC_T_LPAREN] = "'('",
+      [KDC_T_RPAREN] = "')'",       [KDC_T_LBRACKET] = "'['",
+      [KDC_T_RBRACKET] = "']'",     [KDC_T_COMMA] = "','",
+      [KDC_T_DOT] = "'.'",          [KDC_T_ASSIGN] = "'='",
+      [KDC_T_PLUS] = "'+'",         [KDC_T_MINUS] = "'-'",
+      [KDC_T_STAR] = "'*'",         [KDC_T_SLASH] = "'/'",
+      [KDC_T_AT] = "'@'",
   };
   char buf[96];
   switch (t->kind) {
-    case KD__T_NAME: snprintf(buf, sizeof buf, "name '%.64s'", t->text); break;
-    case KD__T_INT: snprintf(buf, sizeof buf, "integer %lld", (long long)t->i); break;
-    case KD__T_FLOAT: snprintf(buf, sizeof buf, "number %g", t->d); break;
-    case KD__T_IMAG: snprintf(buf, sizeof buf, "number %gj", t->d); break;
-    case KD__T_STRING: return "a string";
-    case KD__T_NEWLINE:
+    case KDC_T_NAME: snprintf(buf, sizeof buf, "name '%.64s'", t->text); break;
+    case KDC_T_INT: snprintf(buf, sizeof buf, "integer %lld", (long long)t->i); break;
+    case KDC_T_FLOAT: snprintf(buf, sizeof buf, "number %g", t->d); break;
+    case KDC_T_IMAG: snprintf(buf, sizeof buf, "number %gj", t->d); break;
+    case KDC_T_STRING: return "a string";
+    case KDC_T_NEWLINE:
       /* ';' and newline are the same token; name the character. */
       if (t->pos.line >= 1 && lx->src) {
         /* Find the byte at the token's position. */
@@ -367,13 +367,13 @@ const char *kd__tok_describe(kd__lexer *lx, const kd__token *t) {
       return fixed[t->kind];
     default: return fixed[t->kind];
   }
-  char *s = kd__arena_strndup(lx->arena, buf, strlen(buf));
+  char *s = kdc_arena_strndup(lx->arena, buf, strlen(buf));
   return s ? s : "a token";
 }
 
-/* ---- kd_lang_complete --------------------------------------------------- */
+/* ---- kdc_lang_complete --------------------------------------------------- */
 
-int kd_lang_complete(const char *src, size_t len) {
+int kdc_lang_complete(const char *src, size_t len) {
   int depth = 0;
   char last = 0; /* the last significant character outside strings and comments */
   size_t i = 0;

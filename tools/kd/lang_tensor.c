@@ -44,11 +44,11 @@ static bool leaves_are_numbers(const kd_value *v, int depth) {
   return true;
 }
 
-bool kd__is_tensor_literal(const kd_value *v) { return is_seq(v) && leaves_are_numbers(v, 1); }
+bool kdc_is_tensor_literal(const kd_value *v) { return is_seq(v) && leaves_are_numbers(v, 1); }
 
 typedef struct literal {
-  kd__lerr *err;
-  kd__lpos pos;
+  kdc_lerr *err;
+  kdc_lpos pos;
   int ndim;
   int64_t sizes[KD_MAX_DIMS];
   bool any_float, any_complex, any_int;
@@ -65,24 +65,24 @@ typedef struct literal {
 static int check(literal *L, const kd_value *v, int dim) {
   if (dim == L->ndim) {
     if (is_seq(v))
-      return kd__lerr_set(L->err, L->pos,
+      return kdc_lerr_set(L->err, L->pos,
                           "ragged nested list: expected a number at dim %d, found a %s", dim,
-                          kd__value_type_name(v));
+                          kdc_value_type_name(v));
     if (!is_number(v))
-      return kd__lerr_set(L->err, L->pos, "a tensor literal holds numbers, found %s",
-                          kd__value_type_name(v));
+      return kdc_lerr_set(L->err, L->pos, "a tensor literal holds numbers, found %s",
+                          kdc_value_type_name(v));
     if (v->tag == KD_VALUE_DOUBLE) L->any_float = true;
     if (v->tag == KD_VALUE_COMPLEX) L->any_complex = true;
     if (v->tag == KD_VALUE_INT) L->any_int = true;
     return 0;
   }
   if (!is_seq(v))
-    return kd__lerr_set(L->err, L->pos,
+    return kdc_lerr_set(L->err, L->pos,
                         "ragged nested list: expected a list of length %lld at dim %d, found %s",
-                        (long long)L->sizes[dim], dim, kd__value_type_name(v));
+                        (long long)L->sizes[dim], dim, kdc_value_type_name(v));
   size_t n = kd_value_list_size(v);
   if ((int64_t)n != L->sizes[dim])
-    return kd__lerr_set(L->err, L->pos,
+    return kdc_lerr_set(L->err, L->pos,
                         "ragged nested list: expected a list of length %lld at dim %d, found one "
                         "of length %zu",
                         (long long)L->sizes[dim], dim, n);
@@ -101,7 +101,7 @@ static int fill(literal *L, const kd_value *v, int dim) {
       default: s = kd_scalar_complex(v->u.c.re, v->u.c.im); break;
     }
     if (kd_scalar_to_element(&s, L->dtype, L->data + (size_t)L->next * L->itemsize))
-      return kd__lerr_set(L->err, L->pos, "%s", kd_last_error());
+      return kdc_lerr_set(L->err, L->pos, "%s", kd_last_error());
     L->next++;
     return 0;
   }
@@ -111,7 +111,7 @@ static int fill(literal *L, const kd_value *v, int dim) {
   return 0;
 }
 
-int kd__tensor_from_literal(kd__lerr *err, kd__lpos pos, const kd_value *v, kd_tensor **out) {
+int kdc_tensor_from_literal(kdc_lerr *err, kdc_lpos pos, const kd_value *v, kd_tensor **out) {
   *out = NULL;
   literal L;
   memset(&L, 0, sizeof L);
@@ -121,7 +121,7 @@ int kd__tensor_from_literal(kd__lerr *err, kd__lpos pos, const kd_value *v, kd_t
   const kd_value *e = v;
   while (is_seq(e)) {
     if (L.ndim == KD_MAX_DIMS)
-      return kd__lerr_set(err, pos, "a tensor literal has at most %d dimensions", KD_MAX_DIMS);
+      return kdc_lerr_set(err, pos, "a tensor literal has at most %d dimensions", KD_MAX_DIMS);
     size_t n = kd_value_list_size(e);
     L.sizes[L.ndim++] = (int64_t)n;
     if (n == 0) break;
@@ -138,18 +138,18 @@ int kd__tensor_from_literal(kd__lerr *err, kd__lpos pos, const kd_value *v, kd_t
   else L.dtype = dflt;
   L.itemsize = kd_dtype_size(L.dtype);
   L.data = kd_host_malloc(L.numel > 0 ? (size_t)L.numel * L.itemsize : 1);
-  if (!L.data) return kd__lerr_oom(err, pos);
+  if (!L.data) return kdc_lerr_oom(err, pos);
   if (fill(&L, v, 0)) {
     kd_host_free(L.data);
     return -1;
   }
   kd_status st = kd_tensor_from_data(L.ndim, L.sizes, L.dtype, L.data, out);
   kd_host_free(L.data);
-  if (st) return kd__lerr_set(err, pos, "%s", kd_last_error());
+  if (st) return kdc_lerr_set(err, pos, "%s", kd_last_error());
   return 0;
 }
 
-int kd__tensor_from_number(kd__lerr *err, kd__lpos pos, const kd_value *v, bool wrapped,
+int kdc_tensor_from_number(kdc_lerr *err, kdc_lpos pos, const kd_value *v, bool wrapped,
                            kd_tensor **out) {
   *out = NULL;
   kd_scalar s;
@@ -170,9 +170,9 @@ int kd__tensor_from_number(kd__lerr *err, kd__lpos pos, const kd_value *v, bool 
       if (!wrapped && dt == KD_COMPLEX128) dt = kd_dtype_to_complex(dflt);
       break;
     default:
-      return kd__lerr_set(err, pos, "expected a number, found %s", kd__value_type_name(v));
+      return kdc_lerr_set(err, pos, "expected a number, found %s", kdc_value_type_name(v));
   }
-  if (kd_tensor_from_scalar(&s, dt, out)) return kd__lerr_set(err, pos, "%s", kd_last_error());
+  if (kd_tensor_from_scalar(&s, dt, out)) return kdc_lerr_set(err, pos, "%s", kd_last_error());
   if (wrapped) kd_tensor_set_wrapped_number(*out, true);
   return 0;
 }

@@ -11,7 +11,7 @@
 
 /* ---- Text buffer ----------------------------------------------------------- */
 
-static bool sbuf_reserve(kd__sbuf *b, size_t extra) {
+static bool sbuf_reserve(kdc_sbuf *b, size_t extra) {
   if (b->failed) return false;
   if (b->cap > b->len && extra < b->cap - b->len) return true; /* room for the NUL too */
   size_t cap = b->cap ? b->cap : 128;
@@ -32,16 +32,16 @@ static bool sbuf_reserve(kd__sbuf *b, size_t extra) {
   return true;
 }
 
-void kd__sbuf_putn(kd__sbuf *b, const char *s, size_t n) {
+void kdc_sbuf_putn(kdc_sbuf *b, const char *s, size_t n) {
   if (!sbuf_reserve(b, n)) return;
   if (n) memcpy(b->data + b->len, s, n);
   b->len += n;
   b->data[b->len] = '\0';
 }
 
-void kd__sbuf_puts(kd__sbuf *b, const char *s) { kd__sbuf_putn(b, s, strlen(s)); }
+void kdc_sbuf_puts(kdc_sbuf *b, const char *s) { kdc_sbuf_putn(b, s, strlen(s)); }
 
-void kd__sbuf_vprintf(kd__sbuf *b, const char *fmt, va_list ap) {
+void kdc_sbuf_vprintf(kdc_sbuf *b, const char *fmt, va_list ap) {
   va_list ap2;
   va_copy(ap2, ap);
   int n = vsnprintf(NULL, 0, fmt, ap2);
@@ -55,16 +55,16 @@ void kd__sbuf_vprintf(kd__sbuf *b, const char *fmt, va_list ap) {
   b->len += (size_t)n;
 }
 
-void kd__sbuf_printf(kd__sbuf *b, const char *fmt, ...) {
+void kdc_sbuf_printf(kdc_sbuf *b, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  kd__sbuf_vprintf(b, fmt, ap);
+  kdc_sbuf_vprintf(b, fmt, ap);
   va_end(ap);
 }
 
-const char *kd__sbuf_str(const kd__sbuf *b) { return b->data ? b->data : ""; }
+const char *kdc_sbuf_str(const kdc_sbuf *b) { return b->data ? b->data : ""; }
 
-void kd__sbuf_free(kd__sbuf *b) {
+void kdc_sbuf_free(kdc_sbuf *b) {
   kd_host_free(b->data);
   b->data = NULL;
   b->len = b->cap = 0;
@@ -73,17 +73,17 @@ void kd__sbuf_free(kd__sbuf *b) {
 
 /* ---- Arena ----------------------------------------------------------------- */
 
-struct kd__arena_block {
-  kd__arena_block *next;
+struct kdc_arena_block {
+  kdc_arena_block *next;
   size_t used, cap;
   max_align_t data[]; /* cap bytes */
 };
 
-void *kd__arena_alloc(kd__arena *a, size_t size) {
+void *kdc_arena_alloc(kdc_arena *a, size_t size) {
   size_t align = sizeof(max_align_t);
   size = (size + align - 1) / align * align;
   if (size == 0) size = align;
-  kd__arena_block *b = a->head;
+  kdc_arena_block *b = a->head;
   if (!b || b->cap - b->used < size) {
     size_t cap = size > 8192 ? size : 8192;
     b = kd_host_malloc(sizeof *b + cap);
@@ -99,18 +99,18 @@ void *kd__arena_alloc(kd__arena *a, size_t size) {
   return p;
 }
 
-char *kd__arena_strndup(kd__arena *a, const char *s, size_t n) {
-  char *p = kd__arena_alloc(a, n + 1);
+char *kdc_arena_strndup(kdc_arena *a, const char *s, size_t n) {
+  char *p = kdc_arena_alloc(a, n + 1);
   if (!p) return NULL;
   if (n) memcpy(p, s, n);
   p[n] = '\0';
   return p;
 }
 
-void kd__arena_free(kd__arena *a) {
-  kd__arena_block *b = a->head;
+void kdc_arena_free(kdc_arena *a) {
+  kdc_arena_block *b = a->head;
   while (b) {
-    kd__arena_block *next = b->next;
+    kdc_arena_block *next = b->next;
     kd_host_free(b);
     b = next;
   }
@@ -119,7 +119,7 @@ void kd__arena_free(kd__arena *a) {
 
 /* ---- Errors ---------------------------------------------------------------- */
 
-int kd__lerr_set(kd__lerr *e, kd__lpos pos, const char *fmt, ...) {
+int kdc_lerr_set(kdc_lerr *e, kdc_lpos pos, const char *fmt, ...) {
   if (e->failed) return -1; /* the first error is the one reported */
   e->failed = true;
   e->pos = pos;
@@ -127,14 +127,14 @@ int kd__lerr_set(kd__lerr *e, kd__lpos pos, const char *fmt, ...) {
   if (e->msg.data) e->msg.data[0] = '\0';
   va_list ap;
   va_start(ap, fmt);
-  kd__sbuf_vprintf(&e->msg, fmt, ap);
+  kdc_sbuf_vprintf(&e->msg, fmt, ap);
   va_end(ap);
   return -1;
 }
 
-int kd__lerr_oom(kd__lerr *e, kd__lpos pos) { return kd__lerr_set(e, pos, "out of memory"); }
+int kdc_lerr_oom(kdc_lerr *e, kdc_lpos pos) { return kdc_lerr_set(e, pos, "out of memory"); }
 
-void kd__lerr_clear(kd__lerr *e) {
+void kdc_lerr_clear(kdc_lerr *e) {
   e->failed = false;
   e->pos.line = e->pos.col = 0;
   e->msg.len = 0;

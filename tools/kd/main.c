@@ -101,7 +101,7 @@ int main(int argc, char **argv) {
 static int kd_main(int argc, char **argv, const char **paths, int npaths) {
   if (argc < 2) {
     if (isatty(STDIN_FILENO))
-      return kd__tool_open() || load_plugins(paths, npaths) ? 1 : kd__prompt();
+      return kdc_tool_open() || load_plugins(paths, npaths) ? 1 : kdc_prompt();
     usage(stderr);
     return 2;
   }
@@ -110,7 +110,7 @@ static int kd_main(int argc, char **argv, const char **paths, int npaths) {
     return 0;
   }
   if (!strcmp(argv[1], "--version")) return kd_cmd_version(argc - 1, argv + 1);
-  if (kd__tool_open() || load_plugins(paths, npaths)) return 1;
+  if (kdc_tool_open() || load_plugins(paths, npaths)) return 1;
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
     if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
   }

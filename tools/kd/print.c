@@ -560,7 +560,7 @@ static int append_tensor(pbuf *b, const kd_tensor *t) {
   return 0;
 }
 
-int kd__print_tensor(FILE *out, const kd_tensor *t) {
+int kdc_print_tensor(FILE *out, const kd_tensor *t) {
   if (!out) {
     kd_set_error(KD_EINVAL, "print: NULL output stream");
     return -1;
@@ -817,7 +817,7 @@ static int append_value(pbuf *b, const kd_value *v) {
   return -1;
 }
 
-int kd__print_value(FILE *out, const kd_value *v) {
+int kdc_print_value(FILE *out, const kd_value *v) {
   if (!out || !v) {
     kd_set_error(KD_EINVAL, "print: NULL %s", out ? "value" : "output stream");
     return -1;

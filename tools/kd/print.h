@@ -24,7 +24,7 @@
  * (the message names the device); KD_ENOMEM; KD_EINTERNAL when writing to
  * `out` fails. A meta tensor has no data and prints as
  * "tensor(..., device='meta', size=(2, 3))". */
-int kd__print_tensor(FILE *out, const kd_tensor *t);
+int kdc_print_tensor(FILE *out, const kd_tensor *t);
 
 /* Writes any boxed value: tensors as above; ints; floats as Python's repr
  * (shortest round trip: 1.0, 0.1, 1e+20, inf, nan); True/False/None; strings
@@ -36,8 +36,8 @@ int kd__print_tensor(FILE *out, const kd_tensor *t);
  * ((1+2j), 2j, (1.5-0j)); a Scalar as the Python number it holds; a layout
  * and a memory format by their kd names (strided, channels_last); None
  * entries of a Tensor?[] as None; a one-element tuple as (x,). Errors: those
- * of kd__print_tensor for any tensor inside the value, KD_EINVAL for a NULL
+ * of kdc_print_tensor for any tensor inside the value, KD_EINVAL for a NULL
  * argument or an unknown tag. */
-int kd__print_value(FILE *out, const kd_value *v);
+int kdc_print_value(FILE *out, const kd_value *v);
 
 #endif /* KD_TOOL_PRINT_H */

@@ -4,7 +4,7 @@
  * (BSD licence; Debian's libedit-dev).
  *
  * Rules:
- * - The prompt is "kd> "; while kd_lang_complete says the input so far is
+ * - The prompt is "kd> "; while kdc_lang_complete says the input so far is
  *   incomplete (an open bracket or string, a trailing operator, comma or
  *   backslash) the next line is read with "... " and appended.
  * - Each complete input runs in one interpreter kept for the session, so
@@ -97,17 +97,17 @@ static bool is_blank(const char *s, size_t n) {
   return true;
 }
 
-int kd__prompt(void) {
+int kdc_prompt(void) {
   /* Multibyte input is edited as characters of the user's locale; only
    * LC_CTYPE is taken, so numbers still print with '.'. */
   setlocale(LC_CTYPE, "");
-  kd_lang *L = kd_lang_new(stdout, stderr);
+  kd_lang *L = kdc_lang_new(stdout, stderr);
   EditLine *el = L ? el_init("kd", stdin, stdout, stderr) : NULL;
   History *hist = el ? history_init() : NULL;
   if (!hist) {
     fprintf(stderr, "kd: cannot start the interactive prompt: out of memory\n");
     if (el) el_end(el);
-    kd_lang_free(L);
+    kdc_lang_free(L);
     return 1;
   }
   HistEvent ev;
@@ -164,8 +164,8 @@ int kd__prompt(void) {
       rc = 1;
       break;
     }
-    if (!kd_lang_complete(in.data, in.len)) continue;
-    if (!is_blank(in.data, in.len)) kd_lang_run(L, in.data, in.len, "<stdin>");
+    if (!kdc_lang_complete(in.data, in.len)) continue;
+    if (!is_blank(in.data, in.len)) kdc_lang_run(L, in.data, in.len, "<stdin>");
     in.len = 0;
   }
   fflush(stdout);
@@ -174,6 +174,6 @@ int kd__prompt(void) {
   kd_host_free(in.data);
   el_end(el);
   history_end(hist);
-  kd_lang_free(L);
+  kdc_lang_free(L);
   return rc;
 }

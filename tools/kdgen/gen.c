@@ -268,7 +268,7 @@ static int add_backend_select(const kdg_func *f, target *t, int n, int cap) {
   snprintf(x->key, sizeof x->key, "Undefined");
   x->backend[0] = 0;
   x->kind = TARGET_BACKEND_SELECT;
-  snprintf(x->fn, sizeof x->fn, "kd__ops_backend_select");
+  snprintf(x->fn, sizeof x->fn, "kdk__ops_backend_select");
   x->line = f->line;
   x->device_arg = device_arg;
   return n;
@@ -527,12 +527,12 @@ void kdg_emit_check_outs(kdg_buf *b, const kdg_cfunc *c, const char *fname) {
 static const char *kdg_ret_fn(kdg_ckind k) {
   switch (k) {
   case KDG_C_TENSOR:
-  case KDG_C_OPT_TENSOR: return "kd__ret_tensor";
-  case KDG_C_TENSOR_LIST: return "kd__ret_tensor_list";
-  case KDG_C_INT: return "kd__ret_int";
-  case KDG_C_FLOAT: return "kd__ret_float";
-  case KDG_C_BOOL: return "kd__ret_bool";
-  default: return "kd__ret_scalar";
+  case KDG_C_OPT_TENSOR: return "kdk__ret_tensor";
+  case KDG_C_TENSOR_LIST: return "kdk__ret_tensor_list";
+  case KDG_C_INT: return "kdk__ret_int";
+  case KDG_C_FLOAT: return "kdk__ret_float";
+  case KDG_C_BOOL: return "kdk__ret_bool";
+  default: return "kdk__ret_scalar";
   }
 }
 
@@ -792,9 +792,9 @@ void kdg_emit_entry(kdg_buf *b, const kdg_cfunc *c, bool redispatch) {
   if (!redispatch || c->np || c->nouts) kdg_print_params(b, c, true);
   kdg_printf(b, ") {\n");
   kdg_emit_check_outs(b, c, fname);
-  kdg_printf(b, "  static kd_op *kd__cache;\n  kd_op *kd__op = kd__ops_cached(&kd__cache);\n");
+  kdg_printf(b, "  static kd_op *kd__cache;\n  kd_op *kd__op = kdk__ops_cached(&kd__cache);\n");
   kdg_printf(b, "  kd_status kd__st;\n");
-  kdg_printf(b, "  if (!kd__op && (kd__st = kd__ops_lookup(\"%s\", \"%s\", &kd__cache, &kd__op)))\n"
+  kdg_printf(b, "  if (!kd__op && (kd__st = kdk__ops_lookup(\"%s\", \"%s\", &kd__cache, &kd__op)))\n"
                 "    return kd__st;\n",
              c->qualified, c->sig);
   kdg_emit_scalar_defaults(b, c);
@@ -809,7 +809,7 @@ void kdg_emit_entry(kdg_buf *b, const kdg_cfunc *c, bool redispatch) {
   if (c->nr == 0) kdg_printf(b, "  (void)kd__r;\n");
   for (int i = 0; i < c->nr; i++) {
     if (c->r[i].alias_of >= 0) {
-      kdg_printf(b, "  kd__value_drop_alias(&kd__r[%d]);\n", i);
+      kdg_printf(b, "  kdk__value_drop_alias(&kd__r[%d]);\n", i);
       continue;
     }
     kdg_printf(b, "  if (!kd__st) kd__st = %s(&kd__r[%d], %s, \"%s\");\n  else kd_value_destroy(&kd__r[%d]);\n",
@@ -872,14 +872,14 @@ static int write_direct(gen_ctx *g, const char *out_dir) {
 void kdg_emit_boxed_adapter(kdg_buf *b, const kdg_cfunc *c) {
   kdg_printf(b, "kd_status kd__boxed_%s(const kd_call *call, kd_stack *stack, kd_unboxed_fn fn) {\n",
              c->f->cname);
-  kdg_printf(b, "  kd_status kd__st = kd__box_check_depth(call, stack, %d);\n  if (kd__st) return kd__st;\n",
+  kdg_printf(b, "  kd_status kd__st = kdk__box_check_depth(call, stack, %d);\n  if (kd__st) return kd__st;\n",
              c->np);
   if (c->np) {
     kdg_printf(b, "  const kd_value *kd__v = stack->items + stack->size - %d;\n", c->np);
-    kdg_printf(b, "  kd_arg kd__a[%d];\n  kd__box_scratch kd__x[%d];\n", c->np, c->np);
+    kdg_printf(b, "  kd_arg kd__a[%d];\n  kdk__box_scratch kd__x[%d];\n", c->np, c->np);
     for (int p = 0; p < c->np; p++)
       kdg_printf(b,
-                 "  if ((kd__st = kd__box_arg(&kd__v[%d], %s, &kd__a[%d], &kd__x[%d], call, %d, \"%s\")))\n"
+                 "  if ((kd__st = kdk__box_arg(&kd__v[%d], %s, &kd__a[%d], &kd__x[%d], call, %d, \"%s\")))\n"
                  "    return kd__st;\n",
                  p, kdg_ctype_of(c->p[p].kind)->box_kind, p, p, p, kd_argument_name(c->p[p].arg));
   } else {
@@ -888,7 +888,7 @@ void kdg_emit_boxed_adapter(kdg_buf *b, const kdg_cfunc *c) {
   kdg_printf(b, "  kd_value kd__r[%d];\n", c->nr ? c->nr : 1);
   for (int r = 0; r < c->nr; r++) kdg_printf(b, "  kd__r[%d] = kd_value_none();\n", r);
   kdg_printf(b, "  if ((kd__st = fn(call, kd__a, kd__r))) return kd__st;\n");
-  kdg_printf(b, "  return kd__box_finish(stack, %d, kd__r, %d);\n}\n\n", c->np, c->nr);
+  kdg_printf(b, "  return kdk__box_finish(stack, %d, kd__r, %d);\n}\n\n", c->np, c->nr);
 }
 
 static int write_boxed(gen_ctx *g, const char *out_dir) {
@@ -957,7 +957,7 @@ int kdg_emit_structured_wrapper(kdg_buf *b, const kdg_swrap *w, kdg_diag *d, con
     if (!nt) {
       kdg_printf(b, "kd_device_cpu();\n");
     } else {
-      kdg_printf(b, "kd__device_of_first((kd_tensor *const[]){");
+      kdg_printf(b, "kdk__device_of_first((kd_tensor *const[]){");
       int n = 0;
       for (int p = 0; p < c->np; p++)
         if (!c->p[p].is_out && (c->p[p].kind == KDG_C_TENSOR || c->p[p].kind == KDG_C_OPT_TENSOR))
@@ -1033,7 +1033,7 @@ void kdg_emit_unboxed_wrapper(kdg_buf *b, const kdg_cfunc *c, const char *fn, in
                               const char *uname) {
   kdg_printf(b, "static kd_status %s(const kd_call *call, const kd_arg *a, kd_value *r) {\n", uname);
   if (device_arg >= 0) {
-    kdg_printf(b, "  return kd__ops_backend_select(call, a, r, %d);\n}\n", device_arg);
+    kdg_printf(b, "  return kdk__ops_backend_select(call, a, r, %d);\n}\n", device_arg);
     return;
   }
   kdg_printf(b, "  (void)call;\n");
@@ -1073,7 +1073,7 @@ void kdg_emit_unboxed_wrapper(kdg_buf *b, const kdg_cfunc *c, const char *fn, in
    * other result is still the wrapper's to release. */
   for (int i = 0; i < c->nr; i++) {
     if (c->r[i].alias_of >= 0 || c->r[i].kind != KDG_C_TENSOR_LIST) continue;
-    kdg_printf(b, "  if ((kd__st = kd__value_take_tensor_list(&kd__o%d, &r[%d], \"%s\"))) {\n", i, i,
+    kdg_printf(b, "  if ((kd__st = kdk__value_take_tensor_list(&kd__o%d, &r[%d], \"%s\"))) {\n", i, i,
                c->qualified);
     for (int j = 0; j < c->nr; j++) {
       if (j == i || c->r[j].alias_of >= 0) continue;
@@ -1096,7 +1096,7 @@ void kdg_emit_unboxed_wrapper(kdg_buf *b, const kdg_cfunc *c, const char *fn, in
     }
     switch (cr->kind) {
     case KDG_C_TENSOR:
-    case KDG_C_OPT_TENSOR: kdg_printf(b, "  r[%d] = kd__value_take_tensor(kd__o%d);\n", i, i); break;
+    case KDG_C_OPT_TENSOR: kdg_printf(b, "  r[%d] = kdk__value_take_tensor(kd__o%d);\n", i, i); break;
     case KDG_C_TENSOR_LIST: break; /* above */
     case KDG_C_INT: kdg_printf(b, "  r[%d] = kd_value_int(kd__o%d);\n", i, i); break;
     case KDG_C_FLOAT: kdg_printf(b, "  r[%d] = kd_value_double(kd__o%d);\n", i, i); break;
@@ -1150,22 +1150,22 @@ static int write_register(gen_ctx *g, const char *out_dir) {
       nimpl++;
     }
   }
-  kdg_printf(&b, "static const kd__gen_def kd__defs[] = {\n%s};\n\n", defs.data ? defs.data : "");
+  kdg_printf(&b, "static const kdk__gen_def kd__defs[] = {\n%s};\n\n", defs.data ? defs.data : "");
   /* a selective build may leave out every row: the table ends with a
    * sentinel row that is not counted */
-  kdg_printf(&b, "static const kd__gen_impl kd__impls[] = {\n%s    {NULL, NULL, NULL, NULL, NULL, NULL}};\n\n",
+  kdg_printf(&b, "static const kdk__gen_impl kd__impls[] = {\n%s    {NULL, NULL, NULL, NULL, NULL, NULL}};\n\n",
              nimpl ? impls.data : "");
   if (!strcmp(g->ns, "aten"))
     kdg_printf(&b,
-               "kd_status kd__ops_register(void) {\n"
-               "  return kd__ops_register_tables(\"%s\", \"%s\", kd__defs, sizeof kd__defs / sizeof kd__defs[0],\n"
+               "kd_status kdk__ops_register(void) {\n"
+               "  return kdk__ops_register_tables(\"%s\", \"%s\", kd__defs, sizeof kd__defs / sizeof kd__defs[0],\n"
                "                                 kd__impls, sizeof kd__impls / sizeof kd__impls[0] - 1);\n}\n",
                g->ns, g->src);
   else /* another library beside libkdops: its own registration function */
     kdg_printf(&b,
                "kd_status kd__%s_register(kd_library **lib);\n"
                "kd_status kd__%s_register(kd_library **lib) {\n"
-               "  return kd__ops_register_lib(\"%s\", \"%s\", kd__defs, sizeof kd__defs / sizeof kd__defs[0],\n"
+               "  return kdk__ops_register_lib(\"%s\", \"%s\", kd__defs, sizeof kd__defs / sizeof kd__defs[0],\n"
                "                              kd__impls, sizeof kd__impls / sizeof kd__impls[0] - 1, lib);\n}\n",
                g->ns, g->ns, g->ns, g->src);
   char path[4096];

@@ -24,7 +24,7 @@ void kdg_printf(kdg_buf *b, const char *fmt, ...) __attribute__((format(printf, 
 int kdg_write_file(const char *path, const kdg_buf *b, kdg_diag *d);
 
 /* How one schema type travels: its C parameter, its kd_arg member, and how a
- * boxed value becomes it (ops/src/gen_support.h, kd__box_kind). */
+ * boxed value becomes it (ops/src/gen_support.h, kdk__box_kind). */
 typedef enum kdg_ckind {
   KDG_C_TENSOR,
   KDG_C_OPT_TENSOR,
@@ -58,7 +58,7 @@ typedef enum kdg_ckind {
 typedef struct kdg_ctype {
   const char *param;     /* C parameter type: "kd_tensor *", "const int64_t *" */
   const char *ret;       /* C output parameter type for a return, or NULL if unsupported */
-  const char *box_kind;  /* KD__BOX_* name for the boxed adapter */
+  const char *box_kind;  /* KDK__BOX_* name for the boxed adapter */
 } kdg_ctype;
 
 kdg_ckind kdg_ckind_of(const kd_type *type);
