@@ -1,6 +1,6 @@
 # kd-bench-opencl (`kd-bench opencl`): the OpenCL backend against a plain
 # OpenCL program and CLBlast called directly, and against kdispatch's CPU
-# kernels (docs/PERFORMANCE.md, "OpenCL (PoCL)"). bench/CMakeLists.txt includes
+# kernels (docs/PERFORMANCE.md, "OpenCL on PoCL"). bench/CMakeLists.txt includes
 # this file at the end of the top-level folder (the OpenCL backend's folder is
 # added after bench/). Built when the plugin is (target kd_opencl); it links
 # the SHARED libkdispatch and libkdops, as the plugin does, so that the plugin
