@@ -332,7 +332,7 @@ typedef struct kd_kernel_info {
   bool custom;          /* registered with KD_KERNEL_CUSTOM */
   bool staged;          /* custom and not merged yet (takes no part in dispatch) */
   int key_arg;          /* keyed: the selecting argument (-1: the first tensor) */
-  /* Appended (issue 16): NULL, or why the kernel was set aside. A kernel
+  /* Appended (set-aside kernels): NULL, or why the kernel was set aside. A kernel
    * registered before its operator's definition whose signature or argument
    * definitions do not fit the schema is set aside when the definition
    * comes (the definition succeeds): it takes no part in dispatch, is
