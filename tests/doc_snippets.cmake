@@ -13,7 +13,9 @@ cmake_minimum_required(VERSION 3.16)
 #                               what it uses).
 #   <!-- c: body DECLS -->      a fragment of statements: compiled as the
 #                               body of a function, after the includes below
-#                               and DECLS (declarations of what it uses).
+#                               and DECLS (declarations of what it uses; its
+#                               #include lines, and the block's, go to file
+#                               scope).
 #   <!-- c: skip REASON -->     not compiled; REASON says why (an excerpt of
 #                               a type, a sketch with "..." in it).
 #   <!-- snippet: PATH -->      quoted from PATH, which the build compiles
@@ -167,9 +169,10 @@ foreach(doc IN LISTS docs)
       if(kind STREQUAL "file")
         file(WRITE ${src} "${prelude}\n${decls}\n${block}\n")
       else()
-        # The block's own #include lines go to file scope.
-        string(REGEX MATCHALL "#include [<\"][^>\"]+[>\"]" incs "${block}")
+        # The #include lines of the block and of DECLS go to file scope.
+        string(REGEX MATCHALL "#include [<\"][^>\"]+[>\"]" incs "${decls}\n${block}")
         string(REGEX REPLACE "#include [<\"][^>\"]+[>\"]" "" block "${block}")
+        string(REGEX REPLACE "#include [<\"][^>\"]+[>\"]" "" decls "${decls}")
         string(REPLACE ";" "\n" incs "${incs}")
         file(WRITE ${src} "${prelude}${incs}\n\nvoid doc_snippet(void);\nvoid doc_snippet(void) {\n${decls}\n${block}\n}\n")
       endif()
