@@ -48,8 +48,8 @@
 
 /* The kernels and the timed loop start on a cache line: the linker puts the
  * library's cold code ahead of them, so otherwise their placement (and the
- * typed call's figure with it, by 0.2 ns) moves with unrelated changes to
- * the library. */
+ * typed call's figure with it) moves with unrelated changes to the
+ * library. */
 __attribute__((aligned(64))) static kd_status noop(const kd_call *c, const kd_arg *a, kd_value *r) {
   (void)c;
   (void)a;
@@ -71,9 +71,9 @@ static kd_status add_kernel(const kd_call *c, const kd_arg *a, kd_value *r) {
 
 static uintptr_t sink;
 
-/* The call site's placement. On the AMD EPYC VM these figures are taken
- * on, where the timed loop's call instruction sits moves a few-ns call by up
- * to 10% (and a whole binary's layout by more), with the same instructions.
+/* The call site's placement. Where the timed loop's call instruction sits
+ * moves the figure of a call this short measurably (and a whole binary's
+ * layout more), with the same instructions.
  * So each call figure is measured at KD_BENCH_PLACES placements, 1 to 15
  * bytes of no-ops ahead of the call, and reported as the median over them,
  * with the fastest and slowest (kd-bench-libtorch does the same). */

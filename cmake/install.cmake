@@ -5,7 +5,8 @@ install(TARGETS kdispatch kdispatch_static EXPORT kdispatchTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-# kd/ (libkdispatch) and kdk/ (the kernel-author kit: libkdops', but for
+# kd/ (libkdispatch, with kd/detail/: the ABI-only parts its inline
+# functions need) and kdk/ (the kernel-author kit: libkdops', but for
 # kdk/view.h, which is libkdispatch's).
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/kd ${PROJECT_SOURCE_DIR}/include/kdk
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})

@@ -227,9 +227,9 @@ static void cache_empty(kdcl_device *d) {
 
 /* Plain device buffers, also on a device that shares host memory: on PoCL
  * CL_MEM_ALLOC_HOST_PTR with clEnqueueMapBuffer copies no faster than
- * clEnqueueRead/WriteBuffer (64 MiB: ~8 GB/s both ways for both; a 64-byte
- * map is slower than a 64-byte read), so the copies do not map
- * (docs/GUIDE.md, "The OpenCL backend"). */
+ * clEnqueueRead/WriteBuffer for large buffers, and a small map is slower
+ * than a small read, so the copies do not map (docs/GUIDE.md, "The OpenCL
+ * backend"). */
 static cl_mem_flags buffer_flags(const kdcl_device *d) {
   (void)d;
   return CL_MEM_READ_WRITE;

@@ -265,8 +265,7 @@ static const char *const pw_source_parts[] = {
     "#ifdef S1\n#define LF1(i) v1\n#else\n#define LF1(i) p1[i]\n#endif\n"
     "#ifdef S2\n#define LF2(i) v2\n#else\n#define LF2(i) p2[i]\n#endif\n",
     /* pw_flat's arguments are only those its options use (PoCL copies
-     * each argument of a launch into an allocation of its own, about
-     * 0.1-0.2 us apiece): the output, then per input its buffer and byte
+     * each argument of a launch into an allocation of its own): the output, then per input its buffer and byte
      * offset or its value, then the parameters when PW_PK is 0; PW_PK 1
      * and 2 make them constants: 0 everywhere, or i0 = f0 = 1 (add's
      * alpha of 1). */
@@ -498,8 +497,7 @@ static void pw_options(const pw_launch *L, const char *to, const char *const *ti
 
 /* pw_go's kernel per (device, operation, dtypes, value inputs, extra options,
  * flat): a hit skips formatting the build options and kdcl_kernel_get's
- * locked lookup (a 1-element add spends its host time per launch here, and
- * on PoCL each microsecond of it costs several: docs/PERFORMANCE.md). The
+ * locked lookup (a 1-element add spends its host time per launch here). The
  * key holds everything pw_options and the kernel name are made of. */
 typedef struct pw_key {
   const kdcl_device *d;

@@ -114,7 +114,10 @@ typedef struct kd_backend_iface {
  *              function (each named);
  *   KD_EEXIST  the device type already has a backend, or its name is taken
  *              (by another device type, or this type already has another
- *              name): the message names both. */
+ *              name): the message names both.
+ * Thread-safe (serialized with other registrations); operator calls on
+ * other threads go on meanwhile. Register before other threads name or
+ * parse the device type or its keys (names are read without a lock). */
 KD_API kd_status kd_backend_register(const kd_backend_iface *iface, kd_backend **out);
 
 /* Unregisters a backend: uninstalls its allocator, gives its device type its
@@ -123,7 +126,8 @@ KD_API kd_status kd_backend_register(const kd_backend_iface *iface, kd_backend *
  * with its allocator keeps the record's functions (they must stay callable
  * until that storage is freed). Must not be called from inside an operator
  * call (it would wait for itself): then it only warns and does nothing.
- * NULL is ignored. */
+ * NULL is ignored. Thread-safe; once per backend (the handle is invalid
+ * after). */
 KD_API void kd_backend_unregister(kd_backend *backend);
 
 /* The backend registered for a device type, or NULL. No lock. */
@@ -148,7 +152,8 @@ KD_API kd_device kd_current_device(kd_device_type type);
 
 /* Sets this thread's current device of device.type. KD_EINVAL for a bad
  * type or a negative index; KD_ERANGE for an index >= kd_device_count of a
- * type that has a backend (cpu and meta: index 0 only). */
+ * type that has a backend (cpu and meta: index 0 only). Per thread: other
+ * threads keep their own current devices. */
 KD_API kd_status kd_set_current_device(kd_device device);
 
 /* A scoped current device: enter saves the current device of device.type
@@ -248,7 +253,9 @@ KD_API const char *kd_plugin_name(const kd_plugin *p);
  *   the status of a registration of a library its constructors (or
  *                  kd_plugin_open_desc) opened that failed, naming the
  *                  library's file:line;
- *   whatever init returned (KD_EEXIST for a device type or name taken ...). */
+ *   whatever init returned (KD_EEXIST for a device type or name taken ...).
+ * Thread-safe: operator calls on other threads go on meanwhile, and its
+ * registrations take the registration lock as any other. */
 KD_API kd_status kd_backend_load(const char *path, kd_plugin **out);
 
 /* Unloads a plugin: releases every registration it made (libraries and
@@ -261,13 +268,14 @@ KD_API kd_status kd_backend_load(const char *path, kd_plugin **out);
  * (Storage made during the unload itself, by a call in flight, keeps the
  * library mapped until it is freed; fini and dlclose happen then.)
  * KD_ESTATE from inside an operator call. NULL: KD_EINVAL. The handle is
- * invalid after KD_OK. KD_EINVAL for a handle that is not loaded. */
+ * invalid after KD_OK. KD_EINVAL for a handle that is not loaded.
+ * Thread-safe (the list of plugins is locked); unload each handle once. */
 KD_API kd_status kd_backend_unload(kd_plugin *plugin);
 
 /* Loads every plugin of a ':'-separated list, as KD_BACKENDS does at start-up
  * (each failure is warned with kd_warn and the next one is tried). Returns
  * the number loaded. The handles are kept by the library (unloaded at exit
- * never: the process owns them). */
+ * never: the process owns them). Thread-safe as kd_backend_load. */
 KD_API int kd_backend_load_list(const char *paths);
 
 KD_EXTERN_C_END

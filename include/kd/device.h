@@ -50,7 +50,9 @@ KD_API const char *kd_device_type_name(kd_device_type type);
  * (DLDeviceType value) tensors of this type export as, or 0 for none.
  * KD_EINVAL: not a private type, or a bad name. KD_EEXIST: the name is taken by
  * another type, or this type already has another name (registering the same
- * name and DLPack type again is a no-op). */
+ * name and DLPack type again is a no-op). Thread-safe (serialized with the
+ * other device-type calls), but kd_device_type_name reads the name without
+ * a lock: register before other threads name or parse the type. */
 KD_API kd_status kd_device_type_register(kd_device_type type, const char *name,
                                          int32_t dlpack_device_type);
 
@@ -124,7 +126,8 @@ typedef struct kd_allocator {
  * KD_EINVAL for a bad type, an api_version outside 1..KD_ALLOCATOR_API_VERSION
  * (the message names the struct and the versions found and accepted), a NULL alloc or
  * free, only one of the two copy functions, or a meta allocator. The caller
- * keeps `allocator` (it is copied). */
+ * keeps `allocator` (it is copied). Thread-safe (serialized; an allocation
+ * on another thread uses the old or the new allocator). */
 KD_API kd_status kd_allocator_set(kd_device_type type, const kd_allocator *allocator);
 
 /* A copy of the allocator in use for a type, written into the first

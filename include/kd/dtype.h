@@ -92,7 +92,9 @@ KD_API kd_dtype kd_promote_types(kd_dtype a, kd_dtype b);
 /* The default floating dtype (float32 unless changed), used for float scalars
  * and factories. Process-wide. Setting it accepts float16, bfloat16, float32 and
  * float64; anything else is KD_EINVAL and leaves it unchanged. The default
- * complex dtype follows it (complex128 for float64, else complex64). */
+ * complex dtype follows it (complex128 for float64, else complex64).
+ * Thread-safe (an atomic store): a factory running on another thread
+ * meanwhile uses the old or the new default. */
 KD_API kd_dtype kd_get_default_dtype(void);
 KD_API kd_status kd_set_default_dtype(kd_dtype dtype);
 

@@ -235,7 +235,10 @@ KD_API kd_status kd_dispatch_key_from_name(const char *name, kd_dispatch_key *ou
  * AutogradOpenCL). Rules as kd_device_type_register but letters of either
  * case are allowed. KD_EINVAL: not a private dense key or a bad name;
  * KD_EEXIST: a name of the column is taken or the key already has another
- * name. */
+ * name. Thread-safe (serialized with other renames), but key names are read
+ * without a lock (kd_dispatch_key_name, kd_keyset_format, messages): rename
+ * before other threads name or parse the key, as a backend's registration
+ * does. */
 KD_API kd_status kd_dispatch_key_rename(kd_dispatch_key key, const char *name);
 
 /* The dense backend key of a device type (cpu -> CPU, privateuseone ->

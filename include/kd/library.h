@@ -187,7 +187,8 @@ KD_API kd_status kd_library_impl_keyed_ex(kd_library *lib, const char *name,
  * (non-custom) registration's is refused unless it has KD_KERNEL_OVERRIDE;
  * then nothing is merged and KD_EEXIST names both registrations (and how
  * many other refusals there are). A merged override warns as any override.
- * *merged (may be NULL) gets how many were merged. */
+ * *merged (may be NULL) gets how many were merged. Thread-safe (under the
+ * registration lock, as every registration). */
 KD_API kd_status kd_custom_kernels_merge(size_t *merged);
 
 /* The CPU fallback of a backend (kd/cpu_fallback.h says everything it
@@ -201,7 +202,8 @@ KD_API kd_status kd_custom_kernels_merge(size_t *merged);
  * the key wins over it. The first fallback of each (operator, backend) warns
  * (kd_warn); kd_op_fallback_count counts them. No dispatch table changes:
  * turning it off restores exactly the earlier behaviour. KD_EINVAL for a key
- * that is not a backend other than CPU. */
+ * that is not a backend other than CPU. Thread-safe (an atomic bit): a call
+ * on another thread meanwhile runs with or without the fallback. */
 KD_API kd_status kd_backend_set_cpu_fallback(kd_dispatch_key backend, bool enabled);
 
 /* Which kernel a call of `op` under `key` on a key tensor of (layout,
@@ -260,7 +262,9 @@ typedef struct kd_listener kd_listener;
  * valid only during the call). A new listener first hears a DEF, IMPL or
  * FALLBACK event for everything registered now. The caller owns *out and
  * passes it to kd_listener_remove, which frees it (NULL is ignored);
- * `user_data` stays the caller's. KD_EINVAL for a NULL fn or out; KD_ENOMEM. */
+ * `user_data` stays the caller's. KD_EINVAL for a NULL fn or out; KD_ENOMEM.
+ * Both are thread-safe (under the registration lock); fn runs on the thread
+ * that registers, never two at once. */
 KD_API kd_status kd_listener_add(kd_listener_fn fn, void *user_data, kd_listener **out);
 KD_API void kd_listener_remove(kd_listener *listener);
 
@@ -332,7 +336,7 @@ typedef struct kd_kernel_info {
   bool custom;          /* registered with KD_KERNEL_CUSTOM */
   bool staged;          /* custom and not merged yet (takes no part in dispatch) */
   int key_arg;          /* keyed: the selecting argument (-1: the first tensor) */
-  /* Appended (issue 16): NULL, or why the kernel was set aside. A kernel
+  /* Appended (set-aside kernels): NULL, or why the kernel was set aside. A kernel
    * registered before its operator's definition whose signature or argument
    * definitions do not fit the schema is set aside when the definition
    * comes (the definition succeeds): it takes no part in dispatch, is

@@ -51,7 +51,8 @@ typedef struct kd_host_allocator {
  * or make sure it can free what the previous one allocated. KD_EINVAL for an
  * api_version outside 1..KD_HOST_ALLOCATOR_API_VERSION (the message names
  * the struct and the versions) or a NULL function; the allocator in use is
- * then unchanged. */
+ * then unchanged. Not thread-safe: no other thread may be inside kdispatch
+ * (or libkdops) while it runs. */
 KD_API kd_status kd_host_allocator_set(const kd_host_allocator *allocator);
 
 /* A copy of the host allocator in use (the default one's functions are the

@@ -72,7 +72,8 @@ KD_API void kd_ops_close(void);
 
 /* Threads used by operators above their grain size: the KD_NUM_THREADS
  * environment variable, else the number of processors. Setting n <= 0 is
- * KD_EINVAL. */
+ * KD_EINVAL. Thread-safe (an atomic store): a parallel region already
+ * running keeps the count it started with. */
 KD_API int kd_get_num_threads(void);
 KD_API kd_status kd_set_num_threads(int n);
 

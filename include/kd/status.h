@@ -67,7 +67,10 @@ KD_API kd_status kd_set_errorv(kd_status status, const char *fmt, va_list ap);
 /* Warnings (an override, a resize of a non-empty out tensor, ...). By default
  * they go to stderr as "kdispatch warning: MESSAGE". A handler replaces that for
  * the whole process; NULL restores the default. The message is only valid
- * during the call. */
+ * during the call. The handler is called on the warning thread, possibly on
+ * several threads at once. Not thread-safe against itself: set the handler
+ * from one thread at a time (a kd_warn on another thread meanwhile is safe
+ * and uses the old or the new handler). */
 typedef void (*kd_warning_fn)(const char *message, void *user_data);
 KD_API void kd_set_warning_handler(kd_warning_fn fn, void *user_data);
 KD_API void kd_warn(const char *fmt, ...) KD_PRINTF_LIKE(1, 2);

@@ -91,6 +91,19 @@ typedef struct kd_value {
   } u;
 } kd_value;
 
+/* The argument and result stack of boxed calls. A plain struct so that kernels
+ * can read arguments in place: items[size - n + i] is argument i of n. The
+ * stack owns every value on it. Zero-initialised memory is an empty stack. */
+typedef struct kd_stack {
+  kd_value *items;  /* owned array of `capacity` values; the first `size` live */
+  size_t size;
+  size_t capacity;
+} kd_stack;
+
+/* The inline moves and pushes below use kd/detail/value_abi.h (ABI, not
+ * API). */
+#include "kd/detail/value_abi.h"
+
 /* The tag's name ("Tensor", "int[]", ...); static storage. */
 KD_API const char *kd_value_tag_name(kd_value_tag tag);
 
@@ -166,7 +179,7 @@ static inline kd_value kd_value_memory_format(kd_memory_format mf) {
  * Inline, so that a kernel's `rets[0] = kd_value_tensor(t)` writes the
  * result in place (an out-of-line constructor returns through a temporary
  * whose copy the CPU cannot forward from the narrower stores that built it:
- * about 9 ns per result on the benchmark machine). */
+ * a store-forwarding stall per result). */
 static inline kd_value kd_value_tensor(kd_tensor *tensor) {
   kd_value v = kd_value_none();
   if (tensor) {
@@ -220,32 +233,6 @@ KD_API void kd_value_destroy(kd_value *value);
  * is owned). dst must not hold a value (it is overwritten without being
  * destroyed). Cannot fail. */
 KD_API void kd_value_copy(kd_value *dst, const kd_value *src);
-/* Internal (kd_value_move, kd_stack_pop): *dst = *src, src left as it is,
- * read field by field (volatile, so that the compiler does not merge the
- * loads again): a value a kernel has just written (tag, flags and pointer
- * as separate stores) read back as 16-byte blocks cannot be forwarded from
- * the store buffer, a stall of about 10 ns per value. Stored as read
- * (volatile too: packing the fields again into vector registers costs more
- * instructions than the five stores). dst and src must not overlap. */
-#if defined(__GNUC__) || defined(__clang__)
-typedef uint64_t __attribute__((__may_alias__)) kd__value_word;
-static inline void kd__value_read(kd_value *dst, const kd_value *src) {
-  const volatile kd_value *vs = src;
-  const volatile kd__value_word *sw = (const volatile kd__value_word *)&vs->u;
-  kd_value_tag tag = vs->tag;
-  uint32_t flags = vs->flags;
-  kd__value_word w0 = sw[0], w1 = sw[1], w2 = sw[2];
-  volatile kd_value *vd = dst;
-  volatile kd__value_word *dw = (volatile kd__value_word *)&vd->u;
-  vd->tag = tag;
-  vd->flags = flags;
-  dw[0] = w0;
-  dw[1] = w1;
-  dw[2] = w2;
-}
-#else
-static inline void kd__value_read(kd_value *dst, const kd_value *src) { *dst = *src; }
-#endif
 
 /* Moves: *dst = *src, *src = None. dst must not hold a value. Cannot fail. */
 static inline void kd_value_move(kd_value *dst, kd_value *src) {
@@ -295,15 +282,6 @@ KD_API size_t kd_value_format(const kd_value *v, char *buf, size_t cap);
 
 /* ---- The stack ---------------------------------------------------------- */
 
-/* The argument and result stack of boxed calls. A plain struct so that kernels
- * can read arguments in place: items[size - n + i] is argument i of n. The
- * stack owns every value on it. Zero-initialised memory is an empty stack. */
-typedef struct kd_stack {
-  kd_value *items;  /* owned array of `capacity` values; the first `size` live */
-  size_t size;
-  size_t capacity;
-} kd_stack;
-
 static inline void kd_stack_init(kd_stack *s) {
   s->items = NULL;
   s->size = 0;
@@ -334,15 +312,6 @@ static inline kd_status kd_stack_push(kd_stack *s, kd_value *v) {
  * - kd_stack_push_tensor_borrowed: no reference; the caller keeps `t` alive
  *   while the value is on the stack (see kd_value_tensor_borrowed).
  * - kd_stack_push_int / _double / _bool: the scalar kinds of boxed calls. */
-/* The new top with its tag and flags written, or NULL when there is no room
- * (the caller then builds a kd_value and grows the stack). */
-static inline kd_value *kd__stack_claim(kd_stack *s, kd_value_tag tag, uint32_t flags) {
-  if (!s || s->size >= s->capacity) return NULL;
-  kd_value *d = &s->items[s->size++];
-  d->tag = tag;
-  d->flags = flags;
-  return d;
-}
 static inline kd_status kd_stack_push_tensor_borrowed(kd_stack *s, kd_tensor *t) {
   kd_value *d = t ? kd__stack_claim(s, KD_VALUE_TENSOR, KD_VALUE_BORROWED) : NULL;
   if (!d) {

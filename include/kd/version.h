@@ -19,7 +19,8 @@
  *     keys, dtypes, ...), or inserting an enum value anywhere but the end;
  *   - changing the three exported kd__ symbols the inline typed call uses
  *     (kd__tls_reader, kd__global_epoch, kd__call_unboxed_in_section) or
- *     their protocol;
+ *     their protocol, or anything else in the detail headers (kd/detail/,
+ *     "ABI, not API": what the public headers' inline functions read);
  *   - moving, retyping or changing the meaning of a field of the public
  *     tensor and storage heads (kd_tensor_head, kd_storage_head in
  *     kd/tensor_head.h: the first bytes of every kd_tensor and kd_storage,

@@ -20,6 +20,13 @@
 #include "core/tensor_impl.h"
 #include "dispatch/reclaim.h"
 
+/* The versions of kd_backend_iface (core/internal.h): 2 appends
+ * dlpack_release. */
+static const size_t backend_iface_ends[] = {KD__ABI_END(kd_backend_iface, get_proc_address),
+                                             KD__ABI_END(kd_backend_iface, dlpack_release)};
+KD__ABI_TABLE(kd__abi_backend_iface, kd_backend_iface, KD_BACKEND_API_VERSION,
+              backend_iface_ends);
+
 static pthread_mutex_t be_lock = PTHREAD_MUTEX_INITIALIZER;
 static kd_backend *_Atomic by_type[KD_DEVICE_TYPE_COUNT];
 static kd_backend *_Atomic by_key[KD_NUM_RUNTIME_KEYS];

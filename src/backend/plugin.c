@@ -25,6 +25,10 @@
 #include "core/internal.h"
 #include "dispatch/reclaim.h"
 
+/* The versions of kd_plugin_desc (core/internal.h). */
+static const size_t plugin_desc_ends[] = {KD__ABI_END(kd_plugin_desc, fini)};
+KD__ABI_TABLE(kd__abi_plugin_desc, kd_plugin_desc, KD_PLUGIN_API_VERSION, plugin_desc_ends);
+
 struct kd_plugin {
   char *path;
   void *dl;

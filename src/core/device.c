@@ -12,6 +12,12 @@
 #include "core/tensor_impl.h"
 #include "kd/device.h"
 
+/* The versions of kd_allocator (core/internal.h, "Versioned interface
+ * structs"): 2 appends the copy functions. */
+static const size_t allocator_ends[] = {KD__ABI_END(kd_allocator, ctx),
+                                        KD__ABI_END(kd_allocator, copy_from_host)};
+KD__ABI_TABLE(kd__abi_allocator, kd_allocator, KD_ALLOCATOR_API_VERSION, allocator_ends);
+
 #define KD__DEVICE_NAME_CAP 32
 
 typedef struct kd__device_slot {

@@ -124,7 +124,11 @@ static inline int64_t kd__ref_get(const kd__refcount *r) {
  * Every struct the caller passes in starts with uint32_t api_version;
  * version v holds the fields up to ends[v - 1] bytes (the end of its last
  * field, not sizeof, which may count padding the caller's struct lacks).
- * The tables are in src/core/abi.c, one per struct. */
+ * One table per struct, KD__ABI_TABLE, static in the file of the layer that
+ * owns the struct and copies it (kd_allocator in core/device.c, kd_kernel
+ * in registry/registry.c, kd_backend_iface in backend/backend.c, ...); the
+ * static assertions check that the last end is the current struct's. A new
+ * version appends its end to the table and increments the struct's macro. */
 typedef struct kd__abi_struct {
   const char *name;     /* "kd_library_desc" */
   const char *macro;    /* "KD_LIBRARY_DESC_API_VERSION" */
@@ -132,10 +136,15 @@ typedef struct kd__abi_struct {
   size_t size;          /* sizeof the current struct */
   const size_t *ends;   /* ends[v - 1]: the bytes version v has */
 } kd__abi_struct;
-extern const kd__abi_struct kd__abi_kernel, kd__abi_keyed_kernel, kd__abi_library_desc,
-    kd__abi_kernel_def, kd__abi_kernel_class, kd__abi_allocator, kd__abi_host_allocator,
-    kd__abi_backend_iface, kd__abi_plugin_desc;
 #define KD__ABI_END(type, field) (offsetof(type, field) + sizeof(((type *)0)->field))
+/* static const kd__abi_struct var: the table of `type`, whose current
+ * version is the macro macro_name, from ends_array (one KD__ABI_END per
+ * version). */
+#define KD__ABI_TABLE(var, type, macro_name, ends_array)                                     \
+  _Static_assert(sizeof(ends_array) / sizeof(ends_array[0]) == macro_name,                  \
+                 #type ": one end per version");                                            \
+  _Static_assert(offsetof(type, api_version) == 0, #type ": api_version first");            \
+  static const kd__abi_struct var = {#type, #macro_name, macro_name, sizeof(type), ends_array}
 
 /* Copies *src, of any version from 1 to s->current, into dst (s->size bytes):
  * dst is zeroed first, then only the bytes of src's version are read, so a

@@ -10,6 +10,11 @@
 #include "core/internal.h"
 #include "kd/memory.h"
 
+/* The versions of kd_host_allocator (core/internal.h). */
+static const size_t host_allocator_ends[] = {KD__ABI_END(kd_host_allocator, ctx)};
+KD__ABI_TABLE(kd__abi_host_allocator, kd_host_allocator, KD_HOST_ALLOCATOR_API_VERSION,
+              host_allocator_ends);
+
 static void *sys_malloc(void *ctx, size_t n) {
   (void)ctx;
   return malloc(n);

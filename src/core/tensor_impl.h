@@ -1,6 +1,8 @@
 /*
  * tensor_impl.h: the layout of storage and tensor objects, for the library's
- * own sources (the dispatcher reads key sets from here later). Not installed.
+ * own sources (core and the layers above it: the dispatcher reads a tensor's
+ * key set straight from it on every call). Its first fields are the public heads of
+ * kd/tensor_head.h. Not installed.
  */
 #ifndef KD_CORE_TENSOR_IMPL_H
 #define KD_CORE_TENSOR_IMPL_H

@@ -22,8 +22,9 @@ __attribute__((constructor)) static void kd__trace_init(void) {
 
 /* The two call entries start on a cache line: their hot paths are a few
  * dozen instructions, and where they fall relative to 64-byte lines
- * otherwise moves with every change to unrelated code in this file (the
- * same typed call measured 3.3 and 3.55 ns from placement alone). */
+ * otherwise moves with every change to unrelated code in this file, and the
+ * same call's cost with it (bench/kd_bench_dispatch.c measures across
+ * placements for that reason). */
 #if defined(__GNUC__) || defined(__clang__)
 #define KD__HOT_ALIGN __attribute__((aligned(64)))
 #else
@@ -295,9 +296,6 @@ static inline kd_status boxed_via_unboxed(const kd__op_info *info, kd_unboxed_fn
   return boxed_via_unboxed_in(info, fn, c, stack, args, scratch, rets);
 }
 
-/* A kernel-key kernel with argument definitions to enforce, or reached by
- * CPU fallback: bring the arguments (a copy) to what it asks, call, own and
- * check the results, move them back home after a fallback. */
 /* True when every tensor input the plan lists already is what its
  * definition asks (the common case: nothing to move or cast). */
 static inline bool plan_inputs_hold(const kd__plan *p, const kd_arg *args) {
@@ -325,6 +323,9 @@ static kd_status finish_results(const kd_op *op, const kd__op_info *info, const 
   return st;
 }
 
+/* A kernel-key kernel with argument definitions to enforce, or reached by
+ * CPU fallback: bring the arguments (a copy) to what it asks, call, own and
+ * check the results, move them back home after a fallback. */
 static kd_status __attribute__((noinline))
 run_enforced(const kd_op *op, const kd__op_info *info, const resolved *r, const kd_call *c,
              const kd_tensor *kt, const kd_arg *args, kd_value *rets) {
@@ -591,10 +592,11 @@ KD__HOT_ALIGN kd_status(kd_call_unboxed)(kd_op *op, const kd_arg *args, kd_value
   return st;
 }
 
-/* The inline typed call's part (kd__call_unboxed_inline in kd/dispatch.h):
- * what kd_call_unboxed does between entering and leaving its read section,
- * which here is the caller's. The context goes to the caller's storage, so
- * that the kernel call is the last thing done (a tail call). */
+/* The inline typed call's part (kd__call_unboxed_inline in
+ * kd/detail/dispatch_abi.h): what kd_call_unboxed does between entering and
+ * leaving its read section, which here is the caller's. The context goes to
+ * the caller's storage, so that the kernel call is the last thing done (a
+ * tail call). */
 KD__HOT_ALIGN kd_status kd__call_unboxed_in_section(kd_op *op, const kd_arg *args, kd_value *rets,
                                                     kd_call *call) {
   kd_keyset ks;
@@ -662,19 +664,6 @@ short_failed(kd_stack *stack, uint32_t nrets, const kd_arg *args, uint32_t owned
   return st;
 }
 
-/* The short path of a boxed call: an unboxed FUNCTION kernel, an operator
- * whose arguments are all Tensor, int, float or bool (info->simple). Returns
- * 1 when it does not apply (nothing done), else the call's status.
- *
- * Arguments are read straight from their stack slots into the kernel's
- * argument array, Tensors first (one tag test per argument, the key set and
- * which references the stack owned gathered in the same pass, as a bit
- * mask). The kernel writes its results straight into the stack, over the
- * arguments (read out first; the owned tensor references wait in `args`
- * until the kernel is done). Copying results the kernel built would read
- * 16 bytes at a time what it wrote in narrower stores, which the CPU cannot
- * forward: a stall of about 10 ns per result. On error the arguments are
- * gone and no result is on the stack (the state kd_call_boxed allows). */
 /* Reads the arguments of an operator whose arguments are all Tensor, int,
  * float or bool (at most 8) into args, with their key set and which tensor
  * references the stack owns (bit i: args[i].t). False when a value does not
@@ -701,6 +690,19 @@ short_args_mixed(const kd__op_info *info, const kd_value *in, kd_arg *args, kd_k
   return true;
 }
 
+/* The short path of a boxed call: an unboxed FUNCTION kernel, an operator
+ * whose arguments are all Tensor, int, float or bool (info->simple). Returns
+ * 1 when it does not apply (nothing done), else the call's status.
+ *
+ * Arguments are read straight from their stack slots into the kernel's
+ * argument array, Tensors first (one tag test per argument, the key set and
+ * which references the stack owned gathered in the same pass, as a bit
+ * mask). The kernel writes its results straight into the stack, over the
+ * arguments (read out first; the owned tensor references wait in `args`
+ * until the kernel is done). Copying results the kernel built would read
+ * 16 bytes at a time what it wrote in narrower stores, which the CPU cannot
+ * forward from its store buffer: a stall per result. On error the arguments
+ * are gone and no result is on the stack (the state kd_call_boxed allows). */
 static inline __attribute__((always_inline)) int
 call_boxed_short(kd_op *op, const kd__op_info *info, kd_stack *stack, kd_status *status) {
   uint32_t nargs = info->nargs;

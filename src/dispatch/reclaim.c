@@ -55,7 +55,7 @@
  *
  * The reader's cost is a load of the global epoch and a plain store to its
  * own cache line; the writer pays a syscall per pass (IPIs to the CPUs
- * running the process: about 18 us in a 2-vCPU VM).
+ * running the process).
  *
  * Mode selection: decided once, under the lock, before the first reader is
  * registered (a reader copies kd__reader_fence into its own `mode` when it

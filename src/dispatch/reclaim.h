@@ -46,7 +46,7 @@
 
 /* kd__reader (one per thread that has called an operator, linked into a
  * global list on first use and unlinked when the thread exits),
- * kd__tls_reader and kd__global_epoch are declared in include/kd/dispatch.h:
+ * kd__tls_reader and kd__global_epoch are declared in kd/detail/dispatch_abi.h:
  * the inline typed call (kd__call_unboxed_inline) enters and leaves its read
  * section in the caller's code. Their fields are read and written with the
  * __atomic builtins only. */
@@ -59,7 +59,8 @@ enum {
 };
 
 _Static_assert(KD__READ_STORE == KD__READER_PLAIN,
-               "the inline typed call's test of the plain-store mode (kd/dispatch.h)");
+               "the inline typed call's test of the plain-store mode "
+               "(kd/detail/dispatch_abi.h)");
 /* true: readers fence (no membarrier). Set once, under the reclaim lock,
  * before the first reader registers (and in a fork child before it runs). */
 extern bool kd__reader_fence;

@@ -11,6 +11,18 @@
 #include "kd/dispatch.h"
 #include "kd/kernel_def.h"
 
+/* The versions of kd_kernel_def and kd_kernel_class (core/internal.h). */
+static const size_t kernel_def_ends[] = {KD__ABI_END(kd_kernel_def, debug)};
+KD__ABI_TABLE(kd__abi_kernel_def, kd_kernel_def, KD_KERNEL_DEF_API_VERSION, kernel_def_ends);
+
+static const size_t kernel_class_ends[] = {KD__ABI_END(kd_kernel_class, class_data)};
+KD__ABI_TABLE(kd__abi_kernel_class, kd_kernel_class, KD_KERNEL_CLASS_API_VERSION,
+              kernel_class_ends);
+
+/* kd_kernel_class is embedded by value in kd_kernel_def: it may never grow. */
+_Static_assert(KD_KERNEL_CLASS_API_VERSION == 1,
+               "kd_kernel_class is embedded in kd_kernel_def and cannot grow");
+
 struct kd_kernel_def_reg {
   _Atomic int64_t refs; /* the registration and every prepared kernel made from it */
   bool registered;      /* under def_lock */

@@ -11,6 +11,17 @@
 #include "backend/backend_impl.h"
 #include "dispatch/dispatcher_impl.h"
 
+/* The versions of kd_keyed_kernel and kd_library_desc (core/internal.h):
+ * kd_library_desc 2 appends `id`. */
+static const size_t keyed_kernel_ends[] = {KD__ABI_END(kd_keyed_kernel, user_data)};
+KD__ABI_TABLE(kd__abi_keyed_kernel, kd_keyed_kernel, KD_KEYED_KERNEL_API_VERSION,
+              keyed_kernel_ends);
+
+static const size_t library_desc_ends[] = {KD__ABI_END(kd_library_desc, line),
+                                           KD__ABI_END(kd_library_desc, id)};
+KD__ABI_TABLE(kd__abi_library_desc, kd_library_desc, KD_LIBRARY_DESC_API_VERSION,
+              library_desc_ends);
+
 /* DEF libraries open now, one per namespace. */
 typedef struct def_lib {
   kd_library *lib;

@@ -11,6 +11,10 @@
 
 #include "dispatch/dispatcher_impl.h"
 
+/* The versions of kd_kernel (core/internal.h). */
+static const size_t kernel_ends[] = {KD__ABI_END(kd_kernel, debug)};
+KD__ABI_TABLE(kd__abi_kernel, kd_kernel, KD_KERNEL_API_VERSION, kernel_ends);
+
 pthread_mutex_t kd__registry_lock = PTHREAD_MUTEX_INITIALIZER;
 kd_registration *kd__fallbacks[KD_NUM_RUNTIME_KEYS];
 
