@@ -18,6 +18,7 @@
 #ifndef KD_OPS_NATIVE_VIEWS_H
 #define KD_OPS_NATIVE_VIEWS_H
 
+#include "iter.h"
 #include "kd/ops.h"
 
 /* ---- views.c: views (no data is touched; any device) ------------------------ */
@@ -82,13 +83,12 @@ kd_status kdk_native_gather_out(kd_tensor *self, int64_t dim, kd_tensor *index,
 
 /* ---- Helpers shared by views.c and shape.c ------------------------------------ */
 
-/* PyTorch's maybe_wrap_dim(dim, ndim) (a 0-dim tensor counts as 1-dim):
- * KD_ERANGE "Dimension out of range (expected to be in range of [-2, 1], but
- * got 2)". */
-kd_status kdk__vw_wrap_dim(int64_t dim, int64_t ndim, int64_t *out);
-
-/* "[2, 3]" into buf (cut at cap); returns buf. */
-const char *kdk__vw_fmt_ints(char *buf, size_t cap, const int64_t *v, int64_t n);
+/* PyTorch's maybe_wrap_dim(dim, ndim) as the views report it (kdk__wrap_dim,
+ * iter.h): KD_ERANGE "Dimension out of range (expected to be in range of
+ * [-2, 1], but got 2)", with no operator in front. */
+static inline kd_status kdk__vw_wrap_dim(int64_t dim, int64_t ndim, int64_t *out) {
+  return kdk__wrap_dim(NULL, KD_ERANGE, dim, ndim, out);
+}
 
 /* The sizes of an int list argument checked as a shape (0..KD_MAX_DIMS entries). */
 kd_status kdk__vw_check_list(const char *op, const char *what, kd_ints list);
