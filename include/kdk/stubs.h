@@ -78,35 +78,50 @@ KDK_BINARY_STUBS(KDK_BINARY_DECLARE_)
 
 /* ---- Pointwise unary (neg, abs, exp, sin, gelu, logical_not, ...) ---------- */
 
-/* The loops the unary stub knows. */
+/* The loops the unary stub knows, one row each: X(ENUM, name, kernel, kind).
+ *   ENUM:   the value KDK_UNARY_<ENUM>. The rows' order is the ABI: append only.
+ *   name:   the loop's name in libkdops (its CPU loop table, ops/cpu/unary.c;
+ *           for the structured ones also the operator, kdk_meta_<name>).
+ *   kernel: the kernel name of PyTorch's dtype errors
+ *           ("\"exp_cpu\" not implemented for 'int64'").
+ *   kind:   FLOAT, structured, integer inputs computed in the default
+ *           floating dtype; SAME, structured, the output of the input's dtype;
+ *           OWN, a kernel of its own (ops/native/unary.c).
+ * libkdops generates the enum, the kernel names, its loop tables and its
+ * structured kernels from this one list. */
+#define KDK_UNARY_OPS(X)                                                                \
+  X(NEG, neg, "neg_cpu", SAME)                                                          \
+  X(ABS, abs, "abs_cpu", OWN) /* same dtype in and out (complex: |z| + 0i) */           \
+  X(ABS_TO_REAL, abs_to_real, "abs_cpu", OWN) /* complex in, its real dtype out */      \
+  X(SIGN, sign, "sign_cpu", SAME)                                                       \
+  X(BITWISE_NOT, bitwise_not, "bitwise_not_cpu", OWN)                                   \
+  X(RELU, relu, "relu_cpu", OWN)                                                        \
+  X(FLOOR, floor, "floor_cpu", SAME)                                                    \
+  X(CEIL, ceil, "ceil_cpu", SAME)                                                       \
+  X(TRUNC, trunc, "trunc_cpu", SAME)                                                    \
+  X(ROUND, round, "round_cpu", SAME)                                                    \
+  X(ROUND_DECIMALS, round_decimals, "round_cpu", OWN) /* extra: ten_pow, neg_decimals */ \
+  X(EXP, exp, "exp_cpu", FLOAT)                                                         \
+  X(LOG, log, "log_cpu", FLOAT)                                                         \
+  X(LOG1P, log1p, "log1p_cpu", FLOAT)                                                   \
+  X(EXPM1, expm1, "expm1_cpu", FLOAT)                                                   \
+  X(SQRT, sqrt, "sqrt_cpu", FLOAT)                                                      \
+  X(RSQRT, rsqrt, "rsqrt_cpu", FLOAT)                                                   \
+  X(SIN, sin, "sin_cpu", FLOAT)                                                         \
+  X(COS, cos, "cos_cpu", FLOAT)                                                         \
+  X(TAN, tan, "tan_cpu", FLOAT)                                                         \
+  X(TANH, tanh, "tanh_cpu", FLOAT)                                                      \
+  X(SIGMOID, sigmoid, "sigmoid_cpu", FLOAT)                                             \
+  X(RECIPROCAL, reciprocal, "reciprocal_cpu", FLOAT)                                    \
+  X(ERF, erf, "erf_cpu", FLOAT)                                                         \
+  X(GELU, gelu, "GeluKernelImpl", OWN)            /* approximate='none' */              \
+  X(GELU_TANH, gelu_tanh, "GeluKernelImpl", OWN)  /* approximate='tanh' */              \
+  X(LOGICAL_NOT, logical_not, "logical_not_cpu", OWN) /* any dtype in, any dtype out */
+
 typedef enum kdk_unary_op {
-  KDK_UNARY_NEG,
-  KDK_UNARY_ABS,         /* same dtype in and out (complex: |z| + 0i) */
-  KDK_UNARY_ABS_TO_REAL, /* complex in, its real dtype out */
-  KDK_UNARY_SIGN,
-  KDK_UNARY_BITWISE_NOT,
-  KDK_UNARY_RELU,
-  KDK_UNARY_FLOOR,
-  KDK_UNARY_CEIL,
-  KDK_UNARY_TRUNC,
-  KDK_UNARY_ROUND,
-  KDK_UNARY_ROUND_DECIMALS, /* extra: ten_pow, neg_decimals */
-  KDK_UNARY_EXP,
-  KDK_UNARY_LOG,
-  KDK_UNARY_LOG1P,
-  KDK_UNARY_EXPM1,
-  KDK_UNARY_SQRT,
-  KDK_UNARY_RSQRT,
-  KDK_UNARY_SIN,
-  KDK_UNARY_COS,
-  KDK_UNARY_TAN,
-  KDK_UNARY_TANH,
-  KDK_UNARY_SIGMOID,
-  KDK_UNARY_RECIPROCAL,
-  KDK_UNARY_ERF,
-  KDK_UNARY_GELU,      /* approximate='none' */
-  KDK_UNARY_GELU_TANH, /* approximate='tanh' */
-  KDK_UNARY_LOGICAL_NOT, /* any dtype in, any dtype out */
+#define KDK_UNARY_ENUM_(E, name, kernel, kind) KDK_UNARY_##E,
+  KDK_UNARY_OPS(KDK_UNARY_ENUM_)
+#undef KDK_UNARY_ENUM_
   KDK_UNARY_OP_COUNT
 } kdk_unary_op;
 
@@ -127,17 +142,30 @@ KDK_DECLARE_STUB(unary_stub, kdk_unary_fn);
 
 /* ---- Reductions ---------------------------------------------------------------- */
 
+/* The reductions, one row each: X(ENUM, kernel). ENUM: the value
+ * KDK_REDUCE_<ENUM>, the rows' order is the ABI (append only); kernel: the
+ * kernel name of PyTorch's dtype errors. */
+#define KDK_REDUCE_KINDS(X)                                                             \
+  X(SUM, "sum_cpu")                                                                     \
+  X(PROD, "prod_cpu")                                                                   \
+  X(MEAN, "mean_cpu")         /* the sum, then each output divided by the row length */ \
+  X(MAX, "max_values_cpu")    /* amax, max(): NaN propagates */                         \
+  X(MIN, "min_values_cpu")                                                              \
+  X(ALL, "all_cpu")           /* output bool or uint8, input any dtype */               \
+  X(ANY, "any_cpu")                                                                     \
+  X(ARGMAX, "argmax_cpu")     /* first of ties, first NaN */                            \
+  X(ARGMIN, "argmin_cpu")
+
 typedef enum kdk_reduce_kind {
-  KDK_REDUCE_SUM = 0,
-  KDK_REDUCE_PROD = 1,
-  KDK_REDUCE_MEAN = 2, /* the sum, then each output divided by the row length */
-  KDK_REDUCE_MAX = 3,  /* amax, max(): NaN propagates */
-  KDK_REDUCE_MIN = 4,
-  KDK_REDUCE_ALL = 5, /* output bool or uint8, input any dtype */
-  KDK_REDUCE_ANY = 6,
-  KDK_REDUCE_ARGMAX = 7, /* first of ties, first NaN */
-  KDK_REDUCE_ARGMIN = 8,
+#define KDK_REDUCE_ENUM_(E, kernel) KDK_REDUCE_##E,
+  KDK_REDUCE_KINDS(KDK_REDUCE_ENUM_)
+#undef KDK_REDUCE_ENUM_
 } kdk_reduce_kind;
+/* How many rows KDK_REDUCE_KINDS has (not a kdk_reduce_kind: switches over
+ * one need no case for it). */
+#define KDK_REDUCE_COUNT_(E, kernel) +1
+enum { KDK_REDUCE_KIND_COUNT = 0 KDK_REDUCE_KINDS(KDK_REDUCE_COUNT_) };
+#undef KDK_REDUCE_COUNT_
 
 /* Runs reduction `kind` over `it`, a reduction iterator (kdk_iter_set_reduction)
  * with one input (the last operand) and these outputs:

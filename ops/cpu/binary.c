@@ -804,7 +804,8 @@ static kd_status run_cmp(kdk_iter *iter, loop2d_fn *const *to_bool, loop2d_fn *c
   return run(iter, loop, &c);
 }
 
-static kd_status add_kernel(kdk_iter *iter, const kd_scalar *alpha, const kd_scalar *unused) {
+static kd_status add_stub_kernel(kdk_iter *iter, const kd_scalar *alpha,
+                                 const kd_scalar *unused) {
   (void)unused;
   kd_dtype dt = kdk_iter_common_dtype(iter);
   loop2d_fn *loop = kd_dtype_valid(dt) ? add_loops[dt] : NULL;
@@ -827,8 +828,8 @@ static kd_status add_kernel(kdk_iter *iter, const kd_scalar *alpha, const kd_sca
     (void)p1;                                                                          \
     return run_table(iter, table, name);                                               \
   }
-KDK__SIMPLE_KERNEL(mul_kernel, mul_loops, "mul_cpu")
-KDK__SIMPLE_KERNEL(div_true_kernel, divt_loops, "div_true_cpu")
+KDK__SIMPLE_KERNEL(mul_stub_kernel, mul_loops, "mul_cpu")
+KDK__SIMPLE_KERNEL(div_true_stub_kernel, divt_loops, "div_true_cpu")
 /* Integer division and remainder: the divisor is checked for zeros first,
  * so that ZeroDivisionError leaves the output unwritten. */
 #define KDK__IDIV_KERNEL(fname, table, name)                                             \
@@ -844,19 +845,19 @@ KDK__SIMPLE_KERNEL(div_true_kernel, divt_loops, "div_true_cpu")
     }                                                                                  \
     return run_table(iter, table, name);                                               \
   }
-KDK__IDIV_KERNEL(div_trunc_kernel, divtr_loops, "div_trunc_cpu")
-KDK__IDIV_KERNEL(div_floor_kernel, divfl_loops, "div_floor_cpu")
-KDK__IDIV_KERNEL(remainder_kernel, rem_loops, "remainder_cpu")
-KDK__SIMPLE_KERNEL(atan2_kernel, atan2_loops, "atan2_cpu")
-KDK__SIMPLE_KERNEL(maximum_kernel, max_loops, "maximum_cpu")
-KDK__SIMPLE_KERNEL(minimum_kernel, min_loops, "minimum_cpu")
-KDK__SIMPLE_KERNEL(pow_tt_kernel, pow_loops, "pow")
-KDK__SIMPLE_KERNEL(band_kernel, band_loops, "bitwise_and_cpu")
-KDK__SIMPLE_KERNEL(bor_kernel, bor_loops, "bitwise_or_cpu")
-KDK__SIMPLE_KERNEL(bxor_kernel, bxor_loops, "bitwise_xor_cpu")
-KDK__SIMPLE_KERNEL(lsh_kernel, lsh_loops, "lshift_cpu")
-KDK__SIMPLE_KERNEL(rsh_kernel, rsh_loops, "rshift_cpu")
-KDK__SIMPLE_KERNEL(clamp3_kernel, clamp3_loops, "clamp_cpu")
+KDK__IDIV_KERNEL(div_trunc_stub_kernel, divtr_loops, "div_trunc_cpu")
+KDK__IDIV_KERNEL(div_floor_stub_kernel, divfl_loops, "div_floor_cpu")
+KDK__IDIV_KERNEL(remainder_stub_kernel, rem_loops, "remainder_cpu")
+KDK__SIMPLE_KERNEL(atan2_stub_kernel, atan2_loops, "atan2_cpu")
+KDK__SIMPLE_KERNEL(maximum_stub_kernel, max_loops, "maximum_cpu")
+KDK__SIMPLE_KERNEL(minimum_stub_kernel, min_loops, "minimum_cpu")
+KDK__SIMPLE_KERNEL(pow_tensor_tensor_stub_kernel, pow_loops, "pow")
+KDK__SIMPLE_KERNEL(bitwise_and_stub_kernel, band_loops, "bitwise_and_cpu")
+KDK__SIMPLE_KERNEL(bitwise_or_stub_kernel, bor_loops, "bitwise_or_cpu")
+KDK__SIMPLE_KERNEL(bitwise_xor_stub_kernel, bxor_loops, "bitwise_xor_cpu")
+KDK__SIMPLE_KERNEL(lshift_stub_kernel, lsh_loops, "lshift_cpu")
+KDK__SIMPLE_KERNEL(rshift_stub_kernel, rsh_loops, "rshift_cpu")
+KDK__SIMPLE_KERNEL(clamp_tensor_stub_kernel, clamp3_loops, "clamp_cpu")
 
 #define KDK__CMP_KERNEL(fname, op, name)                                                 \
   static kd_status fname(kdk_iter *iter, const kd_scalar *p0, const kd_scalar *p1) {    \
@@ -864,17 +865,18 @@ KDK__SIMPLE_KERNEL(clamp3_kernel, clamp3_loops, "clamp_cpu")
     (void)p1;                                                                          \
     return run_cmp(iter, op##_loops, op##_same_loops, name);                           \
   }
-KDK__CMP_KERNEL(eq_kernel, eq, "eq_cpu")
-KDK__CMP_KERNEL(ne_kernel, ne, "ne_cpu")
-KDK__CMP_KERNEL(lt_kernel, lt, "lt_cpu")
-KDK__CMP_KERNEL(le_kernel, le, "le_cpu")
-KDK__CMP_KERNEL(gt_kernel, gt, "gt_cpu")
-KDK__CMP_KERNEL(ge_kernel, ge, "ge_cpu")
-KDK__CMP_KERNEL(land_kernel, land, "logical_and_cpu")
-KDK__CMP_KERNEL(lor_kernel, lor, "logical_or_cpu")
-KDK__CMP_KERNEL(lxor_kernel, lxor, "logical_xor_cpu")
+KDK__CMP_KERNEL(eq_stub_kernel, eq, "eq_cpu")
+KDK__CMP_KERNEL(ne_stub_kernel, ne, "ne_cpu")
+KDK__CMP_KERNEL(lt_stub_kernel, lt, "lt_cpu")
+KDK__CMP_KERNEL(le_stub_kernel, le, "le_cpu")
+KDK__CMP_KERNEL(gt_stub_kernel, gt, "gt_cpu")
+KDK__CMP_KERNEL(ge_stub_kernel, ge, "ge_cpu")
+KDK__CMP_KERNEL(logical_and_stub_kernel, land, "logical_and_cpu")
+KDK__CMP_KERNEL(logical_or_stub_kernel, lor, "logical_or_cpu")
+KDK__CMP_KERNEL(logical_xor_stub_kernel, lxor, "logical_xor_cpu")
 
-static kd_status pow_ts_kernel(kdk_iter *iter, const kd_scalar *exponent, const kd_scalar *unused) {
+static kd_status pow_tensor_scalar_stub_kernel(kdk_iter *iter, const kd_scalar *exponent,
+                                               const kd_scalar *unused) {
   (void)unused;
   kd_dtype dt = kdk_iter_common_dtype(iter);
   loop2d_fn *loop = kd_dtype_valid(dt) ? pows_loops[dt] : NULL;
@@ -903,7 +905,8 @@ static kd_status pow_ts_kernel(kdk_iter *iter, const kd_scalar *exponent, const 
   return run(iter, loop, &c);
 }
 
-static kd_status clamp_scalar_kernel(kdk_iter *iter, const kd_scalar *lo, const kd_scalar *hi) {
+static kd_status clamp_scalar_stub_kernel(kdk_iter *iter, const kd_scalar *lo,
+                                          const kd_scalar *hi) {
   kd_dtype dt = kdk_iter_common_dtype(iter);
   const char *name = lo && hi ? "clamp_scalar_cpu" : lo ? "clamp_min_scalar_cpu" : "clamp_max_scalar_cpu";
   loop2d_fn *const *table = lo && hi ? clamp_loops : lo ? clampmin_loops : clampmax_loops;
@@ -917,7 +920,7 @@ static kd_status clamp_scalar_kernel(kdk_iter *iter, const kd_scalar *lo, const 
   return run(iter, loop, &c);
 }
 
-static kd_status where_kernel(kdk_iter *iter, const kd_scalar *p0, const kd_scalar *p1) {
+static kd_status where_stub_kernel(kdk_iter *iter, const kd_scalar *p0, const kd_scalar *p1) {
   (void)p0;
   (void)p1;
   kd_dtype dt = kdk_iter_dtype(iter, 0);
@@ -935,7 +938,8 @@ static kd_status where_kernel(kdk_iter *iter, const kd_scalar *p0, const kd_scal
   return run(iter, loop, &c);
 }
 
-static kd_status masked_fill_kernel(kdk_iter *iter, const kd_scalar *value, const kd_scalar *unused) {
+static kd_status masked_fill_stub_kernel(kdk_iter *iter, const kd_scalar *value,
+                                         const kd_scalar *unused) {
   (void)unused;
   kd_dtype dt = kdk_iter_dtype(iter, 0);
   bin_ctx c;
@@ -960,32 +964,7 @@ static kd_status masked_fill_kernel(kdk_iter *iter, const kd_scalar *value, cons
 
 /* ---- Registration ------------------------------------------------------------------ */
 
-KD_REGISTER_STUB(add_stub, add_kernel);
-KD_REGISTER_STUB(mul_stub, mul_kernel);
-KD_REGISTER_STUB(div_true_stub, div_true_kernel);
-KD_REGISTER_STUB(div_trunc_stub, div_trunc_kernel);
-KD_REGISTER_STUB(div_floor_stub, div_floor_kernel);
-KD_REGISTER_STUB(remainder_stub, remainder_kernel);
-KD_REGISTER_STUB(atan2_stub, atan2_kernel);
-KD_REGISTER_STUB(maximum_stub, maximum_kernel);
-KD_REGISTER_STUB(minimum_stub, minimum_kernel);
-KD_REGISTER_STUB(pow_tensor_tensor_stub, pow_tt_kernel);
-KD_REGISTER_STUB(pow_tensor_scalar_stub, pow_ts_kernel);
-KD_REGISTER_STUB(bitwise_and_stub, band_kernel);
-KD_REGISTER_STUB(bitwise_or_stub, bor_kernel);
-KD_REGISTER_STUB(bitwise_xor_stub, bxor_kernel);
-KD_REGISTER_STUB(lshift_stub, lsh_kernel);
-KD_REGISTER_STUB(rshift_stub, rsh_kernel);
-KD_REGISTER_STUB(eq_stub, eq_kernel);
-KD_REGISTER_STUB(ne_stub, ne_kernel);
-KD_REGISTER_STUB(lt_stub, lt_kernel);
-KD_REGISTER_STUB(le_stub, le_kernel);
-KD_REGISTER_STUB(gt_stub, gt_kernel);
-KD_REGISTER_STUB(ge_stub, ge_kernel);
-KD_REGISTER_STUB(logical_and_stub, land_kernel);
-KD_REGISTER_STUB(logical_or_stub, lor_kernel);
-KD_REGISTER_STUB(logical_xor_stub, lxor_kernel);
-KD_REGISTER_STUB(where_stub, where_kernel);
-KD_REGISTER_STUB(clamp_scalar_stub, clamp_scalar_kernel);
-KD_REGISTER_STUB(clamp_tensor_stub, clamp3_kernel);
-KD_REGISTER_STUB(masked_fill_stub, masked_fill_kernel);
+/* Every stub of the one list (kdk/stubs.h) with its kernel <stub>_kernel. */
+#define KDK__BINARY_REGISTER(name) KD_REGISTER_STUB(name, name##_kernel);
+KDK_BINARY_STUBS(KDK__BINARY_REGISTER)
+#undef KDK__BINARY_REGISTER

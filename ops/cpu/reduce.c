@@ -783,18 +783,17 @@ static void divide_loop(void *ctx, char **data, const int64_t *strides, int64_t 
   }
 }
 
+/* The kernel names, from the one list of reductions (kdk/stubs.h). */
+static const char *const kind_kernels[] = {
+#define R_KERNEL(E, kernel) [KDK_REDUCE_##E] = kernel,
+    KDK_REDUCE_KINDS(R_KERNEL)
+#undef R_KERNEL
+};
+_Static_assert(sizeof kind_kernels / sizeof kind_kernels[0] == KDK_REDUCE_KIND_COUNT,
+               "one kernel name per reduction");
+
 static const char *kind_kernel(kdk_reduce_kind kind) {
-  switch (kind) {
-  case KDK_REDUCE_SUM: return "sum_cpu";
-  case KDK_REDUCE_PROD: return "prod_cpu";
-  case KDK_REDUCE_MEAN: return "mean_cpu";
-  case KDK_REDUCE_MAX: return "max_values_cpu";
-  case KDK_REDUCE_MIN: return "min_values_cpu";
-  case KDK_REDUCE_ALL: return "all_cpu";
-  case KDK_REDUCE_ANY: return "any_cpu";
-  case KDK_REDUCE_ARGMAX: return "argmax_cpu";
-  default: return "argmin_cpu";
-  }
+  return (unsigned)kind < KDK_REDUCE_KIND_COUNT ? kind_kernels[kind] : "argmin_cpu";
 }
 
 static kd_status reduce_kernel(const kdk_iter *it, kdk_reduce_kind kind) {

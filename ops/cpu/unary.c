@@ -486,6 +486,11 @@ static void logical_not_loop(char *out, const char *in, int64_t n, int64_t os, i
   }
 }
 
+/* logical_not: one loop for every input dtype (any output dtype). */
+#define U_LNOT(E, ...) [KD_##E] = logical_not_loop,
+static kdk__uloop *const logical_not_tbl[KD_DTYPE_COUNT] = {KD_DTYPE_LIST(U_LNOT)};
+#undef U_LNOT
+
 /* ---- Tables ----------------------------------------------------------------------------- */
 
 /* Each table keeps the dtypes U_SEL_MASK allows: those of its operator
@@ -522,7 +527,7 @@ U_TABLE(trunc, U_TBL_INTS(ident), U_TBL_FLOATS(trunc));
 #undef U_SEL_MASK
 #define U_SEL_MASK KDK__SEL_DTYPES_round(CPU)
 U_TABLE(round, U_TBL_INTS(ident), U_TBL_FLOATS(round));
-U_TABLE(round_dec, U_TBL_FLOATS(round_dec));
+U_TABLE(round_decimals, U_TBL_FLOATS(round_dec));
 #undef U_SEL_MASK
 #define U_SEL_MASK KDK__SEL_INT_TO_FLOAT(KDK__SEL_DTYPES_exp(CPU))
 U_TABLE(exp, U_TBL_FLOATS(exp), U_TBL_COMPLEX(exp));
@@ -570,43 +575,21 @@ U_TABLE(gelu_tanh, U_TBL_FLOATS(gelu_tanh));
 #undef U_MASK
 #define U_MASK 0xffffffffu
 
+/* Every operator's table, from the one list of unary loops (kdk/stubs.h). */
+static kdk__uloop *const *const unary_tables[] = {
+#define U_ROW(E, name, kernel, kind) [KDK_UNARY_##E] = name##_tbl,
+    KDK_UNARY_OPS(U_ROW)
+#undef U_ROW
+};
+_Static_assert(sizeof unary_tables / sizeof unary_tables[0] == KDK_UNARY_OP_COUNT,
+               "one loop table per unary loop");
+
 /* The loop of `op` for elements of `dtype` (the input's; for logical_not any
  * pair, checked by the caller); NULL when the operator has none. */
 static kdk__uloop *unary_loop_lookup(kdk_unary_op op, kd_dtype dtype) {
   if ((int)dtype < 0 || dtype >= KD_DTYPE_COUNT) return NULL;
-  switch (op) {
-#define U_CASE(E, name) \
-  case KDK_UNARY_##E: return name##_tbl[dtype];
-    U_CASE(NEG, neg)
-    U_CASE(ABS, abs)
-    U_CASE(ABS_TO_REAL, abs_to_real)
-    U_CASE(SIGN, sign)
-    U_CASE(BITWISE_NOT, bitwise_not)
-    U_CASE(RELU, relu)
-    U_CASE(FLOOR, floor)
-    U_CASE(CEIL, ceil)
-    U_CASE(TRUNC, trunc)
-    U_CASE(ROUND, round)
-    U_CASE(ROUND_DECIMALS, round_dec)
-    U_CASE(EXP, exp)
-    U_CASE(LOG, log)
-    U_CASE(LOG1P, log1p)
-    U_CASE(EXPM1, expm1)
-    U_CASE(SQRT, sqrt)
-    U_CASE(RSQRT, rsqrt)
-    U_CASE(SIN, sin)
-    U_CASE(COS, cos)
-    U_CASE(TAN, tan)
-    U_CASE(TANH, tanh)
-    U_CASE(SIGMOID, sigmoid)
-    U_CASE(RECIPROCAL, reciprocal)
-    U_CASE(ERF, erf)
-    U_CASE(GELU, gelu)
-    U_CASE(GELU_TANH, gelu_tanh)
-#undef U_CASE
-  case KDK_UNARY_LOGICAL_NOT: return logical_not_loop;
-  default: return NULL;
-  }
+  if ((unsigned)op >= KDK_UNARY_OP_COUNT) return NULL;
+  return unary_tables[op][dtype];
 }
 
 /* ---- The stub's kernel ------------------------------------------------------------------ */

@@ -449,17 +449,6 @@ kd_status kdk_native_clamp_Tensor_out_cpu(kdk_structured *s, kdk_iter *iter, kd_
 
 /* ---- Composite Scalar overloads ---------------------------------------------------- */
 
-/* Wraps `v`, runs CALL (which names the wrapped tensor w), releases it. */
-#define KDK__WITH_WRAPPED(v, CALL)              \
-  do {                                         \
-    kd_tensor *w = NULL;                       \
-    kd_status st_ = kdk_iter_wrap_scalar(v, &w); \
-    if (st_) return st_;                       \
-    st_ = (CALL);                              \
-    kd_tensor_release(w);                      \
-    return st_;                                \
-  } while (0)
-
 kd_status kdk_native_add_Scalar(kd_tensor *self, const kd_scalar *other, const kd_scalar *alpha,
                                 kd_tensor **out) {
   KDK__WITH_WRAPPED(other, kd_add_Tensor(self, w, alpha, out));

@@ -33,6 +33,19 @@ KD_EXTERN_C_BEGIN
 KDK_BINARY_STUBS(KDK__BINARY_CAPS)
 #undef KDK__BINARY_CAPS
 
+/* The composite Scalar overloads (binary.c, bitwise.c): wraps the scalar `v`
+ * as a 0-dim tensor (kdk_iter_wrap_scalar), returns CALL's status (CALL names
+ * the wrapped tensor w) after releasing it; the wrapping's error else. */
+#define KDK__WITH_WRAPPED(v, CALL)                  \
+  do {                                              \
+    kd_tensor *w = NULL;                            \
+    kd_status st_ = kdk_iter_wrap_scalar(v, &w);    \
+    if (st_) return st_;                            \
+    st_ = (CALL);                                   \
+    kd_tensor_release(w);                           \
+    return st_;                                     \
+  } while (0)
+
 KD_EXTERN_C_END
 
 #endif

@@ -331,17 +331,6 @@ kd_status kdk__bitwise_check(void) {
 
 /* ---- Composite Scalar overloads ------------------------------------------------------------ */
 
-/* Wraps `v`, runs CALL (which names the wrapped tensor w), releases it. */
-#define KDK__WITH_WRAPPED(v, CALL)               \
-  do {                                          \
-    kd_tensor *w = NULL;                        \
-    kd_status st_ = kdk_iter_wrap_scalar(v, &w); \
-    if (st_) return st_;                        \
-    st_ = (CALL);                               \
-    kd_tensor_release(w);                       \
-    return st_;                                 \
-  } while (0)
-
 #define KDK__BITWISE_SCALARS(n)                                                                 \
   kd_status kdk_native_##n##_Scalar_out(kd_tensor *self, const kd_scalar *other,               \
                                         kd_tensor *out) {                                      \

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "fill.h"
+#include "iter.h"
 #include "native/copy.h"
 
 #include "_to_copy_native.h"
@@ -23,13 +24,6 @@
 #include "to_native.h"
 #include "zero_native.h"
 
-/* Re-records the current error with `op: ` in front. */
-static kd_status with_op(const char *op, kd_status st) {
-  char msg[1024];
-  snprintf(msg, sizeof msg, "%s", kd_last_error());
-  return kd_set_error(st, "%s: %s", op, msg);
-}
-
 /* ---- fill_, zero_ -------------------------------------------------------------- */
 
 static kd_status fill(const char *op, kd_tensor *self, const kd_scalar *value) {
@@ -40,7 +34,7 @@ static kd_status fill(const char *op, kd_tensor *self, const kd_scalar *value) {
   kdk_fill_fn *fn = KDK_STUB_FOR(fill_stub, type, op);
   if (!fn) return KD_ENOKERNEL;
   kd_status st = fn(self, value);
-  return st ? with_op(op, st) : KD_OK;
+  return st ? kdk__error_with_op(op, st) : KD_OK;
 }
 
 kd_status kdk_native_fill_scalar_(kd_tensor *self, const kd_scalar *value) {
@@ -59,7 +53,7 @@ kd_status kdk_native_fill_tensor_(kd_tensor *self, kd_tensor *value) {
   if (kd_tensor_device(self).type == KD_DEVICE_META) return KD_OK;
   kd_scalar v;
   kd_status st = kd_tensor_item(value, &v);
-  if (st) return with_op("fill_", st);
+  if (st) return kdk__error_with_op("fill_", st);
   return fill("fill_", self, &v);
 }
 
@@ -91,7 +85,7 @@ kd_status kdk_native_copy_(kd_tensor *self, kd_tensor *src, bool non_blocking) {
       kd_tensor_device(self).type != KD_DEVICE_META)
     kd_warn("copy_: Casting complex values to real discards the imaginary part");
   kd_status st = kd_tensor_copy_(self, src);
-  return st ? with_op("copy_", st) : KD_OK;
+  return st ? kdk__error_with_op("copy_", st) : KD_OK;
 }
 
 /* ---- _to_copy, to.dtype ---------------------------------------------------------- */
@@ -222,14 +216,14 @@ kd_status kdk_native__to_copy(kd_tensor *self, const kd_dtype *dtype, const kd_l
                           "tensor: expected a tensor with data to copy to cpu)");
     kd_tensor *r = NULL;
     st = kd_tensor_empty_strided(kd_tensor_ndim(self), kd_tensor_sizes(self), strides, dt, to, &r);
-    if (st) return with_op("_to_copy", st);
+    if (st) return kdk__error_with_op("_to_copy", st);
     if (to.type == KD_DEVICE_CPU) {
       if (kd_dtype_is_complex(kd_tensor_dtype(self)) && !kd_dtype_is_complex(dt))
         kd_warn("_to_copy: Casting complex values to real discards the imaginary part");
       st = kd_tensor_copy_(r, self);
       if (st) {
         kd_tensor_release(r);
-        return with_op("_to_copy", st);
+        return kdk__error_with_op("_to_copy", st);
       }
     }
     *out = r;

@@ -29,17 +29,6 @@
 
 /* ---- Shared helpers ------------------------------------------------------------ */
 
-const char *kdk__format_sizes(char *buf, size_t cap, int ndim, const int64_t *sizes) {
-  size_t len = 0;
-  if (cap == 0) return buf;
-  buf[0] = '\0';
-  len += (size_t)snprintf(buf + len, len < cap ? cap - len : 0, "[");
-  for (int i = 0; i < ndim && len < cap; i++)
-    len += (size_t)snprintf(buf + len, cap - len, "%s%lld", i ? ", " : "", (long long)sizes[i]);
-  if (len < cap) snprintf(buf + len, cap - len, "]");
-  return buf;
-}
-
 /* kdk__check_size_list's messages, out of the way of the common path. */
 __attribute__((noinline, cold)) static kd_status size_list_error(const char *op, kd_ints size) {
   if (size.size < 0 || (size.size > 0 && !size.data))
@@ -52,7 +41,7 @@ __attribute__((noinline, cold)) static kd_status size_list_error(const char *op,
       char buf[256];
       return kd_set_error(KD_EINVAL, "%s: Trying to create tensor with negative dimension %lld: %s",
                           op, (long long)size.data[i],
-                          kdk__format_sizes(buf, sizeof buf, (int)size.size, size.data));
+                          kdk__fmt_ints(buf, sizeof buf, size.data, (int)size.size));
     }
   }
   return KD_OK;
@@ -123,8 +112,8 @@ kd_status kdk__resize_output(const char *op, kd_tensor *out, int ndim, const int
     kd_warn("%s: An output with one or more elements was resized since it had shape %s, which "
             "does not match the required output shape %s. This behavior is deprecated; resize "
             "the output to 0 elements first to reuse it.",
-            op, kdk__format_sizes(have, sizeof have, kd_tensor_ndim(out), kd_tensor_sizes(out)),
-            kdk__format_sizes(want, sizeof want, ndim, sizes));
+            op, kdk__fmt_ints(have, sizeof have, kd_tensor_sizes(out), kd_tensor_ndim(out)),
+            kdk__fmt_ints(want, sizeof want, sizes, ndim));
   }
   return kd_tensor_resize_(out, ndim, sizes, NULL);
 }

@@ -511,8 +511,8 @@ static kd_status expand_check(const char *op, const kd_tensor *self, const int64
                           "(%lld) at non-singleton dimension %d.  Target sizes: %s.  Tensor "
                           "sizes: %s",
                           op, (long long)want, (long long)have, 2 - nd + i,
-                          kdk__format_sizes(ts, sizeof ts, 2, target),
-                          kdk__format_sizes(ss, sizeof ss, nd, kd_tensor_sizes(self)));
+                          kdk__fmt_ints(ts, sizeof ts, target, 2),
+                          kdk__fmt_ints(ss, sizeof ss, kd_tensor_sizes(self), nd));
   }
   return KD_OK;
 }
@@ -582,8 +582,8 @@ static kd_status addmm_impl(kd_tensor *self, kd_tensor *mat1, kd_tensor *mat2,
       return kd_set_error(KD_EINVAL,
                           "%s: Bad in-place call: input tensor size %s and output tensor size %s "
                           "should match",
-                          op, kdk__format_sizes(a, sizeof a, kd_tensor_ndim(self), kd_tensor_sizes(self)),
-                          kdk__format_sizes(b, sizeof b, 2, sizes));
+                          op, kdk__fmt_ints(a, sizeof a, kd_tensor_sizes(self), kd_tensor_ndim(self)),
+                          kdk__fmt_ints(b, sizeof b, sizes, 2));
     }
     res = self;
   } else {

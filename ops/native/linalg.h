@@ -2,8 +2,8 @@
  * linalg.h: the linear-algebra kernels (ops/native/linalg.c): mm, bmm,
  * addmm, dot, matmul. Private to libkdops.
  *
- * The prototypes follow docs/CODEGEN.md and must match what kdgen declares
- * from ops/native_functions.yaml. `kd_tensor **out`: the caller owns the new
+ * The kernels are declared by kdgen only (kdk/native.h, included here), from
+ * ops/native_functions.yaml; what each does is below. `kd_tensor **out`: the caller owns the new
  * tensor (NULL on error). `kd_tensor *out` (out variants) and `self` of
  * addmm_: the caller's tensor, written in place (out is resized as PyTorch's
  * resize_output, with a warning when it had elements). Other tensors are
@@ -18,48 +18,24 @@
 #define KD_OPS_NATIVE_LINALG_H
 
 #include "kd/ops.h"
+#include "kdk/native.h"
 
 /* mm: CPU: mm_cpu, Meta: mm_meta; mm.out: CPU: mm_out_cpu, Meta: mm_out_meta. */
-kd_status kdk_native_mm_cpu(kd_tensor *self, kd_tensor *mat2, kd_tensor **out);
-kd_status kdk_native_mm_meta(kd_tensor *self, kd_tensor *mat2, kd_tensor **out);
-kd_status kdk_native_mm_out_cpu(kd_tensor *self, kd_tensor *mat2, kd_tensor *out);
-kd_status kdk_native_mm_out_meta(kd_tensor *self, kd_tensor *mat2, kd_tensor *out);
 
 /* bmm: CPU: bmm_cpu, Meta: bmm_meta; bmm.out: CPU: bmm_out_cpu, Meta: bmm_out_meta. */
-kd_status kdk_native_bmm_cpu(kd_tensor *self, kd_tensor *mat2, kd_tensor **out);
-kd_status kdk_native_bmm_meta(kd_tensor *self, kd_tensor *mat2, kd_tensor **out);
-kd_status kdk_native_bmm_out_cpu(kd_tensor *self, kd_tensor *mat2, kd_tensor *out);
-kd_status kdk_native_bmm_out_meta(kd_tensor *self, kd_tensor *mat2, kd_tensor *out);
 
 /* addmm: beta * self + alpha * (mat1 @ mat2); self broadcasts to the
  * product's shape; with beta == 0 self's values are not read.
  * addmm: CPU: addmm_cpu, Meta: addmm_meta; addmm.out: CPU: addmm_out_cpu,
  * Meta: addmm_out_meta; addmm_: CPU: addmm_inplace_cpu, Meta: addmm_inplace_meta. */
-kd_status kdk_native_addmm_cpu(kd_tensor *self, kd_tensor *mat1, kd_tensor *mat2,
-                               const kd_scalar *beta, const kd_scalar *alpha, kd_tensor **out);
-kd_status kdk_native_addmm_meta(kd_tensor *self, kd_tensor *mat1, kd_tensor *mat2,
-                                const kd_scalar *beta, const kd_scalar *alpha, kd_tensor **out);
-kd_status kdk_native_addmm_out_cpu(kd_tensor *self, kd_tensor *mat1, kd_tensor *mat2,
-                                   const kd_scalar *beta, const kd_scalar *alpha, kd_tensor *out);
-kd_status kdk_native_addmm_out_meta(kd_tensor *self, kd_tensor *mat1, kd_tensor *mat2,
-                                    const kd_scalar *beta, const kd_scalar *alpha, kd_tensor *out);
-kd_status kdk_native_addmm_inplace_cpu(kd_tensor *self, kd_tensor *mat1, kd_tensor *mat2,
-                                       const kd_scalar *beta, const kd_scalar *alpha);
-kd_status kdk_native_addmm_inplace_meta(kd_tensor *self, kd_tensor *mat1, kd_tensor *mat2,
-                                        const kd_scalar *beta, const kd_scalar *alpha);
 
 /* dot: CPU: dot_cpu, Meta: dot_meta (a 0-dim result, no conjugation);
  * dot.out: CompositeExplicitAutograd: dot_out (cpu or meta tensors). */
-kd_status kdk_native_dot_cpu(kd_tensor *self, kd_tensor *tensor, kd_tensor **out);
-kd_status kdk_native_dot_meta(kd_tensor *self, kd_tensor *tensor, kd_tensor **out);
-kd_status kdk_native_dot_out(kd_tensor *self, kd_tensor *tensor, kd_tensor *out);
 
 /* matmul / matmul.out: CompositeImplicitAutograd: matmul / matmul_out.
  * PyTorch's rules: 1-d x 1-d is dot; a 1-d first operand is a row vector
  * and a 1-d second operand a column vector, their dimension removed from
  * the result; dimensions before the last two are batch dimensions and
  * broadcast. cpu or meta tensors. */
-kd_status kdk_native_matmul(kd_tensor *self, kd_tensor *other, kd_tensor **out);
-kd_status kdk_native_matmul_out(kd_tensor *self, kd_tensor *other, kd_tensor *out);
 
 #endif /* KD_OPS_NATIVE_LINALG_H */

@@ -204,42 +204,25 @@ static kd_status random_out(const char *op, bool normal, kd_ints size, const kd_
   return random_fill(op, normal, out);
 }
 
-kd_status kdk_native_rand(kd_ints size, const kd_dtype *dtype, const kd_layout *layout,
-                          const kd_device *device, const bool *pin_memory, kd_tensor **out) {
-  return random_new("rand", false, size, NULL, dtype, layout, device, pin_memory, out);
-}
-
-kd_status kdk_native_rand_generator(kd_ints size, const kd_value *generator,
-                                    const kd_dtype *dtype, const kd_layout *layout,
-                                    const kd_device *device, const bool *pin_memory,
-                                    kd_tensor **out) {
-  return random_new("rand", false, size, generator, dtype, layout, device, pin_memory, out);
-}
-
-kd_status kdk_native_rand_out(kd_ints size, kd_tensor *out) {
-  return random_out("rand", false, size, NULL, out);
-}
-
-kd_status kdk_native_rand_generator_out(kd_ints size, const kd_value *generator, kd_tensor *out) {
-  return random_out("rand", false, size, generator, out);
-}
-
-kd_status kdk_native_randn(kd_ints size, const kd_dtype *dtype, const kd_layout *layout,
-                           const kd_device *device, const bool *pin_memory, kd_tensor **out) {
-  return random_new("randn", true, size, NULL, dtype, layout, device, pin_memory, out);
-}
-
-kd_status kdk_native_randn_generator(kd_ints size, const kd_value *generator,
-                                     const kd_dtype *dtype, const kd_layout *layout,
-                                     const kd_device *device, const bool *pin_memory,
-                                     kd_tensor **out) {
-  return random_new("randn", true, size, generator, dtype, layout, device, pin_memory, out);
-}
-
-kd_status kdk_native_randn_out(kd_ints size, kd_tensor *out) {
-  return random_out("randn", true, size, NULL, out);
-}
-
-kd_status kdk_native_randn_generator_out(kd_ints size, const kd_value *generator, kd_tensor *out) {
-  return random_out("randn", true, size, generator, out);
-}
+/* The four kernels of rand (normal false) and randn (normal true). */
+#define KDK__RANDOM_KERNELS(name, normal)                                                       \
+  kd_status kdk_native_##name(kd_ints size, const kd_dtype *dtype, const kd_layout *layout,     \
+                              const kd_device *device, const bool *pin_memory, kd_tensor **out) { \
+    return random_new(#name, normal, size, NULL, dtype, layout, device, pin_memory, out);       \
+  }                                                                                            \
+  kd_status kdk_native_##name##_generator(kd_ints size, const kd_value *generator,              \
+                                          const kd_dtype *dtype, const kd_layout *layout,       \
+                                          const kd_device *device, const bool *pin_memory,      \
+                                          kd_tensor **out) {                                    \
+    return random_new(#name, normal, size, generator, dtype, layout, device, pin_memory, out);  \
+  }                                                                                            \
+  kd_status kdk_native_##name##_out(kd_ints size, kd_tensor *out) {                             \
+    return random_out(#name, normal, size, NULL, out);                                         \
+  }                                                                                            \
+  kd_status kdk_native_##name##_generator_out(kd_ints size, const kd_value *generator,          \
+                                              kd_tensor *out) {                                 \
+    return random_out(#name, normal, size, generator, out);                                    \
+  }
+KDK__RANDOM_KERNELS(rand, false)
+KDK__RANDOM_KERNELS(randn, true)
+#undef KDK__RANDOM_KERNELS

@@ -32,16 +32,13 @@ KD_DEFINE_STUB(cumsum_stub);
 
 /* ---- Dimensions ------------------------------------------------------------------ */
 
-/* PyTorch's maybe_wrap_dim: a 0-dim tensor accepts -1 and 0. */
+/* PyTorch's maybe_wrap_dim (kdk__wrap_dim) as an int: a 0-dim tensor accepts
+ * -1 and 0; KD_ERANGE "<op>: Dimension out of range ...". */
 static kd_status wrap_dim(const char *op, int64_t dim, int ndim, int *out) {
-  int64_t n = ndim > 0 ? ndim : 1;
-  if (dim < -n || dim >= n)
-    return kd_set_error(KD_ERANGE,
-                        "%s: Dimension out of range (expected to be in range of [%lld, %lld], but "
-                        "got %lld)",
-                        op, (long long)-n, (long long)(n - 1), (long long)dim);
-  *out = (int)(dim < 0 ? dim + n : dim);
-  return KD_OK;
+  int64_t d = 0;
+  kd_status st = kdk__wrap_dim(op, KD_ERANGE, dim, ndim, &d);
+  if (!st) *out = (int)d;
+  return st;
 }
 
 /* The reduced dimensions as a mask over self's dimensions: None or an empty

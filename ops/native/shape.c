@@ -218,8 +218,8 @@ static kd_status stack_impl(kd_tensors tensors, int64_t dim, kd_tensor *given, k
         return kd_set_error(KD_EINVAL,
                             "stack expects each tensor to be equal size, but got %s at entry 0 "
                             "and %s at entry %lld",
-                            kdk__vw_fmt_ints(a, sizeof a, kd_tensor_sizes(t0), n0),
-                            kdk__vw_fmt_ints(b, sizeof b, kd_tensor_sizes(t), kd_tensor_ndim(t)),
+                            kdk__fmt_ints(a, sizeof a, kd_tensor_sizes(t0), n0),
+                            kdk__fmt_ints(b, sizeof b, kd_tensor_sizes(t), kd_tensor_ndim(t)),
                             (long long)i);
       }
     }
@@ -554,8 +554,8 @@ static kd_status gather_check(kd_tensor *self, int64_t *dim, kd_tensor *index) {
       return kd_set_error(KD_EINVAL,
                           "Size does not match at dimension %d expected index %s to be smaller "
                           "than self %s apart from dimension %lld",
-                          i, kdk__vw_fmt_ints(a, sizeof a, kd_tensor_sizes(index), kd_tensor_ndim(index)),
-                          kdk__vw_fmt_ints(b, sizeof b, kd_tensor_sizes(self), kd_tensor_ndim(self)),
+                          i, kdk__fmt_ints(a, sizeof a, kd_tensor_sizes(index), kd_tensor_ndim(index)),
+                          kdk__fmt_ints(b, sizeof b, kd_tensor_sizes(self), kd_tensor_ndim(self)),
                           (long long)*dim);
     }
   }

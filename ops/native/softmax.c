@@ -22,12 +22,9 @@ static kd_status softmax_meta(const char *op, kdk_structured *s, kd_tensor *self
                               bool half_to_float) {
   if (!self) return kd_set_error(KD_EINVAL, "%s: self is NULL", op);
   int ndim = kd_tensor_ndim(self);
-  int64_t n = ndim > 0 ? ndim : 1;
-  if (dim < -n || dim >= n)
-    return kd_set_error(KD_ERANGE,
-                        "%s: Dimension out of range (expected to be in range of [%lld, %lld], but "
-                        "got %lld)",
-                        op, (long long)-n, (long long)(n - 1), (long long)dim);
+  int64_t wrapped = 0;
+  kd_status st = kdk__wrap_dim(op, KD_ERANGE, dim, ndim, &wrapped);
+  if (st) return st;
   kd_dtype dt = half_to_float ? KD_FLOAT32 : kd_tensor_dtype(self);
   return kdk_structured_set_output(s, 0, ndim, kd_tensor_sizes(self), NULL, dt);
 }

@@ -39,37 +39,20 @@
 
 KD_DEFINE_STUB(unary_stub);
 
+/* The kernel names, from the one list of unary loops (kdk/stubs.h). */
+static const char *const kernel_names[] = {
+#define KDK__UNARY_NAME(E, name, kernel, kind) [KDK_UNARY_##E] = kernel,
+    KDK_UNARY_OPS(KDK__UNARY_NAME)
+#undef KDK__UNARY_NAME
+};
+_Static_assert(sizeof kernel_names / sizeof kernel_names[0] == KDK_UNARY_OP_COUNT,
+               "one kernel name per unary loop");
+/* The values are the kit's ABI: rows are only appended to KDK_UNARY_OPS. */
+_Static_assert(KDK_UNARY_OP_COUNT == 27 && KDK_UNARY_EXP == 11 && KDK_UNARY_LOGICAL_NOT == 26,
+               "KDK_UNARY_OPS is append-only: a new row goes last");
+
 const char *kdk__unary_kernel_name(kdk_unary_op op) {
-  switch (op) {
-  case KDK_UNARY_NEG: return "neg_cpu";
-  case KDK_UNARY_ABS:
-  case KDK_UNARY_ABS_TO_REAL: return "abs_cpu";
-  case KDK_UNARY_SIGN: return "sign_cpu";
-  case KDK_UNARY_BITWISE_NOT: return "bitwise_not_cpu";
-  case KDK_UNARY_RELU: return "relu_cpu";
-  case KDK_UNARY_FLOOR: return "floor_cpu";
-  case KDK_UNARY_CEIL: return "ceil_cpu";
-  case KDK_UNARY_TRUNC: return "trunc_cpu";
-  case KDK_UNARY_ROUND:
-  case KDK_UNARY_ROUND_DECIMALS: return "round_cpu";
-  case KDK_UNARY_EXP: return "exp_cpu";
-  case KDK_UNARY_LOG: return "log_cpu";
-  case KDK_UNARY_LOG1P: return "log1p_cpu";
-  case KDK_UNARY_EXPM1: return "expm1_cpu";
-  case KDK_UNARY_SQRT: return "sqrt_cpu";
-  case KDK_UNARY_RSQRT: return "rsqrt_cpu";
-  case KDK_UNARY_SIN: return "sin_cpu";
-  case KDK_UNARY_COS: return "cos_cpu";
-  case KDK_UNARY_TAN: return "tan_cpu";
-  case KDK_UNARY_TANH: return "tanh_cpu";
-  case KDK_UNARY_SIGMOID: return "sigmoid_cpu";
-  case KDK_UNARY_RECIPROCAL: return "reciprocal_cpu";
-  case KDK_UNARY_ERF: return "erf_cpu";
-  case KDK_UNARY_GELU:
-  case KDK_UNARY_GELU_TANH: return "GeluKernelImpl";
-  case KDK_UNARY_LOGICAL_NOT: return "logical_not_cpu";
-  default: return "unary_cpu";
-  }
+  return (unsigned)op < KDK_UNARY_OP_COUNT ? kernel_names[op] : "unary_cpu";
 }
 
 /* Runs loop `op` (the stub checks the dtype). */
@@ -93,20 +76,6 @@ static const char *op_name(const kdk_structured *s) { return s && s->op ? s->op 
     (void)s, (void)self, (void)out;                                                      \
     return run(iter, OP, NULL);                                                          \
   }
-KDK__FLOAT_UNARY(exp, KDK_UNARY_EXP)
-KDK__FLOAT_UNARY(log, KDK_UNARY_LOG)
-KDK__FLOAT_UNARY(log1p, KDK_UNARY_LOG1P)
-KDK__FLOAT_UNARY(expm1, KDK_UNARY_EXPM1)
-KDK__FLOAT_UNARY(sqrt, KDK_UNARY_SQRT)
-KDK__FLOAT_UNARY(rsqrt, KDK_UNARY_RSQRT)
-KDK__FLOAT_UNARY(sin, KDK_UNARY_SIN)
-KDK__FLOAT_UNARY(cos, KDK_UNARY_COS)
-KDK__FLOAT_UNARY(tan, KDK_UNARY_TAN)
-KDK__FLOAT_UNARY(tanh, KDK_UNARY_TANH)
-KDK__FLOAT_UNARY(sigmoid, KDK_UNARY_SIGMOID)
-KDK__FLOAT_UNARY(erf, KDK_UNARY_ERF)
-KDK__FLOAT_UNARY(reciprocal, KDK_UNARY_RECIPROCAL)
-#undef KDK__FLOAT_UNARY
 
 /* ---- Structured: operators that keep the dtype ------------------------------------ */
 
@@ -125,7 +94,9 @@ KDK__FLOAT_UNARY(reciprocal, KDK_UNARY_RECIPROCAL)
     return run(iter, OP, NULL);                                                          \
   }
 
-static kd_status check_none(const kdk_structured *s, const kd_tensor *self) {
+/* floor, ceil, trunc, round of an integer tensor is a copy (the loops'
+ * identity); bool has no loop. */
+static kd_status check_round(const kdk_structured *s, const kd_tensor *self) {
   (void)s, (void)self;
   return KD_OK;
 }
@@ -161,15 +132,19 @@ KDK__CHECK_NOT_COMPLEX(check_ceil, "ceil")
 KDK__CHECK_NOT_COMPLEX(check_trunc, "trunc")
 #undef KDK__CHECK_NOT_COMPLEX
 
-KDK__SAME_UNARY(neg, KDK_UNARY_NEG, check_neg)
-KDK__SAME_UNARY(sign, KDK_UNARY_SIGN, check_sign)
-/* floor, ceil, trunc, round of an integer tensor is a copy (the loops'
- * identity); bool has no loop. */
-KDK__SAME_UNARY(floor, KDK_UNARY_FLOOR, check_floor)
-KDK__SAME_UNARY(ceil, KDK_UNARY_CEIL, check_ceil)
-KDK__SAME_UNARY(trunc, KDK_UNARY_TRUNC, check_trunc)
-KDK__SAME_UNARY(round, KDK_UNARY_ROUND, check_none)
+/* The structured kernels of the list's FLOAT and SAME rows. */
+#define KDK__UNARY_FLOAT(name, E) KDK__FLOAT_UNARY(name, KDK_UNARY_##E)
+#define KDK__UNARY_SAME(name, E) KDK__SAME_UNARY(name, KDK_UNARY_##E, check_##name)
+#define KDK__UNARY_OWN(name, E)
+#define KDK__UNARY_DEFINE(E, name, kernel, kind) KDK__UNARY_##kind(name, E)
+KDK_UNARY_OPS(KDK__UNARY_DEFINE)
+#undef KDK__UNARY_DEFINE
+#undef KDK__UNARY_OWN
+#undef KDK__UNARY_SAME
+#undef KDK__UNARY_FLOAT
 #undef KDK__SAME_UNARY
+#undef KDK__FLOAT_UNARY
+
 
 /* round.decimals: floating dtypes only, also for decimals == 0 (PyTorch's
  * round_decimals_out runs round_stub then, which has no integer loop). */

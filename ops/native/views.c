@@ -19,33 +19,6 @@
 
 /* ---- Shared helpers ------------------------------------------------------------ */
 
-kd_status kdk__vw_wrap_dim(int64_t dim, int64_t ndim, int64_t *out) {
-  if (ndim <= 0) ndim = 1; /* a scalar wraps as a 1-dim tensor (wrap_scalar) */
-  int64_t min = -ndim, max = ndim - 1;
-  if (dim < min || dim > max)
-    return kd_set_error(KD_ERANGE,
-                        "Dimension out of range (expected to be in range of [%lld, %lld], but "
-                        "got %lld)",
-                        (long long)min, (long long)max, (long long)dim);
-  *out = dim < 0 ? dim + ndim : dim;
-  return KD_OK;
-}
-
-const char *kdk__vw_fmt_ints(char *buf, size_t cap, const int64_t *v, int64_t n) {
-  size_t len = 0;
-  if (cap == 0) return buf;
-  buf[0] = '\0';
-  int w = snprintf(buf, cap, "[");
-  len = w > 0 ? (size_t)w : 0;
-  for (int64_t i = 0; i < n && len < cap; i++) {
-    w = snprintf(buf + len, cap - len, "%s%lld", i ? ", " : "", (long long)v[i]);
-    if (w < 0) break;
-    len += (size_t)w;
-  }
-  if (len < cap) snprintf(buf + len, cap - len, "]");
-  return buf;
-}
-
 kd_status kdk__vw_check_list(const char *op, const char *what, kd_ints list) {
   if (list.size < 0 || list.size > KD_MAX_DIMS)
     return kd_set_error(KD_EINVAL, "%s: %s has %lld entries; expected 0 to %d", op, what,
@@ -95,7 +68,7 @@ overflow: {
    * that do not (an expanded tensor: stride 0). */
   char buf[512];
   return kd_set_error(KD_EOVERFLOW, "the %s strides of sizes %s overflow int64",
-                      kd_memory_format_name(format), kdk__vw_fmt_ints(buf, sizeof buf, sizes, ndim));
+                      kd_memory_format_name(format), kdk__fmt_ints(buf, sizeof buf, sizes, ndim));
 }
 }
 
@@ -218,8 +191,8 @@ kd_status kdk__vw_prepare_out(kd_tensor *out, int ndim, const int64_t *sizes, kd
   if (same_sizes(kd_tensor_ndim(out), kd_tensor_sizes(out), ndim, sizes)) return KD_OK;
   if (kd_tensor_numel(out) != 0) {
     char had[256], want[256];
-    kdk__vw_fmt_ints(had, sizeof had, kd_tensor_sizes(out), kd_tensor_ndim(out));
-    kdk__vw_fmt_ints(want, sizeof want, sizes, ndim);
+    kdk__fmt_ints(had, sizeof had, kd_tensor_sizes(out), kd_tensor_ndim(out));
+    kdk__fmt_ints(want, sizeof want, sizes, ndim);
     kd_warn("An output with one or more elements was resized since it had shape %s, which does "
             "not match the required output shape %s. This behavior is deprecated, and in a "
             "future PyTorch release outputs will not be resized unless they have zero elements. "
@@ -340,13 +313,13 @@ static kd_status infer_size(kd_ints shape, int64_t numel, int64_t *res) {
         return kd_set_error(KD_EINVAL,
                             "cannot reshape tensor of 0 elements into shape %s because the "
                             "unspecified dimension size -1 can be any value and is ambiguous",
-                            kdk__vw_fmt_ints(buf, sizeof buf, shape.data, shape.size));
+                            kdk__fmt_ints(buf, sizeof buf, shape.data, shape.size));
       res[infer] = numel / newsize;
     }
     return KD_OK;
   }
   return kd_set_error(KD_EINVAL, "shape '%s' is invalid for input of size %lld",
-                      kdk__vw_fmt_ints(buf, sizeof buf, shape.data, shape.size),
+                      kdk__fmt_ints(buf, sizeof buf, shape.data, shape.size),
                       (long long)numel);
 }
 
@@ -397,7 +370,7 @@ static kd_status stride_overflow(const char *op, const geom *g) {
   char buf[512];
   return kd_set_error(KD_EOVERFLOW,
                       "%s: the strides of a zero-element view with shape %s overflow int64", op,
-                      kdk__vw_fmt_ints(buf, sizeof buf, g->sizes, g->ndim));
+                      kdk__fmt_ints(buf, sizeof buf, g->sizes, g->ndim));
 }
 
 /* ---- view, reshape ----------------------------------------------------------- */
@@ -639,8 +612,8 @@ kd_status kdk_native_expand(kd_tensor *self, kd_ints size, bool implicit, kd_ten
                         "greater or equal to the number of dimensions in the tensor (%d)",
                         pt_backend_name(kd_tensor_device(self).type),
                         pt_dtype_name(kd_tensor_dtype(self)),
-                        kdk__vw_fmt_ints(b1, sizeof b1, tsz, tdim),
-                        kdk__vw_fmt_ints(b2, sizeof b2, size.data, size.size), ndim, tdim);
+                        kdk__fmt_ints(b1, sizeof b1, tsz, tdim),
+                        kdk__fmt_ints(b2, sizeof b2, size.data, size.size), ndim, tdim);
   geom g;
   g.ndim = ndim;
   g.offset = kd_tensor_storage_offset(self);
@@ -674,8 +647,8 @@ kd_status kdk_native_expand(kd_tensor *self, kd_ints size, bool implicit, kd_ten
                             "(%lld) at non-singleton dimension %d.  Target sizes: %s.  Tensor "
                             "sizes: %s",
                             (long long)target, (long long)s, i,
-                            kdk__vw_fmt_ints(b2, sizeof b2, size.data, size.size),
-                            kdk__vw_fmt_ints(b1, sizeof b1, tsz, tdim));
+                            kdk__fmt_ints(b2, sizeof b2, size.data, size.size),
+                            kdk__fmt_ints(b1, sizeof b1, tsz, tdim));
       s = target;
       stride = 0;
       wrapped = false;
@@ -872,7 +845,7 @@ kd_status kdk_native_select(kd_tensor *self, int64_t dim, int64_t index, kd_tens
     return kd_set_error(KD_ERANGE,
                         "select(): index %lld out of range for tensor of size %s at dimension "
                         "%lld",
-                        (long long)index, kdk__vw_fmt_ints(buf, sizeof buf, kd_tensor_sizes(self), n),
+                        (long long)index, kdk__fmt_ints(buf, sizeof buf, kd_tensor_sizes(self), n),
                         (long long)d);
   }
   if (index < 0) index += size;

@@ -2,10 +2,9 @@
  * views.h: the view and shape operators of libkdops (views.c, shape.c), and
  * the helpers they share. Private to libkdops.
  *
- * The kernel prototypes follow docs/CODEGEN.md exactly (kdk_native_<kernel>
- * of the "Views and shapes" section of ops/native_functions.yaml); kdgen
- * will declare them in BUILD/gen/ops/<name>_native.h and this list can then
- * shrink to the helpers.
+ * The kernels (kdk_native_<kernel> of the "Views and shapes" section of
+ * ops/native_functions.yaml) are declared by kdgen only (kdk/native.h,
+ * included here); this header has the helpers.
  *
  * Ownership: every `kd_tensor **out` gives the caller one reference (NULL on
  * error). Tensor arguments are borrowed. Views share the storage of `self`;
@@ -18,77 +17,22 @@
 #ifndef KD_OPS_NATIVE_VIEWS_H
 #define KD_OPS_NATIVE_VIEWS_H
 
+#include "iter.h"
 #include "kd/ops.h"
+#include "kdk/native.h"
 
-/* ---- views.c: views (no data is touched; any device) ------------------------ */
-
-kd_status kdk_native_view(kd_tensor *self, kd_ints size, kd_tensor **out);
-kd_status kdk_native_view_dtype(kd_tensor *self, kd_dtype dtype, kd_tensor **out);
-kd_status kdk_native_view_as(kd_tensor *self, kd_tensor *other, kd_tensor **out);
-kd_status kdk_native_reshape(kd_tensor *self, kd_ints shape, kd_tensor **out);
-kd_status kdk_native_reshape_as(kd_tensor *self, kd_tensor *other, kd_tensor **out);
-kd_status kdk_native_transpose(kd_tensor *self, int64_t dim0, int64_t dim1, kd_tensor **out);
-kd_status kdk_native_transpose_(kd_tensor *self, int64_t dim0, int64_t dim1);
-kd_status kdk_native_t(kd_tensor *self, kd_tensor **out);
-kd_status kdk_native_t_(kd_tensor *self);
-kd_status kdk_native_permute(kd_tensor *self, kd_ints dims, kd_tensor **out);
-kd_status kdk_native_expand(kd_tensor *self, kd_ints size, bool implicit, kd_tensor **out);
-kd_status kdk_native_expand_as(kd_tensor *self, kd_tensor *other, kd_tensor **out);
-kd_status kdk_native_squeeze(kd_tensor *self, kd_tensor **out);
-kd_status kdk_native_squeeze_dim(kd_tensor *self, int64_t dim, kd_tensor **out);
-kd_status kdk_native_squeeze_(kd_tensor *self);
-kd_status kdk_native_squeeze__dim(kd_tensor *self, int64_t dim);
-kd_status kdk_native_unsqueeze(kd_tensor *self, int64_t dim, kd_tensor **out);
-kd_status kdk_native_unsqueeze_(kd_tensor *self, int64_t dim);
-kd_status kdk_native_flatten_using_ints(kd_tensor *self, int64_t start_dim, int64_t end_dim,
-                                        kd_tensor **out);
-kd_status kdk_native_slice(kd_tensor *self, int64_t dim, const int64_t *start,
-                           const int64_t *end, int64_t step, kd_tensor **out);
-kd_status kdk_native_select(kd_tensor *self, int64_t dim, int64_t index, kd_tensor **out);
-kd_status kdk_native_narrow(kd_tensor *self, int64_t dim, int64_t start, int64_t length,
-                            kd_tensor **out);
-kd_status kdk_native_narrow_Tensor(kd_tensor *self, int64_t dim, kd_tensor *start,
-                                   int64_t length, kd_tensor **out);
-/* Tensor[] results: views of self in a caller-owned list (kd_tensor_list_free);
- * {NULL, 0} on error. */
-kd_status kdk_native_unbind(kd_tensor *self, int64_t dim, kd_tensor_list *out);
-kd_status kdk_native_split(kd_tensor *self, int64_t split_size, int64_t dim, kd_tensor_list *out);
-kd_status kdk_native_chunk(kd_tensor *self, int64_t chunks, int64_t dim, kd_tensor_list *out);
-kd_status kdk_native_contiguous(kd_tensor *self, kd_memory_format memory_format,
-                                kd_tensor **out);
-
-/* ---- shape.c: copies (cpu; meta computes sizes only) --------------------------- */
-
-kd_status kdk_native_clone(kd_tensor *self, const kd_memory_format *memory_format,
-                           kd_tensor **out);
-kd_status kdk_native_cat(kd_tensors tensors, int64_t dim, kd_tensor **out);
-kd_status kdk_native_cat_out(kd_tensors tensors, int64_t dim, kd_tensor *out);
-kd_status kdk_native_stack(kd_tensors tensors, int64_t dim, kd_tensor **out);
-kd_status kdk_native_stack_out(kd_tensors tensors, int64_t dim, kd_tensor *out);
-kd_status kdk_native_tril(kd_tensor *self, int64_t diagonal, kd_tensor **out);
-kd_status kdk_native_tril_(kd_tensor *self, int64_t diagonal);
-kd_status kdk_native_tril_out(kd_tensor *self, int64_t diagonal, kd_tensor *out);
-kd_status kdk_native_triu(kd_tensor *self, int64_t diagonal, kd_tensor **out);
-kd_status kdk_native_triu_(kd_tensor *self, int64_t diagonal);
-kd_status kdk_native_triu_out(kd_tensor *self, int64_t diagonal, kd_tensor *out);
-kd_status kdk_native_index_select(kd_tensor *self, int64_t dim, kd_tensor *index,
-                                  kd_tensor **out);
-kd_status kdk_native_index_select_out(kd_tensor *self, int64_t dim, kd_tensor *index,
-                                      kd_tensor *out);
-kd_status kdk_native_gather(kd_tensor *self, int64_t dim, kd_tensor *index, bool sparse_grad,
-                            kd_tensor **out);
-kd_status kdk_native_gather_out(kd_tensor *self, int64_t dim, kd_tensor *index,
-                                bool sparse_grad, kd_tensor *out);
+/* views.c: views (no data is touched; any device). Tensor[] results (unbind,
+ * split, chunk): views of self in a caller-owned list (kd_tensor_list_free),
+ * {NULL, 0} on error. shape.c: copies (cpu; meta computes sizes only). */
 
 /* ---- Helpers shared by views.c and shape.c ------------------------------------ */
 
-/* PyTorch's maybe_wrap_dim(dim, ndim) (a 0-dim tensor counts as 1-dim):
- * KD_ERANGE "Dimension out of range (expected to be in range of [-2, 1], but
- * got 2)". */
-kd_status kdk__vw_wrap_dim(int64_t dim, int64_t ndim, int64_t *out);
-
-/* "[2, 3]" into buf (cut at cap); returns buf. */
-const char *kdk__vw_fmt_ints(char *buf, size_t cap, const int64_t *v, int64_t n);
+/* PyTorch's maybe_wrap_dim(dim, ndim) as the views report it (kdk__wrap_dim,
+ * iter.h): KD_ERANGE "Dimension out of range (expected to be in range of
+ * [-2, 1], but got 2)", with no operator in front. */
+static inline kd_status kdk__vw_wrap_dim(int64_t dim, int64_t ndim, int64_t *out) {
+  return kdk__wrap_dim(NULL, KD_ERANGE, dim, ndim, out);
+}
 
 /* The sizes of an int list argument checked as a shape (0..KD_MAX_DIMS entries). */
 kd_status kdk__vw_check_list(const char *op, const char *what, kd_ints list);

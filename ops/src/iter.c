@@ -104,14 +104,6 @@ void kdk_iter_set_row_dim(kdk_iter *it, int64_t dim) {
 
 /* ---- Helpers ----------------------------------------------------------------- */
 
-static const char *fmt_shape(char *buf, size_t cap, int ndim, const int64_t *sizes) {
-  size_t len = (size_t)snprintf(buf, cap, "[");
-  for (int d = 0; d < ndim && len < cap; d++)
-    len += (size_t)snprintf(buf + len, cap - len, "%s%lld", d ? ", " : "", (long long)sizes[d]);
-  if (len < cap) snprintf(buf + len, cap - len, "]");
-  return buf;
-}
-
 static bool same_shape(int na, const int64_t *a, int nb, const int64_t *b) {
   if (na != nb) return false;
   for (int d = 0; d < na; d++)
@@ -119,15 +111,39 @@ static bool same_shape(int na, const int64_t *a, int nb, const int64_t *b) {
   return true;
 }
 
-/* Re-records the current error with the operator's name in front (unless it
- * already starts with it). */
-static kd_status with_op(const kdk_iter *it, kd_status st) {
+kd_status kdk__wrap_dim(const char *op, kd_status code, int64_t dim, int64_t ndim, int64_t *out) {
+  int64_t n = ndim > 0 ? ndim : 1; /* a scalar wraps as a 1-dim tensor (wrap_scalar) */
+  if (dim < -n || dim >= n)
+    return kd_set_error(code,
+                        "%s%sDimension out of range (expected to be in range of [%lld, %lld], but "
+                        "got %lld)",
+                        op ? op : "", op ? ": " : "", (long long)-n, (long long)(n - 1),
+                        (long long)dim);
+  *out = dim < 0 ? dim + n : dim;
+  return KD_OK;
+}
+
+const char *kdk__fmt_ints(char *buf, size_t cap, const int64_t *v, int64_t n) {
+  if (cap == 0) return buf;
+  buf[0] = '\0';
+  int w = snprintf(buf, cap, "[");
+  size_t len = w > 0 ? (size_t)w : 0;
+  for (int64_t i = 0; i < n && len < cap; i++) {
+    w = snprintf(buf + len, cap - len, "%s%lld", i ? ", " : "", (long long)v[i]);
+    if (w < 0) break;
+    len += (size_t)w;
+  }
+  if (len < cap) snprintf(buf + len, cap - len, "]");
+  return buf;
+}
+
+kd_status kdk__error_with_op(const char *op, kd_status st) {
   const char *msg = kd_last_error();
-  size_t n = strlen(it->op);
-  if (strncmp(msg, it->op, n) == 0 && msg[n] == ':') return st;
+  size_t n = strlen(op);
+  if (strncmp(msg, op, n) == 0 && msg[n] == ':') return st;
   char copy[1024];
   snprintf(copy, sizeof copy, "%s", msg);
-  return kd_set_error(st, "%s: %s", it->op, copy);
+  return kd_set_error(st, "%s: %s", op, copy);
 }
 
 bool kdk__can_cast(kd_dtype from, kd_dtype to) {
@@ -263,15 +279,10 @@ static kd_status resolve_reduce_dims(kdk_iter *it, build_state *b) {
     for (int d = 0; d < nd; d++) b->reduced[d] = true;
     return KD_OK;
   }
-  int64_t wrap = nd > 0 ? nd : 1;
   for (int i = 0; i < it->nreduce; i++) {
-    int64_t d = it->reduce_dims[i];
-    if (d < -wrap || d >= wrap)
-      return kd_set_error(KD_EINVAL,
-                          "%s: Dimension out of range (expected to be in range of [%lld, %lld], "
-                          "but got %lld)",
-                          it->op, (long long)-wrap, (long long)(wrap - 1), (long long)d);
-    if (d < 0) d += wrap;
+    int64_t d = 0;
+    kd_status st = kdk__wrap_dim(it->op, KD_EINVAL, it->reduce_dims[i], nd, &d);
+    if (st) return st;
     if (nd == 0) continue; /* a 0-dim tensor: dim 0 / -1 names nothing to reduce */
     if (b->reduced[d] && !row_dim)
       return kd_set_error(KD_EINVAL, "%s: dim %lld appears multiple times in the list of dims",
@@ -407,7 +418,7 @@ static kd_status compute_types(kdk_iter *it, build_state *b, bool all_scalars) {
     if ((f & KDK_ITER_F_PROMOTE_INPUTS) && d != common && !it->is_meta) {
       kd_tensor *c = NULL;
       kd_status st = convert_input(t, common, &c);
-      if (st) return with_op(it, st);
+      if (st) return kdk__error_with_op(it->op, st);
       if (it->owned & (1u << k)) kd_tensor_release(t);
       it->tensors[k] = c;
       it->owned |= 1u << k;
@@ -493,12 +504,12 @@ static kd_status set_up_output(kdk_iter *it, build_state *b, int k, int ndim, co
     t = it->tensors[k];
     if (o->will_resize) {
       st = kd_tensor_resize_(t, ndim, sizes, strides);
-      if (st) return with_op(it, st);
+      if (st) return kdk__error_with_op(it->op, st);
     }
   } else {
     st = strides ? kd_tensor_empty_strided(ndim, sizes, strides, dt, b->device, &t)
                  : kd_tensor_empty(ndim, sizes, dt, b->device, &t);
-    if (st) return with_op(it, st);
+    if (st) return kdk__error_with_op(it->op, st);
     it->owned |= 1u << k;
   }
   it->tensors[k] = t;
@@ -508,7 +519,7 @@ static kd_status set_up_output(kdk_iter *it, build_state *b, int k, int ndim, co
                                                 kd_tensor_head_of(t)->storage->device, &tmp)
                       : kd_tensor_empty(ndim, sizes, it->common_dtype,
                                         kd_tensor_head_of(t)->storage->device, &tmp);
-    if (st) return with_op(it, st);
+    if (st) return kdk__error_with_op(it->op, st);
     it->originals[k] = t;
     it->temps |= 1u << k;
     it->tensors[k] = tmp;
@@ -535,7 +546,7 @@ static kd_status copy_for_rows(kdk_iter *it, build_state *b, int k) {
   if (!st) st = kd_tensor_copy_(c, src);
   if (st) {
     kd_tensor_release(c);
-    return with_op(it, st);
+    return kdk__error_with_op(it->op, st);
   }
   if (it->owned & (1u << k)) kd_tensor_release(src);
   it->tensors[k] = c;
@@ -732,7 +743,7 @@ static int build_fast(kdk_iter *it, kd_status *status) {
     } else {
       st = kd_tensor_empty(nd, it->full_shape, dt, dev, &t);
       if (st) {
-        *status = with_op(it, st);
+        *status = kdk__error_with_op(it->op, st);
         return 0;
       }
       it->owned |= 1u << k;
@@ -894,8 +905,8 @@ kd_status kdk__iter_build_general(kdk_iter *it) {
       if (!same_shape(tmp_nd, tmp, nd, shape))
         return kd_set_error(KD_EINVAL, "%s: operand %d of shape %s does not fit the static shape",
                             it->op, k,
-                            fmt_shape((char[256]){0}, 256, kd_tensor_head_of(t)->ndim,
-                                      kd_tensor_head_of(t)->sizes));
+                            kdk__fmt_ints((char[256]){0}, 256, kd_tensor_head_of(t)->sizes,
+                                          kd_tensor_head_of(t)->ndim));
     }
   } else {
     for (int k = 0; k < nt; k++) {
@@ -929,7 +940,7 @@ kd_status kdk__iter_build_general(kdk_iter *it) {
   for (int d = 0; d < nd && numel; d++)
     if (__builtin_mul_overflow(numel, shape[d], &numel))
       return kd_set_error(KD_EOVERFLOW, "%s: the broadcast shape %s has more than 2^63 elements",
-                          it->op, fmt_shape((char[256]){0}, 256, nd, shape));
+                          it->op, kdk__fmt_ints((char[256]){0}, 256, shape, nd));
   it->numel = numel;
 
   /* output shapes: resize marks, reduction shape */
@@ -968,9 +979,9 @@ kd_status kdk__iter_build_general(kdk_iter *it) {
         char have[256], want[256];
         return kd_set_error(KD_EINVAL,
                             "%s: output with shape %s doesn't match the broadcast shape %s", it->op,
-                            fmt_shape(have, sizeof have, kd_tensor_head_of(o->t)->ndim,
-                                      kd_tensor_head_of(o->t)->sizes),
-                            fmt_shape(want, sizeof want, nd, shape));
+                            kdk__fmt_ints(have, sizeof have, kd_tensor_head_of(o->t)->sizes,
+                                          kd_tensor_head_of(o->t)->ndim),
+                            kdk__fmt_ints(want, sizeof want, shape, nd));
       }
     }
   }
@@ -1060,7 +1071,7 @@ kd_status kdk_iter_copy_temps(kdk_iter *it) {
   for (int k = 0; k < it->noutputs; k++) {
     if (!(it->temps & (1u << k)) || !it->originals[k]) continue;
     kd_status st = kd_tensor_copy_(it->originals[k], it->tensors[k]);
-    if (st) return with_op(it, st);
+    if (st) return kdk__error_with_op(it->op, st);
   }
   return KD_OK;
 }

@@ -27,4 +27,19 @@ bool kdk__can_cast(kd_dtype from, kd_dtype to);
 kd_status kdk__iter_check_abi(const kdk_iter *it);
 kd_status kdk__structured_check_abi(const kdk_structured *s);
 
+/* ---- Helpers shared by libkdops' sources (iter.c) ------------------------------- */
+
+/* PyTorch's maybe_wrap_dim: dim in [-n, n - 1] where n is ndim, or 1 for a
+ * 0-dim tensor; *out = dim, counted from the front. Else `code` with "<op>:
+ * Dimension out of range (expected to be in range of [-2, 1], but got 2)"
+ * (no "<op>: " when op is NULL); *out untouched. */
+kd_status kdk__wrap_dim(const char *op, kd_status code, int64_t dim, int64_t ndim, int64_t *out);
+
+/* "[2, 3]" ("[]" for n == 0) into buf, cut at cap; returns buf. */
+const char *kdk__fmt_ints(char *buf, size_t cap, const int64_t *v, int64_t n);
+
+/* Re-records the current error (kd_last_error) as st with "<op>: " in front,
+ * unless it already starts with it; returns st. */
+kd_status kdk__error_with_op(const char *op, kd_status st);
+
 #endif

@@ -12,27 +12,9 @@
 #include "iter.h" /* kdk__structured_adopt_given */
 #include "kd/tensor_head.h"
 
-/* "[2, 3]"; "[]" for 0-dim. Cut at cap. */
-static const char *format_shape(char *buf, size_t cap, int ndim, const int64_t *sizes) {
-  size_t len = 0;
-  buf[0] = '\0';
-  len += (size_t)snprintf(buf, cap, "[");
-  for (int d = 0; d < ndim && len < cap; d++)
-    len += (size_t)snprintf(buf + len, cap - len, "%s%lld", d ? ", " : "", (long long)sizes[d]);
-  if (len < cap) snprintf(buf + len, cap - len, "]");
-  return buf;
-}
-
 static const char *format_device(char *buf, size_t cap, kd_device d) {
   kd_device_format(d, buf, cap);
   return buf;
-}
-
-/* Re-records the current error with the operator's name in front. */
-static kd_status with_op(const kdk_structured *s, kd_status st) {
-  char msg[1024];
-  snprintf(msg, sizeof msg, "%s", kd_last_error());
-  return kd_set_error(st, "%s: %s", s->op, msg);
 }
 
 static bool same_sizes(const kd_tensor *t, int ndim, const int64_t *sizes) {
@@ -57,7 +39,7 @@ static kd_status make_proxy(kdk_structured *s, int i, int ndim, const int64_t *s
                             const int64_t *strides, kd_dtype dtype, kd_device device) {
   kd_tensor *p = NULL;
   kd_status st = kd_tensor_empty_strided(ndim, sizes, strides, dtype, device, &p);
-  if (st) return with_op(s, st);
+  if (st) return kdk__error_with_op(s->op, st);
   s->outputs[i] = p;
   s->proxies |= 1u << i;
   return KD_OK;
@@ -69,8 +51,8 @@ static kd_status set_inplace(kdk_structured *s, int i, kd_tensor *t, int ndim,
     char have[256], want[256];
     return kd_set_error(
         KD_EINVAL, "%s: output with shape %s doesn't match the broadcast shape %s", s->op,
-        format_shape(have, sizeof have, kd_tensor_head_of(t)->ndim, kd_tensor_head_of(t)->sizes),
-        format_shape(want, sizeof want, ndim, sizes));
+        kdk__fmt_ints(have, sizeof have, kd_tensor_head_of(t)->sizes, kd_tensor_head_of(t)->ndim),
+        kdk__fmt_ints(want, sizeof want, sizes, ndim));
   }
   if (kd_tensor_head_of(t)->dtype != dtype)
     return kd_set_error(KD_ETYPE,
@@ -112,16 +94,16 @@ static kd_status set_out(kdk_structured *s, int i, kd_tensor *t, int ndim, const
     bool warn = kd_tensor_head_of(t)->numel != 0;
     char have[256];
     if (warn)
-      format_shape(have, sizeof have, kd_tensor_head_of(t)->ndim, kd_tensor_head_of(t)->sizes);
+      kdk__fmt_ints(have, sizeof have, kd_tensor_head_of(t)->sizes, kd_tensor_head_of(t)->ndim);
     kd_status st = kd_tensor_resize_(t, ndim, sizes, strides);
-    if (st) return with_op(s, st);
+    if (st) return kdk__error_with_op(s->op, st);
     if (warn) {
       char want[256];
       kd_warn("%s: an out tensor with elements was resized from shape %s to the required output "
               "shape %s. Resizing an out tensor that has elements is deprecated (PyTorch will "
               "stop doing it); to reuse an out tensor, resize it to zero elements first "
               "(t.resize_(0))",
-              s->op, have, format_shape(want, sizeof want, ndim, sizes));
+              s->op, have, kdk__fmt_ints(want, sizeof want, sizes, ndim));
     }
   } else if (strides && !same_strides(t, ndim, strides)) {
     return make_proxy(s, i, ndim, sizes, strides, dtype, dev);
@@ -159,7 +141,7 @@ kd_status kdk_structured_set_output(kdk_structured *s, int i, int ndim, const in
     kd_status st = strides
                        ? kd_tensor_empty_strided(ndim, sizes, strides, dtype, dev, &s->outputs[i])
                        : kd_tensor_empty(ndim, sizes, dtype, dev, &s->outputs[i]);
-    return st ? with_op(s, st) : KD_OK;
+    return st ? kdk__error_with_op(s->op, st) : KD_OK;
   }
   if (s->mode != KDK_STRUCTURED_INPLACE && s->mode != KDK_STRUCTURED_OUT)
     return kd_set_error(KD_EINVAL, "%s: invalid structured mode %d", s->op, (int)s->mode);
@@ -189,7 +171,7 @@ kd_status kdk_structured_copy_proxies(kdk_structured *s) {
   for (unsigned p = s->proxies; p; p &= p - 1) {
     int i = __builtin_ctz(p);
     kd_status st = kd_tensor_copy_(s->given[i], s->outputs[i]);
-    if (st) return with_op(s, st);
+    if (st) return kdk__error_with_op(s->op, st);
   }
   return KD_OK;
 }

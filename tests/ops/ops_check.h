@@ -1,6 +1,6 @@
 /*
- * ops_check.h: helpers shared by the view, shape, factory and linear-algebra
- * tests (test_views.c, test_shape.c, test_factories.c, test_linalg.c):
+ * ops_check.h: the ops tests' one set of helpers (test_views.c, test_shape.c,
+ * test_factories.c, test_linalg.c, test_binary.c, test_bitwise.c, ...):
  * building small tensors from arrays of numbers, and checking the sizes,
  * strides, dtype, device and values of results.
  *
@@ -79,21 +79,35 @@ static inline kd_tensor *oc_iota(kd_dtype dt, int ndim, const int64_t *sizes) {
 }
 #define IOTA(dt, ...) oc_iota((dt), NI(__VA_ARGS__), I(__VA_ARGS__))
 
+/* A new uninitialised tensor on dev (kd_tensor_empty's argument order). */
+static inline kd_tensor *oc_empty_on(int ndim, const int64_t *sizes, kd_dtype dt, kd_device dev) {
+  kd_tensor *t = NULL;
+  KD_ASSERT_OK(kd_tensor_empty(ndim, sizes, dt, dev, &t));
+  return t;
+}
+
 /* A new tensor of these sizes on meta (no data). */
 static inline kd_tensor *oc_meta(kd_dtype dt, int ndim, const int64_t *sizes) {
-  kd_tensor *t = NULL;
-  KD_ASSERT_OK(kd_tensor_empty(ndim, sizes, dt, OC_META, &t));
-  return t;
+  return oc_empty_on(ndim, sizes, dt, OC_META);
 }
 #define META(dt, ...) oc_meta((dt), NI(__VA_ARGS__), I(__VA_ARGS__))
 
 /* A new uninitialised cpu tensor. */
 static inline kd_tensor *oc_empty(kd_dtype dt, int ndim, const int64_t *sizes) {
-  kd_tensor *t = NULL;
-  KD_ASSERT_OK(kd_tensor_empty(ndim, sizes, dt, kd_device_cpu(), &t));
-  return t;
+  return oc_empty_on(ndim, sizes, dt, kd_device_cpu());
 }
 #define EMPTY(dt, ...) oc_empty((dt), NI(__VA_ARGS__), I(__VA_ARGS__))
+
+/* A view of t with other sizes: its storage and offset, row-major strides.
+ * Takes t's reference (released here); returns the view's. */
+static inline kd_tensor *oc_reshaped(kd_tensor *t, int ndim, const int64_t *sizes) {
+  int64_t st[KD_MAX_DIMS], s = 1;
+  for (int d = ndim - 1; d >= 0; d--) st[d] = s, s *= sizes[d];
+  kd_tensor *v = NULL;
+  KD_ASSERT_OK(kd_tensor_as_strided(t, ndim, sizes, st, kd_tensor_storage_offset(t), &v));
+  kd_tensor_release(t);
+  return v;
+}
 
 /* A 0-dim float32 tensor holding v. */
 static inline kd_tensor *oc_scalar(double v) {
@@ -114,6 +128,26 @@ static inline kd_scalar oc_get(const kd_tensor *t, int64_t flat) {
 static inline double oc_at(const kd_tensor *t, int64_t flat) {
   kd_scalar s = oc_get(t, flat);
   return kd_scalar_to_double(&s);
+}
+/* ... as an int64 (bool: 0 or 1); the imaginary part of a complex one. */
+static inline int64_t oc_at_int(const kd_tensor *t, int64_t flat) {
+  kd_scalar s = oc_get(t, flat);
+  return kd_scalar_to_int64(&s);
+}
+static inline double oc_at_im(const kd_tensor *t, int64_t flat) {
+  kd_scalar s = oc_get(t, flat);
+  assert_int_equal(s.kind, KD_SCALAR_COMPLEX);
+  return s.v.c.im;
+}
+
+/* t's sizes are these. */
+static inline void oc_expect_sizes(const kd_tensor *t, int ndim, const int64_t *sizes) {
+  assert_non_null(t);
+  assert_int_equal(kd_tensor_ndim(t), ndim);
+  for (int d = 0; d < ndim; d++)
+    if (kd_tensor_size(t, d) != sizes[d])
+      fail_msg("size %d is %lld, expected %lld", d, (long long)kd_tensor_size(t, d),
+               (long long)sizes[d]);
 }
 
 /* t's values (row-major) against want, within tol (absolute, times

@@ -7,9 +7,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "kd_test.h"
-#include "kd/ops.h"
 #include "kd/ops_all.h"
+#include "ops_check.h"
 
 static kd_tensor *T1(kd_dtype dt, int64_t n, const void *data) {
   kd_tensor *t = NULL;
@@ -23,20 +22,6 @@ static kd_tensor *T2(kd_dtype dt, int64_t r, int64_t c, const void *data) {
   return t;
 }
 
-/* Element `flat` (row-major) of t as a double. */
-static double at(const kd_tensor *t, int64_t flat) {
-  int nd = kd_tensor_ndim(t);
-  int64_t idx[KD_MAX_DIMS];
-  for (int d = nd - 1; d >= 0; d--) {
-    int64_t n = kd_tensor_sizes(t)[d];
-    idx[d] = flat % n;
-    flat /= n;
-  }
-  kd_scalar v;
-  KD_ASSERT_OK(kd_tensor_get(t, nd ? idx : NULL, &v));
-  if (v.kind == KD_SCALAR_COMPLEX) return v.v.c.re;
-  return kd_scalar_to_double(&v);
-}
 
 static void expect(const kd_tensor *t, kd_dtype dt, int64_t n, const double *want) {
   assert_non_null(t);
@@ -44,7 +29,7 @@ static void expect(const kd_tensor *t, kd_dtype dt, int64_t n, const double *wan
     fail_msg("dtype %s, expected %s", kd_dtype_name(kd_tensor_dtype(t)), kd_dtype_name(dt));
   assert_int_equal(kd_tensor_numel(t), n);
   for (int64_t i = 0; i < n; i++) {
-    double g = at(t, i);
+    double g = oc_at(t, i);
     if (!(g == want[i] || (isnan(g) && isnan(want[i])) || fabs(g - want[i]) < 1e-6 * fabs(want[i])))
       fail_msg("element %lld: got %.17g, expected %.17g", (long long)i, g, want[i]);
   }
@@ -389,32 +374,6 @@ static kd_tensor *Tc(kd_dtype dt, int64_t n, const double *reim) {
   kd_tensor_release(t);
   return c;
 }
-static kd_tensor *Tsh(kd_tensor *t, int ndim, const int64_t *sizes) {
-  kd_tensor *v = NULL;
-  int64_t st[KD_MAX_DIMS], s = 1;
-  for (int d = ndim - 1; d >= 0; d--) st[d] = s, s *= sizes[d];
-  KD_ASSERT_OK(kd_tensor_as_strided(t, ndim, sizes, st, kd_tensor_storage_offset(t), &v));
-  kd_tensor_release(t);
-  return v;
-}
-static kd_tensor *Tempty(int ndim, const int64_t *sizes, kd_dtype dt, kd_device dev) {
-  kd_tensor *t = NULL;
-  KD_ASSERT_OK(kd_tensor_empty(ndim, sizes, dt, dev, &t));
-  return t;
-}
-static double at_im(const kd_tensor *t, int64_t flat) {
-  int nd = kd_tensor_ndim(t);
-  int64_t idx[KD_MAX_DIMS];
-  for (int d = nd - 1; d >= 0; d--) {
-    int64_t n = kd_tensor_sizes(t)[d];
-    idx[d] = flat % n;
-    flat /= n;
-  }
-  kd_scalar v;
-  KD_ASSERT_OK(kd_tensor_get(t, nd ? idx : NULL, &v));
-  assert_int_equal(v.kind, KD_SCALAR_COMPLEX);
-  return v.v.c.im;
-}
 /* Complex results: want holds (re, im) pairs. */
 static void expect_c(const kd_tensor *t, kd_dtype dt, int64_t n, const double *want) {
   assert_non_null(t);
@@ -423,19 +382,11 @@ static void expect_c(const kd_tensor *t, kd_dtype dt, int64_t n, const double *w
   assert_int_equal(kd_tensor_numel(t), n);
   double tol = dt == KD_COMPLEX64 ? 1e-6 : 1e-12;
   for (int64_t i = 0; i < n; i++) {
-    double re = at(t, i), im = at_im(t, i);
+    double re = oc_at(t, i), im = oc_at_im(t, i);
     if (fabs(re - want[2 * i]) > tol || fabs(im - want[2 * i + 1]) > tol)
       fail_msg("element %lld: got %g%+gi, expected %g%+gi", (long long)i, re, im, want[2 * i],
                want[2 * i + 1]);
   }
-}
-static void expect_sizes(const kd_tensor *t, int ndim, const int64_t *sizes) {
-  assert_non_null(t);
-  assert_int_equal(kd_tensor_ndim(t), ndim);
-  for (int d = 0; d < ndim; d++)
-    if (kd_tensor_size(t, d) != sizes[d])
-      fail_msg("size %d is %lld, expected %lld", d, (long long)kd_tensor_size(t, d),
-               (long long)sizes[d]);
 }
 
 /* ---- Complex ------------------------------------------------------------- */
@@ -625,10 +576,10 @@ static void test_atan2(void **state) {
   expect(fy, KD_FLOAT32, 2, (double[]){3 * pi / 4, -3 * pi / 4});
   /* an int self cannot hold the float result */
   KD_ASSERT_ERR(kd_atan2_(iy, ix), KD_ETYPE, "");
-  kd_tensor *out = Tempty(1, (int64_t[]){2}, KD_INT64, CPU);
+  kd_tensor *out = oc_empty_on(1, (int64_t[]){2}, KD_INT64, CPU);
   KD_ASSERT_ERR(kd_atan2_out(y, x, out), KD_ETYPE, "");
   REL(out);
-  out = Tempty(1, (int64_t[]){0}, KD_FLOAT64, CPU);
+  out = oc_empty_on(1, (int64_t[]){0}, KD_FLOAT64, CPU);
   KD_ASSERT_OK(kd_atan2_out(y, x, out));
   expect(out, KD_FLOAT64, 6, (double[]){pi / 4, 3 * pi / 4, -3 * pi / 4, pi, -pi, 0});
   /* float16 */
@@ -678,7 +629,7 @@ static void test_clamp_bounds(void **state) {
   expect(i, KD_INT64, 4, (double[]){-1, -1, -1, -1});
   KD_ASSERT_ERR(kd_clamp_(i, NULL, NULL), KD_EINVAL, "At least one of 'min' or 'max'");
   /* out: resized from a wrong shape */
-  kd_tensor *out = Tempty(1, (int64_t[]){7}, KD_FLOAT64, CPU);
+  kd_tensor *out = oc_empty_on(1, (int64_t[]){7}, KD_FLOAT64, CPU);
   lo = kd_scalar_int(0), hi = kd_scalar_int(1);
   KD_ASSERT_OK(kd_clamp_out(f, &lo, &hi, out));
   expect(out, KD_FLOAT64, 4, (double[]){NAN, 0, 1, 0.5});
@@ -690,11 +641,11 @@ static void test_clamp_bounds(void **state) {
   REL(c);
 
   /* Tensor bounds, broadcast: self [2,3], min [3], max [2,1] */
-  kd_tensor *s = Tsh(T1(KD_FLOAT32, 6, (float[]){-1, 1.5f, 9, 3, 0, 4}), 2, (int64_t[]){2, 3});
+  kd_tensor *s = oc_reshaped(T1(KD_FLOAT32, 6, (float[]){-1, 1.5f, 9, 3, 0, 4}), 2, (int64_t[]){2, 3});
   kd_tensor *tmin = T1(KD_FLOAT32, 3, (float[]){0, 1, 2});
-  kd_tensor *tmax = Tsh(T1(KD_FLOAT32, 2, (float[]){1, 5}), 2, (int64_t[]){2, 1});
+  kd_tensor *tmax = oc_reshaped(T1(KD_FLOAT32, 2, (float[]){1, 5}), 2, (int64_t[]){2, 1});
   KD_ASSERT_OK(kd_clamp_Tensor(s, tmin, tmax, &r));
-  expect_sizes(r, 2, (int64_t[]){2, 3});
+  oc_expect_sizes(r, 2, (int64_t[]){2, 3});
   expect(r, KD_FLOAT32, 6, (double[]){0, 1, 1, 3, 1, 4});
   REL(r);
   KD_ASSERT_OK(kd_clamp_Tensor(s, tmin, NULL, &r));
@@ -710,9 +661,9 @@ static void test_clamp_bounds(void **state) {
   expect(r, KD_FLOAT32, 3, (double[]){0, 1, 7});
   REL(r);
   /* a result broadcast bigger than self, functional: fine */
-  kd_tensor *col = Tsh(T1(KD_FLOAT32, 2, (float[]){-1, 10}), 2, (int64_t[]){2, 1});
+  kd_tensor *col = oc_reshaped(T1(KD_FLOAT32, 2, (float[]){-1, 10}), 2, (int64_t[]){2, 1});
   KD_ASSERT_OK(kd_clamp_Tensor(col, tmin, NULL, &r));
-  expect_sizes(r, 2, (int64_t[]){2, 3});
+  oc_expect_sizes(r, 2, (int64_t[]){2, 3});
   expect(r, KD_FLOAT32, 6, (double[]){0, 1, 2, 10, 10, 10});
   REL(r);
   /* ... inplace: refused */
@@ -724,7 +675,7 @@ static void test_clamp_bounds(void **state) {
   KD_ASSERT_OK(kd_clamp__Tensor(iv, imin, NULL));
   expect(iv, KD_INT64, 3, (double[]){0, 1, 7});
   KD_ASSERT_ERR(kd_clamp__Tensor(iv, tmin, NULL), KD_ETYPE, "");
-  out = Tempty(1, (int64_t[]){0}, KD_FLOAT32, CPU);
+  out = oc_empty_on(1, (int64_t[]){0}, KD_FLOAT32, CPU);
   KD_ASSERT_OK(kd_clamp_Tensor_out(iv, NULL, tmin, out));
   expect(out, KD_FLOAT32, 3, (double[]){0, 1, 2});
   REL(out);
@@ -737,9 +688,9 @@ static void test_masked_fill_tensor(void **state) {
   (void)state;
   setup_open();
   kd_tensor *r = NULL;
-  kd_tensor *s = Tsh(T1(KD_FLOAT64, 6, (double[]){1, 2, 3, 4, 5, 6}), 2, (int64_t[]){2, 3});
+  kd_tensor *s = oc_reshaped(T1(KD_FLOAT64, 6, (double[]){1, 2, 3, 4, 5, 6}), 2, (int64_t[]){2, 3});
   kd_tensor *m3 = T1(KD_BOOL, 3, (bool[]){1, 0, 1});
-  kd_tensor *m21 = Tsh(T1(KD_BOOL, 2, (bool[]){0, 1}), 2, (int64_t[]){2, 1});
+  kd_tensor *m21 = oc_reshaped(T1(KD_BOOL, 2, (bool[]){0, 1}), 2, (int64_t[]){2, 1});
   kd_scalar v = kd_scalar_int(-1);
   kd_tensor *val = NULL, *ival = NULL;
   KD_ASSERT_OK(kd_tensor_from_scalar(&v, KD_FLOAT64, &val));
@@ -758,9 +709,9 @@ static void test_masked_fill_tensor(void **state) {
   REL(r);
   /* functional: self broadcast up to the mask */
   kd_tensor *row = T1(KD_FLOAT64, 3, (double[]){1, 2, 3});
-  kd_tensor *m23 = Tsh(T1(KD_BOOL, 6, (bool[]){1, 0, 0, 0, 0, 1}), 2, (int64_t[]){2, 3});
+  kd_tensor *m23 = oc_reshaped(T1(KD_BOOL, 6, (bool[]){1, 0, 0, 0, 0, 1}), 2, (int64_t[]){2, 3});
   KD_ASSERT_OK(kd_masked_fill_Tensor(row, m23, val, &r));
-  expect_sizes(r, 2, (int64_t[]){2, 3});
+  oc_expect_sizes(r, 2, (int64_t[]){2, 3});
   expect(r, KD_FLOAT64, 6, (double[]){-1, 2, 3, 1, 2, -1});
   REL(r);
   /* inplace: the mask must broadcast to self */
@@ -822,14 +773,14 @@ static void test_where_scalars(void **state) {
   expect_c(r, KD_COMPLEX64, 3, (double[]){1, 1, 0, 0, 1, 1});
   REL(r);
   /* broadcasting: cond [2,1] against other [3] */
-  kd_tensor *c21 = Tsh(T1(KD_BOOL, 2, (bool[]){0, 1}), 2, (int64_t[]){2, 1});
+  kd_tensor *c21 = oc_reshaped(T1(KD_BOOL, 2, (bool[]){0, 1}), 2, (int64_t[]){2, 1});
   kd_tensor *d3 = T1(KD_FLOAT64, 3, (double[]){1, 2, 3});
   KD_ASSERT_OK(kd_where_ScalarSelf(c21, &n, d3, &r));
-  expect_sizes(r, 2, (int64_t[]){2, 3});
+  oc_expect_sizes(r, 2, (int64_t[]){2, 3});
   expect(r, KD_FLOAT64, 6, (double[]){1, 2, 3, 5, 5, 5});
   REL(r);
   KD_ASSERT_OK(kd_where_Scalar(c21, &n, &f, &r));
-  expect_sizes(r, 2, (int64_t[]){2, 1});
+  oc_expect_sizes(r, 2, (int64_t[]){2, 1});
   expect(r, KD_FLOAT32, 2, (double[]){2.5, 5});
   REL(r);
   REL(cond), REL(i32), REL(c21), REL(d3);
@@ -1177,7 +1128,7 @@ static void check_against_ref(const binop *op, const kd_tensor *r, kd_dtype want
       double x = av[i * cols + j], y = bv[j];
       want[i * cols + j] = swap ? op->ref(y, x, ints) : op->ref(x, y, ints);
     }
-  expect_sizes(r, 2, (int64_t[]){rows, cols});
+  oc_expect_sizes(r, 2, (int64_t[]){rows, cols});
   expect(r, want_dt, rows * cols, want);
 }
 
@@ -1201,7 +1152,7 @@ static void test_every_op_noncontig_broadcast(void **state) {
       check_against_ref(op, r, rdt, 2, 3, av, bv, true, k == 0);
       REL(r);
       /* out: a transposed [2,3] out is written in its own strides */
-      kd_tensor *obase = Tempty(2, (int64_t[]){3, 2}, rdt, CPU), *out = NULL;
+      kd_tensor *obase = oc_empty_on(2, (int64_t[]){3, 2}, rdt, CPU), *out = NULL;
       KD_ASSERT_OK(kd_tensor_as_strided(obase, 2, (int64_t[]){2, 3}, (int64_t[]){1, 2}, 0, &out));
       KD_ASSERT_OK(op->out(a, b, out));
       check_against_ref(op, out, rdt, 2, 3, av, bv, false, k == 0);
@@ -1212,7 +1163,7 @@ static void test_every_op_noncontig_broadcast(void **state) {
         kd_tensor *c = NULL, *cv = NULL;
         KD_ASSERT_OK(kd_tensor_to_dtype(a, dts[k], &c)); /* a contiguous copy... */
         KD_ASSERT_OK(kd_tensor_as_strided(c, 2, (int64_t[]){2, 3}, (int64_t[]){3, 1}, 0, &cv));
-        kd_tensor *tb = Tempty(2, (int64_t[]){3, 2}, dts[k], CPU), *t = NULL;
+        kd_tensor *tb = oc_empty_on(2, (int64_t[]){3, 2}, dts[k], CPU), *t = NULL;
         KD_ASSERT_OK(kd_tensor_as_strided(tb, 2, (int64_t[]){2, 3}, (int64_t[]){1, 2}, 0, &t));
         KD_ASSERT_OK(kd_tensor_copy_(t, cv)); /* ...copied into a transposed one */
         KD_ASSERT_OK(op->ip(t, b));
@@ -1240,18 +1191,18 @@ static void test_every_op_zero_size(void **state) {
     const binop *op = &BINOPS[o];
     for (size_t s = 0; s < 3; s++) {
       kd_dtype dt = KD_INT32;
-      kd_tensor *a = Tempty(2, shapes[s][0], dt, CPU), *b = Tempty(2, shapes[s][1], dt, CPU);
+      kd_tensor *a = oc_empty_on(2, shapes[s][0], dt, CPU), *b = oc_empty_on(2, shapes[s][1], dt, CPU);
       kd_tensor *r = NULL;
       KD_ASSERT_OK(op->fn(a, b, &r));
-      expect_sizes(r, 2, want[s]);
+      oc_expect_sizes(r, 2, want[s]);
       assert_int_equal(kd_tensor_dtype(r), result_dtype(op, dt));
       REL(r);
       KD_ASSERT_OK(op->fn(b, a, &r));
-      expect_sizes(r, 2, want[s]);
+      oc_expect_sizes(r, 2, want[s]);
       REL(r);
-      kd_tensor *out = Tempty(1, (int64_t[]){0}, result_dtype(op, dt), CPU);
+      kd_tensor *out = oc_empty_on(1, (int64_t[]){0}, result_dtype(op, dt), CPU);
       KD_ASSERT_OK(op->out(a, b, out));
-      expect_sizes(out, 2, want[s]);
+      oc_expect_sizes(out, 2, want[s]);
       REL(out);
       if (op->ip && s == 0 && result_dtype(op, dt) == dt) KD_ASSERT_OK(op->ip(a, b));
       REL(a), REL(b);
@@ -1265,28 +1216,28 @@ static void test_every_op_meta(void **state) {
   for (size_t o = 0; o < NBINOPS; o++) {
     const binop *op = &BINOPS[o];
     kd_dtype dt = op->int_only ? KD_INT32 : KD_FLOAT32;
-    kd_tensor *a = Tempty(2, (int64_t[]){3, 1}, dt, META), *b = Tempty(1, (int64_t[]){4}, dt, META);
+    kd_tensor *a = oc_empty_on(2, (int64_t[]){3, 1}, dt, META), *b = oc_empty_on(1, (int64_t[]){4}, dt, META);
     kd_tensor *r = NULL;
     print_message("meta %s\n", op->name);
     KD_ASSERT_OK(op->fn(a, b, &r));
-    expect_sizes(r, 2, (int64_t[]){3, 4});
+    oc_expect_sizes(r, 2, (int64_t[]){3, 4});
     assert_int_equal(kd_tensor_device(r).type, KD_DEVICE_META);
     assert_int_equal(kd_tensor_dtype(r), result_dtype(op, dt));
     REL(r);
-    kd_tensor *out = Tempty(1, (int64_t[]){0}, result_dtype(op, dt), META);
+    kd_tensor *out = oc_empty_on(1, (int64_t[]){0}, result_dtype(op, dt), META);
     KD_ASSERT_OK(op->out(b, a, out));
-    expect_sizes(out, 2, (int64_t[]){3, 4});
+    oc_expect_sizes(out, 2, (int64_t[]){3, 4});
     assert_int_equal(kd_tensor_device(out).type, KD_DEVICE_META);
     REL(out);
     if (op->ip) {
-      kd_tensor *s = Tempty(2, (int64_t[]){3, 4}, dt, META);
+      kd_tensor *s = oc_empty_on(2, (int64_t[]){3, 4}, dt, META);
       KD_ASSERT_OK(op->ip(s, b));
-      expect_sizes(s, 2, (int64_t[]){3, 4});
+      oc_expect_sizes(s, 2, (int64_t[]){3, 4});
       KD_ASSERT_ERR(op->ip(a, b), KD_EINVAL, "doesn't match the broadcast shape");
       REL(s);
     }
     /* mixing meta and CPU tensors is refused (a CPU 0-dim tensor excepted) */
-    kd_tensor *cpu = Tempty(1, (int64_t[]){4}, dt, CPU);
+    kd_tensor *cpu = oc_empty_on(1, (int64_t[]){4}, dt, CPU);
     kd_clear_error();
     assert_int_not_equal(op->fn(a, cpu, &r), KD_OK);
     assert_null(r);
@@ -1302,7 +1253,7 @@ static int meta_ok(kd_status st, kd_tensor *r, int ndim, const int64_t *sizes, k
     print_message("%s on meta: %s: %s\n", what, kd_status_name(st), kd_last_error());
     return 1;
   }
-  expect_sizes(r, ndim, sizes);
+  oc_expect_sizes(r, ndim, sizes);
   if (kd_tensor_device(r).type != KD_DEVICE_META) fail_msg("%s: result not on meta", what);
   if (kd_tensor_dtype(r) != dt)
     fail_msg("%s: dtype %s, expected %s", what, kd_dtype_name(kd_tensor_dtype(r)), kd_dtype_name(dt));
@@ -1314,8 +1265,8 @@ static void test_meta_scalar_overloads(void **state) {
   (void)state;
   setup_open();
   const int64_t sz[2] = {3, 4};
-  kd_tensor *f = Tempty(2, sz, KD_FLOAT32, META), *i = Tempty(2, sz, KD_INT32, META);
-  kd_tensor *m = Tempty(2, sz, KD_BOOL, META), *r = NULL;
+  kd_tensor *f = oc_empty_on(2, sz, KD_FLOAT32, META), *i = oc_empty_on(2, sz, KD_INT32, META);
+  kd_tensor *m = oc_empty_on(2, sz, KD_BOOL, META), *r = NULL;
   kd_scalar two = kd_scalar_int(2), half = kd_scalar_double(0.5);
   int bad = 0;
 #define M(call, dt) \
@@ -1329,7 +1280,7 @@ static void test_meta_scalar_overloads(void **state) {
   do {                                                                  \
     kd_status st_ = (call);                                             \
     if (st_) print_message("%s on meta: %s\n", #call, kd_last_error()), bad++; \
-    else expect_sizes(o, 2, sz);                                        \
+    else oc_expect_sizes(o, 2, sz);                                        \
   } while (0)
   M(kd_add_Scalar(f, &two, NULL, &r), KD_FLOAT32);
   M(kd_add_Scalar(i, &half, NULL, &r), KD_FLOAT32);
@@ -1369,7 +1320,7 @@ static void test_meta_scalar_overloads(void **state) {
   kd_tensor *v0 = NULL;
   KD_ASSERT_OK(kd_tensor_from_scalar(&half, KD_FLOAT32, &v0)); /* a CPU 0-dim value */
   M(kd_masked_fill_Tensor(f, m, v0, &r), KD_FLOAT32);
-  kd_tensor *mv0 = Tempty(0, NULL, KD_FLOAT32, META);
+  kd_tensor *mv0 = oc_empty_on(0, NULL, KD_FLOAT32, META);
   M(kd_masked_fill_Tensor(f, m, mv0, &r), KD_FLOAT32);
   /* a CPU 0-dim tensor goes with meta tensors, as in PyTorch (first or second) */
   M(kd_mul_Tensor(i, v0, &r), KD_FLOAT32);
@@ -1394,31 +1345,31 @@ static void test_meta_scalar_overloads(void **state) {
   MI(kd_clamp__Tensor(f, f, NULL));
   MI(kd_masked_fill__Scalar(f, m, &two));
   MI(kd_masked_fill__Tensor(f, m, v0));
-  expect_sizes(f, 2, sz);
+  oc_expect_sizes(f, 2, sz);
   assert_int_equal(kd_tensor_device(f).type, KD_DEVICE_META);
   /* out Scalar overloads */
-  kd_tensor *o = Tempty(1, (int64_t[]){0}, KD_INT32, META);
+  kd_tensor *o = oc_empty_on(1, (int64_t[]){0}, KD_INT32, META);
   MO(kd_remainder_Scalar_out(i, &two, o));
   REL(o);
-  o = Tempty(1, (int64_t[]){0}, KD_BOOL, META);
+  o = oc_empty_on(1, (int64_t[]){0}, KD_BOOL, META);
   MO(kd_eq_Scalar_out(f, &two, o));
   REL(o);
-  o = Tempty(1, (int64_t[]){0}, KD_INT32, META);
+  o = oc_empty_on(1, (int64_t[]){0}, KD_INT32, META);
   MO(kd_bitwise_and_Scalar_out(i, &two, o));
   REL(o);
-  o = Tempty(1, (int64_t[]){0}, KD_INT32, META);
+  o = oc_empty_on(1, (int64_t[]){0}, KD_INT32, META);
   MO(kd_bitwise_left_shift_Tensor_Scalar_out(i, &two, o));
   REL(o);
-  o = Tempty(1, (int64_t[]){0}, KD_FLOAT32, META);
+  o = oc_empty_on(1, (int64_t[]){0}, KD_FLOAT32, META);
   MO(kd_pow_Tensor_Scalar_out(f, &two, o));
   REL(o);
-  o = Tempty(1, (int64_t[]){0}, KD_FLOAT32, META);
+  o = oc_empty_on(1, (int64_t[]){0}, KD_FLOAT32, META);
   MO(kd_pow_Scalar_out(&two, f, o));
   REL(o);
-  o = Tempty(1, (int64_t[]){0}, KD_FLOAT32, META);
+  o = oc_empty_on(1, (int64_t[]){0}, KD_FLOAT32, META);
   MO(kd_clamp_out(f, &two, NULL, o));
   REL(o);
-  o = Tempty(1, (int64_t[]){0}, KD_FLOAT32, META);
+  o = oc_empty_on(1, (int64_t[]){0}, KD_FLOAT32, META);
   MO(kd_where_self_out(m, f, f, o));
   REL(o);
 #undef M
@@ -1492,7 +1443,7 @@ static void test_out_variants(void **state) {
   kd_tensor *a = T1(KD_INT64, 3, (int64_t[]){1, 2, 3}), *b = T1(KD_INT64, 3, (int64_t[]){4, 4, 4});
   kd_tensor *f = T1(KD_FLOAT64, 3, (double[]){0.5, 1, 4});
   /* an int result into a float out: cast */
-  kd_tensor *out = Tempty(1, (int64_t[]){3}, KD_FLOAT32, CPU);
+  kd_tensor *out = oc_empty_on(1, (int64_t[]){3}, KD_FLOAT32, CPU);
   KD_ASSERT_OK(kd_add_out(a, b, NULL, out));
   expect(out, KD_FLOAT32, 3, (double[]){5, 6, 7});
   /* a bool result into a float out */
@@ -1502,32 +1453,32 @@ static void test_out_variants(void **state) {
   expect(out, KD_FLOAT32, 3, (double[]){0, 0, 1});
   REL(out);
   /* a float result into an int out, a complex one into a float out: refused */
-  out = Tempty(1, (int64_t[]){3}, KD_INT64, CPU);
+  out = oc_empty_on(1, (int64_t[]){3}, KD_INT64, CPU);
   KD_ASSERT_ERR(kd_add_out(a, f, NULL, out), KD_ETYPE, "");
   KD_ASSERT_ERR(kd_div_out(a, b, out), KD_ETYPE, "");
   KD_ASSERT_ERR(kd_atan2_out(a, b, out), KD_ETYPE, "");
   KD_ASSERT_ERR(kd_pow_Tensor_Tensor_out(f, a, out), KD_ETYPE, "");
   REL(out);
-  out = Tempty(1, (int64_t[]){3}, KD_FLOAT64, CPU);
+  out = oc_empty_on(1, (int64_t[]){3}, KD_FLOAT64, CPU);
   kd_tensor *c = Tc(KD_COMPLEX128, 3, (double[]){1, 1, 2, 2, 3, 3});
   KD_ASSERT_ERR(kd_mul_out(c, f, out), KD_ETYPE, "");
   /* the wrong device */
-  kd_tensor *mout = Tempty(1, (int64_t[]){3}, KD_INT64, META);
+  kd_tensor *mout = oc_empty_on(1, (int64_t[]){3}, KD_INT64, META);
   kd_clear_error();
   assert_int_not_equal(kd_add_out(a, b, NULL, mout), KD_OK);
   assert_int_not_equal(kd_eq_Tensor_out(a, b, mout), KD_OK);
   /* resize: from a wrong shape with elements (a warning), and from [0] */
-  kd_tensor *big = Tempty(1, (int64_t[]){5}, KD_INT64, CPU);
-  kd_tensor *col = Tsh(T1(KD_INT64, 2, (int64_t[]){10, 20}), 2, (int64_t[]){2, 1});
+  kd_tensor *big = oc_empty_on(1, (int64_t[]){5}, KD_INT64, CPU);
+  kd_tensor *col = oc_reshaped(T1(KD_INT64, 2, (int64_t[]){10, 20}), 2, (int64_t[]){2, 1});
   KD_ASSERT_OK(kd_sub_out(col, a, NULL, big));
-  expect_sizes(big, 2, (int64_t[]){2, 3});
+  oc_expect_sizes(big, 2, (int64_t[]){2, 3});
   expect(big, KD_INT64, 6, (double[]){9, 8, 7, 19, 18, 17});
-  kd_tensor *bo = Tempty(2, (int64_t[]){1, 1}, KD_BOOL, CPU);
+  kd_tensor *bo = oc_empty_on(2, (int64_t[]){1, 1}, KD_BOOL, CPU);
   KD_ASSERT_OK(kd_gt_Tensor_out(col, a, bo));
-  expect_sizes(bo, 2, (int64_t[]){2, 3});
+  oc_expect_sizes(bo, 2, (int64_t[]){2, 3});
   expect(bo, KD_BOOL, 6, (double[]){1, 1, 1, 1, 1, 1});
   KD_ASSERT_OK(kd_bitwise_xor_Tensor_out(a, b, big));
-  expect_sizes(big, 1, (int64_t[]){3});
+  oc_expect_sizes(big, 1, (int64_t[]){3});
   expect(big, KD_INT64, 3, (double[]){5, 6, 7});
   /* out aliasing an input */
   KD_ASSERT_OK(kd_mul_out(a, b, a));
@@ -1614,12 +1565,12 @@ static void test_large_threads(void **state) {
   KD_ASSERT_OK(kd_set_num_threads(4));
   KD_ASSERT_OK(kd_sub_Tensor(mt, row, NULL, &r));
   KD_ASSERT_OK(kd_set_num_threads(saved));
-  expect_sizes(r, 2, (int64_t[]){250, 400});
+  oc_expect_sizes(r, 2, (int64_t[]){250, 400});
   /* (the result may follow the input's layout: read it by index) */
   for (int64_t i = 0; i < 250; i++)
     for (int64_t j = 0; j < 400; j++) {
       float want = fa[j * 250 + i] - fb[j];
-      if (at(r, i * 400 + j) != want) fail_msg("transposed [%lld,%lld]", (long long)i, (long long)j);
+      if (oc_at(r, i * 400 + j) != want) fail_msg("transposed [%lld,%lld]", (long long)i, (long long)j);
     }
   REL(r), REL(m), REL(mt), REL(row);
   REL(a), REL(b), REL(x), REL(y);

@@ -12,10 +12,9 @@
  */
 #include <string.h>
 
-#include "kd_test.h"
 #include "kd/library.h"
-#include "kd/ops.h"
 #include "kd/ops_all.h"
+#include "ops_check.h"
 
 static const kd_device CPU = {KD_DEVICE_CPU, 0};
 static const kd_device META = {KD_DEVICE_META, 0};
@@ -35,38 +34,8 @@ static kd_tensor *Ti(kd_dtype dt, int64_t n, const int64_t *v) {
 #define TI(dt, ...)                                                     \
   Ti(dt, sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t), (int64_t[]){__VA_ARGS__})
 
-static kd_tensor *Tempty(int ndim, const int64_t *sizes, kd_dtype dt, kd_device dev) {
-  kd_tensor *t = NULL;
-  KD_ASSERT_OK(kd_tensor_empty(ndim, sizes, dt, dev, &t));
-  return t;
-}
 
-/* A view of t with other sizes (t's storage, row-major strides). */
-static kd_tensor *Tview(kd_tensor *t, int ndim, const int64_t *sizes) {
-  int64_t st[KD_MAX_DIMS], s = 1;
-  for (int d = ndim - 1; d >= 0; d--) {
-    st[d] = s;
-    s *= sizes[d];
-  }
-  kd_tensor *v = NULL;
-  KD_ASSERT_OK(kd_tensor_as_strided(t, ndim, sizes, st, 0, &v));
-  REL(t);
-  return v;
-}
 
-/* Element `flat` (row-major) of t as an int64. */
-static int64_t at(const kd_tensor *t, int64_t flat) {
-  int nd = kd_tensor_ndim(t);
-  int64_t idx[KD_MAX_DIMS];
-  for (int d = nd - 1; d >= 0; d--) {
-    int64_t n = kd_tensor_sizes(t)[d];
-    idx[d] = flat % n;
-    flat /= n;
-  }
-  kd_scalar v;
-  KD_ASSERT_OK(kd_tensor_get(t, nd ? idx : NULL, &v));
-  return v.kind == KD_SCALAR_BOOL ? (int64_t)v.v.b : kd_scalar_to_int64(&v);
-}
 
 static void expect(const kd_tensor *t, kd_dtype dt, int64_t n, const int64_t *want) {
   assert_non_null(t);
@@ -74,17 +43,13 @@ static void expect(const kd_tensor *t, kd_dtype dt, int64_t n, const int64_t *wa
     fail_msg("dtype %s, expected %s", kd_dtype_name(kd_tensor_dtype(t)), kd_dtype_name(dt));
   assert_int_equal(kd_tensor_numel(t), n);
   for (int64_t i = 0; i < n; i++)
-    if (at(t, i) != want[i])
-      fail_msg("element %lld: got %lld, expected %lld", (long long)i, (long long)at(t, i),
+    if (oc_at_int(t, i) != want[i])
+      fail_msg("element %lld: got %lld, expected %lld", (long long)i, (long long)oc_at_int(t, i),
                (long long)want[i]);
 }
 #define EXPECT(t, dt, ...)                                                          \
   expect(t, dt, sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t), (int64_t[]){__VA_ARGS__})
 
-static void expect_sizes(const kd_tensor *t, int ndim, const int64_t *sizes) {
-  assert_int_equal(kd_tensor_ndim(t), ndim);
-  for (int d = 0; d < ndim; d++) assert_int_equal(kd_tensor_size(t, d), sizes[d]);
-}
 
 /* The binary operators' three variants, by name. */
 typedef kd_status (*fn_t)(kd_tensor *, kd_tensor *, kd_tensor **);
@@ -308,13 +273,13 @@ static void test_shapes(void **state) {
   (void)state;
   for (size_t i = 0; i < NOPS; i++) {
     /* [3,1] op [4] -> [3,4] */
-    kd_tensor *col = Tview(TI(KD_INT32, 1, 2, 3), 2, (int64_t[]){3, 1});
+    kd_tensor *col = oc_reshaped(TI(KD_INT32, 1, 2, 3), 2, (int64_t[]){3, 1});
     kd_tensor *row = TI(KD_INT32, 0, 1, 2, 3), *r = NULL;
     KD_ASSERT_OK(OPS[i].fn(col, row, &r));
-    expect_sizes(r, 2, (int64_t[]){3, 4});
+    oc_expect_sizes(r, 2, (int64_t[]){3, 4});
     for (int64_t y = 0; y < 3; y++)
       for (int64_t x = 0; x < 4; x++)
-        if (at(r, y * 4 + x) != ref(i, y + 1, x))
+        if (oc_at_int(r, y * 4 + x) != ref(i, y + 1, x))
           fail_msg("%s [%lld,%lld]", OPS[i].name, (long long)y, (long long)x);
     REL(r);
     /* a transposed view and a strided one */
@@ -324,13 +289,13 @@ static void test_shapes(void **state) {
     KD_ASSERT_OK(OPS[i].fn(t, st, &r)); /* t = [[1,3,5],[2,4,6]], st = [2,4,6] */
     const int64_t tv[6] = {1, 3, 5, 2, 4, 6}, sv[3] = {2, 4, 6};
     for (int64_t k = 0; k < 6; k++)
-      if (at(r, k) != ref(i, tv[k], sv[k % 3]))
+      if (oc_at_int(r, k) != ref(i, tv[k], sv[k % 3]))
         fail_msg("%s strided element %lld", OPS[i].name, (long long)k);
     REL(r), REL(t), REL(st), REL(base);
     /* zero size, broadcast against [4] */
-    kd_tensor *e = Tempty(2, (int64_t[]){0, 4}, KD_INT32, CPU);
+    kd_tensor *e = oc_empty_on(2, (int64_t[]){0, 4}, KD_INT32, CPU);
     KD_ASSERT_OK(OPS[i].fn(e, row, &r));
-    expect_sizes(r, 2, (int64_t[]){0, 4});
+    oc_expect_sizes(r, 2, (int64_t[]){0, 4});
     assert_int_equal(kd_tensor_dtype(r), KD_INT32);
     REL(r), REL(e);
     /* shapes that do not broadcast */
@@ -347,7 +312,7 @@ static void test_shapes(void **state) {
   KD_ASSERT_OK(kd_bitwise_not(t, &r));
   EXPECT(r, KD_INT16, ~1, ~3, ~2, ~4);
   REL(r), REL(t), REL(base);
-  kd_tensor *e = Tempty(1, (int64_t[]){0}, KD_BOOL, CPU);
+  kd_tensor *e = oc_empty_on(1, (int64_t[]){0}, KD_BOOL, CPU);
   KD_ASSERT_OK(kd_bitwise_not(e, &r));
   assert_int_equal(kd_tensor_numel(r), 0);
   assert_int_equal(kd_tensor_dtype(r), KD_BOOL);
@@ -403,16 +368,16 @@ static void test_out(void **state) {
   (void)state;
   kd_tensor *a = TI(KD_INT32, 12, 10, 0), *b = TI(KD_INT32, 10, 6, 5);
   /* resized from [0] without a warning */
-  kd_tensor *out = Tempty(1, (int64_t[]){0}, KD_INT32, CPU);
+  kd_tensor *out = oc_empty_on(1, (int64_t[]){0}, KD_INT32, CPU);
   warnings[0] = 0;
   kd_set_warning_handler(record_warning, NULL);
   KD_ASSERT_OK(kd_bitwise_xor_Tensor_out(a, b, out));
   EXPECT(out, KD_INT32, 6, 12, 5);
   KD_ASSERT_STR_EQ(warnings, "");
   /* resized from a shape with elements: warned */
-  kd_tensor *big = Tempty(2, (int64_t[]){2, 2}, KD_INT32, CPU);
+  kd_tensor *big = oc_empty_on(2, (int64_t[]){2, 2}, KD_INT32, CPU);
   KD_ASSERT_OK(kd_bitwise_or_Tensor_out(a, b, big));
-  expect_sizes(big, 1, (int64_t[]){3});
+  oc_expect_sizes(big, 1, (int64_t[]){3});
   EXPECT(big, KD_INT32, 14, 14, 5);
   kd_set_warning_handler(NULL, NULL);
   if (!strstr(warnings, "aten::bitwise_or.Tensor_out: an out tensor with elements was resized"))
@@ -421,18 +386,18 @@ static void test_out(void **state) {
   KD_ASSERT_OK(kd_bitwise_not_out(a, out));
   EXPECT(out, KD_INT32, ~12, ~10, ~0);
   /* a wider out takes the cast result; int64 out of int32 inputs */
-  kd_tensor *o64 = Tempty(1, (int64_t[]){3}, KD_INT64, CPU);
+  kd_tensor *o64 = oc_empty_on(1, (int64_t[]){3}, KD_INT64, CPU);
   kd_tensor *counts = TI(KD_INT32, 2, 1, 0);
   KD_ASSERT_OK(kd_bitwise_right_shift_Tensor_out(a, counts, o64));
   REL(counts);
   EXPECT(o64, KD_INT64, 3, 5, 0);
   /* out of a dtype the result cannot be cast to */
-  kd_tensor *ob = Tempty(1, (int64_t[]){3}, KD_BOOL, CPU);
+  kd_tensor *ob = oc_empty_on(1, (int64_t[]){3}, KD_BOOL, CPU);
   KD_ASSERT_ERR(kd_bitwise_and_Tensor_out(a, b, ob), KD_ETYPE,
                 "result type int32 can't be cast to the desired output type bool");
   KD_ASSERT_ERR(kd_bitwise_not_out(a, ob), KD_ETYPE, "");
   /* out on another device */
-  kd_tensor *om = Tempty(1, (int64_t[]){3}, KD_INT32, META);
+  kd_tensor *om = oc_empty_on(1, (int64_t[]){3}, KD_INT32, META);
   kd_clear_error();
   assert_int_not_equal(kd_bitwise_and_Tensor_out(a, b, om), KD_OK);
   /* out aliasing an input */
@@ -464,7 +429,7 @@ static void test_dtype_errors(void **state) {
       KD_ASSERT_ERR(OPS[o].fn(bo, f, &r), KD_EUNSUPPORTED, msg);
       assert_null(r);
       KD_ASSERT_ERR(OPS[o].ip(f, i), KD_EUNSUPPORTED, msg);
-      kd_tensor *of = Tempty(1, (int64_t[]){2}, dt, CPU);
+      kd_tensor *of = oc_empty_on(1, (int64_t[]){2}, dt, CPU);
       KD_ASSERT_ERR(OPS[o].out(i, f, of), KD_EUNSUPPORTED, msg);
       REL(of);
     }
@@ -522,7 +487,7 @@ static void test_scalar_overloads(void **state) {
   EXPECT(i8, KD_INT8, 4, 2, 6);
   KD_ASSERT_OK(kd_bitwise_left_shift__Tensor_Scalar(i8, &two));
   EXPECT(i8, KD_INT8, 16, 8, 24);
-  kd_tensor *out = Tempty(1, (int64_t[]){0}, KD_INT8, CPU);
+  kd_tensor *out = oc_empty_on(1, (int64_t[]){0}, KD_INT8, CPU);
   KD_ASSERT_OK(kd_bitwise_xor_Scalar_out(i8, &six, out));
   EXPECT(out, KD_INT8, 22, 14, 30);
   KD_ASSERT_OK(kd_bitwise_right_shift_Tensor_Scalar_out(i8, &two, out));
@@ -562,28 +527,28 @@ static void test_meta(void **state) {
   for (size_t k = 0; k < sizeof dts / sizeof dts[0]; k++) {
     kd_dtype dt = dts[k];
     for (size_t i = 0; i < NOPS; i++) {
-      kd_tensor *a = Tempty(2, (int64_t[]){3, 1}, dt, META);
-      kd_tensor *b = Tempty(1, (int64_t[]){4}, KD_INT32, META), *r = NULL;
+      kd_tensor *a = oc_empty_on(2, (int64_t[]){3, 1}, dt, META);
+      kd_tensor *b = oc_empty_on(1, (int64_t[]){4}, KD_INT32, META), *r = NULL;
       /* every dtype on meta, promoted as on the CPU (bool, int8 with int32: int32) */
       kd_dtype want = dt == KD_BOOL || dt == KD_INT8 ? KD_INT32 : dt;
       KD_ASSERT_OK(OPS[i].fn(a, b, &r));
-      expect_sizes(r, 2, (int64_t[]){3, 4});
+      oc_expect_sizes(r, 2, (int64_t[]){3, 4});
       assert_int_equal(kd_tensor_device(r).type, KD_DEVICE_META);
       assert_int_equal(kd_tensor_dtype(r), want);
       assert_null(kd_tensor_data(r));
       REL(r);
-      kd_tensor *out = Tempty(1, (int64_t[]){0}, want, META);
+      kd_tensor *out = oc_empty_on(1, (int64_t[]){0}, want, META);
       KD_ASSERT_OK(OPS[i].out(b, a, out));
-      expect_sizes(out, 2, (int64_t[]){3, 4});
+      oc_expect_sizes(out, 2, (int64_t[]){3, 4});
       REL(out);
-      kd_tensor *s = Tempty(2, (int64_t[]){3, 4}, want, META);
+      kd_tensor *s = oc_empty_on(2, (int64_t[]){3, 4}, want, META);
       KD_ASSERT_OK(OPS[i].ip(s, a));
       KD_ASSERT_ERR(OPS[i].ip(a, b), KD_EINVAL, "doesn't match the broadcast shape");
       REL(s), REL(a), REL(b);
     }
-    kd_tensor *a = Tempty(2, (int64_t[]){2, 5}, dt, META), *r = NULL;
+    kd_tensor *a = oc_empty_on(2, (int64_t[]){2, 5}, dt, META), *r = NULL;
     KD_ASSERT_OK(kd_bitwise_not(a, &r));
-    expect_sizes(r, 2, (int64_t[]){2, 5});
+    oc_expect_sizes(r, 2, (int64_t[]){2, 5});
     assert_int_equal(kd_tensor_dtype(r), dt);
     assert_int_equal(kd_tensor_device(r).type, KD_DEVICE_META);
     REL(r);
@@ -591,7 +556,7 @@ static void test_meta(void **state) {
     REL(a);
   }
   /* a Scalar overload on meta: the wrapped CPU scalar goes with the meta tensor */
-  kd_tensor *m = Tempty(1, (int64_t[]){3}, KD_INT16, META), *r = NULL;
+  kd_tensor *m = oc_empty_on(1, (int64_t[]){3}, KD_INT16, META), *r = NULL;
   kd_scalar two = kd_scalar_int(2);
   KD_ASSERT_OK(kd_bitwise_and_Scalar(m, &two, &r));
   assert_int_equal(kd_tensor_dtype(r), KD_INT16);

@@ -11,6 +11,7 @@
  * including those of the functions and stubs called directly.
  */
 #include "test_reduce_util.h"
+#include "kdk/native.h"
 #include "native/reduce.h"
 
 /* ---- Against a reference: views, dim lists, keepdim ----------------------------------------------- */

@@ -1,15 +1,12 @@
 /*
- * test_reduce_util.h: helpers shared by the reduction tests (test_reduce.c,
- * test_reduce_ref.c): cpu tensors from values, and checks of shape, dtype
- * and values. Static inline, so that each test uses what it needs.
+ * test_reduce_util.h: the reduction tests' (test_reduce.c, test_reduce_ref.c)
+ * forms of ops_check.h's helpers: cpu tensors from values, and checks of
+ * shape, dtype and values. Static inline, so that each test uses what it needs.
  */
 #ifndef KD_TEST_REDUCE_UTIL_H
 #define KD_TEST_REDUCE_UTIL_H
 
-#include <math.h>
-
-#include "kd_test.h"
-#include "kd/ops.h"
+#include "ops_check.h"
 
 static inline kd_ints ints(const int64_t *d, int64_t n) {
   kd_ints r = {d, n};
@@ -17,30 +14,13 @@ static inline kd_ints ints(const int64_t *d, int64_t n) {
 }
 static const kd_ints NONE = {NULL, -1};
 
-/* A cpu tensor of dtype with values v (row-major). */
+/* ops_check.h's builders in the reduction tests' argument order: a cpu
+ * tensor with values v (row-major), a meta tensor. */
 static inline kd_tensor *mk(int ndim, const int64_t *sizes, kd_dtype dt, const double *v) {
-  kd_tensor *t = NULL;
-  KD_ASSERT_OK(kd_tensor_empty(ndim, sizes, dt, kd_device_cpu(), &t));
-  int64_t n = kd_tensor_numel(t);
-  for (int64_t i = 0; i < n; i++) {
-    int64_t idx[KD_MAX_DIMS], r = i;
-    for (int d = ndim - 1; d >= 0; d--) {
-      idx[d] = r % sizes[d];
-      r /= sizes[d];
-    }
-    kd_scalar s = kd_dtype_is_floating(dt) || kd_dtype_is_complex(dt) ? kd_scalar_double(v[i])
-                  : dt == KD_BOOL                                     ? kd_scalar_bool(v[i] != 0)
-                                                                      : kd_scalar_int((int64_t)v[i]);
-    KD_ASSERT_OK(kd_tensor_set(t, ndim ? idx : NULL, &s));
-  }
-  return t;
+  return oc_from(dt, ndim, sizes, v);
 }
-
 static inline kd_tensor *meta(int ndim, const int64_t *sizes, kd_dtype dt) {
-  kd_tensor *t = NULL;
-  kd_device m = {KD_DEVICE_META, 0};
-  KD_ASSERT_OK(kd_tensor_empty(ndim, sizes, dt, m, &t));
-  return t;
+  return oc_meta(dt, ndim, sizes);
 }
 
 static inline void check_shape(const kd_tensor *t, int ndim, const int64_t *sizes, kd_dtype dt) {
@@ -57,14 +37,7 @@ static inline void check(const kd_tensor *t, int ndim, const int64_t *sizes, kd_
   check_shape(t, ndim, sizes, dt);
   int64_t n = kd_tensor_numel(t);
   for (int64_t i = 0; i < n; i++) {
-    int64_t idx[KD_MAX_DIMS], r = i;
-    for (int d = ndim - 1; d >= 0; d--) {
-      idx[d] = r % sizes[d];
-      r /= sizes[d];
-    }
-    kd_scalar s;
-    KD_ASSERT_OK(kd_tensor_get(t, ndim ? idx : NULL, &s));
-    double got = kd_scalar_to_double(&s);
+    double got = oc_at(t, i);
     if ((isnan(v[i]) && isnan(got)) || got == v[i]) continue;
     if (!(fabs(got - v[i]) <= tol * fmax(1.0, fabs(v[i]))))
       fail_msg("%s element %lld: got %.9g, expected %.9g", kd_dtype_name(dt), (long long)i, got,
