@@ -70,10 +70,10 @@ KD_API kd_status kd_ops_open(void);
  * number of open/close cycles. */
 KD_API void kd_ops_close(void);
 
-/* Threads used by operators above their grain size: the KD_NUM_THREADS
- * environment variable, else the number of processors. Setting n <= 0 is
- * KD_EINVAL. Thread-safe (an atomic store): a parallel region already
- * running keeps the count it started with. */
+/* Threads used by operators above their grain size (setting it is
+ * thread-safe: a parallel region already running keeps its count): the
+ * KD_NUM_THREADS environment variable, else the number of processors. Setting n <= 0 is
+ * KD_EINVAL. */
 KD_API int kd_get_num_threads(void);
 KD_API kd_status kd_set_num_threads(int n);
 
