@@ -5,7 +5,8 @@
  * DLPack's types come from kd/dlpack/dlpack.h, DLPack 1.1 shipped with
  * kdispatch, unless the translation unit included a DLPack header of its
  * own first (any version from 0.6 on): both use DLPack's include guard, so
- * the first one wins. The prototypes below name the structs by their tags,
+ * the first one wins (KD_DLPACK_VENDORED is defined when kdispatch's copy
+ * did). The prototypes below name the structs by their tags,
  * so they read the same whichever header came first, and all four functions
  * are always in the library. With a DLPack 0.x header,
  * struct DLManagedTensorVersioned is incomplete: its pointers can still be

@@ -10,7 +10,7 @@
 
 /* The library is built against its own DLPack 1.x header, never a system one
  * (which would have come first and taken its include guard). */
-#if !defined(DLPACK_MAJOR_VERSION) || DLPACK_MAJOR_VERSION != 1
+#if !defined(KD_DLPACK_VENDORED) || DLPACK_MAJOR_VERSION != 1
 #error "src/core/dlpack.c must be compiled against include/kd/dlpack/dlpack.h (DLPack 1.x)"
 #endif
 

@@ -9,7 +9,7 @@
 #include <kd/kd.h>
 
 /* kd/dlpack.h brings the installed tree's DLPack header (kd/dlpack/dlpack.h). */
-#if !defined(DLPACK_MAJOR_VERSION) || DLPACK_MAJOR_VERSION != 1
+#if !defined(KD_DLPACK_VENDORED) || DLPACK_MAJOR_VERSION != 1
 #error "kd/dlpack.h did not bring the shipped DLPack 1.x header"
 #endif
 

@@ -14,8 +14,12 @@
 #ifndef KD_TEST_NO_SYSTEM_DLPACK
 #include "kd/dlpack.h"
 
-/* The system header took effect, not the shipped one: 0.x defines
- * DLPACK_VERSION and no major version; a 1.x one defines its own. */
+/* The system header took effect, not the shipped one (which defines
+ * KD_DLPACK_VENDORED): 0.x defines DLPACK_VERSION and no major version; a
+ * 1.x one its own major version. */
+#ifdef KD_DLPACK_VENDORED
+#error "kd/dlpack.h replaced the DLPack header included before it"
+#endif
 #if !defined(DLPACK_VERSION) && !defined(DLPACK_MAJOR_VERSION)
 #error "no DLPack version macro: which dlpack.h was included?"
 #endif
@@ -25,10 +29,9 @@
 #define SYS_IS_1X 0
 #endif
 
-static int deleted;
+/* The producer's deleter: counts its calls in the int at manager_ctx. */
 static void foreign_deleter(DLManagedTensor *self) {
-  (void)self;
-  deleted++;
+  ++*(int *)self->manager_ctx;
 }
 
 /* The unversioned form with the system's structs: a foreign tensor made by
@@ -37,18 +40,13 @@ static void test_unversioned(void **state) {
   (void)state;
   double data[6] = {0, 1, 2, 3, 4, 5};
   int64_t shape[2] = {2, 2}, strides[2] = {1, 2};
-  DLManagedTensor m;
-  memset(&m, 0, sizeof m);
-  m.deleter = foreign_deleter;
-  m.dl_tensor.data = data;
-  m.dl_tensor.device.device_type = kDLCPU;
-  m.dl_tensor.ndim = 2;
-  m.dl_tensor.dtype.code = kDLFloat;
-  m.dl_tensor.dtype.bits = 64;
-  m.dl_tensor.dtype.lanes = 1;
-  m.dl_tensor.shape = shape;
-  m.dl_tensor.strides = strides;
-  m.dl_tensor.byte_offset = 2 * sizeof(double);
+  int deleted = 0;
+  DLManagedTensor m = {
+      .dl_tensor = {.data = data, .device = {kDLCPU, 0}, .ndim = 2, .dtype = {kDLFloat, 64, 1},
+                    .shape = shape, .strides = strides, .byte_offset = 2 * sizeof(double)},
+      .manager_ctx = &deleted,
+      .deleter = foreign_deleter,
+  };
   kd_tensor *t;
   KD_ASSERT_OK(kd_tensor_from_dlpack(&m, &t));
   kd_scalar x;
@@ -115,6 +113,11 @@ int main(void) {
   printf("no system dlpack/dlpack.h (libdlpack-dev): skipped\n");
   return 77;
 #else
+#ifdef DLPACK_VERSION
+  printf("system DLPack header first: DLPACK_VERSION %d\n", (int)DLPACK_VERSION);
+#else
+  printf("system DLPack header first: %d.%d\n", DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION);
+#endif
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_unversioned),
       cmocka_unit_test(test_versioned_opaque),

@@ -33,6 +33,10 @@
 #define DLPACK_MAJOR_VERSION 1
 #define DLPACK_MINOR_VERSION 1
 
+/* Defined only by this copy: tells a program which DLPack header took effect
+ * (kdispatch's own, or one it included first). */
+#define KD_DLPACK_VENDORED 1
+
 /* Upstream's export decoration for its own (Windows) DLLs: empty here. */
 #define DLPACK_DLL
 
