@@ -4,11 +4,13 @@
  *
  * The first byte picks what is built; the rest decodes (fuzz.h's reader)
  * into ndim, sizes, strides, offsets, dtype and device:
- *   0  kd_tensor_from_dlpack: a DLManagedTensor with a fuzzed dtype code,
- *      bits and lanes, device, byte_offset, shape and strides (or NULL), over
- *      a real buffer exactly as large as the description says when that is
- *      at most 64 KiB (the pointer optionally misaligned by one byte), else a
- *      NULL or a 16-byte buffer that the description overstates;
+ *   0  kd_tensor_from_dlpack (or, when bit 1 of the strides byte is set,
+ *      kd_tensor_from_dlpack_versioned with a fuzzed major version and
+ *      flags, read after the buffer mode): a managed tensor with a fuzzed
+ *      dtype code, bits and lanes, device, byte_offset, shape and strides (or
+ *      NULL), over a real buffer exactly as large as the description says
+ *      when that is at most 64 KiB (the pointer optionally misaligned by one
+ *      byte), else a NULL or a 16-byte buffer that the description overstates;
  *   1  kd_tensor_from_storage over a storage of 0..1020 bytes;
  *   2  kd_tensor_as_strided of a tensor over such a storage;
  *   3  kd_tensor_empty_strided (cpu or meta);
@@ -19,9 +21,11 @@
  * 128-bit arithmetic); on a real cpu buffer every element (the first 4096
  * and the last) is read through kd_tensor_get, so AddressSanitizer sees any
  * stray access. An import's deleter runs exactly once, when the last tensor
- * goes, and never on failure; an export of the result re-imports with the
- * same sizes.
+ * goes, and never on failure; a versioned import with another major version
+ * or the read-only flag fails; an export of the result, in both forms,
+ * re-imports with the same sizes.
  */
+#include <kd/dlpack.h>
 #include <kd/kd.h>
 
 #include "fuzz.h"
@@ -47,19 +51,62 @@ static kd_dtype decode_dtype(fuzz_reader *r) {
 
 /* ---- DLPack ------------------------------------------------------------- */
 
+/* A foreign producer, in the unversioned or the versioned form (one of m
+ * and mv is used). */
 typedef struct producer {
   DLManagedTensor m;
+  DLManagedTensorVersioned mv;
+  int versioned;
   int64_t shape[32];
   int64_t strides[32];
   void *buffer;
   int deleted;
 } producer;
 
-static void producer_deleter(DLManagedTensor *self) {
-  producer *p = self->manager_ctx;
+static void producer_done(producer *p) {
   p->deleted++;
   free(p->buffer);
   p->buffer = NULL;
+}
+
+static void producer_deleter(DLManagedTensor *self) {
+  producer_done(self->manager_ctx);
+}
+
+static void producer_deleter_v(DLManagedTensorVersioned *self) {
+  producer_done(self->manager_ctx);
+}
+
+/* The producer's deleter, as its consumer calls it. */
+static void producer_delete(producer *p) {
+  if (p->versioned)
+    p->mv.deleter(&p->mv);
+  else
+    p->m.deleter(&p->m);
+}
+
+/* Exports `t` in both forms and imports each back: the same sizes. */
+static void round_trip(kd_tensor *t) {
+  for (int form = 0; form < 2; form++) {
+    kd_tensor *t2 = NULL;
+    DLManagedTensor *e = NULL;
+    DLManagedTensorVersioned *ev = NULL;
+    if (form == 0) {
+      if (kd_tensor_to_dlpack(t, &e) != KD_OK) continue;
+      if (kd_tensor_from_dlpack(e, &t2) != KD_OK) e->deleter(e);
+    } else {
+      if (kd_tensor_to_dlpack_versioned(t, &ev) != KD_OK) continue;
+      FUZZ_CHECK(ev->version.major == DLPACK_MAJOR_VERSION && ev->flags == 0,
+                 "a versioned export is version %u with flags %llu", (unsigned)ev->version.major,
+                 (unsigned long long)ev->flags);
+      if (kd_tensor_from_dlpack_versioned(ev, &t2) != KD_OK) ev->deleter(ev);
+    }
+    if (!t2) continue;
+    FUZZ_CHECK(kd_tensor_ndim(t2) == kd_tensor_ndim(t), "round trip changed ndim");
+    for (int i = 0; i < kd_tensor_ndim(t); i++)
+      FUZZ_CHECK(kd_tensor_size(t2, i) == kd_tensor_size(t, i), "round trip changed size %d", i);
+    kd_tensor_release(t2);
+  }
 }
 
 /* The region the description covers, from data + byte_offset: -1 when it
@@ -88,11 +135,16 @@ static i128 described_bytes(const DLTensor *dl, size_t item) {
 static void fuzz_dlpack(fuzz_reader *r) {
   producer *p = calloc(1, sizeof *p);
   FUZZ_CHECK(p, "out of memory");
-  DLTensor *dl = &p->m.dl_tensor;
   p->m.manager_ctx = p;
   p->m.deleter = producer_deleter;
-  dl->ndim = decode_ndim(r);
-  int has_strides = fuzz_u8(r) & 1;
+  p->mv.manager_ctx = p;
+  p->mv.deleter = producer_deleter_v;
+  int ndim = decode_ndim(r);
+  uint8_t sb = fuzz_u8(r);
+  int has_strides = sb & 1;
+  p->versioned = (sb >> 1) & 1;
+  DLTensor *dl = p->versioned ? &p->mv.dl_tensor : &p->m.dl_tensor;
+  dl->ndim = ndim;
   for (int i = 0; i < dl->ndim && i < 32; i++) {
     p->shape[i] = fuzz_int(r);
     p->strides[i] = has_strides ? fuzz_int(r) : 0;
@@ -100,7 +152,7 @@ static void fuzz_dlpack(fuzz_reader *r) {
   dl->shape = p->shape;
   dl->strides = has_strides ? p->strides : NULL;
   uint8_t c = fuzz_u8(r), b = fuzz_u8(r), l = fuzz_u8(r);
-  dl->dtype.code = c < 240 ? (uint8_t)(c % 6) : c;
+  dl->dtype.code = c < 240 ? (uint8_t)(c % 7) : c; /* kDLInt .. kDLBool, or raw */
   dl->dtype.bits = b < 240 ? (uint8_t)(8u << (b % 5)) : b;
   dl->dtype.lanes = l < 240 ? 1 : (uint16_t)(l - 240);
   uint8_t d = fuzz_u8(r);
@@ -110,6 +162,12 @@ static void fuzz_dlpack(fuzz_reader *r) {
   dl->device.device_id = d < 200 ? 0 : (int32_t)fuzz_int(r);
   dl->byte_offset = (uint64_t)fuzz_int(r);
   uint8_t mode = fuzz_u8(r) % 4; /* 0 real, 1 real misaligned, 2 NULL, 3 overstated */
+  if (p->versioned) {
+    uint8_t vb = fuzz_u8(r), fb = fuzz_u8(r);
+    p->mv.version.major = vb < 240 ? DLPACK_MAJOR_VERSION : (uint32_t)(vb - 240);
+    p->mv.version.minor = vb < 240 ? vb % 4 : 0;
+    p->mv.flags = fb < 128 ? 0 : (uint64_t)(fb & 7);
+  }
 
   size_t item = dl->dtype.bits / 8u;
   i128 need = described_bytes(dl, item);
@@ -134,11 +192,16 @@ static void fuzz_dlpack(fuzz_reader *r) {
   dl->data = base;
 
   kd_tensor *t = NULL;
-  kd_status st = kd_tensor_from_dlpack(&p->m, &t);
+  kd_status st = p->versioned ? kd_tensor_from_dlpack_versioned(&p->mv, &t)
+                               : kd_tensor_from_dlpack(&p->m, &t);
+  if (p->versioned && (p->mv.version.major != DLPACK_MAJOR_VERSION ||
+                       (p->mv.flags & DLPACK_FLAG_BITMASK_READ_ONLY)))
+    FUZZ_CHECK(st == KD_EUNSUPPORTED, "a versioned import of major %u, flags %llu gave %d",
+               (unsigned)p->mv.version.major, (unsigned long long)p->mv.flags, (int)st);
   if (st != KD_OK) {
     FUZZ_CHECK(t == NULL, "a failed import gave a tensor");
     FUZZ_CHECK(p->deleted == 0, "a failed import called the deleter");
-    p->m.deleter(&p->m);
+    producer_delete(p);
     free(p);
     return;
   }
@@ -162,19 +225,8 @@ static void fuzz_dlpack(fuzz_reader *r) {
   else
     check_tensor(t, dl->ndim, dl->shape, (const char *)kd_tensor_data(t), 0, 0);
 
-  /* Round trip: export, import, same sizes; the export holds a reference. */
-  DLManagedTensor *e = NULL;
-  if (kd_tensor_to_dlpack(t, &e) == KD_OK) {
-    kd_tensor *t2 = NULL;
-    if (kd_tensor_from_dlpack(e, &t2) == KD_OK) {
-      FUZZ_CHECK(kd_tensor_ndim(t2) == kd_tensor_ndim(t), "round trip changed ndim");
-      for (int i = 0; i < kd_tensor_ndim(t); i++)
-        FUZZ_CHECK(kd_tensor_size(t2, i) == kd_tensor_size(t, i), "round trip changed size %d", i);
-      kd_tensor_release(t2);
-    } else {
-      e->deleter(e);
-    }
-  }
+  /* Round trip, both forms; the exports hold a reference. */
+  round_trip(t);
   kd_tensor_release(t);
   FUZZ_CHECK(p->deleted == 1, "the deleter ran %d times after the last release", p->deleted);
   free(p);

@@ -115,16 +115,18 @@ def boxed_seed(schema):
 
 
 def dlpack_seeds():
-    """fuzz_dlpack.c mode 0: ndim, has_strides, (shape[, stride]) per dim,
-    code, bits, lanes, device, byte_offset, buffer mode."""
-    def dl(shape, strides=None, code=2, bits=2, dev=0, off=b"\x10", mode=0):
-        b = bytes([0, len(shape), 1 if strides is not None else 0])
+    """fuzz_dlpack.c mode 0: ndim, has_strides (+ 2: the versioned form),
+    (shape[, stride]) per dim, code, bits, lanes, device, byte_offset, buffer
+    mode, then for the versioned form its major-version and flags bytes."""
+    def dl(shape, strides=None, code=2, bits=2, dev=0, off=b"\x10", mode=0, v=None):
+        form = 0 if v is None else 2
+        b = bytes([0, len(shape), (1 if strides is not None else 0) | form])
         for i, n in enumerate(shape):
             b += n
             if strides is not None:
                 b += strides[i]
         b += bytes([code, bits, 0, dev]) + (small(0) if dev >= 200 else b"")  # device id
-        return b + off + bytes([mode])
+        return b + off + bytes([mode]) + (bytes(v) if v is not None else b"")
 
     s = {}
     s["dl-f32-2x3"] = dl([small(2), small(3)])
@@ -136,6 +138,11 @@ def dlpack_seeds():
     s["dl-cuda"] = dl([small(2)], dev=204)  # devs[204 % 12] = kDLCUDA
     s["dl-null-data"] = dl([small(2)], mode=2)
     s["dl-expanded"] = dl([small(3), small(2)], [small(0), small(1)])
+    # The versioned form, v = [version byte, flags byte]: a version byte below
+    # 240 is major 1, 242 is major 2; flags byte 129 is the read-only bit.
+    s["dl-v-bool"] = dl([small(2), small(2)], code=6, bits=0, v=[1, 0])
+    s["dl-v-major2"] = dl([small(2)], v=[242, 0])
+    s["dl-v-read-only"] = dl([small(2)], v=[0, 129])
     # Modes 1-4: nbytes/4, dtype, offset, ndim, has_strides, (size, stride) per dim.
     def geo(what, nbytes, dtype, off, dims, strided, extra=b""):
         b = bytes([what, nbytes, dtype]) + off + bytes([len(dims), strided])

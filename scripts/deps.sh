@@ -5,7 +5,7 @@
 set -eu
 # The OpenCL backend (backends/opencl): the ICD loader and headers, PoCL (a CPU
 # OpenCL platform, so its tests run on any machine) and CLBlast.
-pkgs="cmake make gcc pkg-config libcmocka-dev libdlpack-dev libyaml-dev libopenblas-dev libedit-dev patch ocl-icd-opencl-dev opencl-headers pocl-opencl-icd libclblast-dev clinfo $*"
+pkgs="cmake make gcc pkg-config libcmocka-dev libyaml-dev libopenblas-dev libedit-dev patch ocl-icd-opencl-dev opencl-headers pocl-opencl-icd libclblast-dev clinfo $*"
 missing=""
 for p in $pkgs; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

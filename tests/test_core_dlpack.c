@@ -1,5 +1,13 @@
-/* DLPack export and import, with DLPack's ownership rules. */
+/* DLPack export and import, both forms, with DLPack's ownership rules,
+ * against the DLPack header kdispatch ships (kd/dlpack/dlpack.h, 1.1): no
+ * other DLPack header is included first (tests/dlpack_system/ does that). */
 #include "kd_test.h"
+
+#include "kd/dlpack.h"
+
+#if !defined(KD_DLPACK_VENDORED) || DLPACK_MAJOR_VERSION != 1 || DLPACK_MINOR_VERSION != 1
+#error "expected the shipped DLPack 1.1 header"
+#endif
 
 static void test_export_roundtrip(void **state) {
   (void)state;
@@ -62,13 +70,16 @@ static void test_export_dtypes(void **state) {
     kd_tensor_release(back);
     kd_tensor_release(t);
   }
-  kd_tensor *b;
-  KD_ASSERT_OK(kd_tensor_empty(1, (int64_t[]){4}, KD_BOOL, kd_device_cpu(), &b));
+  /* bool is kDLBool (8 bits) in the unversioned form too. */
+  kd_tensor *b, *bb;
+  KD_ASSERT_OK(kd_tensor_empty(1, (int64_t[]){3}, KD_BOOL, kd_device_cpu(), &b));
   DLManagedTensor *m = (DLManagedTensor *)0x1;
-#if !defined(DLPACK_MAJOR_VERSION) && DLPACK_VERSION < 80
-  KD_ASSERT_ERR(kd_tensor_to_dlpack(b, &m), KD_EUNSUPPORTED, "dtype bool has no DLPack type");
-  assert_null(m);
-#endif
+  KD_ASSERT_OK(kd_tensor_to_dlpack(b, &m));
+  assert_int_equal(m->dl_tensor.dtype.code, kDLBool);
+  assert_int_equal(m->dl_tensor.dtype.bits, 8);
+  KD_ASSERT_OK(kd_tensor_from_dlpack(m, &bb));
+  assert_int_equal(kd_tensor_dtype(bb), KD_BOOL);
+  kd_tensor_release(bb);
   kd_tensor_release(b);
   KD_ASSERT_OK(kd_tensor_empty(1, (int64_t[]){4}, KD_FLOAT32, (kd_device){KD_DEVICE_META, 0}, &b));
   KD_ASSERT_ERR(kd_tensor_to_dlpack(b, &m), KD_EUNSUPPORTED,
@@ -293,6 +304,85 @@ static void test_zero_size(void **state) {
   kd_tensor_release(t);
 }
 
+/* ---- The versioned form (DLManagedTensorVersioned) -------------------- */
+
+static void test_versioned_roundtrip(void **state) {
+  (void)state;
+  kd_tensor *t, *back;
+  KD_ASSERT_OK(kd_tensor_empty(2, (int64_t[]){2, 2}, KD_BOOL, kd_device_cpu(), &t));
+  kd_scalar yes = kd_scalar_bool(true);
+  KD_ASSERT_OK(kd_tensor_set(t, (int64_t[]){1, 0}, &yes));
+  DLManagedTensorVersioned *m;
+  KD_ASSERT_OK(kd_tensor_to_dlpack_versioned(t, &m));
+  assert_int_equal(kd_tensor_refcount(t), 2); /* the managed tensor holds one */
+  assert_int_equal(m->version.major, 1);
+  assert_int_equal(m->version.minor, 1);
+  assert_int_equal(m->flags, 0);
+  assert_int_equal(m->dl_tensor.dtype.code, kDLBool);
+  assert_int_equal(m->dl_tensor.dtype.bits, 8);
+  assert_int_equal(m->dl_tensor.strides[0], 2);
+  assert_ptr_equal(m->dl_tensor.data, kd_tensor_data(t));
+  KD_ASSERT_OK(kd_tensor_from_dlpack_versioned(m, &back));
+  assert_int_equal(kd_tensor_dtype(back), KD_BOOL);
+  kd_scalar x;
+  KD_ASSERT_OK(kd_tensor_get(back, (int64_t[]){1, 0}, &x));
+  assert_true(x.kind == KD_SCALAR_BOOL && x.v.b);
+  kd_tensor_release(t);
+  kd_tensor_release(back);
+
+  /* Export errors are the unversioned form's, and leave *out NULL. */
+  KD_ASSERT_OK(kd_tensor_empty(1, (int64_t[]){4}, KD_FLOAT32, (kd_device){KD_DEVICE_META, 0}, &t));
+  m = (DLManagedTensorVersioned *)0x1;
+  KD_ASSERT_ERR(kd_tensor_to_dlpack_versioned(t, &m), KD_EUNSUPPORTED,
+                "DLPack export: device type 'meta' has no DLPack device type");
+  assert_null(m);
+  kd_tensor_release(t);
+  KD_ASSERT_ERR(kd_tensor_to_dlpack_versioned(NULL, &m), KD_EINVAL,
+                "kd_tensor_to_dlpack_versioned: NULL argument");
+  KD_ASSERT_ERR(kd_tensor_from_dlpack_versioned(NULL, &t), KD_EINVAL,
+                "kd_tensor_from_dlpack_versioned: NULL argument");
+}
+
+/* Counts the calls of a versioned producer's deleter. */
+static int deleted_v;
+static void deleter_v(DLManagedTensorVersioned *self) {
+  (void)self;
+  deleted_v++;
+}
+
+static void test_versioned_errors(void **state) {
+  (void)state;
+  float data[2] = {1, 2};
+  int64_t shape[1] = {2};
+  DLManagedTensorVersioned m = {
+      .version = {2, 0},
+      .deleter = deleter_v,
+      .dl_tensor = {.data = data, .device = {kDLCPU, 0}, .ndim = 1,
+                    .dtype = {kDLFloat, 32, 1}, .shape = shape},
+  };
+  kd_tensor *t;
+  KD_ASSERT_ERR(kd_tensor_from_dlpack_versioned(&m, &t), KD_EUNSUPPORTED,
+                "major version 2 is not supported: expected 1");
+  m.version.major = 1;
+  m.flags = DLPACK_FLAG_BITMASK_READ_ONLY;
+  KD_ASSERT_ERR(kd_tensor_from_dlpack_versioned(&m, &t), KD_EUNSUPPORTED, "read-only");
+  /* The DLTensor's checks are the unversioned form's. */
+  m.flags = 0;
+  m.dl_tensor.dtype.lanes = 2;
+  KD_ASSERT_ERR(kd_tensor_from_dlpack_versioned(&m, &t), KD_EUNSUPPORTED, "lanes=2");
+  m.dl_tensor.dtype.lanes = 1;
+  assert_int_equal(deleted_v, 0);
+  /* A newer minor version and the is-copied flag are accepted. */
+  m.version.minor = 7;
+  m.flags = DLPACK_FLAG_BITMASK_IS_COPIED;
+  KD_ASSERT_OK(kd_tensor_from_dlpack_versioned(&m, &t));
+  kd_scalar x;
+  KD_ASSERT_OK(kd_tensor_get(t, (int64_t[]){1}, &x));
+  assert_true(x.v.d == 2.0);
+  kd_tensor_release(t);
+  assert_int_equal(deleted_v, 1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_export_roundtrip), cmocka_unit_test(test_export_dtypes),
@@ -300,6 +390,8 @@ int main(void) {
       cmocka_unit_test(test_private_device),   cmocka_unit_test(test_zero_size),
       cmocka_unit_test(test_import_geometry_overflow),
       cmocka_unit_test(test_export_empty_past_end),
+      cmocka_unit_test(test_versioned_roundtrip),
+      cmocka_unit_test(test_versioned_errors),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -53,7 +53,6 @@
 #include "kd/tensor_head.h"
 #include "kd/value.h"
 #include "kd/schema.h"
-#include "kd/dlpack.h"
 #include "kd/dispatch.h"
 #include "kd/library.h"
 #include "kd/selective.h"

@@ -1,19 +1,17 @@
 /*
- * dlpack.c: DLPack export and import (0.6 unversioned; 1.x versioned when
- * the installed header has it).
+ * dlpack.c: DLPack export and import, both forms (DLManagedTensor and
+ * DLPack 1.x's DLManagedTensorVersioned), compiled against the DLPack header
+ * kdispatch ships (include/kd/dlpack/dlpack.h).
  */
 #include "backend/backend_impl.h"
 #include "core/checked.h"
 #include "core/tensor_impl.h"
 #include "kd/dlpack.h"
 
-/* DLPack 0.8 added kDLBool; 0.6 has no bool type. */
-#if defined(DLPACK_VERSION) && DLPACK_VERSION >= 80
-#define KD__DL_HAS_BOOL 1
-#elif defined(DLPACK_MAJOR_VERSION)
-#define KD__DL_HAS_BOOL 1
-#else
-#define KD__DL_HAS_BOOL 0
+/* The library is built against its own DLPack 1.x header, never a system one
+ * (which would have come first and taken its include guard). */
+#if !defined(KD_DLPACK_VENDORED) || DLPACK_MAJOR_VERSION != 1
+#error "src/core/dlpack.c must be compiled against include/kd/dlpack/dlpack.h (DLPack 1.x)"
 #endif
 
 static kd_status dtype_to_dl(kd_dtype dt, DLDataType *out) {
@@ -21,15 +19,8 @@ static kd_status dtype_to_dl(kd_dtype dt, DLDataType *out) {
   out->bits = (uint8_t)(kd_dtype_size(dt) * 8);
   switch (kd_dtype_kind_of(dt)) {
     case KD_KIND_BOOL:
-#if KD__DL_HAS_BOOL
       out->code = kDLBool;
       return KD_OK;
-#else
-      return kd_set_error(KD_EUNSUPPORTED,
-                          "DLPack export: dtype bool has no DLPack type in the installed "
-                          "dlpack.h (version %d); DLPack 0.8 or later is needed",
-                          DLPACK_VERSION);
-#endif
     case KD_KIND_UINT:
       out->code = kDLUInt;
       return KD_OK;
@@ -71,11 +62,9 @@ static kd_status dtype_from_dl(DLDataType t, kd_dtype *out) {
     case kDLComplex:
       d = t.bits == 64 ? KD_COMPLEX64 : t.bits == 128 ? KD_COMPLEX128 : KD_DTYPE_UNDEFINED;
       break;
-#if KD__DL_HAS_BOOL
     case kDLBool:
       d = t.bits == 8 ? KD_BOOL : KD_DTYPE_UNDEFINED;
       break;
-#endif
     default:
       break;
   }
@@ -146,34 +135,75 @@ static kd_status fill_dl_tensor(kd_tensor *t, DLTensor *dl, int64_t *shape, int6
   return KD_OK;
 }
 
+/* One export, either form: the managed tensor, the reference it holds and
+ * the shape and strides its DLTensor points to. */
 typedef struct kd__dl_export {
-  DLManagedTensor managed;
+  union {
+    DLManagedTensor plain;
+    DLManagedTensorVersioned versioned;
+  } managed;
   kd_tensor *tensor;
   int64_t shape[KD_MAX_DIMS];
   int64_t strides[KD_MAX_DIMS];
 } kd__dl_export;
 
-static void dl_export_deleter(DLManagedTensor *self) {
-  kd__dl_export *e = self->manager_ctx;
+static void dl_export_free(kd__dl_export *e) {
   kd_tensor_release(e->tensor);
   kd__free(e);
 }
 
-kd_status kd_tensor_to_dlpack(kd_tensor *tensor, DLManagedTensor **out) {
-  if (!tensor || !out) return kd_set_error(KD_EINVAL, "kd_tensor_to_dlpack: NULL argument");
-  *out = NULL;
+static void dl_export_deleter(DLManagedTensor *self) {
+  dl_export_free(self->manager_ctx);
+}
+
+static void dl_export_deleter_versioned(DLManagedTensorVersioned *self) {
+  dl_export_free(self->manager_ctx);
+}
+
+/* The export of both forms: allocates the record, fills the DLTensor of the
+ * form asked for and takes a reference to `tensor`; the caller sets the
+ * form's other fields. */
+static kd_status dl_export(kd_tensor *tensor, bool versioned, kd__dl_export **rec) {
   kd__dl_export *e = kd__calloc(1, sizeof *e);
   if (!e) return kd__oom("DLPack managed tensor");
-  kd_status st = fill_dl_tensor(tensor, &e->managed.dl_tensor, e->shape, e->strides);
+  DLTensor *dl = versioned ? &e->managed.versioned.dl_tensor : &e->managed.plain.dl_tensor;
+  kd_status st = fill_dl_tensor(tensor, dl, e->shape, e->strides);
   if (st) {
     kd__free(e);
     return st;
   }
   kd_tensor_retain(tensor);
   e->tensor = tensor;
-  e->managed.manager_ctx = e;
-  e->managed.deleter = dl_export_deleter;
-  *out = &e->managed;
+  *rec = e;
+  return KD_OK;
+}
+
+kd_status kd_tensor_to_dlpack(kd_tensor *tensor, DLManagedTensor **out) {
+  if (!tensor || !out) return kd_set_error(KD_EINVAL, "kd_tensor_to_dlpack: NULL argument");
+  *out = NULL;
+  kd__dl_export *e;
+  kd_status st = dl_export(tensor, false, &e);
+  if (st) return st;
+  e->managed.plain.manager_ctx = e;
+  e->managed.plain.deleter = dl_export_deleter;
+  *out = &e->managed.plain;
+  return KD_OK;
+}
+
+kd_status kd_tensor_to_dlpack_versioned(kd_tensor *tensor, DLManagedTensorVersioned **out) {
+  if (!tensor || !out)
+    return kd_set_error(KD_EINVAL, "kd_tensor_to_dlpack_versioned: NULL argument");
+  *out = NULL;
+  kd__dl_export *e;
+  kd_status st = dl_export(tensor, true, &e);
+  if (st) return st;
+  DLManagedTensorVersioned *m = &e->managed.versioned;
+  m->version.major = DLPACK_MAJOR_VERSION;
+  m->version.minor = DLPACK_MINOR_VERSION;
+  m->flags = 0;
+  m->manager_ctx = e;
+  m->deleter = dl_export_deleter_versioned;
+  *out = m;
   return KD_OK;
 }
 
@@ -318,42 +348,6 @@ kd_status kd_tensor_from_dlpack(DLManagedTensor *src, kd_tensor **out) {
   return import_dl_tensor(&src->dl_tensor, call_dl_deleter, src, out);
 }
 
-#if defined(KD_HAVE_DLPACK_VERSIONED)
-typedef struct kd__dl_export_v {
-  DLManagedTensorVersioned managed;
-  kd_tensor *tensor;
-  int64_t shape[KD_MAX_DIMS];
-  int64_t strides[KD_MAX_DIMS];
-} kd__dl_export_v;
-
-static void dl_export_v_deleter(DLManagedTensorVersioned *self) {
-  kd__dl_export_v *e = self->manager_ctx;
-  kd_tensor_release(e->tensor);
-  kd__free(e);
-}
-
-kd_status kd_tensor_to_dlpack_versioned(kd_tensor *tensor, DLManagedTensorVersioned **out) {
-  if (!tensor || !out)
-    return kd_set_error(KD_EINVAL, "kd_tensor_to_dlpack_versioned: NULL argument");
-  *out = NULL;
-  kd__dl_export_v *e = kd__calloc(1, sizeof *e);
-  if (!e) return kd__oom("DLPack managed tensor");
-  kd_status st = fill_dl_tensor(tensor, &e->managed.dl_tensor, e->shape, e->strides);
-  if (st) {
-    kd__free(e);
-    return st;
-  }
-  kd_tensor_retain(tensor);
-  e->tensor = tensor;
-  e->managed.version.major = DLPACK_MAJOR_VERSION;
-  e->managed.version.minor = DLPACK_MINOR_VERSION;
-  e->managed.flags = 0;
-  e->managed.manager_ctx = e;
-  e->managed.deleter = dl_export_v_deleter;
-  *out = &e->managed;
-  return KD_OK;
-}
-
 static void call_dl_v_deleter(void *ctx) {
   DLManagedTensorVersioned *m = ctx;
   if (m->deleter) m->deleter(m);
@@ -373,4 +367,3 @@ kd_status kd_tensor_from_dlpack_versioned(DLManagedTensorVersioned *src, kd_tens
                         "writable");
   return import_dl_tensor(&src->dl_tensor, call_dl_v_deleter, src, out);
 }
-#endif

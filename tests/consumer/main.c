@@ -5,7 +5,13 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <kd/dlpack.h>
 #include <kd/kd.h>
+
+/* kd/dlpack.h brings the installed tree's DLPack header (kd/dlpack/dlpack.h). */
+#if !defined(KD_DLPACK_VENDORED) || DLPACK_MAJOR_VERSION != 1
+#error "kd/dlpack.h did not bring the shipped DLPack 1.x header"
+#endif
 
 static kd_status twice(const kd_call *c, const kd_arg *a, kd_value *r) {
   (void)c;
@@ -22,6 +28,23 @@ static int call_twice(void) {
   kd_value r[1];
   if (kd_call_unboxed(op, a, r) != KD_OK || r[0].tag != KD_VALUE_INT || r[0].u.i != 14) return 1;
   return kd__tls_reader.epoch != 0;
+}
+
+/* Both DLPack forms, exported and imported back through the library's
+ * exports; 0 when each gives the same memory. */
+static int dlpack_round_trip(void) {
+  kd_tensor *t, *a = NULL, *b = NULL;
+  if (kd_tensor_empty(1, (int64_t[]){4}, KD_FLOAT32, kd_device_cpu(), &t) != KD_OK) return 1;
+  DLManagedTensor *m;
+  DLManagedTensorVersioned *mv;
+  int bad = kd_tensor_to_dlpack(t, &m) != KD_OK || kd_tensor_from_dlpack(m, &a) != KD_OK ||
+            kd_tensor_to_dlpack_versioned(t, &mv) != KD_OK || mv->version.major != 1 ||
+            kd_tensor_from_dlpack_versioned(mv, &b) != KD_OK ||
+            kd_tensor_data(a) != kd_tensor_data(t) || kd_tensor_data(b) != kd_tensor_data(t);
+  kd_tensor_release(a);
+  kd_tensor_release(b);
+  kd_tensor_release(t);
+  return bad;
 }
 
 static void *thread_main(void *arg) {
@@ -47,6 +70,10 @@ int main(void) {
   kd_tensor *t;
   if (kd_tensor_empty(1, (int64_t[]){4}, KD_FLOAT32, kd_device_cpu(), &t) != KD_OK) return 1;
   kd_tensor_release(t);
+  if (dlpack_round_trip()) {
+    fprintf(stderr, "DLPack round trip failed: %s\n", kd_last_error());
+    return 1;
+  }
   kd_library *lib, *impl;
   kd_kernel k = kd_kernel_unboxed(twice, "(int) -> int");
   if (kd_library_open(KD_LIBRARY_DEF, "consumer", KD_KEY_UNDEFINED, __FILE__, __LINE__, &lib) ||

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "kd/dlpack.h"
 #include "kd/kd.h"
 #include "kd/memory.h"
 
