@@ -1,5 +1,6 @@
 /*
- * kd.h: the whole public API of kdispatch in one include.
+ * kd.h: the public API of kdispatch in one include, but for DLPack
+ * interchange, which is opt-in: include kd/dlpack.h for it.
  *
  * Threads. Every function may be called from any thread; what is shared
  * between threads, and how, is this:
