@@ -37,7 +37,7 @@ kd_status kdk_native_expand_as(kd_tensor *self, kd_tensor *other, kd_tensor **ou
 kd_status kdk_native_squeeze(kd_tensor *self, kd_tensor **out);
 kd_status kdk_native_squeeze_dim(kd_tensor *self, int64_t dim, kd_tensor **out);
 kd_status kdk_native_squeeze_(kd_tensor *self);
-kd_status kdk_native_squeeze__dim(kd_tensor *self, int64_t dim);
+kd_status kdk_native_squeeze_dim_(kd_tensor *self, int64_t dim);
 kd_status kdk_native_unsqueeze(kd_tensor *self, int64_t dim, kd_tensor **out);
 kd_status kdk_native_unsqueeze_(kd_tensor *self, int64_t dim);
 kd_status kdk_native_flatten_using_ints(kd_tensor *self, int64_t start_dim, int64_t end_dim,
