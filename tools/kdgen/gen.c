@@ -661,7 +661,7 @@ static int write_native_header(gen_ctx *g, const char *out_dir, const char *base
       for (int j = 0; j < k; j++)
         if (!strcmp(t[j].fn, t[k].fn)) dup = true;
       if (dup) continue;
-      bool pub = !strncmp(t[k].fn, "kdk_", 4);
+      bool pub = !strncmp(t[k].fn, "kdk_", 4) && strncmp(t[k].fn, "kdk__", 5); /* not kdk__s_ */
       kdg_printf(pub ? &b : &pv, "%skd_status %s(", pub ? "KDK_API " : "", t[k].fn);
       kdg_print_params(pub ? &b : &pv, c, true);
       kdg_printf(pub ? &b : &pv, ");\n");
