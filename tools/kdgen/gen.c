@@ -972,10 +972,16 @@ int kdg_emit_structured_wrapper(kdg_buf *b, const kdg_swrap *w, kdg_diag *d, con
     for (int o = 0; o < nout; o++) kdg_printf(b, ", kdk_structured_output(&kdg_s, %d)", o);
     kdg_printf(b, ");\n");
   }
-  if (w->iter) kdg_printf(b, "  if (!kdg_st) kdg_st = kdk_iter_finish(&kdg_it);\n");
+  kdg_emit_structured_finish(b, c, nout, w->iter);
+  return 0;
+}
+
+
+void kdg_emit_structured_finish(kdg_buf *b, const kdg_cfunc *c, int nout, bool iter) {
+  if (iter) kdg_printf(b, "  if (!kdg_st) kdg_st = kdk_iter_finish(&kdg_it);\n");
   kdg_printf(b, "  if (!kdg_st) kdg_st = kdk_structured_finish(&kdg_s);\n");
-  if (w->iter) kdg_printf(b, "  kdk_iter_release(&kdg_it);\n");
-  if (f->kind == KDG_FUNCTIONAL) {
+  if (iter) kdg_printf(b, "  kdk_iter_release(&kdg_it);\n");
+  if (c->f->kind == KDG_FUNCTIONAL) {
     kdg_printf(b, "  kd_tensor *kdg_take[%d];\n", nout);
     kdg_printf(b, "  kdk_structured_release(&kdg_s, kdg_st ? NULL : kdg_take);\n");
     kdg_printf(b, "  if (kdg_st) return kdg_st;\n");
@@ -986,9 +992,7 @@ int kdg_emit_structured_wrapper(kdg_buf *b, const kdg_swrap *w, kdg_diag *d, con
   } else {
     kdg_printf(b, "  kdk_structured_release(&kdg_s, NULL);\n  return kdg_st;\n}\n\n");
   }
-  return 0;
 }
-
 
 /* The structured wrapper of function c for one key. */
 static void emit_structured_wrapper(gen_ctx *g, kdg_buf *b, const kdg_cfunc *c, const target *t) {

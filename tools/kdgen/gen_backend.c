@@ -705,20 +705,7 @@ static void b_emit_structured(const bgen *g, kdg_buf *b, const bplan *p) {
     for (size_t k = 0; k < add->nfields; k++) kdg_printf(b, ", kdg_pre.%s", add->fields[k].name);
   for (int o = 0; o < nout; o++) kdg_printf(b, ", kdk_structured_output(&kdg_s, %d)", o);
   kdg_printf(b, ");\n");
-  if (p->iter) kdg_printf(b, "  if (!kdg_st) kdg_st = kdk_iter_finish(&kdg_it);\n");
-  kdg_printf(b, "  if (!kdg_st) kdg_st = kdk_structured_finish(&kdg_s);\n");
-  if (p->iter) kdg_printf(b, "  kdk_iter_release(&kdg_it);\n");
-  if (f->kind == KDG_FUNCTIONAL) {
-    kdg_printf(b, "  kd_tensor *kdg_take[%d];\n", nout);
-    kdg_printf(b, "  kdk_structured_release(&kdg_s, kdg_st ? NULL : kdg_take);\n");
-    kdg_printf(b, "  if (kdg_st) return kdg_st;\n");
-    int o = 0;
-    for (int r = 0; r < c->nr; r++)
-      if (c->r[r].alias_of < 0) kdg_printf(b, "  *%s = kdg_take[%d];\n", c->r[r].name, o++);
-    kdg_printf(b, "  return KD_OK;\n}\n\n");
-  } else {
-    kdg_printf(b, "  kdk_structured_release(&kdg_s, NULL);\n  return kdg_st;\n}\n\n");
-  }
+  kdg_emit_structured_finish(b, c, nout, p->iter);
 }
 
 /* The kd_unboxed_fn adapter of a plan. */

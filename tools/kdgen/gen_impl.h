@@ -166,6 +166,10 @@ typedef struct kdg_swrap {
   const char *impl;    /* "kdk_native_add_out", or NULL */
   bool meta_device;    /* functional outputs on the Meta device */
 } kdg_swrap;
+/* The end of a structured wrapper of c, after its impl call: finish the
+ * iterator (iter) and the structured run, release them, hand a functional
+ * variant's nout outputs over, return the status and close the function. */
+void kdg_emit_structured_finish(kdg_buf *b, const kdg_cfunc *c, int nout, bool iter);
 /* Emits "kd_status FN(params) {...}"; a delegate whose arguments differ from
  * the out function's is reported through d at path. Returns 0 or -1. */
 int kdg_emit_structured_wrapper(kdg_buf *b, const kdg_swrap *w, kdg_diag *d, const char *path);
