@@ -88,6 +88,22 @@ static inline char *kd_test_run(const char *cmd, int *status) {
   return buf;
 }
 
+/* The bytes of the file at path, NUL-terminated (malloc'd; the caller frees
+ * it); fails the test when it cannot be read. */
+static inline char *kd_test_read_file(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) fail_msg("cannot open %s", path);
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *buf = malloc((size_t)n + 1);
+  assert_non_null(buf);
+  assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+  buf[n] = 0;
+  fclose(f);
+  return buf;
+}
+
 /* A private device whose memory is plain host memory (malloc, memcpy): a
  * version-2 allocator for tests that only need tensors to live on another
  * device type (tests that must catch host reads of device memory scramble

@@ -40,7 +40,31 @@ if(TARGET kdops)
   set_tests_properties(test_install_kit PROPERTIES TIMEOUT 600)
   add_test(NAME test_exports_kdops
     COMMAND ${CMAKE_COMMAND} -DLIB=$<TARGET_FILE:kdops> -DKIND=kdops
-            -DOPS_HEADERS=${CMAKE_BINARY_DIR}/gen/include/kd/ops -P ${CMAKE_CURRENT_SOURCE_DIR}/check_exports.cmake)
+            -P ${CMAKE_CURRENT_SOURCE_DIR}/check_exports.cmake)
+endif()
+# The check's failure paths: libraries exporting what it must reject, each
+# failing with its message.
+set(kd_bad_INTERNAL kdops "not public API: kdk__leak")
+set(kd_bad_DOUBLED kdops "kd_add__Tensor, a name with a doubled underscore")
+set(kd_bad_PLUGIN plugin "only kd_plugin_entry may be exported")
+foreach(what INTERNAL DOUBLED PLUGIN)
+  list(GET kd_bad_${what} 0 kind)
+  list(GET kd_bad_${what} 1 msg)
+  string(TOLOWER "${what}" lower)
+  add_library(exports_bad_${lower} SHARED ${CMAKE_CURRENT_SOURCE_DIR}/exports_bad/exports_bad.c)
+  target_compile_definitions(exports_bad_${lower} PRIVATE EXPORTS_BAD_${what})
+  set_target_properties(exports_bad_${lower} PROPERTIES C_VISIBILITY_PRESET hidden
+                        LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/exports_bad)
+  add_test(NAME test_exports_rejects_${lower}
+    COMMAND ${CMAKE_COMMAND} -DLIB=$<TARGET_FILE:exports_bad_${lower}> -DKIND=${kind}
+            -P ${CMAKE_CURRENT_SOURCE_DIR}/check_exports.cmake)
+  set_tests_properties(test_exports_rejects_${lower} PROPERTIES PASS_REGULAR_EXPRESSION "${msg}")
+endforeach()
+# The OpenCL plugin exports its entry point only (kd_plugin_entry).
+if(TARGET kd_opencl)
+  add_test(NAME test_exports_opencl
+    COMMAND ${CMAKE_COMMAND} -DLIB=$<TARGET_FILE:kd_opencl> -DKIND=plugin
+            -P ${CMAKE_CURRENT_SOURCE_DIR}/check_exports.cmake)
 endif()
 add_subdirectory(${CMAKE_CURRENT_SOURCE_DIR}/static_link ${CMAKE_CURRENT_BINARY_DIR}/static_link)
 

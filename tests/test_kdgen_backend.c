@@ -9,49 +9,17 @@
  * ../shared/data/README.md; the patched copy is made in the build tree by the
  * CTest fixture kdgen_musa_upstream). Skipped when kdgen was not built.
  */
-#include <unistd.h>
+#include "kdgen_test.h"
 
-#include "kd_test.h"
-
-#define KDGEN KD_BIN_DIR "/kdgen"
 #define FIX "tests/kdgen/backend/"
 #define SOURCE_ARGS "--source " FIX "upstream.yaml --tags ops/tags.yaml"
-
-typedef struct run_result {
-  char *out;
-  int status;
-} run_result;
-
-/* Runs `kdgen ARGS` in the source folder; `merge`: stderr too. */
-static run_result run_kdgen(const char *args, bool merge) {
-  char cmd[4096];
-  snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s %s </dev/null", KD_SOURCE_DIR, KDGEN, args,
-           merge ? "2>&1" : "2>/dev/null");
-  run_result r;
-  r.out = kd_test_run(cmd, &r.status);
-  return r;
-}
-
-#define ASSERT_CONTAINS(hay, needle)                                              \
-  do {                                                                            \
-    const char *h_ = (hay), *n_ = (needle);                                       \
-    if (!strstr(h_, n_)) fail_msg("output does not contain \"%s\":\n%s", n_, h_); \
-  } while (0)
-
-#define SKIP_WITHOUT_KDGEN()                                                  \
-  do {                                                                        \
-    if (access(KDGEN, X_OK) != 0) {                                           \
-      print_message("kdgen not built (-DKD_BUILD_OPS=OFF); skipping\n");      \
-      skip();                                                                 \
-    }                                                                         \
-  } while (0)
 
 /* ---- Every strategy and kind -------------------------------------------- */
 
 static void test_valid_classify(void **state) {
   (void)state;
-  SKIP_WITHOUT_KDGEN();
-  run_result r = run_kdgen("--backend " FIX "valid.yaml " SOURCE_ARGS " --classify", false);
+  KDGT_SKIP_WITHOUT_KDGEN();
+  run_result r = kdgt_run("--backend " FIX "valid.yaml " SOURCE_ARGS " --classify", false);
   KD_ASSERT_STR_EQ(r.out,
                    "abs Legacy structured\n"
                    "abs_ Legacy structured\n"
@@ -76,7 +44,7 @@ static void test_valid_classify(void **state) {
   assert_int_equal(r.status, 0);
   free(r.out);
 
-  r = run_kdgen("--backend " FIX "valid.yaml " SOURCE_ARGS " --validate", true);
+  r = kdgt_run("--backend " FIX "valid.yaml " SOURCE_ARGS " --validate", true);
   KD_ASSERT_STR_EQ(r.out, FIX "valid.yaml: 15 entries against " FIX "upstream.yaml, no errors\n");
   assert_int_equal(r.status, 0);
   free(r.out);
@@ -194,12 +162,12 @@ static const bad_case bad_cases[] = {
 
 static void test_bad_fixtures(void **state) {
   (void)state;
-  SKIP_WITHOUT_KDGEN();
+  KDGT_SKIP_WITHOUT_KDGEN();
   for (size_t i = 0; i < sizeof bad_cases / sizeof *bad_cases; i++) {
     const bad_case *c = &bad_cases[i];
     char args[1024], want[2048];
     snprintf(args, sizeof args, "--backend " FIX "%s " SOURCE_ARGS " --validate", c->file);
-    run_result r = run_kdgen(args, true);
+    run_result r = kdgt_run(args, true);
     snprintf(want, sizeof want, FIX "%s\n", c->line);
     if (!strstr(r.out, want)) fail_msg("%s: expected the line\n  %s\ngot:\n%s", c->file, want, r.out);
     if (!strstr(r.out, "kdgen: 1 error\n"))
@@ -211,26 +179,26 @@ static void test_bad_fixtures(void **state) {
 
 static void test_options(void **state) {
   (void)state;
-  SKIP_WITHOUT_KDGEN();
+  KDGT_SKIP_WITHOUT_KDGEN();
   /* the backend's key must be a runtime backend key */
-  run_result r = run_kdgen("--backend " FIX "valid.yaml " SOURCE_ARGS " --key CPU --classify", true);
+  run_result r = kdgt_run("--backend " FIX "valid.yaml " SOURCE_ARGS " --key CPU --classify", true);
   KD_ASSERT_STR_EQ(r.out, FIX "valid.yaml: error: the backend's key 'CPU' is not a backend key "
                           "of the runtime (CUDA or PrivateUse1..3)\nkdgen: 1 error\n");
   assert_int_equal(r.status, 1);
   free(r.out);
   /* another key: the file's PrivateUse1 entries are not this backend's */
-  r = run_kdgen("--backend " FIX "valid.yaml " SOURCE_ARGS " --key PrivateUse2 --classify", true);
+  r = kdgt_run("--backend " FIX "valid.yaml " SOURCE_ARGS " --key PrivateUse2 --classify", true);
   ASSERT_CONTAINS(r.out, FIX "valid.yaml:13: error: dispatch key 'PrivateUse1' in "
                          "'sum.IntList_out' is not one of this backend's keys (PrivateUse2, ");
   assert_int_equal(r.status, 1);
   free(r.out);
   /* --backend without --source, or with a file argument */
-  r = run_kdgen("--backend " FIX "valid.yaml --classify", true);
+  r = kdgt_run("--backend " FIX "valid.yaml --classify", true);
   ASSERT_CONTAINS(r.out, "usage: kdgen");
   assert_int_equal(r.status, 2);
   free(r.out);
   /* the upstream file's own errors stop before the backend is read */
-  r = run_kdgen("--backend " FIX "valid.yaml --source tests/kdgen/duplicate.yaml --classify", true);
+  r = kdgt_run("--backend " FIX "valid.yaml --source tests/kdgen/duplicate.yaml --classify", true);
   ASSERT_CONTAINS(r.out, "tests/kdgen/duplicate.yaml:3: error: 'relu' is declared twice");
   assert_int_equal(r.status, 1);
   free(r.out);
@@ -240,7 +208,7 @@ static void test_options(void **state) {
 
 static void test_musa_functions(void **state) {
   (void)state;
-  SKIP_WITHOUT_KDGEN();
+  KDGT_SKIP_WITHOUT_KDGEN();
   const char *musa = KD_SHARED_DATA_DIR "/musa_functions.yaml";
   const char *tags = KD_SHARED_DATA_DIR "/pytorch-2.6/tags.yaml";
   if (access(musa, R_OK) != 0 || access(KD_MUSA_UPSTREAM, R_OK) != 0) {
@@ -250,7 +218,7 @@ static void test_musa_functions(void **state) {
   char args[2048];
   snprintf(args, sizeof args, "--backend '%s' --source '%s' --tags '%s' --classify", musa,
            KD_MUSA_UPSTREAM, tags);
-  run_result r = run_kdgen(args, true);
+  run_result r = kdgt_run(args, true);
   if (strstr(r.out, "error")) fail_msg("errors in torch_musa's file:\n%s", r.out);
   /* Counts derived from torch_musa's rules (docs/CODEGEN.md, "Backend YAML"). */
   ASSERT_CONTAINS(r.out, "\nLegacy: 589 (268 structured, 321 unstructured)\n"
@@ -302,13 +270,13 @@ static void test_musa_functions(void **state) {
 /* Without the patch, the 16 operators torch_musa adds are unknown. */
 static void test_musa_unpatched(void **state) {
   (void)state;
-  SKIP_WITHOUT_KDGEN();
+  KDGT_SKIP_WITHOUT_KDGEN();
   const char *musa = KD_SHARED_DATA_DIR "/musa_functions.yaml";
   const char *nf = KD_SHARED_DATA_DIR "/pytorch-2.6/native_functions.yaml";
   if (access(musa, R_OK) != 0 || access(nf, R_OK) != 0) skip();
   char args[2048];
   snprintf(args, sizeof args, "--backend '%s' --source '%s' --validate", musa, nf);
-  run_result r = run_kdgen(args, true);
+  run_result r = kdgt_run(args, true);
   ASSERT_CONTAINS(r.out, "error: '_fused_rmsnorm_forward' is not an operator of ");
   assert_int_equal(r.status, 1);
   free(r.out);

@@ -10,64 +10,10 @@
  * Skipped when kdgen was not built.
  */
 #include <sys/stat.h>
-#include <unistd.h>
 
-#include "kd_test.h"
+#include "kdgen_test.h"
 
-#define KDGEN KD_BIN_DIR "/kdgen"
 #define WORK KD_BIN_DIR "/../tests/kdgen_backend_gen"
-
-typedef struct run_result {
-  char *out; /* stdout and stderr */
-  int status;
-} run_result;
-
-static run_result run_kdgen(const char *args) {
-  char cmd[8192];
-  snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s 2>&1 </dev/null", KD_SOURCE_DIR, KDGEN, args);
-  run_result r;
-  r.out = kd_test_run(cmd, &r.status);
-  return r;
-}
-
-static char *slurp(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) fail_msg("cannot open %s", path);
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *buf = malloc((size_t)n + 1);
-  assert_non_null(buf);
-  assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-  buf[n] = 0;
-  fclose(f);
-  return buf;
-}
-
-#define ASSERT_CONTAINS(hay, needle)                                              \
-  do {                                                                            \
-    const char *h_ = (hay), *n_ = (needle);                                       \
-    if (!strstr(h_, n_)) fail_msg("output does not contain \"%s\":\n%s", n_, h_); \
-  } while (0)
-#define ASSERT_LACKS(hay, needle)                                              \
-  do {                                                                         \
-    const char *h_ = (hay), *n_ = (needle);                                    \
-    if (strstr(h_, n_)) fail_msg("output contains \"%s\":\n%s", n_, h_);       \
-  } while (0)
-
-static size_t count(const char *hay, const char *needle) {
-  size_t n = 0;
-  for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle)) n++;
-  return n;
-}
-
-#define SKIP_WITHOUT_KDGEN()                                     \
-  do {                                                           \
-    if (access(KDGEN, X_OK) != 0) {                              \
-      print_message("kdgen not built; skipping\n");              \
-      skip();                                                    \
-    }                                                            \
-  } while (0)
 
 static const char fakegen_args[] =
     "--backend examples/backend_gen/fakegen.yaml --source ops/native_functions.yaml "
@@ -76,14 +22,12 @@ static const char fakegen_args[] =
 /* The proof backend: every strategy, all 19 entries generated. */
 static void test_fakegen(void **state) {
   (void)state;
-  SKIP_WITHOUT_KDGEN();
+  KDGT_SKIP_WITHOUT_KDGEN();
   char args[4096];
   snprintf(args, sizeof args, "%s/a", fakegen_args);
-  run_result r = run_kdgen(args);
-  if (r.status != 0) fail_msg("kdgen failed:\n%s", r.out);
-  free(r.out);
+  kdgt_run_ok(args);
 
-  char *entries = slurp(WORK "/a/fakegen_entries.txt");
+  char *entries = kd_test_read_file(WORK "/a/fakegen_entries.txt");
   ASSERT_CONTAINS(entries, "19 entries, 19 generated, 0 not");
   ASSERT_CONTAINS(entries, "add.Tensor Legacy structured generated: meta kdk_meta_add_Tensor, "
                            "impl kdk_native_add_out_cpu");
@@ -100,7 +44,7 @@ static void test_fakegen(void **state) {
   free(entries);
 
   /* The author header: exactly the functions the author writes, each once. */
-  char *h = slurp(WORK "/a/fakegen_functions.h");
+  char *h = kd_test_read_file(WORK "/a/fakegen_functions.h");
   ASSERT_CONTAINS(h, "kd_status fakegen_backend(kd_plugin *plugin, kd_backend_iface *iface);");
   ASSERT_CONTAINS(h, "void fakegen_backend_fini(void);");
   ASSERT_CONTAINS(h, "kd_status fakegen_neg_out(kdk_structured *s, kdk_iter *iter, kd_tensor "
@@ -116,9 +60,9 @@ static void test_fakegen(void **state) {
   ASSERT_CONTAINS(h, "kd_status fakegen_copy_(kd_tensor *self, kd_tensor *src, bool non_blocking);");
   /* The loops of the stubs libkdops' impls of the Legacy groups call (kd_stubs:), once each. */
   ASSERT_CONTAINS(h, "kdk_stub_fn_add_stub fakegen_add_stub;\nkdk_stub_fn_mul_stub fakegen_mul_stub;\n");
-  assert_int_equal(count(h, "fakegen_add_stub"), 1);
-  assert_int_equal(count(h, "fakegen_neg_out("), 1);  /* three entries, one impl */
-  assert_int_equal(count(h, "fakegen_sub_out("), 1);
+  assert_int_equal(kdgt_count(h, "fakegen_add_stub"), 1);
+  assert_int_equal(kdgt_count(h, "fakegen_neg_out("), 1);  /* three entries, one impl */
+  assert_int_equal(kdgt_count(h, "fakegen_sub_out("), 1);
   /* Legacy entries reuse libkdops: nothing of theirs to write but stub loops. */
   ASSERT_LACKS(h, "kdk_meta_add");
   ASSERT_LACKS(h, "resize_(");
@@ -126,14 +70,14 @@ static void test_fakegen(void **state) {
   free(h);
 
   /* The plugin: wrappers on the right meta and impl, registration, entry point. */
-  char *c = slurp(WORK "/a/fakegen_plugin.c");
-  ASSERT_CONTAINS(c, "kd_status kd__st = kdk_meta_add_Tensor(&kd__s, &kd__it, self, other, alpha);\n"
-                     "  if (!kd__st) kd__st = kdk_native_add_out_cpu(&kd__s, &kd__it, self, other, "
-                     "alpha, kdk_structured_output(&kd__s, 0));");
-  ASSERT_CONTAINS(c, "kdk_structured_init(&kd__s, \"aten::add_.Tensor\", KDK_STRUCTURED_INPLACE, 1, "
-                     "kd__given, kd__dev);");
-  ASSERT_CONTAINS(c, "kd__st = fakegen_meta_sub_Tensor(&kd__s, &kd__it, self, other, alpha);");
-  ASSERT_CONTAINS(c, "kd__st = kdk_meta_neg(&kd__s, &kd__it, self);");
+  char *c = kd_test_read_file(WORK "/a/fakegen_plugin.c");
+  ASSERT_CONTAINS(c, "kd_status kdg_st = kdk_meta_add_Tensor(&kdg_s, &kdg_it, self, other, alpha);\n"
+                     "  if (!kdg_st) kdg_st = kdk_native_add_out_cpu(&kdg_s, &kdg_it, self, other, "
+                     "alpha, kdk_structured_output(&kdg_s, 0));");
+  ASSERT_CONTAINS(c, "kdk_structured_init(&kdg_s, \"aten::add_.Tensor\", KDK_STRUCTURED_INPLACE, 1, "
+                     "kdg_given, kdg_dev);");
+  ASSERT_CONTAINS(c, "kdg_st = fakegen_meta_sub_Tensor(&kdg_s, &kdg_it, self, other, alpha);");
+  ASSERT_CONTAINS(c, "kdg_st = kdk_meta_neg(&kdg_s, &kdg_it, self);");
   ASSERT_CONTAINS(c, "    \"scale_add(Tensor self, Tensor other, float alpha) -> Tensor\",\n");
   ASSERT_CONTAINS(c, "{1, KD_KEY_PRIVATEUSE1, \"scale_add\", \"(Tensor, Tensor, float) -> Tensor\", fakegen__u18, "
                      "\"examples/backend_gen/fakegen.yaml:");
@@ -156,10 +100,10 @@ static void test_fakegen(void **state) {
   ASSERT_CONTAINS(c, "#include \"kd/selective.h\"");
   /* 19 entries x (wrapper, direct call, row), 2 stub loops, and scale_add's
    * AutogradPrivateUse1 kernel (wrapper and row: no direct call) */
-  assert_int_equal(count(c, "#if KD_SHOULD_REGISTER("), 3 * 19 + 2 + 2);
-  assert_int_equal(count(c, "#if KD_SHOULD_REGISTER(fakegen, scale_add, AUTOGRAD_PRIVATEUSE1)\n"), 2);
+  assert_int_equal(kdgt_count(c, "#if KD_SHOULD_REGISTER("), 3 * 19 + 2 + 2);
+  assert_int_equal(kdgt_count(c, "#if KD_SHOULD_REGISTER(fakegen, scale_add, AUTOGRAD_PRIVATEUSE1)\n"), 2);
   ASSERT_CONTAINS(c, "{1, KD_KEY_AUTOGRAD_PRIVATEUSE1, \"scale_add\", \"(Tensor, Tensor, float) -> Tensor\", ");
-  assert_int_equal(count(c, "#if KD_SHOULD_REGISTER(fakegen, scale_add, PRIVATEUSE1)\n"), 3);
+  assert_int_equal(kdgt_count(c, "#if KD_SHOULD_REGISTER(fakegen, scale_add, PRIVATEUSE1)\n"), 3);
   ASSERT_CONTAINS(c, "#if KD_SHOULD_REGISTER(aten, mul_Tensor, PRIVATEUSE1) || KD_SHOULD_REGISTER(aten, "
                      "mul__Tensor, PRIVATEUSE1) || KD_SHOULD_REGISTER(aten, mul_out, PRIVATEUSE1)\n"
                      "  case 1: ");
@@ -170,36 +114,34 @@ static void test_fakegen(void **state) {
    * are called as they are; add.Tensor (NoCheck: the iterator checks) only guards. */
   ASSERT_CONTAINS(c, "/* device_check: ExactSame; device_guard: self */\nstatic kd_status fakegen__c18(kd_tensor "
                      "*self, kd_tensor *other, double alpha, kd_tensor **out) {");
-  ASSERT_CONTAINS(c, "  if ((kd__st = fakegen__same_device(\"wrapper_PrivateUse1_scale_add\", 2, kd__t, kd__n)))");
-  ASSERT_CONTAINS(c, "  if (self && (kd__st = kd_device_guard_enter(&kd__g, kd_tensor_device(self)))) return "
-                     "kd__st;\n  kd__st = fakegen_scale_add(self, other, alpha, out);\n"
-                     "  kd_device_guard_exit(&kd__g);\n");
+  ASSERT_CONTAINS(c, "  if ((kdg_st = fakegen__same_device(\"wrapper_PrivateUse1_scale_add\", 2, kdg_t, kdg_n)))");
+  ASSERT_CONTAINS(c, "  if (self && (kdg_st = kd_device_guard_enter(&kdg_g, kd_tensor_device(self)))) return "
+                     "kdg_st;\n  kdg_st = fakegen_scale_add(self, other, alpha, out);\n"
+                     "  kd_device_guard_exit(&kdg_g);\n");
   ASSERT_CONTAINS(c, "/* device_check: NoCheck; device_guard: self */\nstatic kd_status fakegen__c5(");
   ASSERT_CONTAINS(c, "/* device_check: NoCheck; device_guard: device */\nstatic kd_status fakegen__c0(");
-  ASSERT_CONTAINS(c, "  if (device && (kd__st = kd_device_guard_enter(&kd__g, *device))) return kd__st;");
+  ASSERT_CONTAINS(c, "  if (device && (kdg_st = kd_device_guard_enter(&kdg_g, *device))) return kdg_st;");
   ASSERT_LACKS(c, "fakegen__c3(");
   ASSERT_LACKS(c, "fakegen__c4(");
   ASSERT_CONTAINS(c, "return fakegen_copy_(self, src, non_blocking);");
   ASSERT_CONTAINS(c, "KD_PLUGIN(fakegen__desc)");
-  assert_int_equal(count(c, "kd_status kd_fakegen_"), 19); /* one direct call per entry */
+  assert_int_equal(kdgt_count(c, "kd_status kd_fakegen_"), 19); /* one direct call per entry */
   free(c);
-  char *dh = slurp(WORK "/a/fakegen_direct.h");
-  assert_int_equal(count(dh, "#if KD_SHOULD_REGISTER("), 19);
+  char *dh = kd_test_read_file(WORK "/a/fakegen_direct.h");
+  assert_int_equal(kdgt_count(dh, "#if KD_SHOULD_REGISTER("), 19);
   ASSERT_CONTAINS(dh, "#if KD_SHOULD_REGISTER(aten, add_Tensor, PRIVATEUSE1)\n/* aten::add.Tensor");
   free(dh);
 
   /* Deterministic: a second run writes the same bytes. */
   snprintf(args, sizeof args, "%s/b", fakegen_args);
-  r = run_kdgen(args);
-  if (r.status != 0) fail_msg("kdgen failed:\n%s", r.out);
-  free(r.out);
+  kdgt_run_ok(args);
   const char *files[] = {"fakegen_functions.h", "fakegen_plugin.c", "fakegen_direct.h",
                          "fakegen_entries.txt"};
   for (size_t i = 0; i < 4; i++) {
     char pa[1024], pb[1024];
     snprintf(pa, sizeof pa, WORK "/a/%s", files[i]);
     snprintf(pb, sizeof pb, WORK "/b/%s", files[i]);
-    char *x = slurp(pa), *y = slurp(pb);
+    char *x = kd_test_read_file(pa), *y = kd_test_read_file(pb);
     if (strcmp(x, y)) fail_msg("%s differs between two runs", files[i]);
     free(x);
     free(y);
@@ -210,10 +152,10 @@ static void test_fakegen(void **state) {
  * the rest is generated and the exit status is 0. */
 static void test_unbound(void **state) {
   (void)state;
-  SKIP_WITHOUT_KDGEN();
-  run_result r = run_kdgen("--backend tests/kdgen/backend_unbound.yaml --source "
+  KDGT_SKIP_WITHOUT_KDGEN();
+  run_result r = kdgt_run("--backend tests/kdgen/backend_unbound.yaml --source "
                            "ops/native_functions.yaml --native tests/kdgen/backend_native_small.yaml "
-                           "--name ub --out " WORK "/ub");
+                           "--name ub --out " WORK "/ub", true);
   if (r.status != 0) fail_msg("kdgen failed:\n%s", r.out);
   ASSERT_CONTAINS(r.out, "tests/kdgen/backend_unbound.yaml:7: note: 'mul.out' (Legacy) is not "
                          "generated: libkdops does not implement 'mul.out'\n");
@@ -225,7 +167,7 @@ static void test_unbound(void **state) {
   ASSERT_CONTAINS(r.out, "kdgen: 2 notes: entries not generated (not an error)");
   ASSERT_LACKS(r.out, "SparsePrivateUse1");
   free(r.out);
-  char *entries = slurp(WORK "/ub/ub_entries.txt");
+  char *entries = kd_test_read_file(WORK "/ub/ub_entries.txt");
   ASSERT_CONTAINS(entries, "6 entries, 4 generated, 2 not; 2 kernels for other keys of the column, 2 "
                            "generated, 0 not\n");
   ASSERT_CONTAINS(entries, "mul.out Legacy structured not generated: libkdops does not implement "
@@ -238,26 +180,26 @@ static void test_unbound(void **state) {
                            "ub_exp_out_sparse\n");
   ASSERT_CONTAINS(entries, "resize_ Legacy unstructured generated: kernel kdk_native_resize_\n");
   free(entries);
-  char *c = slurp(WORK "/ub/ub_plugin.c");
+  char *c = kd_test_read_file(WORK "/ub/ub_plugin.c");
   ASSERT_LACKS(c, "mul");
   ASSERT_CONTAINS(c, "{0, KD_KEY_SPARSE_PRIVATEUSE1, \"neg.out\", \"(Tensor, Tensor(a!)) -> Tensor(a!)\", ");
   ASSERT_CONTAINS(c, "#if KD_SHOULD_REGISTER(aten, exp_out, SPARSE_PRIVATEUSE1)\n");
   ASSERT_LACKS(c, "kd_ub_neg_out_sparse"); /* no direct call of another key's kernel */
   free(c);
-  char *h = slurp(WORK "/ub/ub_functions.h");
+  char *h = kd_test_read_file(WORK "/ub/ub_functions.h");
   ASSERT_CONTAINS(h, "/* Customized, unstructured, for SparsePrivateUse1 */\n"
                      "/* aten::neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!) */\n"
                      "kd_status ub_neg_out_sparse(kd_tensor *self, kd_tensor *out);\n");
   free(h);
 
   /* Without --native nothing of libkdops can be reused: every Legacy entry is listed. */
-  r = run_kdgen("--backend tests/kdgen/backend_unbound.yaml --source ops/native_functions.yaml "
-                "--name ub --out " WORK "/nonative");
+  r = kdgt_run("--backend tests/kdgen/backend_unbound.yaml --source ops/native_functions.yaml "
+                "--name ub --out " WORK "/nonative", true);
   if (r.status != 0) fail_msg("kdgen failed:\n%s", r.out);
   ASSERT_CONTAINS(r.out, "tests/kdgen/backend_unbound.yaml:4: note: 'add.Tensor' (Legacy) is not "
                          "generated: no --native file: kdgen does not know what libkdops implements\n");
   free(r.out);
-  entries = slurp(WORK "/nonative/ub_entries.txt");
+  entries = kd_test_read_file(WORK "/nonative/ub_entries.txt");
   ASSERT_CONTAINS(entries, "6 entries, 0 generated, 6 not; 2 kernels"); /* LegacyMeta reuses a meta too */
   free(entries);
 }
@@ -265,9 +207,9 @@ static void test_unbound(void **state) {
 /* A backend key that is not a plugin's (PrivateUse1..3) is an error; nothing is written. */
 static void test_bad_key(void **state) {
   (void)state;
-  SKIP_WITHOUT_KDGEN();
-  run_result r = run_kdgen("--backend tests/kdgen/backend_cuda.yaml --source "
-                           "ops/native_functions.yaml --key CUDA --name ub --out " WORK "/cuda");
+  KDGT_SKIP_WITHOUT_KDGEN();
+  run_result r = kdgt_run("--backend tests/kdgen/backend_cuda.yaml --source "
+                           "ops/native_functions.yaml --key CUDA --name ub --out " WORK "/cuda", true);
   assert_int_equal(r.status, 1);
   ASSERT_CONTAINS(r.out, "tests/kdgen/backend_cuda.yaml: error: the backend's key 'CUDA' "
                          "cannot be generated: a plugin backend claims PrivateUse1, PrivateUse2 or "
@@ -281,7 +223,7 @@ static void test_bad_key(void **state) {
  * it completes, most entries are listed as not generated, each with a reason. */
 static void test_torch_musa(void **state) {
   (void)state;
-  SKIP_WITHOUT_KDGEN();
+  KDGT_SKIP_WITHOUT_KDGEN();
   if (access(KD_MUSA_UPSTREAM, R_OK) != 0) {
     print_message("%s not made (the kdgen_musa_upstream fixture); skipping\n", KD_MUSA_UPSTREAM);
     skip();
@@ -292,15 +234,13 @@ static void test_torch_musa(void **state) {
            "'%s/pytorch-2.6/tags.yaml' --native ops/native_functions.yaml --name musa --out '" WORK
            "/musa'",
            KD_SHARED_DATA_DIR, KD_MUSA_UPSTREAM, KD_SHARED_DATA_DIR);
-  run_result r = run_kdgen(args);
-  if (r.status != 0) fail_msg("kdgen failed:\n%.4000s", r.out);
-  free(r.out);
-  char *entries = slurp(WORK "/musa/musa_entries.txt");
+  kdgt_run_ok(args);
+  char *entries = kd_test_read_file(WORK "/musa/musa_entries.txt");
   ASSERT_CONTAINS(entries, "1212 entries, ");
   /* Every entry has its line: one per entry, plus one per other key. */
-  size_t lines = count(entries, "\n") - 1;
+  size_t lines = kdgt_count(entries, "\n") - 1;
   assert_true(lines >= 1212);
-  assert_int_equal(count(entries, " generated: "), lines); /* "not generated: " included */
+  assert_int_equal(kdgt_count(entries, " generated: "), lines); /* "not generated: " included */
   /* C has no overloads: a kernel name shared by two signatures binds the first only. */
   ASSERT_CONTAINS(entries, "bucketize.Scalar Customized unstructured not generated: its kernel "
                            "musa_Bucketize is already 'bucketize.Tensor''s (line ");
@@ -315,7 +255,7 @@ static void test_torch_musa(void **state) {
                            "SparseCsrPrivateUse1: libkdops does not implement '_to_sparse.sparse_dim'\n");
   ASSERT_CONTAINS(entries, " not generated: key NestedTensorPrivateUse1: ");
   free(entries);
-  char *c = slurp(WORK "/musa/musa_plugin.c");
+  char *c = kd_test_read_file(WORK "/musa/musa_plugin.c");
   ASSERT_CONTAINS(c, "{0, KD_KEY_QUANTIZED_PRIVATEUSE1, \"fill_.Scalar\", ");
   free(c);
   /* What was generated compiles against the installed headers' sources, warning-free. */

@@ -6,52 +6,13 @@
  * written to break exactly one rule; the exact "FILE:LINE: error: ..." line is
  * checked. Skipped when kdgen was not built (-DKD_BUILD_OPS=OFF).
  */
-#include <unistd.h>
-
-#include "kd_test.h"
-
-#define KDGEN KD_BIN_DIR "/kdgen"
-
-typedef struct run_result {
-  char *out; /* stdout and stderr */
-  int status;
-} run_result;
-
-/* Runs `kdgen ARGS` in the source folder, so that paths in messages are the
- * relative ones written in ARGS. */
-static run_result run_kdgen(const char *args) {
-  char cmd[4096];
-  snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s 2>&1 </dev/null", KD_SOURCE_DIR, KDGEN, args);
-  run_result r;
-  r.out = kd_test_run(cmd, &r.status);
-  return r;
-}
-
-#define ASSERT_CONTAINS(hay, needle)                                              \
-  do {                                                                            \
-    const char *h_ = (hay), *n_ = (needle);                                       \
-    if (!strstr(h_, n_)) fail_msg("output does not contain \"%s\":\n%s", n_, h_); \
-  } while (0)
-
-static int need_kdgen(void **state) {
-  (void)state;
-  if (access(KDGEN, X_OK) != 0) {
-    print_message("kdgen not built (configure with -DKD_BUILD_OPS=ON); skipping\n");
-    return -1;
-  }
-  return 0;
-}
-
-#define SKIP_WITHOUT_KDGEN()             \
-  do {                                   \
-    if (need_kdgen(NULL) != 0) skip();   \
-  } while (0)
+#include "kdgen_test.h"
 
 /* ---- Whole files that must validate ------------------------------------- */
 
 static void test_pytorch_native_functions(void **state) {
   (void)state;
-  SKIP_WITHOUT_KDGEN();
+  KDGT_SKIP_WITHOUT_KDGEN();
   const char *nf = KD_SHARED_DATA_DIR "/native_functions.yaml";
   const char *tags = KD_SHARED_DATA_DIR "/tags.yaml";
   if (access(nf, R_OK) != 0 || access(tags, R_OK) != 0) {
@@ -60,7 +21,7 @@ static void test_pytorch_native_functions(void **state) {
   }
   char args[2048];
   snprintf(args, sizeof args, "--validate --tags '%s' '%s'", tags, nf);
-  run_result r = run_kdgen(args);
+  run_result r = kdgt_run(args, true);
   char want[2048];
   snprintf(want, sizeof want, "%s: 2493 entries, ", nf);
   ASSERT_CONTAINS(r.out, want);
@@ -71,7 +32,7 @@ static void test_pytorch_native_functions(void **state) {
 
   /* The project's tags file holds the same tags. */
   snprintf(args, sizeof args, "--validate --tags ops/tags.yaml '%s'", nf);
-  r = run_kdgen(args);
+  r = kdgt_run(args, true);
   ASSERT_CONTAINS(r.out, " groups, no errors\n");
   assert_int_equal(r.status, 0);
   free(r.out);
@@ -82,7 +43,7 @@ static void test_pytorch_native_functions(void **state) {
  * torch_musa patches (test_kdgen_backend's fixture makes it). */
 static void test_pytorch26_native_functions(void **state) {
   (void)state;
-  SKIP_WITHOUT_KDGEN();
+  KDGT_SKIP_WITHOUT_KDGEN();
   const char *nf = KD_SHARED_DATA_DIR "/pytorch-2.6/native_functions.yaml";
   const char *tags = KD_SHARED_DATA_DIR "/pytorch-2.6/tags.yaml";
   if (access(nf, R_OK) != 0 || access(tags, R_OK) != 0) {
@@ -91,7 +52,7 @@ static void test_pytorch26_native_functions(void **state) {
   }
   char args[2048], want[2048];
   snprintf(args, sizeof args, "--validate --tags '%s' '%s'", tags, nf);
-  run_result r = run_kdgen(args);
+  run_result r = kdgt_run(args, true);
   snprintf(want, sizeof want, "%s: 2633 entries, 619 groups, no errors\n", nf);
   if (strcmp(r.out, want)) fail_msg("expected\n%s\ngot:\n%s", want, r.out);
   assert_int_equal(r.status, 0);
@@ -99,7 +60,7 @@ static void test_pytorch26_native_functions(void **state) {
 
   if (access(KD_MUSA_UPSTREAM, R_OK) != 0) return;
   snprintf(args, sizeof args, "--validate --tags '%s' '%s'", tags, KD_MUSA_UPSTREAM);
-  r = run_kdgen(args);
+  r = kdgt_run(args, true);
   snprintf(want, sizeof want, "%s: 2649 entries, 619 groups, no errors\n", KD_MUSA_UPSTREAM);
   if (strcmp(r.out, want)) fail_msg("expected\n%s\ngot:\n%s", want, r.out);
   assert_int_equal(r.status, 0);
@@ -108,8 +69,8 @@ static void test_pytorch26_native_functions(void **state) {
 
 static void test_ops_native_functions(void **state) {
   (void)state;
-  SKIP_WITHOUT_KDGEN();
-  run_result r = run_kdgen("--validate --tags ops/tags.yaml ops/native_functions.yaml");
+  KDGT_SKIP_WITHOUT_KDGEN();
+  run_result r = kdgt_run("--validate --tags ops/tags.yaml ops/native_functions.yaml", true);
   ASSERT_CONTAINS(r.out, "ops/native_functions.yaml: ");
   ASSERT_CONTAINS(r.out, " no errors\n");
   assert_int_equal(r.status, 0);
@@ -118,8 +79,8 @@ static void test_ops_native_functions(void **state) {
 
 static void test_valid_fixture(void **state) {
   (void)state;
-  SKIP_WITHOUT_KDGEN();
-  run_result r = run_kdgen("--validate --tags ops/tags.yaml tests/kdgen/valid.yaml");
+  KDGT_SKIP_WITHOUT_KDGEN();
+  run_result r = kdgt_run("--validate --tags ops/tags.yaml tests/kdgen/valid.yaml", true);
   ASSERT_CONTAINS(r.out, "tests/kdgen/valid.yaml: 9 entries, 2 groups, no errors\n");
   assert_int_equal(r.status, 0);
   free(r.out);
@@ -243,7 +204,26 @@ static const bad_case bad_cases[] = {
     {"duplicate.yaml", "duplicate.yaml:3: error: 'relu' is declared twice (first at line 1)"},
     {"same_cname.yaml",
      "same_cname.yaml:3: error: 'foo.bar' and 'foo_bar' (line 1) both have the C name "
-     "'foo_bar'; rename one"},
+     "'kd_foo_bar'; rename one"},
+    /* the mangling meets itself: docs/CODEGEN.md, "Names" */
+    {"same_cname_inplace.yaml",
+     "same_cname_inplace.yaml:3: error: 'add.Tensor_' and 'add_.Tensor' (line 1) both have the "
+     "C name 'kd_add_Tensor_'; rename one"},
+    {"same_cname_internal.yaml",
+     "same_cname_internal.yaml:3: error: '_scale' and 'internal_scale' (line 1) both have the C "
+     "name 'kd_internal_scale'; rename one"},
+    {"same_cname_redispatch.yaml",
+     "same_cname_redispatch.yaml:3: error: 'redispatch_scale' and 'scale' (line 1) both have the "
+     "C name 'kd_redispatch_scale'; rename one"},
+    {"same_cname_direct.yaml",
+     "same_cname_direct.yaml:3: error: 'scale' and 'cpu_scale' (line 1) both have the C name "
+     "'kd_cpu_scale'; rename one"},
+    {"same_cname_core.yaml",
+     "same_cname_core.yaml:3: error: 'stack.op' and 'stack' (line 1) both have the C name "
+     "'kd_stack_op'; rename one"},
+    {"local_prefix.yaml",
+     "local_prefix.yaml:1: error: argument 'kdg_st' of 'scale' begins with 'kdg_', the prefix of "
+     "the generated code's locals; rename it"},
     {"two_outs.yaml",
      "two_outs.yaml:5: error: 'relu.result' and 'relu.out' (line 3) have the same signature "
      "'relu(Tensor self) -> Tensor' and are both out= variants"},
@@ -283,12 +263,12 @@ static const bad_case bad_cases[] = {
 
 static void test_bad_fixtures(void **state) {
   (void)state;
-  SKIP_WITHOUT_KDGEN();
+  KDGT_SKIP_WITHOUT_KDGEN();
   for (size_t i = 0; i < sizeof bad_cases / sizeof *bad_cases; i++) {
     const bad_case *c = &bad_cases[i];
     char args[1024], want[2048];
     snprintf(args, sizeof args, "--validate --tags ops/tags.yaml tests/kdgen/%s", c->file);
-    run_result r = run_kdgen(args);
+    run_result r = kdgt_run(args, true);
     snprintf(want, sizeof want, "tests/kdgen/%s\n", c->line);
     if (!strstr(r.out, want))
       fail_msg("%s: expected the line\n  %s\ngot:\n%s", c->file, want, r.out);
@@ -301,8 +281,8 @@ static void test_bad_fixtures(void **state) {
 
 static void test_bad_tags_file(void **state) {
   (void)state;
-  SKIP_WITHOUT_KDGEN();
-  run_result r = run_kdgen("--validate --tags tests/kdgen/tags_bad.yaml tests/kdgen/valid.yaml");
+  KDGT_SKIP_WITHOUT_KDGEN();
+  run_result r = kdgt_run("--validate --tags tests/kdgen/tags_bad.yaml tests/kdgen/valid.yaml", true);
   ASSERT_CONTAINS(r.out, "tests/kdgen/tags_bad.yaml:1: error: tag 'core' has no 'desc:'\n");
   ASSERT_CONTAINS(r.out, "tests/kdgen/tags_bad.yaml:2: error: tag 'core' is defined twice\n");
   ASSERT_CONTAINS(r.out, "kdgen: 2 errors\n");
@@ -312,8 +292,8 @@ static void test_bad_tags_file(void **state) {
 
 static void test_missing_file(void **state) {
   (void)state;
-  SKIP_WITHOUT_KDGEN();
-  run_result r = run_kdgen("--validate tests/kdgen/no_such_file.yaml");
+  KDGT_SKIP_WITHOUT_KDGEN();
+  run_result r = kdgt_run("--validate tests/kdgen/no_such_file.yaml", true);
   ASSERT_CONTAINS(r.out, "tests/kdgen/no_such_file.yaml: error: cannot open: ");
   assert_int_equal(r.status, 1);
   free(r.out);

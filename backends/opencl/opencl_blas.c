@@ -254,7 +254,7 @@ static kd_status gemm(const char *op, kdcl_device *d, kd_tensor *a, kd_tensor *b
                                      cbytes, (size_t)(bs * m * n) * isz, 0, NULL, NULL);
     st = KDCL_CHECK(err, "clEnqueueFillBuffer", op, d);
   }
-  if (!st && k == 0 && !beta0 && !scalar_one(beta)) st = kd_mul__Scalar(cc, beta);
+  if (!st && k == 0 && !beta0 && !scalar_one(beta)) st = kd_mul_Scalar_(cc, beta);
   if (!st && k > 0) {
     opnd A, B;
     st = operand(op, a, &A);

@@ -440,13 +440,14 @@ static kd_status softmax_meta(const char *op, bool is_log, kdk_structured *s, kd
   return kdk_structured_set_output(s, 0, nd, kd_tensor_sizes(self), NULL, dt);
 }
 
-kd_status opencl_meta__softmax(kdk_structured *s, kd_tensor *self, int64_t dim, bool half_to_float,
-                               opencl_precompute__softmax *pre) {
+kd_status opencl_meta_internal_softmax(kdk_structured *s, kd_tensor *self, int64_t dim,
+                                       bool half_to_float, opencl_precompute_internal_softmax *pre) {
   return softmax_meta("_softmax", false, s, self, dim, half_to_float, &pre->dim);
 }
 
-kd_status opencl_meta__log_softmax(kdk_structured *s, kd_tensor *self, int64_t dim,
-                                   bool half_to_float, opencl_precompute__log_softmax *pre) {
+kd_status opencl_meta_internal_log_softmax(kdk_structured *s, kd_tensor *self, int64_t dim,
+                                           bool half_to_float,
+                                           opencl_precompute_internal_log_softmax *pre) {
   return softmax_meta("_log_softmax", true, s, self, dim, half_to_float, &pre->dim);
 }
 
@@ -463,7 +464,7 @@ static kd_status softmax_run(const char *op, bool is_log, kd_tensor *self, int64
     /* float16, bfloat16 (or float64 without fp64): the CPU's kernel, as reduce_on_cpu */
     kd_tensor *c = NULL, *r = NULL;
     kd_status st = kd_tensor_to_device(self, kd_device_cpu(), &c);
-    if (!st) st = is_log ? kd__log_softmax(c, dim, false, &r) : kd__softmax(c, dim, false, &r);
+    if (!st) st = is_log ? kd_internal_log_softmax(c, dim, false, &r) : kd_internal_softmax(c, dim, false, &r);
     if (!st) st = kdcl_write_from_cpu(out, r, op);
     kd_tensor_release(c);
     kd_tensor_release(r);

@@ -37,7 +37,7 @@
  *                                 (kd_sum of 16M floats, 4 bytes per element)
  *   cpu_mm_1024_gflops, opencl_speedup_mm_1024        (kd_mm)
  *   cpu_softmax_4096x1024_us, opencl_softmax_4096x1024_us,
- *   opencl_speedup_softmax_4096x1024  (kd__softmax over dim 1, float32)
+ *   opencl_speedup_softmax_4096x1024  (kd_internal_softmax over dim 1, float32)
  * The CPU fallback (an operator the backend does not implement):
  *   cpu_tril_64_us                kd_tril of a 64x64 float32 cpu tensor
  *   opencl_fallback_tril_64_us    the same on an opencl tensor: the CPU fallback
@@ -137,7 +137,7 @@ static kd_status job_once(const kd_job *j) {
   case W_ADD_OUT: st = kd_add_out(j->a, j->b, NULL, j->o); break;
   case W_SUM: st = kd_sum(j->a, NULL, &r); break;
   case W_MM: st = kd_mm(j->a, j->b, &r); break;
-  case W_SOFTMAX: st = kd__softmax(j->a, 1, false, &r); break;
+  case W_SOFTMAX: st = kd_internal_softmax(j->a, 1, false, &r); break;
   default: st = kd_tril(j->a, 0, &r); break;
   }
   kd_tensor_release(r);
@@ -208,7 +208,7 @@ static int check(const kd_job *dev_job, const kd_job *cpu_job, double rtol, cons
       break;
     case W_SUM: st = kd_sum(j->a, NULL, rs[k]); break;
     case W_MM: st = kd_mm(j->a, j->b, rs[k]); break;
-    case W_SOFTMAX: st = kd__softmax(j->a, 1, false, rs[k]); break;
+    case W_SOFTMAX: st = kd_internal_softmax(j->a, 1, false, rs[k]); break;
     default: st = kd_tril(j->a, 0, rs[k]); break;
     }
     if (st) {

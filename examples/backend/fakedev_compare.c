@@ -184,11 +184,11 @@ OUT_CASE(zeros_out, KD_FLOAT32, kd_zeros_out(I(3, 2), o))
     else *out = t;                                       \
     return st;                                           \
   }
-INPLACE_CASE(add_, x[0], kd_add__Tensor(t, x[1], &two_and_half))
-INPLACE_CASE(add_i32_, x[4], kd_add__Tensor(t, x[4], NULL))
-INPLACE_CASE(mul_, x[0], kd_mul__Tensor(t, x[2]))
+INPLACE_CASE(add_, x[0], kd_add_Tensor_(t, x[1], &two_and_half))
+INPLACE_CASE(add_i32_, x[4], kd_add_Tensor_(t, x[4], NULL))
+INPLACE_CASE(mul_, x[0], kd_mul_Tensor_(t, x[2]))
 INPLACE_CASE(neg_, x[3], kd_neg_(t))
-INPLACE_CASE(fill_, x[0], kd_fill__Scalar(t, &minus_half))
+INPLACE_CASE(fill_, x[0], kd_fill_Scalar_(t, &minus_half))
 INPLACE_CASE(zero_, x[3], kd_zero_(t))
 INPLACE_CASE(relu_, x[0], kd_relu_(t))
 INPLACE_CASE(clamp_, x[5], kd_clamp_(t, &minus_half, NULL))

@@ -70,7 +70,7 @@ CASE(add_i64_alpha) { return kd_add_Tensor(x[3], x[3], &three, out); }
 CASE(add_f64) { return kd_add_Tensor(x[4], x[4], NULL, out); }
 CASE(add_inplace) {
   kd_status st = dup(x[0], out);
-  return st ? st : kd_add__Tensor(*out, x[2], &three);
+  return st ? st : kd_add_Tensor_(*out, x[2], &three);
 }
 CASE(add_out) {
   kd_status st = empty_out(KD_FLOAT32, dev, out);
@@ -80,7 +80,7 @@ CASE(mul_f32) { return kd_mul_Tensor(x[0], x[1], out); }
 CASE(mul_i32) { return kd_mul_Tensor(x[6], x[6], out); }
 CASE(mul_inplace) {
   kd_status st = dup(x[4], out);
-  return st ? st : kd_mul__Tensor(*out, x[4]);
+  return st ? st : kd_mul_Tensor_(*out, x[4]);
 }
 CASE(mul_out) {
   kd_status st = empty_out(KD_INT64, dev, out);
@@ -109,7 +109,7 @@ CASE(sub_alpha) { return kd_sub_Tensor(x[0], x[1], &three, out); }
 CASE(sub_broadcast_i64) { return kd_sub_Tensor(x[3], x[3], NULL, out); }
 CASE(sub_inplace) {
   kd_status st = dup(x[0], out);
-  return st ? st : kd_sub__Tensor(*out, x[2], &two_and_half);
+  return st ? st : kd_sub_Tensor_(*out, x[2], &two_and_half);
 }
 CASE(sub_out) {
   kd_status st = empty_out(KD_FLOAT64, dev, out);
@@ -127,7 +127,7 @@ CASE(exp_out_f64) {
 /* Customized unstructured primitives, and Legacy resize_ (libkdops' kernel). */
 CASE(fill) {
   kd_status st = dup(x[0], out);
-  return st ? st : kd_fill__Scalar(*out, &two_and_half);
+  return st ? st : kd_fill_Scalar_(*out, &two_and_half);
 }
 CASE(copy) {
   kd_status st = dup(x[0], out);
@@ -191,8 +191,8 @@ CASE(direct_add) { /* Legacy structured, functional */
 }
 CASE(direct_add_inplace) { /* Legacy structured, inplace */
   kd_status st = dup(x[3], out);
-  if (st || dev.type == KD_DEVICE_CPU) return st ? st : kd_add__Tensor(*out, x[3], &three);
-  DIRECT(fn, binary_inplace_fn, "kd_fakegen_add__Tensor");
+  if (st || dev.type == KD_DEVICE_CPU) return st ? st : kd_add_Tensor_(*out, x[3], &three);
+  DIRECT(fn, binary_inplace_fn, "kd_fakegen_add_Tensor_");
   return fn(*out, x[3], &three);
 }
 CASE(direct_neg_out) { /* LegacyMeta structured, out */

@@ -23,7 +23,7 @@ static const direct_sym directs[] = {
     DIRECT(kd_fakegen_add_Tensor), /* Legacy structured, functional */
 #endif
 #if KD_SHOULD_REGISTER(aten, add__Tensor, PRIVATEUSE1)
-    DIRECT(kd_fakegen_add__Tensor), /* Legacy structured, inplace */
+    DIRECT(kd_fakegen_add_Tensor_), /* Legacy structured, inplace */
 #endif
 #if KD_SHOULD_REGISTER(aten, neg_out, PRIVATEUSE1)
     DIRECT(kd_fakegen_neg_out), /* LegacyMeta structured, out */

@@ -16,6 +16,7 @@
 #include "kd/status.h"
 #include "kd/tensor.h"
 #include "kd/value.h"
+#include "kdk/common.h" /* KDK_API: libkdops exports what this header and kd/ops_all.h declare */
 
 KD_EXTERN_C_BEGIN
 
@@ -49,7 +50,7 @@ typedef struct kd_tensor_list {
 
 /* Releases every tensor of *list and its array, and sets it to {NULL, 0}.
  * NULL, and an empty list, do nothing. */
-KD_API void kd_tensor_list_free(kd_tensor_list *list);
+KDK_API void kd_tensor_list_free(kd_tensor_list *list);
 
 /* Registers the aten operators and their CPU, Meta and composite kernels.
  * Thread-safe; once it succeeded, later calls return KD_OK at once until
@@ -57,7 +58,7 @@ KD_API void kd_tensor_list_free(kd_tensor_list *list);
  * failed, KD_ESTATE for a libkdispatch of another build) nothing stays
  * registered, the error is returned with its message, and the next call tries
  * again. The registrations (owned by libkdops) stay until kd_ops_close. */
-KD_API kd_status kd_ops_open(void);
+KDK_API kd_status kd_ops_open(void);
 
 /* Releases every registration a successful kd_ops_open made, so that the
  * next kd_ops_open registers everything again; does nothing when not open
@@ -68,21 +69,21 @@ KD_API kd_status kd_ops_open(void);
  * KD_ESTATE ("operator 'aten::...' is not defined"), and after the next
  * kd_ops_open the same handles work again. Memory stays flat over any
  * number of open/close cycles. */
-KD_API void kd_ops_close(void);
+KDK_API void kd_ops_close(void);
 
 /* Threads used by operators above their grain size (setting it is
  * thread-safe: a parallel region already running keeps its count): the
  * KD_NUM_THREADS environment variable, else the number of processors. Setting n <= 0 is
  * KD_EINVAL. */
-KD_API int kd_get_num_threads(void);
-KD_API kd_status kd_set_num_threads(int n);
+KDK_API int kd_get_num_threads(void);
+KDK_API kd_status kd_set_num_threads(int n);
 
 /* The CPU capability whose kernels run: "default", "avx2" or "avx512"
  * (chosen at first use; KD_CPU_CAPABILITY overrides). Static storage. */
-KD_API const char *kd_cpu_capability(void);
+KDK_API const char *kd_cpu_capability(void);
 
 /* Seeds the default generator used by rand and randn. */
-KD_API void kd_manual_seed(uint64_t seed);
+KDK_API void kd_manual_seed(uint64_t seed);
 
 KD_EXTERN_C_END
 

@@ -340,7 +340,7 @@ kd_status kdk_native_pow_Tensor_Scalar_out_cpu(kdk_structured *s, kdk_iter *iter
   (void)s;
   if (scalar_equals(exponent, 0.0) || (exponent->kind == KD_SCALAR_BOOL && !exponent->v.b)) {
     kd_scalar one = kd_scalar_int(1);
-    return kd_fill__Scalar(out, &one);
+    return kd_fill_Scalar_(out, &one);
   }
   if (scalar_equals(exponent, 1.0) || (exponent->kind == KD_SCALAR_BOOL && exponent->v.b))
     return kd_tensor_copy_(out, self);
@@ -368,7 +368,7 @@ kd_status kdk_native_pow_Scalar_out_cpu(kdk_structured *s, const kd_scalar *self
   (void)s;
   if (scalar_equals(self, 1.0)) {
     kd_scalar one = kd_scalar_int(1);
-    return kd_fill__Scalar(out, &one);
+    return kd_fill_Scalar_(out, &one);
   }
   kd_tensor *w = NULL;
   kd_status st = kdk_iter_wrap_scalar(self, &w);
@@ -414,7 +414,7 @@ kd_status kdk_native_clamp_out_cpu(kdk_structured *s, kdk_iter *iter, kd_tensor 
     double lo = kd_scalar_to_double(min), hi = kd_scalar_to_double(max);
     if (lo != lo || hi != hi) {
       kd_scalar nan = kd_scalar_double(NAN);
-      return kd_fill__Scalar(out, &nan);
+      return kd_fill_Scalar_(out, &nan);
     }
   }
   return run_binary(KD_ITER_STUB(clamp_scalar_stub, iter), iter, min, max);
@@ -453,35 +453,35 @@ kd_status kdk_native_add_Scalar(kd_tensor *self, const kd_scalar *other, const k
                                 kd_tensor **out) {
   KDK__WITH_WRAPPED(other, kd_add_Tensor(self, w, alpha, out));
 }
-kd_status kdk_native_add__Scalar(kd_tensor *self, const kd_scalar *other, const kd_scalar *alpha) {
-  KDK__WITH_WRAPPED(other, kd_add__Tensor(self, w, alpha));
+kd_status kdk_native_add_Scalar_(kd_tensor *self, const kd_scalar *other, const kd_scalar *alpha) {
+  KDK__WITH_WRAPPED(other, kd_add_Tensor_(self, w, alpha));
 }
 kd_status kdk_native_sub_Scalar(kd_tensor *self, const kd_scalar *other, const kd_scalar *alpha,
                                 kd_tensor **out) {
   KDK__WITH_WRAPPED(other, kd_sub_Tensor(self, w, alpha, out));
 }
-kd_status kdk_native_sub__Scalar(kd_tensor *self, const kd_scalar *other, const kd_scalar *alpha) {
-  KDK__WITH_WRAPPED(other, kd_sub__Tensor(self, w, alpha));
+kd_status kdk_native_sub_Scalar_(kd_tensor *self, const kd_scalar *other, const kd_scalar *alpha) {
+  KDK__WITH_WRAPPED(other, kd_sub_Tensor_(self, w, alpha));
 }
 kd_status kdk_native_mul_Scalar(kd_tensor *self, const kd_scalar *other, kd_tensor **out) {
   KDK__WITH_WRAPPED(other, kd_mul_Tensor(self, w, out));
 }
-kd_status kdk_native_mul__Scalar(kd_tensor *self, const kd_scalar *other) {
-  KDK__WITH_WRAPPED(other, kd_mul__Tensor(self, w));
+kd_status kdk_native_mul_Scalar_(kd_tensor *self, const kd_scalar *other) {
+  KDK__WITH_WRAPPED(other, kd_mul_Tensor_(self, w));
 }
 kd_status kdk_native_div_Scalar(kd_tensor *self, const kd_scalar *other, kd_tensor **out) {
   KDK__WITH_WRAPPED(other, kd_div_Tensor(self, w, out));
 }
-kd_status kdk_native_div__Scalar(kd_tensor *self, const kd_scalar *other) {
-  KDK__WITH_WRAPPED(other, kd_div__Tensor(self, w));
+kd_status kdk_native_div_Scalar_(kd_tensor *self, const kd_scalar *other) {
+  KDK__WITH_WRAPPED(other, kd_div_Tensor_(self, w));
 }
 kd_status kdk_native_div_Scalar_mode(kd_tensor *self, const kd_scalar *other,
                                      const char *rounding_mode, kd_tensor **out) {
   KDK__WITH_WRAPPED(other, kd_div_Tensor_mode(self, w, rounding_mode, out));
 }
-kd_status kdk_native_div__Scalar_mode(kd_tensor *self, const kd_scalar *other,
+kd_status kdk_native_div_Scalar_mode_(kd_tensor *self, const kd_scalar *other,
                                       const char *rounding_mode) {
-  KDK__WITH_WRAPPED(other, kd_div__Tensor_mode(self, w, rounding_mode));
+  KDK__WITH_WRAPPED(other, kd_div_Tensor_mode_(self, w, rounding_mode));
 }
 kd_status kdk_native_remainder_Scalar_out(kd_tensor *self, const kd_scalar *other, kd_tensor *out) {
   KDK__WITH_WRAPPED(other, kd_remainder_Tensor_out(self, w, out));
@@ -489,8 +489,8 @@ kd_status kdk_native_remainder_Scalar_out(kd_tensor *self, const kd_scalar *othe
 kd_status kdk_native_remainder_Scalar(kd_tensor *self, const kd_scalar *other, kd_tensor **out) {
   KDK__WITH_WRAPPED(other, kd_remainder_Tensor(self, w, out));
 }
-kd_status kdk_native_remainder__Scalar(kd_tensor *self, const kd_scalar *other) {
-  KDK__WITH_WRAPPED(other, kd_remainder__Tensor(self, w));
+kd_status kdk_native_remainder_Scalar_(kd_tensor *self, const kd_scalar *other) {
+  KDK__WITH_WRAPPED(other, kd_remainder_Tensor_(self, w));
 }
 kd_status kdk_native_remainder_Scalar_Tensor(const kd_scalar *self, kd_tensor *other,
                                              kd_tensor **out) {
@@ -682,7 +682,7 @@ static kd_status masked_fill_impl(kd_tensor *self, kd_tensor *mask, const kd_sca
   return st;
 }
 
-kd_status kdk_native_masked_fill__Scalar_cpu(kd_tensor *self, kd_tensor *mask,
+kd_status kdk_native_masked_fill_Scalar_cpu_(kd_tensor *self, kd_tensor *mask,
                                              const kd_scalar *value) {
   kd_status st = null_check("aten::masked_fill_.Scalar", self, mask);
   if (st) return st;
@@ -690,7 +690,7 @@ kd_status kdk_native_masked_fill__Scalar_cpu(kd_tensor *self, kd_tensor *mask,
   return masked_fill_impl(self, mask, value);
 }
 
-kd_status kdk_native_masked_fill__Tensor_cpu(kd_tensor *self, kd_tensor *mask, kd_tensor *value) {
+kd_status kdk_native_masked_fill_Tensor_cpu_(kd_tensor *self, kd_tensor *mask, kd_tensor *value) {
   kd_status st = null_check("aten::masked_fill_.Tensor", self, mask);
   if (st || (st = null_check("aten::masked_fill_.Tensor", value, value))) return st;
   if (kd_tensor_ndim(value) != 0)
@@ -737,7 +737,7 @@ static kd_status masked_fill_functional(kd_tensor *self, kd_tensor *mask, const 
     st = kd_empty_memory_format((kd_ints){shape, n}, &dt, NULL, &dev, NULL, NULL, &r);
     if (!st) st = kd_copy_(r, self, false);
   }
-  if (!st) st = sv ? kd_masked_fill__Scalar(r, mask, sv) : kd_masked_fill__Tensor(r, mask, tv);
+  if (!st) st = sv ? kd_masked_fill_Scalar_(r, mask, sv) : kd_masked_fill_Tensor_(r, mask, tv);
   if (st) {
     kd_tensor_release(r);
     return st;

@@ -343,8 +343,8 @@ kd_status kdk__bitwise_check(void) {
                                            kd_tensor **out) {                                  \
     KDK__WITH_WRAPPED(self, kd_##n##_Tensor(w, other, out));                                    \
   }                                                                                            \
-  kd_status kdk_native_##n##__Scalar(kd_tensor *self, const kd_scalar *other) {                \
-    KDK__WITH_WRAPPED(other, kd_##n##__Tensor(self, w));                                       \
+  kd_status kdk_native_##n##_Scalar_(kd_tensor *self, const kd_scalar *other) {                \
+    KDK__WITH_WRAPPED(other, kd_##n##_Tensor_(self, w));                                       \
   }
 KDK__BITWISE_SCALARS(bitwise_and)
 KDK__BITWISE_SCALARS(bitwise_or)
@@ -355,8 +355,8 @@ KDK__BITWISE_SCALARS(bitwise_xor)
                                            kd_tensor **out) {                                  \
     KDK__WITH_WRAPPED(other, kd_##n##_Tensor(self, w, out));                                    \
   }                                                                                            \
-  kd_status kdk_native_##n##__Tensor_Scalar(kd_tensor *self, const kd_scalar *other) {         \
-    KDK__WITH_WRAPPED(other, kd_##n##__Tensor(self, w));                                       \
+  kd_status kdk_native_##n##_Tensor_Scalar_(kd_tensor *self, const kd_scalar *other) {         \
+    KDK__WITH_WRAPPED(other, kd_##n##_Tensor_(self, w));                                       \
   }                                                                                            \
   kd_status kdk_native_##n##_Tensor_Scalar_out(kd_tensor *self, const kd_scalar *other,        \
                                                kd_tensor *out) {                               \

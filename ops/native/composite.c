@@ -126,7 +126,7 @@ kd_status kdk_native_resize_(kd_tensor *self, kd_ints size, const kd_memory_form
 
 /* t (owned) filled with value by the dispatched fill_, into *out. */
 static kd_status fill_into(kd_tensor *t, const kd_scalar *value, kd_tensor **out) {
-  kd_status st = kd_fill__Scalar(t, value);
+  kd_status st = kd_fill_Scalar_(t, value);
   if (st) {
     kd_tensor_release(t);
     return st;
@@ -297,12 +297,12 @@ kd_status kdk__full_out_composite(const char *op, kd_ints size, const kd_scalar 
   bool same = kd_tensor_ndim(out) == size.size;
   for (int64_t i = 0; same && i < size.size; i++) same = have[i] == size.data[i];
   if (!same && (st = kd_resize_(out, size, NULL))) return st;
-  return kd_fill__Scalar(out, value);
+  return kd_fill_Scalar_(out, value);
 }
 
 kd_status kdk_native_zero_composite_(kd_tensor *self) {
   kd_scalar zero = kd_scalar_int(0);
-  return kd_fill__Scalar(self, &zero);
+  return kd_fill_Scalar_(self, &zero);
 }
 
 /* ---- clone ------------------------------------------------------------------ */

@@ -194,7 +194,7 @@ static kd_status to_copy_args(const kd_tensor *self, const kd_dtype *dtype, cons
   return KD_OK;
 }
 
-kd_status kdk_native__to_copy(kd_tensor *self, const kd_dtype *dtype, const kd_layout *layout,
+kd_status kdk_native_internal_to_copy(kd_tensor *self, const kd_dtype *dtype, const kd_layout *layout,
                               const kd_device *device, const bool *pin_memory, bool non_blocking,
                               const kd_memory_format *memory_format, kd_tensor **out) {
   (void)non_blocking;
@@ -203,7 +203,7 @@ kd_status kdk_native__to_copy(kd_tensor *self, const kd_dtype *dtype, const kd_l
   if (ast) return ast;
   kd_device from = kd_tensor_device(self), to = device ? *device : from;
   if (kdk__off_host(&to) || kdk__off_host(&from))
-    return kdk_native__to_copy_composite(self, dtype, layout, device, pin_memory, non_blocking,
+    return kdk_native_internal_to_copy_composite(self, dtype, layout, device, pin_memory, non_blocking,
                                          memory_format, out);
   int64_t strides[KD_MAX_DIMS];
   kd_status st = result_strides(self, memory_format, strides);
@@ -234,7 +234,7 @@ kd_status kdk_native__to_copy(kd_tensor *self, const kd_dtype *dtype, const kd_l
 /* _to_copy on any device: the dispatched empty_strided on the target device
  * and copy_, which the backend of the device involved serves (a copy between
  * a device and the cpu reaches the device's copy_: its key is the higher). */
-kd_status kdk_native__to_copy_composite(kd_tensor *self, const kd_dtype *dtype,
+kd_status kdk_native_internal_to_copy_composite(kd_tensor *self, const kd_dtype *dtype,
                                         const kd_layout *layout, const kd_device *device,
                                         const bool *pin_memory, bool non_blocking,
                                         const kd_memory_format *memory_format, kd_tensor **out) {
@@ -298,7 +298,7 @@ static kd_status to_common(kd_tensor *self, const kd_dtype *dtype, const kd_layo
     *out = self;
     return KD_OK;
   }
-  return kd__to_copy(self, dtype, layout, device, pin_memory, non_blocking, memory_format, out);
+  return kd_internal_to_copy(self, dtype, layout, device, pin_memory, non_blocking, memory_format, out);
 }
 
 kd_status kdk_native_to_dtype(kd_tensor *self, kd_dtype dtype, bool non_blocking, bool copy,

@@ -29,10 +29,10 @@ static kd_status softmax_meta(const char *op, kdk_structured *s, kd_tensor *self
   return kdk_structured_set_output(s, 0, ndim, kd_tensor_sizes(self), NULL, dt);
 }
 
-kd_status kdk_meta__softmax(kdk_structured *s, kd_tensor *self, int64_t dim, bool half_to_float) {
+kd_status kdk_meta_internal_softmax(kdk_structured *s, kd_tensor *self, int64_t dim, bool half_to_float) {
   return softmax_meta("_softmax", s, self, dim, half_to_float);
 }
-kd_status kdk_meta__log_softmax(kdk_structured *s, kd_tensor *self, int64_t dim,
+kd_status kdk_meta_internal_log_softmax(kdk_structured *s, kd_tensor *self, int64_t dim,
                                 bool half_to_float) {
   return softmax_meta("_log_softmax", s, self, dim, half_to_float);
 }
@@ -168,12 +168,12 @@ static kd_status int_out(kd_tensor *self, int64_t dim, const kd_dtype *dtype, kd
               (size_t)kd_tensor_ndim(c) * sizeof(int64_t)) &&
       kdk__vw_check_internal_overlap(out)) {
     kd_tensor *tmp = NULL;
-    r = is_log ? kd__log_softmax(c, dim, false, &tmp) : kd__softmax(c, dim, false, &tmp);
+    r = is_log ? kd_internal_log_softmax(c, dim, false, &tmp) : kd_internal_softmax(c, dim, false, &tmp);
     kd_tensor_release(tmp);
     kd_tensor_release(c);
     return r ? r : kdk__vw_check_internal_overlap(out);
   }
-  r = is_log ? kd__log_softmax_out(c, dim, false, out) : kd__softmax_out(c, dim, false, out);
+  r = is_log ? kd_internal_log_softmax_out(c, dim, false, out) : kd_internal_softmax_out(c, dim, false, out);
   kd_tensor_release(c);
   return r;
 }
@@ -183,7 +183,7 @@ kd_status kdk_native_softmax_int(kd_tensor *self, int64_t dim, const kd_dtype *d
   kd_tensor *c = NULL;
   kd_status r = converted(self, dtype, &c);
   if (r) return r;
-  r = kd__softmax(c, dim, false, out);
+  r = kd_internal_softmax(c, dim, false, out);
   kd_tensor_release(c);
   return r;
 }
@@ -196,7 +196,7 @@ kd_status kdk_native_log_softmax_int(kd_tensor *self, int64_t dim, const kd_dtyp
   kd_tensor *c = NULL;
   kd_status r = converted(self, dtype, &c);
   if (r) return r;
-  r = kd__log_softmax(c, dim, false, out);
+  r = kd_internal_log_softmax(c, dim, false, out);
   kd_tensor_release(c);
   return r;
 }

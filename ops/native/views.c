@@ -714,7 +714,7 @@ kd_status kdk_native_squeeze_(kd_tensor *self) {
   return st ? st : restride(self, &g);
 }
 
-kd_status kdk_native_squeeze__dim(kd_tensor *self, int64_t dim) {
+kd_status kdk_native_squeeze_dim_(kd_tensor *self, int64_t dim) {
   if (!self) return kd_set_error(KD_EINVAL, "squeeze_: NULL argument");
   geom g;
   kd_status st = squeeze_geom(self, false, dim, &g);

@@ -277,8 +277,8 @@ static void test_binary_promotion_and_variants(void **state) {
 
   /* In place, through a transposed self. */
   pair s = transposed(KD_FLOAT32, 3, 2, 5), o = mk(KD_FLOAT32, 1, (int64_t[]){3}, 6);
-  KD_ASSERT_OK(kd_add__Tensor(s.c, o.c, &two));
-  KD_ASSERT_OK(kd_add__Tensor(s.d, o.d, &two));
+  KD_ASSERT_OK(kd_add_Tensor_(s.c, o.c, &two));
+  KD_ASSERT_OK(kd_add_Tensor_(s.d, o.d, &two));
   same_now(s, "add_ in place");
   drop(o);
 
@@ -327,10 +327,10 @@ static void test_division_and_remainder(void **state) {
   KD_ASSERT_OK(kd_tensor_set(b.c, (int64_t[]){5}, &zero));
   kd_tensor *bz;
   KD_ASSERT_OK(kd_tensor_to_device(b.c, dev0(), &bz));
-  KD_ASSERT_ERR(kd_div__Tensor_mode(a.d, bz, "floor"), KD_EINVAL, "ZeroDivisionError");
-  KD_ASSERT_ERR(kd_div__Tensor_mode(a.c, b.c, "floor"), KD_EINVAL, "ZeroDivisionError");
+  KD_ASSERT_ERR(kd_div_Tensor_mode_(a.d, bz, "floor"), KD_EINVAL, "ZeroDivisionError");
+  KD_ASSERT_ERR(kd_div_Tensor_mode_(a.c, b.c, "floor"), KD_EINVAL, "ZeroDivisionError");
   expect_same(a.c, a.d, "div_ floor by zero leaves self");
-  KD_ASSERT_ERR(kd_remainder__Tensor(a.d, bz), KD_EINVAL, "ZeroDivisionError");
+  KD_ASSERT_ERR(kd_remainder_Tensor_(a.d, bz), KD_EINVAL, "ZeroDivisionError");
   kd_scalar zs = kd_scalar_int(0);
   kd_tensor *r = NULL;
   KD_ASSERT_ERR(kd_div_Scalar_mode(a.d, &zs, "trunc", &r), KD_EINVAL, "ZeroDivisionError");
@@ -422,11 +422,11 @@ static void test_where_and_clamp(void **state) {
   /* masked_fill_ through a broadcast mask: unmasked elements stay. */
   pair mf = mk(KD_INT64, 2, (int64_t[]){3, 4}, 7), mask = mk(KD_BOOL, 1, (int64_t[]){4}, 8);
   kd_scalar mv = kd_scalar_int(-42);
-  KD_ASSERT_OK(kd_masked_fill__Scalar(mf.c, mask.c, &mv));
-  KD_ASSERT_OK(kd_masked_fill__Scalar(mf.d, mask.d, &mv));
+  KD_ASSERT_OK(kd_masked_fill_Scalar_(mf.c, mask.c, &mv));
+  KD_ASSERT_OK(kd_masked_fill_Scalar_(mf.d, mask.d, &mv));
   same_now(mf, "masked_fill_");
   pair mi = mk(KD_INT8, 1, (int64_t[]){4}, 9);
-  KD_ASSERT_ERR(kd_masked_fill__Scalar(mi.d, mask.d, &big), KD_EOVERFLOW, "masked_fill_");
+  KD_ASSERT_ERR(kd_masked_fill_Scalar_(mi.d, mask.d, &big), KD_EOVERFLOW, "masked_fill_");
   drop(mi);
   drop(mask);
 
@@ -508,7 +508,7 @@ static void test_unsupported_dtypes(void **state) {
   KD_ASSERT_OK(kd_tensor_empty(1, (int64_t[]){4}, KD_COMPLEX64, dev0(), &h));
   KD_ASSERT_ERR(kd_exp(h, &r), KD_ETYPE, "complex64");
   kd_scalar one = kd_scalar_int(1);
-  KD_ASSERT_ERR(kd_fill__Scalar(h, &one), KD_ETYPE, "complex64");
+  KD_ASSERT_ERR(kd_fill_Scalar_(h, &one), KD_ETYPE, "complex64");
   kd_tensor_release(h);
 }
 
@@ -633,8 +633,8 @@ static void test_fill(void **state) {
     kd_scalar v = dt == KD_BOOL ? kd_scalar_bool(true) : is_float(dt) ? kd_scalar_double(-2.75) : kd_scalar_int(-3);
     if (dt == KD_UINT8) v = kd_scalar_int(200);
     pair p = mk(dt, 2, (int64_t[]){3, 5}, 1);
-    KD_ASSERT_OK(kd_fill__Scalar(p.c, &v));
-    KD_ASSERT_OK(kd_fill__Scalar(p.d, &v));
+    KD_ASSERT_OK(kd_fill_Scalar_(p.c, &v));
+    KD_ASSERT_OK(kd_fill_Scalar_(p.d, &v));
     char what[64];
     snprintf(what, sizeof what, "fill_ %s", kd_dtype_name(dt));
     same_now(p, what);
@@ -645,8 +645,8 @@ static void test_fill(void **state) {
   KD_ASSERT_OK(kd_tensor_as_strided(base.c, 2, (int64_t[]){2, 3}, (int64_t[]){7, 2}, 1, &vc));
   KD_ASSERT_OK(kd_tensor_as_strided(base.d, 2, (int64_t[]){2, 3}, (int64_t[]){7, 2}, 1, &vd));
   kd_scalar nine = kd_scalar_int(9);
-  KD_ASSERT_OK(kd_fill__Scalar(vc, &nine));
-  KD_ASSERT_OK(kd_fill__Scalar(vd, &nine));
+  KD_ASSERT_OK(kd_fill_Scalar_(vc, &nine));
+  KD_ASSERT_OK(kd_fill_Scalar_(vd, &nine));
   kd_tensor_release(vc);
   kd_tensor_release(vd);
   pair z = {base.c, base.d};
@@ -660,7 +660,7 @@ static void test_fill(void **state) {
   /* A value that does not fit: the CPU's overflow error, nothing written. */
   pair s = mk(KD_INT8, 1, (int64_t[]){4}, 3);
   kd_scalar big = kd_scalar_int(1000);
-  KD_ASSERT_ERR(kd_fill__Scalar(s.d, &big), KD_EOVERFLOW, "fill_");
+  KD_ASSERT_ERR(kd_fill_Scalar_(s.d, &big), KD_EOVERFLOW, "fill_");
   same_now(s, "fill_ overflow writes nothing");
 }
 
@@ -758,20 +758,20 @@ static void test_masked_fill_tensor(void **state) {
   (void)state;
   pair mf = mk(KD_FLOAT32, 2, (int64_t[]){3, 4}, 7), mask = mk(KD_BOOL, 1, (int64_t[]){4}, 8);
   pair v = mk(KD_FLOAT32, 0, NULL, 3);
-  KD_ASSERT_OK(kd_masked_fill__Tensor(mf.c, mask.c, v.c));
-  KD_ASSERT_OK(kd_masked_fill__Tensor(mf.d, mask.d, v.d));
+  KD_ASSERT_OK(kd_masked_fill_Tensor_(mf.c, mask.c, v.c));
+  KD_ASSERT_OK(kd_masked_fill_Tensor_(mf.d, mask.d, v.d));
   same_now(mf, "masked_fill_.Tensor");
   pair t = transposed(KD_INT32, 4, 3, 2), iv = mk(KD_INT64, 0, NULL, 5);
   pair m2 = mk(KD_BOOL, 2, (int64_t[]){3, 4}, 4);
-  KD_ASSERT_OK(kd_masked_fill__Tensor(t.c, m2.c, iv.c));
-  KD_ASSERT_OK(kd_masked_fill__Tensor(t.d, m2.d, iv.d));
+  KD_ASSERT_OK(kd_masked_fill_Tensor_(t.c, m2.c, iv.c));
+  KD_ASSERT_OK(kd_masked_fill_Tensor_(t.d, m2.d, iv.d));
   same_now(t, "masked_fill_.Tensor transposed int32");
   pair one = mk(KD_FLOAT32, 1, (int64_t[]){1}, 3);
   pair e = mk(KD_FLOAT32, 1, (int64_t[]){4}, 1);
-  KD_ASSERT_ERR(kd_masked_fill__Tensor(e.d, mask.d, one.d), KD_EINVAL,
+  KD_ASSERT_ERR(kd_masked_fill_Tensor_(e.d, mask.d, one.d), KD_EINVAL,
                 "masked_fill_ only supports a 0-dimensional value tensor");
   pair im = mk(KD_INT32, 1, (int64_t[]){4}, 1);
-  KD_ASSERT_ERR(kd_masked_fill__Tensor(e.d, im.d, v.d), KD_ETYPE,
+  KD_ASSERT_ERR(kd_masked_fill_Tensor_(e.d, im.d, v.d), KD_ETYPE,
                 "masked_fill_ only supports boolean masks");
   drop(e);
   drop(im);

@@ -307,8 +307,8 @@ static void test_cpu_dtypes(void **state) {
     kdt_check("half argmin", w, g, 0, 0);
     kd_tensor_release(w);
     kd_tensor_release(g);
-    KD_ASSERT_OK(kd__softmax(h.c, 1, false, &w));
-    KD_ASSERT_OK(kd__softmax(h.d, 1, false, &g));
+    KD_ASSERT_OK(kd_internal_softmax(h.c, 1, false, &w));
+    KD_ASSERT_OK(kd_internal_softmax(h.d, 1, false, &g));
     kdt_check("half softmax", w, g, 0, 0);
     kd_tensor_release(w);
     kd_tensor_release(g);
@@ -356,8 +356,8 @@ static void test_softmax(void **state) {
     for (int64_t dim = -1; dim < 3; dim++)
       for (int lg = 0; lg < 2; lg++) {
         kd_tensor *w = NULL, *g = NULL;
-        kd_status sw = lg ? kd__log_softmax(x.c, dim, false, &w) : kd__softmax(x.c, dim, false, &w);
-        kd_status sg = lg ? kd__log_softmax(x.d, dim, false, &g) : kd__softmax(x.d, dim, false, &g);
+        kd_status sw = lg ? kd_internal_log_softmax(x.c, dim, false, &w) : kd_internal_softmax(x.c, dim, false, &w);
+        kd_status sg = lg ? kd_internal_log_softmax(x.d, dim, false, &g) : kd_internal_softmax(x.d, dim, false, &g);
         if (sw || sg) fail_msg("softmax dim %lld: %s", (long long)dim, kd_last_error());
         kdt_check(lg ? "log_softmax" : "softmax", w, g, 1e-5, 1e-6);
         kd_tensor_release(w);
@@ -370,21 +370,21 @@ static void test_softmax(void **state) {
   kdt_pair z = kdt_contig(KD_FLOAT32, 0, NULL, 82);
   for (int lg = 0; lg < 2; lg++) {
     kd_tensor *w = NULL, *g = NULL;
-    KD_ASSERT_OK(lg ? kd__log_softmax(y.c, 1, false, &w) : kd__softmax(y.c, 1, false, &w));
-    KD_ASSERT_OK(lg ? kd__log_softmax(y.d, 1, false, &g) : kd__softmax(y.d, 1, false, &g));
+    KD_ASSERT_OK(lg ? kd_internal_log_softmax(y.c, 1, false, &w) : kd_internal_softmax(y.c, 1, false, &w));
+    KD_ASSERT_OK(lg ? kd_internal_log_softmax(y.d, 1, false, &g) : kd_internal_softmax(y.d, 1, false, &g));
     kdt_check("softmax of a transposed input", w, g, 1e-5, 1e-6);
     kd_tensor_release(w);
     kd_tensor_release(g);
-    KD_ASSERT_OK(lg ? kd__log_softmax(z.c, -1, false, &w) : kd__softmax(z.c, 0, false, &w));
-    KD_ASSERT_OK(lg ? kd__log_softmax(z.d, -1, false, &g) : kd__softmax(z.d, 0, false, &g));
+    KD_ASSERT_OK(lg ? kd_internal_log_softmax(z.c, -1, false, &w) : kd_internal_softmax(z.c, 0, false, &w));
+    KD_ASSERT_OK(lg ? kd_internal_log_softmax(z.d, -1, false, &g) : kd_internal_softmax(z.d, 0, false, &g));
     kdt_check("softmax of a 0-dim input", w, g, 1e-6, 1e-7);
     kd_tensor_release(w);
     kd_tensor_release(g);
   }
   /* _softmax.out into a strided out */
   kdt_pair o = kdt_make(KD_FLOAT32, 2, tsz, tst, 0, 83);
-  KD_ASSERT_OK(kd__softmax_out(y.c, 0, false, o.c));
-  KD_ASSERT_OK(kd__softmax_out(y.d, 0, false, o.d));
+  KD_ASSERT_OK(kd_internal_softmax_out(y.c, 0, false, o.c));
+  KD_ASSERT_OK(kd_internal_softmax_out(y.d, 0, false, o.d));
   kdt_check("_softmax.out into a strided out", o.c, o.d, 1e-5, 1e-6);
   kdt_pair_release(o);
   kdt_pair_release(z);
@@ -396,11 +396,11 @@ static void test_softmax_errors(void **state) {
   int64_t sz[2] = {3, 4};
   kdt_pair x = kdt_contig(KD_INT64, 2, sz, 90);
   kd_tensor *g = NULL;
-  KD_ASSERT_ERR(kd__softmax(x.d, 1, false, &g), KD_ETYPE, "\"softmax\" not implemented for 'int64'");
-  KD_ASSERT_ERR(kd__log_softmax(x.d, 1, false, &g), KD_ETYPE, "\"log_softmax\" not implemented");
-  KD_ASSERT_ERR(kd__softmax(x.d, 2, false, &g), KD_ERANGE, "Dimension out of range");
+  KD_ASSERT_ERR(kd_internal_softmax(x.d, 1, false, &g), KD_ETYPE, "\"softmax\" not implemented for 'int64'");
+  KD_ASSERT_ERR(kd_internal_log_softmax(x.d, 1, false, &g), KD_ETYPE, "\"log_softmax\" not implemented");
+  KD_ASSERT_ERR(kd_internal_softmax(x.d, 2, false, &g), KD_ERANGE, "Dimension out of range");
   kdt_pair f = kdt_contig(KD_FLOAT32, 2, sz, 91);
-  KD_ASSERT_ERR(kd__softmax(f.d, 0, true, &g), KD_EUNSUPPORTED, "half to float");
+  KD_ASSERT_ERR(kd_internal_softmax(f.d, 0, true, &g), KD_EUNSUPPORTED, "half to float");
   assert_null(g);
   kdt_pair_release(f);
   kdt_pair_release(x);

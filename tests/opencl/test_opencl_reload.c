@@ -77,7 +77,7 @@ static void run_ops(void) {
   kd_tensor *big, *bigd, *sumd;
   KD_ASSERT_OK(kd_tensor_empty(1, (int64_t[]){1 << 20}, KD_FLOAT32, opencl0(), &big));
   kd_scalar one = kd_scalar_double(1.0);
-  KD_ASSERT_OK(kd_fill__Scalar(big, &one));
+  KD_ASSERT_OK(kd_fill_Scalar_(big, &one));
   KD_ASSERT_OK(kd_add_Tensor(big, big, NULL, &bigd));
   KD_ASSERT_OK(kd_mul_Tensor(bigd, big, &sumd));
   kd_tensor_release(big);

@@ -147,7 +147,7 @@ static void *work(void *arg) {
     REL(t1);
     REL(t2);
     /* in place on the device: a copy of a, then add_ b */
-    if (kd_tensor_to_device(ad, g_dev, &t2) || kd_add__Tensor(t2, bd, NULL) ||
+    if (kd_tensor_to_device(ad, g_dev, &t2) || kd_add_Tensor_(t2, bd, NULL) ||
         kd_add_Tensor(a, b, NULL, &rc))
       wfail(w, "round %d: add_: %s", it, kd_last_error());
     else check_close(w, "add_", rc, t2);

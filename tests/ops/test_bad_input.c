@@ -169,7 +169,7 @@ static void test_unary_float_out_casts(void **state) {
   EXPECT_VALS(o32, 0, 1, 2);
   KD_ASSERT_ERR(kd_pow_Tensor_Scalar_out(x, &e, o64), KD_ETYPE,
                 "Found dtype float64 but expected float32");
-  KD_ASSERT_ERR(kd_pow__Scalar(x, &e), KD_ETYPE, "Found dtype uint8 but expected float32");
+  KD_ASSERT_ERR(kd_pow_Scalar_(x, &e), KD_ETYPE, "Found dtype uint8 but expected float32");
   EXPECT_VALS(x, 0, 1, 4);
   /* clamp(bool, min=0) promotes to int64 (result_type with the Scalar) */
   kd_tensor *b = FROM(KD_BOOL, (2), 0, 1);
@@ -220,26 +220,26 @@ static void test_fill_checked_convert(void **state) {
   oc_open();
   kd_tensor *u = EMPTY(KD_UINT8, 2), *i8 = EMPTY(KD_INT8, 2), *h = EMPTY(KD_FLOAT16, 2);
   kd_scalar v = kd_scalar_int(-6);
-  KD_ASSERT_OK(kd_fill__Scalar(u, &v)); /* libtorch: 250 (two's complement) */
+  KD_ASSERT_OK(kd_fill_Scalar_(u, &v)); /* libtorch: 250 (two's complement) */
   EXPECT_VALS(u, 250, 250);
   v = kd_scalar_int(-256);
-  KD_ASSERT_ERR(kd_fill__Scalar(u, &v), KD_EOVERFLOW,
+  KD_ASSERT_ERR(kd_fill_Scalar_(u, &v), KD_EOVERFLOW,
                 "value -256 cannot be converted to type uint8 without overflow");
   v = kd_scalar_double(-0.27);
-  KD_ASSERT_ERR(kd_fill__Scalar(u, &v), KD_EOVERFLOW,
+  KD_ASSERT_ERR(kd_fill_Scalar_(u, &v), KD_EOVERFLOW,
                 "value -0.27 cannot be converted to type uint8 without overflow");
   EXPECT_VALS(u, 250, 250);
   v = kd_scalar_double(3.7);
-  KD_ASSERT_OK(kd_fill__Scalar(u, &v));
+  KD_ASSERT_OK(kd_fill_Scalar_(u, &v));
   EXPECT_VALS(u, 3, 3);
   v = kd_scalar_double(-0.27);
-  KD_ASSERT_OK(kd_fill__Scalar(i8, &v));
+  KD_ASSERT_OK(kd_fill_Scalar_(i8, &v));
   EXPECT_VALS(i8, 0, 0);
   v = kd_scalar_double(127.5);
-  KD_ASSERT_ERR(kd_fill__Scalar(i8, &v), KD_EOVERFLOW,
+  KD_ASSERT_ERR(kd_fill_Scalar_(i8, &v), KD_EOVERFLOW,
                 "value 127.5 cannot be converted to type int8 without overflow");
   v = kd_scalar_int((int64_t)1 << 40);
-  KD_ASSERT_ERR(kd_fill__Scalar(h, &v), KD_EOVERFLOW, "float16 without overflow");
+  KD_ASSERT_ERR(kd_fill_Scalar_(h, &v), KD_EOVERFLOW, "float16 without overflow");
   /* full goes through fill_ */
   kd_tensor *f = NULL;
   kd_dtype u8 = KD_UINT8;
@@ -257,18 +257,18 @@ static void test_masked_fill_checked_convert(void **state) {
   KD_ASSERT_ERR(kd_masked_fill_Scalar(x, m, &v, &r), KD_EOVERFLOW,
                 "value -0.27 cannot be converted to type uint8 without overflow");
   assert_null(r);
-  KD_ASSERT_ERR(kd_masked_fill__Scalar(x, m, &v), KD_EOVERFLOW, "uint8 without overflow");
+  KD_ASSERT_ERR(kd_masked_fill_Scalar_(x, m, &v), KD_EOVERFLOW, "uint8 without overflow");
   EXPECT_VALS(x, 7, 7, 7);
   v = kd_scalar_int(-6);
   KD_ASSERT_OK(kd_masked_fill_Scalar(x, m, &v, &r));
   EXPECT_VALS(r, 250, 7, 250);
   kd_tensor_release(r);
   v = kd_scalar_double(3.7);
-  KD_ASSERT_OK(kd_masked_fill__Scalar(x, m, &v));
+  KD_ASSERT_OK(kd_masked_fill_Scalar_(x, m, &v));
   EXPECT_VALS(x, 3, 7, 3);
   /* the Tensor overload reads the 0-dim value as a Scalar */
   kd_tensor *val = oc_scalar(300);
-  KD_ASSERT_ERR(kd_masked_fill__Tensor(x, m, val), KD_EOVERFLOW,
+  KD_ASSERT_ERR(kd_masked_fill_Tensor_(x, m, val), KD_EOVERFLOW,
                 "cannot be converted to type uint8 without overflow");
   RELEASE(x, m, val);
 }
@@ -279,30 +279,30 @@ static void test_pow_exponent_checked(void **state) {
   kd_tensor *x = FROM(KD_INT8, (2), 2, 3), *u = FROM(KD_UINT8, (2), 2, 3), *r = NULL;
   kd_scalar e = kd_scalar_int(1000);
   /* used to compute x^(1000 mod 256 as int8 = -24) */
-  KD_ASSERT_ERR(kd_pow__Scalar(x, &e), KD_EOVERFLOW,
+  KD_ASSERT_ERR(kd_pow_Scalar_(x, &e), KD_EOVERFLOW,
                 "value 1000 cannot be converted to type int8 without overflow");
   EXPECT_VALS(x, 2, 3);
   e = kd_scalar_int(256);
-  KD_ASSERT_ERR(kd_pow__Scalar(u, &e), KD_EOVERFLOW,
+  KD_ASSERT_ERR(kd_pow_Scalar_(u, &e), KD_EOVERFLOW,
                 "value 256 cannot be converted to type uint8 without overflow");
   KD_ASSERT_ERR(kd_pow_Tensor_Scalar(u, &e, &r), KD_EOVERFLOW, "uint8 without overflow");
   assert_null(r);
   e = kd_scalar_int(-1);
-  KD_ASSERT_ERR(kd_pow__Scalar(u, &e), KD_EINVAL,
+  KD_ASSERT_ERR(kd_pow_Scalar_(u, &e), KD_EINVAL,
                 "Integers to negative integer powers are not allowed.");
   e = kd_scalar_int(3);
-  KD_ASSERT_OK(kd_pow__Scalar(x, &e));
+  KD_ASSERT_OK(kd_pow_Scalar_(x, &e));
   EXPECT_VALS(x, 8, 27);
   /* float16 and bfloat16 read the exponent as their own type */
   kd_tensor *h = FROM(KD_FLOAT16, (2), 2, 2);
   e = kd_scalar_double(70000.0);
-  KD_ASSERT_ERR(kd_pow__Scalar(h, &e), KD_EOVERFLOW,
+  KD_ASSERT_ERR(kd_pow_Scalar_(h, &e), KD_EOVERFLOW,
                 "cannot be converted to type float16 without overflow");
   kd_tensor *bf = FROM(KD_BFLOAT16, (2), 2, 2), *f = FROM(KD_FLOAT32, (1), 2);
-  KD_ASSERT_OK(kd_pow__Scalar(bf, &e)); /* libtorch: inf */
+  KD_ASSERT_OK(kd_pow_Scalar_(bf, &e)); /* libtorch: inf */
   assert_true(isinf(oc_at(bf, 0)));
   e = kd_scalar_double(1e300);
-  KD_ASSERT_OK(kd_pow__Scalar(f, &e)); /* float32 reads a double: inf */
+  KD_ASSERT_OK(kd_pow_Scalar_(f, &e)); /* float32 reads a double: inf */
   assert_true(isinf(oc_at(f, 0)));
   RELEASE(x, u, h, bf, f);
 }
@@ -381,13 +381,13 @@ static void test_zero_size_expanded_outputs(void **state) {
   kd_tensor *e0 = EMPTY(KD_FLOAT32, 1, 0), *z = NULL;
   KD_ASSERT_OK(kd_expand(e0, INTS(3, 0), false, &z));
   kd_scalar one = kd_scalar_int(1);
-  KD_ASSERT_OK(kd_add__Scalar(z, &one, NULL));
+  KD_ASSERT_OK(kd_add_Scalar_(z, &one, NULL));
   KD_ASSERT_OK(kd_neg_(z));
   EXPECT_SHAPE(z, KD_FLOAT32, KD_DEVICE_CPU, 3, 0);
   /* with elements it is the overlap error */
   kd_tensor *e1 = EMPTY(KD_FLOAT32, 1, 2), *x = NULL;
   KD_ASSERT_OK(kd_expand(e1, INTS(3, 2), false, &x));
-  KD_ASSERT_ERR(kd_add__Scalar(x, &one, NULL), KD_EINVAL,
+  KD_ASSERT_ERR(kd_add_Scalar_(x, &one, NULL), KD_EINVAL,
                 "more than one element of the written-to tensor refers to a single memory location");
   RELEASE(e0, z, e1, x);
 }
@@ -498,12 +498,12 @@ static void test_decision_masked_fill_uint8_mask(void **state) {
   assert_int_equal(oc_warnings, 1);
   assert_non_null(strstr(oc_last_warning, "masked_fill_ received a mask with dtype uint8, this "
                                           "behavior is now deprecated"));
-  KD_ASSERT_OK(kd_masked_fill__Scalar(x, m, &v));
+  KD_ASSERT_OK(kd_masked_fill_Scalar_(x, m, &v));
   EXPECT_VALS(x, 2, 0, 2);
   assert_int_equal(oc_warnings, 2);
   oc_unwatch_warnings();
   kd_tensor *ml = FROM(KD_INT64, (3), 1, 0, 1);
-  KD_ASSERT_ERR(kd_masked_fill__Scalar(x, ml, &v), KD_ETYPE,
+  KD_ASSERT_ERR(kd_masked_fill_Scalar_(x, ml, &v), KD_ETYPE,
                 "masked_fill_ only supports boolean masks, but got mask with dtype int64");
   RELEASE(x, m, r, ml);
 }
@@ -593,13 +593,13 @@ static void test_decision_complex_inf_nan(void **state) {
   kd_scalar one = kd_scalar_complex(1, 0), nil = kd_scalar_complex(0, 0);
   KD_ASSERT_OK(kd_tensor_set(z, I(0), &one));
   KD_ASSERT_OK(kd_tensor_set(z, I(1), &nil));
-  KD_ASSERT_OK(kd_fill__Scalar(zero, &nil));
+  KD_ASSERT_OK(kd_fill_Scalar_(zero, &nil));
   KD_ASSERT_OK(kd_div_Tensor(z, zero, &r));
   kd_scalar q0 = oc_get(r, 0), q1 = oc_get(r, 1);
   assert_true(isinf(q0.v.c.re) && q0.v.c.re > 0); /* (1 + 0i) / 0: (inf, nan) */
   assert_true(isnan(q0.v.c.im));
   assert_true(isnan(q1.v.c.re) && isnan(q1.v.c.im)); /* 0 / 0 */
-  KD_ASSERT_OK(kd_div__Tensor(z, zero)); /* in place: the same */
+  KD_ASSERT_OK(kd_div_Tensor_(z, zero)); /* in place: the same */
   q0 = oc_get(z, 0);
   assert_true(isinf(q0.v.c.re));
   kd_tensor_release(r);

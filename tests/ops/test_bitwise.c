@@ -65,16 +65,16 @@ typedef struct binop {
 } binop;
 
 static const binop OPS[] = {
-    {"bitwise_and", "bitwise_and_cpu", kd_bitwise_and_Tensor, kd_bitwise_and__Tensor,
+    {"bitwise_and", "bitwise_and_cpu", kd_bitwise_and_Tensor, kd_bitwise_and_Tensor_,
      kd_bitwise_and_Tensor_out, true},
-    {"bitwise_or", "bitwise_or_cpu", kd_bitwise_or_Tensor, kd_bitwise_or__Tensor,
+    {"bitwise_or", "bitwise_or_cpu", kd_bitwise_or_Tensor, kd_bitwise_or_Tensor_,
      kd_bitwise_or_Tensor_out, true},
-    {"bitwise_xor", "bitwise_xor_cpu", kd_bitwise_xor_Tensor, kd_bitwise_xor__Tensor,
+    {"bitwise_xor", "bitwise_xor_cpu", kd_bitwise_xor_Tensor, kd_bitwise_xor_Tensor_,
      kd_bitwise_xor_Tensor_out, true},
     {"bitwise_left_shift", "lshift_cpu", kd_bitwise_left_shift_Tensor,
-     kd_bitwise_left_shift__Tensor, kd_bitwise_left_shift_Tensor_out, false},
+     kd_bitwise_left_shift_Tensor_, kd_bitwise_left_shift_Tensor_out, false},
     {"bitwise_right_shift", "rshift_cpu", kd_bitwise_right_shift_Tensor,
-     kd_bitwise_right_shift__Tensor, kd_bitwise_right_shift_Tensor_out, false},
+     kd_bitwise_right_shift_Tensor_, kd_bitwise_right_shift_Tensor_out, false},
 };
 #define NOPS (sizeof OPS / sizeof OPS[0])
 
@@ -331,35 +331,35 @@ static void record_warning(const char *message, void *user_data) {
 static void test_inplace(void **state) {
   (void)state;
   kd_tensor *a = TI(KD_INT32, 12, 10, 0), *b = TI(KD_INT32, 10, 6, 5);
-  KD_ASSERT_OK(kd_bitwise_and__Tensor(a, b));
+  KD_ASSERT_OK(kd_bitwise_and_Tensor_(a, b));
   EXPECT(a, KD_INT32, 8, 2, 0);
   kd_tensor *ones = TI(KD_INT8, 1, 1, 1);
-  KD_ASSERT_OK(kd_bitwise_left_shift__Tensor(a, ones));
+  KD_ASSERT_OK(kd_bitwise_left_shift_Tensor_(a, ones));
   REL(ones);
   EXPECT(a, KD_INT32, 16, 4, 0);
   KD_ASSERT_OK(kd_bitwise_not_(a));
   EXPECT(a, KD_INT32, ~16, ~4, ~0);
   /* self must already have the broadcast shape */
   kd_tensor *one = TI(KD_INT32, 1), *r3 = TI(KD_INT32, 1, 2, 3);
-  KD_ASSERT_ERR(kd_bitwise_or__Tensor(one, r3), KD_EINVAL,
+  KD_ASSERT_ERR(kd_bitwise_or_Tensor_(one, r3), KD_EINVAL,
                 "aten::bitwise_or_.Tensor: output with shape [1] doesn't match the broadcast "
                 "shape [3]");
   EXPECT(one, KD_INT32, 1);
   /* int8 ^= int32: computed in int32, cast back to int8 (257 ^ 1 = 256 wraps to 0) */
   kd_tensor *i8 = TI(KD_INT8, 1, 2, 3), *w = TI(KD_INT32, 257, 3, 3);
-  KD_ASSERT_OK(kd_bitwise_xor__Tensor(i8, w));
+  KD_ASSERT_OK(kd_bitwise_xor_Tensor_(i8, w));
   EXPECT(i8, KD_INT8, 0, 1, 0);
   /* the result type must cast to self's dtype: not to bool, not float to int */
   kd_tensor *bo = TI(KD_BOOL, 1, 0, 1);
-  KD_ASSERT_ERR(kd_bitwise_and__Tensor(bo, r3), KD_ETYPE,
+  KD_ASSERT_ERR(kd_bitwise_and_Tensor_(bo, r3), KD_ETYPE,
                 "result type int32 can't be cast to the desired output type bool");
   EXPECT(bo, KD_BOOL, 1, 0, 1);
   kd_tensor *f = NULL;
   KD_ASSERT_OK(kd_tensor_to_dtype(r3, KD_FLOAT32, &f));
-  KD_ASSERT_ERR(kd_bitwise_and__Tensor(r3, f), KD_ETYPE,
+  KD_ASSERT_ERR(kd_bitwise_and_Tensor_(r3, f), KD_ETYPE,
                 "result type float32 can't be cast to the desired output type int32");
   /* int32 &= int8 */
-  KD_ASSERT_OK(kd_bitwise_or__Tensor(r3, i8));
+  KD_ASSERT_OK(kd_bitwise_or_Tensor_(r3, i8));
   EXPECT(r3, KD_INT32, 1, 3, 3);
   REL(a), REL(b), REL(one), REL(r3), REL(i8), REL(w), REL(bo), REL(f);
 }
@@ -483,9 +483,9 @@ static void test_scalar_overloads(void **state) {
   EXPECT(r, KD_INT64, 3, 2);
   REL(r);
   /* inplace and out */
-  KD_ASSERT_OK(kd_bitwise_and__Scalar(i8, &six));
+  KD_ASSERT_OK(kd_bitwise_and_Scalar_(i8, &six));
   EXPECT(i8, KD_INT8, 4, 2, 6);
-  KD_ASSERT_OK(kd_bitwise_left_shift__Tensor_Scalar(i8, &two));
+  KD_ASSERT_OK(kd_bitwise_left_shift_Tensor_Scalar_(i8, &two));
   EXPECT(i8, KD_INT8, 16, 8, 24);
   kd_tensor *out = oc_empty_on(1, (int64_t[]){0}, KD_INT8, CPU);
   KD_ASSERT_OK(kd_bitwise_xor_Scalar_out(i8, &six, out));

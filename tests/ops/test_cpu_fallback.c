@@ -226,7 +226,7 @@ static void test_inplace_and_out(void **state) {
   kd_value_destroy(&r);
   same(xd, D1, want);
   /* Through the generated entry point too. */
-  KD_ASSERT_OK(kd_add__Tensor(xd, yd, &alpha));
+  KD_ASSERT_OK(kd_add_Tensor_(xd, yd, &alpha));
   kd_tensor *want2;
   KD_ASSERT_OK(kd_add_Tensor(want, y, &alpha, &want2));
   same(xd, D1, want2);
@@ -430,7 +430,7 @@ static void test_messages_and_failures(void **state) {
   kd_op *add_ = op_named("aten::add_", "Tensor");
   uint64_t ran = kd_op_fallback_count(add_, KD_KEY_PRIVATEUSE1);
   dev.fail_to_host = 2; /* self moves, other does not */
-  KD_ASSERT_ERR(kd_add__Tensor(xd, yd, &one), KD_EINTERNAL,
+  KD_ASSERT_ERR(kd_add_Tensor_(xd, yd, &one), KD_EINTERNAL,
                 "'aten::add_.Tensor': CPU fallback could not move argument 1 'other' to the CPU");
   dev.fail_to_host = 0;
   same(xd, D1, x);
@@ -438,7 +438,7 @@ static void test_messages_and_failures(void **state) {
   /* A failing write-back: its error; the caller's tensor holds what the
    * device copy left (here: nothing written). */
   dev.fail_from_host = 1;
-  KD_ASSERT_ERR(kd_add__Tensor(xd, yd, &one), KD_EINTERNAL,
+  KD_ASSERT_ERR(kd_add_Tensor_(xd, yd, &one), KD_EINTERNAL,
                 "CPU fallback could not write mutated argument 0 'self' back to its device");
   dev.fail_from_host = 0;
   same(xd, D1, x);

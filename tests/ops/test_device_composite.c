@@ -125,7 +125,7 @@ static kd_status k_fill(const kd_call *call, const kd_arg *a, kd_value *r) {
   unsigned char *buf;
   kd_status st = host_image(self, &v, &buf);
   if (st) return st;
-  if (!(st = kd_fill__Scalar(v, a[1].s))) write_back(self, buf);
+  if (!(st = kd_fill_Scalar_(v, a[1].s))) write_back(self, buf);
   kd_tensor_release(v);
   if (!st) r[0] = kd_value_tensor_borrowed(self);
   return st;
@@ -304,7 +304,7 @@ static kd_status k_own_ones(const kd_call *call, const kd_arg *a, kd_value *r) {
                                         &a[3].opt.v.device, NULL, NULL, &t);
   if (st) return st;
   kd_scalar one = kd_scalar_int(1);
-  if ((st = kd_fill__Scalar(t, &one))) {
+  if ((st = kd_fill_Scalar_(t, &one))) {
     kd_tensor_release(t);
     return st;
   }
@@ -530,9 +530,9 @@ static void test_to_and_to_copy(void **state) {
   /* device -> cpu with a dtype change */
   kd_dtype f32 = KD_FLOAT32;
   kd_device cpu = kd_device_cpu();
-  KD_ASSERT_OK(kd__to_copy(d, &f32, NULL, &cpu, NULL, false, NULL, &g));
+  KD_ASSERT_OK(kd_internal_to_copy(d, &f32, NULL, &cpu, NULL, false, NULL, &g));
   assert_int_equal(kd_tensor_device(g).type, KD_DEVICE_CPU);
-  KD_ASSERT_OK(kd__to_copy(c, &f32, NULL, NULL, NULL, false, NULL, &w));
+  KD_ASSERT_OK(kd_internal_to_copy(c, &f32, NULL, NULL, NULL, false, NULL, &w));
   assert_memory_equal(kd_tensor_data(g), kd_tensor_data(w), 6 * sizeof(float));
   kd_tensor_release(g);
   kd_tensor_release(w);

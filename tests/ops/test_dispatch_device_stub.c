@@ -11,7 +11,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#include "add_native.h" /* kd__s_CPU_add_Tensor: libkdops' generated CPU wrapper */
+#include "add_native.h" /* kdk__s_CPU_add_Tensor: libkdops' generated CPU wrapper */
 #include "kd_test.h"
 #include "kd/ops.h"
 #include "kd/ops_all.h"
@@ -66,7 +66,7 @@ static kd_status k_add(const kd_call *call, const kd_arg *a, kd_value *r) {
   (void)call;
   kd_scalar one = kd_scalar_int(1);
   kd_tensor *out = NULL;
-  kd_status st = kd__s_CPU_add_Tensor(a[0].t, a[1].t, a[2].s ? a[2].s : &one, &out);
+  kd_status st = kdk__s_CPU_add_Tensor(a[0].t, a[1].t, a[2].s ? a[2].s : &one, &out);
   if (st) return st;
   r[0] = kd_value_tensor(out);
   kd_tensor_release(out);

@@ -79,16 +79,7 @@ static char next_token(const char *src, size_t *pos, const char **id, size_t *id
 }
 
 static void parse_file(const char *path) {
-  FILE *fp = fopen(path, "rb");
-  assert_non_null(fp);
-  fseek(fp, 0, SEEK_END);
-  long n = ftell(fp);
-  fseek(fp, 0, SEEK_SET);
-  char *src = malloc((size_t)n + 1);
-  assert_non_null(src);
-  assert_int_equal(fread(src, 1, (size_t)n, fp), (size_t)n);
-  src[n] = 0;
-  fclose(fp);
+  char *src = kd_test_read_file(path);
   assert_true(nfiles < sizeof files / sizeof *files);
   cfile *f = &files[nfiles++];
   f->path = xstrndup(path, strlen(path));

@@ -91,7 +91,7 @@ static void test_meta_pointwise(void **state) {
   KD_ASSERT_OK(kd_exp_(h));
   KD_ASSERT_OK(kd_zero_(h));
   kd_scalar one = kd_scalar_int(1);
-  KD_ASSERT_OK(kd_fill__Scalar(i, &one));
+  KD_ASSERT_OK(kd_fill_Scalar_(i, &one));
   assert_null(kd_tensor_data(h));
   kd_tensor_release(h), kd_tensor_release(i), kd_tensor_release(c);
 }

@@ -798,7 +798,7 @@ static void test_softmax(void **state) {
     KD_ASSERT_OK(kd_softmax_int(a, -2, NULL, &r));
     check(r, 2, sz, fl[k], sm0, tol);
     kd_tensor_release(r);
-    KD_ASSERT_OK(kd__log_softmax(a, 0, false, &r));
+    KD_ASSERT_OK(kd_internal_log_softmax(a, 0, false, &r));
     check(r, 2, sz, fl[k], lsm0, tol);
     kd_tensor_release(r);
     kd_tensor_release(a);
@@ -829,7 +829,7 @@ static void test_softmax(void **state) {
    * base keeps its values. */
   KD_ASSERT_OK(kd_tensor_as_strided(o, 2, sz, (int64_t[]){0, 1}, 0, &t));
   kd_scalar seven = kd_scalar_int(7);
-  KD_ASSERT_OK(kd_fill__Scalar(o, &seven));
+  KD_ASSERT_OK(kd_fill_Scalar_(o, &seven));
   const char *internal = "unsupported operation: more than one element of the written-to tensor "
                          "refers to a single memory location. Please clone() the tensor before "
                          "performing the operation.";

@@ -629,7 +629,7 @@ static void test_round_decimals(void **state) {
   kd_tensor *o = empty(KD_FLOAT64, 1, (int64_t[]){4});
   KD_ASSERT_OK(kd_round_decimals_out(x, 1, o));
   expect1(o, KD_FLOAT64, 4, (double[]){1.2, -2.5, 1234.5, 0.1});
-  KD_ASSERT_OK(kd_round__decimals(x, 1));
+  KD_ASSERT_OK(kd_round_decimals_(x, 1));
   expect1(x, KD_FLOAT64, 4, (double[]){1.2, -2.5, 1234.5, 0.1});
   kd_tensor_release(o);
   kd_tensor_release(x);
@@ -761,7 +761,7 @@ static void test_meta(void **state) {
   assert_shape(o, 1, (int64_t[]){7});
   KD_ASSERT_OK(kd_zero_(o));
   kd_scalar one = kd_scalar_int(1);
-  KD_ASSERT_OK(kd_fill__Scalar(o, &one));
+  KD_ASSERT_OK(kd_fill_Scalar_(o, &one));
   kd_tensor_release(o);
   /* meta checks still run */
   kd_tensor *b = meta(KD_BOOL, 1, (int64_t[]){2});
@@ -969,7 +969,7 @@ static void test_fill_zero(void **state) {
   for (int i = 0; i < N_OF(all); i++) {
     kd_tensor *t = empty(all[i], 2, (int64_t[]){3, 5});
     kd_scalar v = kd_scalar_int(1);
-    KD_ASSERT_OK(kd_fill__Scalar(t, &v));
+    KD_ASSERT_OK(kd_fill_Scalar_(t, &v));
     double ones[15], zeros[15] = {0};
     for (int k = 0; k < 15; k++) ones[k] = 1;
     expect(t, all[i], 2, (int64_t[]){3, 5}, ones);
@@ -979,7 +979,7 @@ static void test_fill_zero(void **state) {
     kd_tensor *val = NULL;
     kd_scalar s = kd_scalar_double(1);
     KD_ASSERT_OK(kd_tensor_from_scalar(&s, KD_FLOAT64, &val));
-    KD_ASSERT_OK(kd_fill__Tensor(t, val));
+    KD_ASSERT_OK(kd_fill_Tensor_(t, val));
     expect(t, all[i], 2, (int64_t[]){3, 5}, ones);
     kd_tensor_release(val);
     kd_tensor_release(t);
@@ -989,15 +989,15 @@ static void test_fill_zero(void **state) {
   KD_ASSERT_OK(kd_zero_(base));
   KD_ASSERT_OK(kd_tensor_as_strided(base, 1, (int64_t[]){3}, (int64_t[]){2}, 1, &v));
   kd_scalar x = kd_scalar_double(2.5);
-  KD_ASSERT_OK(kd_fill__Scalar(v, &x));
+  KD_ASSERT_OK(kd_fill_Scalar_(v, &x));
   expect1(base, KD_FLOAT32, 6, (double[]){0, 2.5, 0, 2.5, 0, 2.5});
   kd_tensor_release(v);
   /* errors */
   kd_tensor *i8 = empty(KD_INT8, 1, (int64_t[]){2});
   kd_scalar big = kd_scalar_int(300);
-  KD_ASSERT_ERR(kd_fill__Scalar(i8, &big), KD_EOVERFLOW, "300");
+  KD_ASSERT_ERR(kd_fill_Scalar_(i8, &big), KD_EOVERFLOW, "300");
   kd_tensor *val = mk1(KD_FLOAT32, 1, (double[]){1});
-  KD_ASSERT_ERR(kd_fill__Tensor(i8, val), KD_EINVAL,
+  KD_ASSERT_ERR(kd_fill_Tensor_(i8, val), KD_EINVAL,
                 "fill_ only supports 0-dimension value tensor but got tensor with 1 dimensions.");
   kd_tensor_release(val);
   kd_tensor_release(i8);
@@ -1104,24 +1104,24 @@ static void test_to(void **state) {
   kd_tensor_release(tr);
   /* _to_copy: dtype, device meta, layout errors */
   kd_dtype f16 = KD_FLOAT16;
-  KD_ASSERT_OK(kd__to_copy(x, &f16, NULL, NULL, NULL, false, NULL, &y));
+  KD_ASSERT_OK(kd_internal_to_copy(x, &f16, NULL, NULL, NULL, false, NULL, &y));
   expect(y, KD_FLOAT16, 2, (int64_t[]){2, 2}, (double[]){1.5, -2.5, 3, 4});
   kd_tensor_release(y);
-  KD_ASSERT_OK(kd__to_copy(x, NULL, NULL, &meta_dev, NULL, false, NULL, &y));
+  KD_ASSERT_OK(kd_internal_to_copy(x, NULL, NULL, &meta_dev, NULL, false, NULL, &y));
   assert_int_equal(kd_tensor_device(y).type, KD_DEVICE_META);
   assert_int_equal(kd_tensor_dtype(y), KD_FLOAT32);
   kd_tensor_release(y);
   kd_layout sparse = KD_LAYOUT_SPARSE;
-  KD_ASSERT_ERR(kd__to_copy(x, NULL, &sparse, NULL, NULL, false, NULL, &y), KD_EUNSUPPORTED,
+  KD_ASSERT_ERR(kd_internal_to_copy(x, NULL, &sparse, NULL, NULL, false, NULL, &y), KD_EUNSUPPORTED,
                 "layout");
   assert_null(y);
   kd_memory_format cl = KD_MEMORY_FORMAT_CHANNELS_LAST;
-  KD_ASSERT_ERR(kd__to_copy(x, NULL, NULL, NULL, NULL, false, &cl, &y), KD_EINVAL,
+  KD_ASSERT_ERR(kd_internal_to_copy(x, NULL, NULL, NULL, NULL, false, &cl, &y), KD_EINVAL,
                 "required rank 4 tensor to use channels_last format");
   /* channels_last on a 4-d tensor */
   kd_tensor *x4 = empty(KD_FLOAT32, 4, (int64_t[]){2, 3, 4, 5});
   KD_ASSERT_OK(kd_zero_(x4));
-  KD_ASSERT_OK(kd__to_copy(x4, NULL, NULL, NULL, NULL, false, &cl, &y));
+  KD_ASSERT_OK(kd_internal_to_copy(x4, NULL, NULL, NULL, NULL, false, &cl, &y));
   assert_int_equal(kd_tensor_stride(y, 1), 1);
   assert_int_equal(kd_tensor_stride(y, 3), 3);
   assert_int_equal(kd_tensor_stride(y, 2), 15);

@@ -555,12 +555,12 @@ static void test_squeeze(void **state) {
   KD_ASSERT_ERR(kd_squeeze_dim(a, 4, &v), KD_ERANGE,
                 "Dimension out of range (expected to be in range of [-4, 3], but got 4)");
   assert_null(v);
-  KD_ASSERT_OK(kd_squeeze__dim(a, 0));
+  KD_ASSERT_OK(kd_squeeze_dim_(a, 0));
   EXPECT_GEOM(a, (3, 1, 2), (2, 2, 1), 0);
   KD_ASSERT_OK(kd_squeeze_(a));
   EXPECT_GEOM(a, (3, 2), (2, 1), 0);
   EXPECT_VALS(a, 0, 1, 2, 3, 4, 5);
-  KD_ASSERT_ERR(kd_squeeze__dim(a, -3), KD_ERANGE,
+  KD_ASSERT_ERR(kd_squeeze_dim_(a, -3), KD_ERANGE,
                 "Dimension out of range (expected to be in range of [-2, 1], but got -3)");
   EXPECT_GEOM(a, (3, 2), (2, 1), 0);
   kd_tensor_release(a);

@@ -59,7 +59,7 @@ elseif(MODE STREQUAL "symbols")
     message(FATAL_ERROR "nm failed")
   endif()
   # in both: the five operators' kernels and their float32 loops
-  set(kept kdk_native_add_out_cpu kdk_native_relu kdk_native_mm_cpu kd__s_CPU_mul_Tensor
+  set(kept kdk_native_add_out_cpu kdk_native_relu kdk_native_mm_cpu kdk__s_CPU_mul_Tensor
       add_f32 mul_f32 relu_f32)
   # only in the whole program: other operators' kernels and loops, other
   # dtypes' loops of the five

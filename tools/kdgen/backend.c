@@ -348,6 +348,17 @@ static bool shares_upstream_kernel(const kdg_func *up, const char *kernel) {
 
 /* An upstream operator's entry, except delegates without a kernel (those
  * follow their group: classify_delegates). */
+/* An entry customizes a structured meta (structured_inherits or precomputed)
+ * of an operator upstream does not structure. */
+static void custom_meta_unstructured(bctx *C, const kdg_bentry *be, const kdg_func *e,
+                                     const kdg_func *up) {
+  const char *key = be->structured_inherits ? "structured_inherits" : "precomputed";
+  BERR(kdg_key_line(e, key),
+       "%s of '%s' needs an upstream structured out= variant; upstream's '%s' (%s:%d) is not "
+       "structured",
+       key, e->qualified, up->qualified, C->src->path, up->line);
+}
+
 static void classify_upstream(bctx *C, kdg_bentry *be, const kdg_func *e) {
   const kdg_func *up = be->up;
   bool custom_meta = be->structured_inherits || be->nprecomputed;
@@ -391,11 +402,7 @@ static void classify_upstream(bctx *C, kdg_bentry *be, const kdg_func *e) {
       return;
     }
     if (custom_meta) {
-      BERR(kdg_key_line(e, be->structured_inherits ? "structured_inherits" : "precomputed"),
-           "%s of '%s' needs an upstream structured out= variant; upstream's '%s' (%s:%d) is "
-           "not structured",
-           be->structured_inherits ? "structured_inherits" : "precomputed", e->qualified,
-           up->qualified, C->src->path, up->line);
+      custom_meta_unstructured(C, be, e, up);
       return;
     }
     if (up->structured_delegate) return; /* classify_delegates */
@@ -435,11 +442,7 @@ static void classify_upstream(bctx *C, kdg_bentry *be, const kdg_func *e) {
     return;
   }
   if (custom_meta) {
-    BERR(kdg_key_line(e, be->structured_inherits ? "structured_inherits" : "precomputed"),
-         "%s of '%s' needs an upstream structured out= variant; upstream's '%s' (%s:%d) is not "
-         "structured",
-         be->structured_inherits ? "structured_inherits" : "precomputed", e->qualified,
-         up->qualified, C->src->path, up->line);
+    custom_meta_unstructured(C, be, e, up);
     return;
   }
   be->structured = false;

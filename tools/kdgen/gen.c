@@ -19,24 +19,6 @@
 
 /* ---- The C view of one function ------------------------------------------ */
 
-/* Operator names whose entry point would be a name of the core API
- * (kd_stack is the boxed stack): their entry points get "_op" appended
- * (docs/CODEGEN.md). */
-static const char *const core_names[] = {
-    "allocator", "arg",    "argument", "call",   "device", "dtype",  "kernel",
-    "keyset",    "layout", "library",  "list",   "op",     "registration", "scalar",
-    "schema",    "stack",  "status",   "storage", "string", "tensor", "type",
-    "value",     NULL};
-
-/* The C name of the entry point (without "kd_"): the cname, or cname + "_op". */
-static void kdg_entry_name(char *dst, size_t cap, const char *cname) {
-  bool clash = false;
-  for (const char *const *n = core_names; *n; n++)
-    if (!strcmp(*n, cname)) clash = true;
-  snprintf(dst, cap, "%s%s", cname, clash ? "_op" : "");
-}
-
-
 static const char *const c_keywords[] = {
     "auto",     "break",   "case",     "char",   "const",    "continue", "default",
     "do",       "double",  "else",     "enum",   "extern",   "float",    "for",
@@ -58,18 +40,16 @@ static const char *alias_set(const kd_argument *a) {
   return kd_alias_before(al, 0);
 }
 
-bool kdg_build_cfunc(const kdg_func *f, const char *ns, kdg_cfunc *c, kdg_diag *d, const char *path) {
+bool kdg_fill_cfunc(const kdg_func *f, const char *ns, kdg_cfunc *c) {
   memset(c, 0, sizeof *c);
   c->f = f;
+  c->bad_alias = c->bad_ret = -1;
   kdg_entry_name(c->ename, sizeof c->ename, f->cname);
   const kd_schema *s = f->schema;
   snprintf(c->qualified, sizeof c->qualified, "%s::%s%s%s", ns, f->name, *f->overload ? "." : "",
            f->overload);
   size_t na = kd_schema_num_arguments(s), nr = kd_schema_num_returns(s);
-  if (na > KDG_MAXP || nr > KDG_MAXR) {
-    kdg_error(d, path, f->line, "'%s' has too many arguments or returns for kdgen", f->func);
-    return false;
-  }
+  if (na > KDG_MAXP || nr > KDG_MAXR) return false;
   size_t pos = 0;
   pos += (size_t)snprintf(c->sig + pos, sizeof c->sig - pos, "(");
   for (size_t i = 0; i < na; i++) {
@@ -96,11 +76,7 @@ bool kdg_build_cfunc(const kdg_func *f, const char *ns, kdg_cfunc *c, kdg_diag *
         const char *aset = alias_set(c->p[j].arg);
         if (aset && !strcmp(aset, set)) cr->alias_of = j;
       }
-      if (cr->alias_of < 0) {
-        kdg_error(d, path, f->line, "'%s': return %zu aliases '%s', which no argument has",
-                  f->func, i, set);
-        return false;
-      }
+      if (cr->alias_of < 0 && c->bad_alias < 0) c->bad_alias = (int)i;
     }
     const char *rn = kd_argument_name(r);
     if (rn && *rn)
@@ -113,32 +89,48 @@ bool kdg_build_cfunc(const kdg_func *f, const char *ns, kdg_cfunc *c, kdg_diag *
       if (!strcmp(c->p[j].name, cr->name)) strncat(cr->name, "_out", sizeof cr->name - strlen(cr->name) - 1);
     if (cr->alias_of < 0) {
       c->nouts++;
-      if (!kdg_ctype_of(cr->kind)->ret) {
-        char t[256];
-        kd_type_format(kd_argument_type(r), t, sizeof t);
-        /* Not an error: the rest of the file generates (PyTorch's own has
-         * a few such operators). */
-        kdg_note(d, path, f->line, "'%s': not generated: kdgen cannot return a '%s'", f->qualified, t);
-        return false;
-      }
+      if (!kdg_ctype_of(cr->kind)->ret && c->bad_ret < 0) c->bad_ret = (int)i;
     }
     char t[256];
     kd_type_format(kd_argument_type(r), t, sizeof t);
     pos += (size_t)snprintf(c->sig + pos, sizeof c->sig - pos, "%s%s", i ? ", " : "", t);
   }
   snprintf(c->sig + pos, sizeof c->sig - pos, "%s", nr == 1 ? "" : ")");
+  return true;
+}
+
+bool kdg_build_cfunc(const kdg_func *f, const char *ns, kdg_cfunc *c, kdg_diag *d, const char *path) {
+  if (!kdg_fill_cfunc(f, ns, c)) {
+    kdg_error(d, path, f->line, "'%s' has too many arguments or returns for kdgen", f->func);
+    return false;
+  }
+  if (c->bad_alias >= 0 && (c->bad_ret < 0 || c->bad_alias <= c->bad_ret)) {
+    const char *set = alias_set(kd_schema_return(f->schema, (size_t)c->bad_alias));
+    kdg_error(d, path, f->line, "'%s': return %d aliases '%s', which no argument has", f->func,
+              c->bad_alias, set);
+    return false;
+  }
+  if (c->bad_ret >= 0) {
+    char t[256];
+    kd_type_format(kd_argument_type(kd_schema_return(f->schema, (size_t)c->bad_ret)), t, sizeof t);
+    /* Not an error: the rest of the file generates (PyTorch's own has a few
+     * such operators). */
+    kdg_note(d, path, f->line, "'%s': not generated: kdgen cannot return a '%s'", f->qualified, t);
+    return false;
+  }
   c->ok = true;
   return true;
+}
+
+void kdg_print_param(kdg_buf *b, const char *sep, kdg_ckind kind, const char *name) {
+  const char *t = kdg_ctype_of(kind)->param;
+  kdg_printf(b, "%s%s%s%s", sep, t, t[strlen(t) - 1] == '*' ? "" : " ", name);
 }
 
 /* "kd_tensor *self, kd_tensor *other, const kd_scalar *alpha, kd_tensor **out" */
 void kdg_print_params(kdg_buf *b, const kdg_cfunc *c, bool with_outs) {
   int n = 0;
-  for (int i = 0; i < c->np; i++) {
-    const char *t = kdg_ctype_of(c->p[i].kind)->param;
-    kdg_printf(b, "%s%s%s%s", n++ ? ", " : "", t, t[strlen(t) - 1] == '*' ? "" : " ",
-               c->p[i].name);
-  }
+  for (int i = 0; i < c->np; i++) kdg_print_param(b, n++ ? ", " : "", c->p[i].kind, c->p[i].name);
   if (with_outs)
     for (int i = 0; i < c->nr; i++) {
       if (c->r[i].alias_of >= 0) continue;
@@ -160,7 +152,7 @@ void kdg_print_call_args(kdg_buf *b, const kdg_cfunc *c, bool with_outs) {
 
 typedef enum target_kind {
   TARGET_NATIVE,     /* kdk_native_<kernel>(params) */
-  TARGET_STRUCTURED, /* kd__s_<KEY>_<cname>(params): the structured wrapper */
+  TARGET_STRUCTURED, /* kdk__s_<KEY>_<cname>(params): the structured wrapper */
   TARGET_BACKEND_SELECT, /* no tensor arguments: pick the backend from `device` */
 } target_kind;
 
@@ -315,7 +307,7 @@ static int targets_of(const gen_ctx *g, const kdg_func *f, target *t, int cap) {
       snprintf(x->key, sizeof x->key, "%s", key);
       snprintf(x->backend, sizeof x->backend, "%s", backend_of(key));
       x->kind = TARGET_STRUCTURED;
-      snprintf(x->fn, sizeof x->fn, "kd__s_%s_%s", key, f->cname);
+      snprintf(x->fn, sizeof x->fn, "kdk__s_%s_%s", key, f->cname);
       x->line = out->dispatch[i].line;
     }
     if (!meta && n < cap) {
@@ -323,7 +315,7 @@ static int targets_of(const gen_ctx *g, const kdg_func *f, target *t, int cap) {
       snprintf(x->key, sizeof x->key, "Meta");
       snprintf(x->backend, sizeof x->backend, "meta");
       x->kind = TARGET_STRUCTURED;
-      snprintf(x->fn, sizeof x->fn, "kd__s_Meta_%s", f->cname);
+      snprintf(x->fn, sizeof x->fn, "kdk__s_Meta_%s", f->cname);
       x->line = out->line;
     }
     /* Extra dispatch entries of a delegating function (sparse kernels...). */
@@ -374,105 +366,71 @@ static const target *direct_target(const target *t, int n, const char *key) {
 
 /* ---- Pieces of code shared by several files -------------------------------- */
 
-/* Fills kd__a[i] from the typed parameters. */
+/* How a kind travels in a kd_arg: its member, and the shape of the member
+ * (a plain value, an optional {has, v}, a {data, size} list, a string). */
+typedef enum arg_shape { ARG_PLAIN, ARG_OPT, ARG_LIST, ARG_STR } arg_shape;
+
+static const struct {
+  const char *member;
+  arg_shape shape;
+} arg_members[KDG_C_COUNT] = {
+    [KDG_C_TENSOR] = {"t", ARG_PLAIN},           [KDG_C_OPT_TENSOR] = {"t", ARG_PLAIN},
+    [KDG_C_TENSOR_LIST] = {"tensors", ARG_LIST}, [KDG_C_OPT_TENSOR_LIST] = {"tensors", ARG_LIST},
+    [KDG_C_INT] = {"i", ARG_PLAIN},              [KDG_C_OPT_INT] = {"i", ARG_OPT},
+    [KDG_C_FLOAT] = {"f", ARG_PLAIN},            [KDG_C_OPT_FLOAT] = {"f", ARG_OPT},
+    [KDG_C_BOOL] = {"b", ARG_PLAIN},             [KDG_C_OPT_BOOL] = {"b", ARG_OPT},
+    [KDG_C_SCALAR] = {"s", ARG_PLAIN},           [KDG_C_OPT_SCALAR] = {"s", ARG_PLAIN},
+    [KDG_C_DTYPE] = {"dtype", ARG_PLAIN},        [KDG_C_OPT_DTYPE] = {"dtype", ARG_OPT},
+    [KDG_C_LAYOUT] = {"layout", ARG_PLAIN},      [KDG_C_OPT_LAYOUT] = {"layout", ARG_OPT},
+    [KDG_C_DEVICE] = {"device", ARG_PLAIN},      [KDG_C_OPT_DEVICE] = {"device", ARG_OPT},
+    [KDG_C_MF] = {"mf", ARG_PLAIN},              [KDG_C_OPT_MF] = {"mf", ARG_OPT},
+    [KDG_C_INTS] = {"ints", ARG_LIST},           [KDG_C_FLOATS] = {"floats", ARG_LIST},
+    [KDG_C_BOOLS] = {"bools", ARG_LIST},         [KDG_C_STR] = {"str", ARG_STR},
+    [KDG_C_OPT_STR] = {"str", ARG_STR},          [KDG_C_VALUE] = {"value", ARG_PLAIN},
+};
+
+static const char *arg_member(kdg_ckind k, arg_shape *shape) {
+  if ((unsigned)k >= KDG_C_COUNT) k = KDG_C_VALUE;
+  *shape = arg_members[k].shape;
+  return arg_members[k].member;
+}
+
+/* Fills kdg_a[i] from the typed parameters. */
 void kdg_emit_pack_args(kdg_buf *b, const kdg_cfunc *c) {
   for (int i = 0; i < c->np; i++) {
-    const kdg_cparam *p = &c->p[i];
-    const char *n = p->name;
-    switch (p->kind) {
-    case KDG_C_TENSOR:
-    case KDG_C_OPT_TENSOR: kdg_printf(b, "  kd__a[%d].t = %s;\n", i, n); break;
-    case KDG_C_TENSOR_LIST:
-    case KDG_C_OPT_TENSOR_LIST:
-      kdg_printf(b, "  kd__a[%d].tensors.data = %s.data;\n  kd__a[%d].tensors.size = %s.size;\n", i,
-                 n, i, n);
-      break;
-    case KDG_C_INT: kdg_printf(b, "  kd__a[%d].i = %s;\n", i, n); break;
-    case KDG_C_FLOAT: kdg_printf(b, "  kd__a[%d].f = %s;\n", i, n); break;
-    case KDG_C_BOOL: kdg_printf(b, "  kd__a[%d].b = %s;\n", i, n); break;
-    case KDG_C_SCALAR:
-    case KDG_C_OPT_SCALAR: kdg_printf(b, "  kd__a[%d].s = %s;\n", i, n); break;
-    case KDG_C_DTYPE: kdg_printf(b, "  kd__a[%d].dtype = %s;\n", i, n); break;
-    case KDG_C_LAYOUT: kdg_printf(b, "  kd__a[%d].layout = %s;\n", i, n); break;
-    case KDG_C_DEVICE: kdg_printf(b, "  kd__a[%d].device = %s;\n", i, n); break;
-    case KDG_C_MF: kdg_printf(b, "  kd__a[%d].mf = %s;\n", i, n); break;
-    case KDG_C_OPT_INT:
-    case KDG_C_OPT_FLOAT:
-    case KDG_C_OPT_BOOL:
-    case KDG_C_OPT_DTYPE:
-    case KDG_C_OPT_LAYOUT:
-    case KDG_C_OPT_DEVICE:
-    case KDG_C_OPT_MF: {
-      const char *m = p->kind == KDG_C_OPT_INT     ? "i"
-                      : p->kind == KDG_C_OPT_FLOAT ? "f"
-                      : p->kind == KDG_C_OPT_BOOL  ? "b"
-                      : p->kind == KDG_C_OPT_DTYPE ? "dtype"
-                      : p->kind == KDG_C_OPT_LAYOUT ? "layout"
-                      : p->kind == KDG_C_OPT_DEVICE ? "device"
-                                                    : "mf";
-      kdg_printf(b, "  kd__a[%d].opt.has = %s != NULL;\n  if (%s) kd__a[%d].opt.v.%s = *%s;\n", i, n,
+    const char *n = c->p[i].name;
+    arg_shape sh;
+    const char *m = arg_member(c->p[i].kind, &sh);
+    switch (sh) {
+    case ARG_PLAIN: kdg_printf(b, "  kdg_a[%d].%s = %s;\n", i, m, n); break;
+    case ARG_OPT:
+      kdg_printf(b, "  kdg_a[%d].opt.has = %s != NULL;\n  if (%s) kdg_a[%d].opt.v.%s = *%s;\n", i, n,
                  n, i, m, n);
       break;
-    }
-    case KDG_C_INTS:
-    case KDG_C_FLOATS:
-    case KDG_C_BOOLS: {
-      const char *m = p->kind == KDG_C_INTS ? "ints" : p->kind == KDG_C_FLOATS ? "floats" : "bools";
-      kdg_printf(b, "  kd__a[%d].%s.data = %s.data;\n  kd__a[%d].%s.size = %s.size;\n", i, m, n, i, m,
+    case ARG_LIST:
+      kdg_printf(b, "  kdg_a[%d].%s.data = %s.data;\n  kdg_a[%d].%s.size = %s.size;\n", i, m, n, i, m,
                  n);
       break;
-    }
-    case KDG_C_STR:
-    case KDG_C_OPT_STR:
-      kdg_printf(b, "  kd__a[%d].str.data = %s;\n  kd__a[%d].str.size = %s ? (int64_t)strlen(%s) : 0;\n",
+    case ARG_STR:
+      kdg_printf(b, "  kdg_a[%d].str.data = %s;\n  kdg_a[%d].str.size = %s ? (int64_t)strlen(%s) : 0;\n",
                  i, n, i, n, n);
       break;
-    case KDG_C_VALUE:
-    case KDG_C_COUNT: kdg_printf(b, "  kd__a[%d].value = %s;\n", i, n); break;
     }
   }
 }
 
 /* The expression reading argument i of kd_arg array `a` as its C type. */
 void kdg_emit_unpack_arg(kdg_buf *b, const kdg_cparam *p, int i, const char *a) {
-  switch (p->kind) {
-  case KDG_C_TENSOR:
-  case KDG_C_OPT_TENSOR: kdg_printf(b, "%s[%d].t", a, i); break;
-  case KDG_C_TENSOR_LIST:
-  case KDG_C_OPT_TENSOR_LIST:
-    kdg_printf(b, "(kd_tensors){%s[%d].tensors.data, %s[%d].tensors.size}", a, i, a, i);
+  arg_shape sh;
+  const char *m = arg_member(p->kind, &sh);
+  switch (sh) {
+  case ARG_PLAIN: kdg_printf(b, "%s[%d].%s", a, i, m); break;
+  case ARG_OPT: kdg_printf(b, "(%s[%d].opt.has ? &%s[%d].opt.v.%s : NULL)", a, i, a, i, m); break;
+  case ARG_LIST:
+    kdg_printf(b, "(%s){%s[%d].%s.data, %s[%d].%s.size}", kdg_ctype_of(p->kind)->param, a, i, m, a, i,
+               m);
     break;
-  case KDG_C_INT: kdg_printf(b, "%s[%d].i", a, i); break;
-  case KDG_C_FLOAT: kdg_printf(b, "%s[%d].f", a, i); break;
-  case KDG_C_BOOL: kdg_printf(b, "%s[%d].b", a, i); break;
-  case KDG_C_SCALAR:
-  case KDG_C_OPT_SCALAR: kdg_printf(b, "%s[%d].s", a, i); break;
-  case KDG_C_DTYPE: kdg_printf(b, "%s[%d].dtype", a, i); break;
-  case KDG_C_LAYOUT: kdg_printf(b, "%s[%d].layout", a, i); break;
-  case KDG_C_DEVICE: kdg_printf(b, "%s[%d].device", a, i); break;
-  case KDG_C_MF: kdg_printf(b, "%s[%d].mf", a, i); break;
-  case KDG_C_OPT_INT: kdg_printf(b, "(%s[%d].opt.has ? &%s[%d].opt.v.i : NULL)", a, i, a, i); break;
-  case KDG_C_OPT_FLOAT: kdg_printf(b, "(%s[%d].opt.has ? &%s[%d].opt.v.f : NULL)", a, i, a, i); break;
-  case KDG_C_OPT_BOOL: kdg_printf(b, "(%s[%d].opt.has ? &%s[%d].opt.v.b : NULL)", a, i, a, i); break;
-  case KDG_C_OPT_DTYPE:
-    kdg_printf(b, "(%s[%d].opt.has ? &%s[%d].opt.v.dtype : NULL)", a, i, a, i);
-    break;
-  case KDG_C_OPT_LAYOUT:
-    kdg_printf(b, "(%s[%d].opt.has ? &%s[%d].opt.v.layout : NULL)", a, i, a, i);
-    break;
-  case KDG_C_OPT_DEVICE:
-    kdg_printf(b, "(%s[%d].opt.has ? &%s[%d].opt.v.device : NULL)", a, i, a, i);
-    break;
-  case KDG_C_OPT_MF: kdg_printf(b, "(%s[%d].opt.has ? &%s[%d].opt.v.mf : NULL)", a, i, a, i); break;
-  case KDG_C_INTS: kdg_printf(b, "(kd_ints){%s[%d].ints.data, %s[%d].ints.size}", a, i, a, i); break;
-  case KDG_C_FLOATS:
-    kdg_printf(b, "(kd_floats){%s[%d].floats.data, %s[%d].floats.size}", a, i, a, i);
-    break;
-  case KDG_C_BOOLS: kdg_printf(b, "(kd_bools){%s[%d].bools.data, %s[%d].bools.size}", a, i, a, i); break;
-  case KDG_C_STR:
-  case KDG_C_OPT_STR: kdg_printf(b, "%s[%d].str.data", a, i); break;
-  case KDG_C_VALUE:
-  case KDG_C_COUNT: kdg_printf(b, "%s[%d].value", a, i); break;
+  case ARG_STR: kdg_printf(b, "%s[%d].str.data", a, i); break;
   }
 }
 
@@ -508,7 +466,7 @@ void kdg_emit_scalar_defaults(kdg_buf *b, const kdg_cfunc *c) {
     if (!c->p[i].scalar_default) continue;
     char expr[128];
     if (!kdg_scalar_default_expr(c->p[i].arg, expr, sizeof expr)) continue;
-    kdg_printf(b, "  kd_scalar kd__d%d;\n  if (!%s) {\n    kd__d%d = %s;\n    %s = &kd__d%d;\n  }\n", i,
+    kdg_printf(b, "  kd_scalar kdg_d%d;\n  if (!%s) {\n    kdg_d%d = %s;\n    %s = &kdg_d%d;\n  }\n", i,
                c->p[i].name, i, expr, c->p[i].name, i);
   }
 }
@@ -516,8 +474,12 @@ void kdg_emit_scalar_defaults(kdg_buf *b, const kdg_cfunc *c) {
 void kdg_emit_check_outs(kdg_buf *b, const kdg_cfunc *c, const char *fname) {
   for (int i = 0; i < c->nr; i++) {
     if (c->r[i].alias_of >= 0) continue;
-    kdg_printf(b, "  if (!%s) return kd_set_error(KD_EINVAL, \"%s: NULL output '%s'\");\n",
-               c->r[i].name, fname, c->r[i].name);
+    if (fname)
+      kdg_printf(b, "  if (!%s) return kd_set_error(KD_EINVAL, \"%s: NULL output '%s'\");\n",
+                 c->r[i].name, fname, c->r[i].name);
+    else
+      kdg_printf(b, "  if (!%s) return kd_set_error(KD_EINVAL, \"%%s: NULL output '%s'\", kdg_fn);\n",
+                 c->r[i].name, c->r[i].name);
     if (c->r[i].kind == KDG_C_TENSOR || c->r[i].kind == KDG_C_OPT_TENSOR)
       kdg_printf(b, "  *%s = NULL;\n", c->r[i].name);
     if (c->r[i].kind == KDG_C_TENSOR_LIST) kdg_printf(b, "  *%s = (kd_tensor_list){NULL, 0};\n", c->r[i].name);
@@ -591,9 +553,9 @@ static int write_public_headers(gen_ctx *g, const char *out_dir, const char *bas
     const kdg_cfunc *c = &g->cf[i];
     if (!c->ok || strcmp(c->f->base, base)) continue;
     kdg_schema_comment(&b, c, g->ns);
-    kdg_printf(&b, "KD_API kd_status kd_%s(", c->ename);
+    kdg_printf(&b, "KDK_API kd_status kd_%s(", c->ename);
     kdg_print_params(&b, c, true);
-    kdg_printf(&b, ");\nKD_API kd_status kd_%s_redispatch(kd_keyset keys%s", c->ename,
+    kdg_printf(&b, ");\nKDK_API kd_status kd_redispatch_%s(kd_keyset keys%s", c->f->cname,
                c->np || c->nouts ? ", " : "");
     if (c->np || c->nouts) kdg_print_params(&b, c, true);
     kdg_printf(&b, ");\n\n");
@@ -604,7 +566,7 @@ static int write_public_headers(gen_ctx *g, const char *out_dir, const char *bas
       if (!g->backend_used[k] || !direct_target(t, nt, backend_names[k][0])) continue;
       if (!any) kdg_schema_comment(&dsp, c, g->ns);
       any = true;
-      kdg_printf(&dsp, "KD_API kd_status kd_%s_%s(", backend_names[k][1], c->f->cname);
+      kdg_printf(&dsp, "KDK_API kd_status kd_%s_%s(", backend_names[k][1], c->f->cname);
       kdg_print_params(&dsp, c, true);
       kdg_printf(&dsp, ");\n");
     }
@@ -660,10 +622,14 @@ const char *kdg_precomputed_ctype(const char *schema_type) {
 
 bool kdg_precomputed_byref(const char *schema_type) { return !strcmp(schema_type, "DimVector"); }
 
-const kdg_precomputed *kdg_replaced_by(const kdg_func *out, const char *arg) {
-  for (size_t i = 0; i < out->nprecomputed; i++)
-    if (!strcmp(out->precomputed[i].replaces, arg)) return &out->precomputed[i];
+const kdg_precomputed *kdg_replaced_in(const kdg_precomputed *v, size_t n, const char *arg) {
+  for (size_t i = 0; i < n; i++)
+    if (!strcmp(v[i].replaces, arg)) return &v[i];
   return NULL;
+}
+
+const kdg_precomputed *kdg_replaced_by(const kdg_func *out, const char *arg) {
+  return kdg_replaced_in(out->precomputed, out->nprecomputed, arg);
 }
 
 /* include/kdk/native/<base>.h (public, installed: the kit's declarations of
@@ -695,12 +661,12 @@ static int write_native_header(gen_ctx *g, const char *out_dir, const char *base
       for (int j = 0; j < k; j++)
         if (!strcmp(t[j].fn, t[k].fn)) dup = true;
       if (dup) continue;
-      bool pub = !strncmp(t[k].fn, "kdk_", 4);
+      bool pub = !strncmp(t[k].fn, "kdk_", 4) && strncmp(t[k].fn, "kdk__", 5); /* not kdk__s_ */
       kdg_printf(pub ? &b : &pv, "%skd_status %s(", pub ? "KDK_API " : "", t[k].fn);
       kdg_print_params(pub ? &b : &pv, c, true);
       kdg_printf(pub ? &b : &pv, ");\n");
     }
-    kdg_printf(&pv, "kd_status kd__boxed_%s(const kd_call *call, kd_stack *stack, kd_unboxed_fn fn);\n",
+    kdg_printf(&pv, "kd_status kdk__boxed_%s(const kd_call *call, kd_stack *stack, kd_unboxed_fn fn);\n",
                f->cname);
     if (f->structured) {
       sinfo si;
@@ -783,39 +749,50 @@ static int write_native_header(gen_ctx *g, const char *out_dir, const char *base
   return rc;
 }
 
-/* The entry point (keys == NULL) or the redispatch entry point. */
-void kdg_emit_entry(kdg_buf *b, const kdg_cfunc *c, bool redispatch) {
-  char fname[300];
-  snprintf(fname, sizeof fname, "kd_%s%s", c->ename, redispatch ? "_redispatch" : "");
-  kdg_printf(b, "kd_status %s(", fname);
-  if (redispatch) kdg_printf(b, "kd_keyset keys%s", c->np || c->nouts ? ", " : "");
-  if (!redispatch || c->np || c->nouts) kdg_print_params(b, c, true);
+/* The entry point kd_<ename> and the redispatch entry point
+ * kd_redispatch_<cname>, around one static packer kdg_call_<cname> that both
+ * inline (keys NULL: the dispatcher computes them; the branch folds away). */
+void kdg_emit_entry(kdg_buf *b, const kdg_cfunc *c) {
+  const char *cn = c->f->cname, *sep = c->np || c->nouts ? ", " : "";
+  kdg_printf(b, "static inline __attribute__((always_inline)) kd_status kdg_call_%s(const char *kdg_fn, "
+                "const kd_keyset *kdg_keys%s", cn, sep);
+  if (c->np || c->nouts) kdg_print_params(b, c, true);
   kdg_printf(b, ") {\n");
-  kdg_emit_check_outs(b, c, fname);
-  kdg_printf(b, "  static kd_op *kd__cache;\n  kd_op *kd__op = kdk__ops_cached(&kd__cache);\n");
-  kdg_printf(b, "  kd_status kd__st;\n");
-  kdg_printf(b, "  if (!kd__op && (kd__st = kdk__ops_lookup(\"%s\", \"%s\", &kd__cache, &kd__op)))\n"
-                "    return kd__st;\n",
+  kdg_emit_check_outs(b, c, NULL);
+  kdg_printf(b, "  static kd_op *kdg_cache;\n  kd_op *kdg_op = kdk__ops_cached(&kdg_cache);\n");
+  kdg_printf(b, "  kd_status kdg_st;\n");
+  kdg_printf(b, "  if (!kdg_op && (kdg_st = kdk__ops_lookup(\"%s\", \"%s\", &kdg_cache, &kdg_op)))\n"
+                "    return kdg_st;\n",
              c->qualified, c->sig);
   kdg_emit_scalar_defaults(b, c);
-  kdg_printf(b, "  kd_arg kd__a[%d];\n", c->np ? c->np : 1);
+  kdg_printf(b, "  kd_arg kdg_a[%d];\n", c->np ? c->np : 1);
   kdg_emit_pack_args(b, c);
-  kdg_printf(b, "  kd_value kd__r[%d];\n", c->nr ? c->nr : 1);
-  for (int i = 0; i < c->nr; i++) kdg_printf(b, "  kd__r[%d] = kd_value_none();\n", i);
-  if (redispatch)
-    kdg_printf(b, "  if ((kd__st = kd_call_unboxed_keys(kd__op, keys, kd__a, kd__r))) return kd__st;\n");
-  else
-    kdg_printf(b, "  if ((kd__st = kd_call_unboxed(kd__op, kd__a, kd__r))) return kd__st;\n");
-  if (c->nr == 0) kdg_printf(b, "  (void)kd__r;\n");
+  kdg_printf(b, "  kd_value kdg_r[%d];\n", c->nr ? c->nr : 1);
+  for (int i = 0; i < c->nr; i++) kdg_printf(b, "  kdg_r[%d] = kd_value_none();\n", i);
+  kdg_printf(b, "  if ((kdg_st = kdg_keys ? kd_call_unboxed_keys(kdg_op, *kdg_keys, kdg_a, kdg_r)\n"
+                "                        : kd_call_unboxed(kdg_op, kdg_a, kdg_r)))\n"
+                "    return kdg_st;\n");
+  if (c->nr == 0) kdg_printf(b, "  (void)kdg_r;\n");
+  if (!c->nouts) kdg_printf(b, "  (void)kdg_fn;\n");
   for (int i = 0; i < c->nr; i++) {
     if (c->r[i].alias_of >= 0) {
-      kdg_printf(b, "  kdk__value_drop_alias(&kd__r[%d]);\n", i);
+      kdg_printf(b, "  kdk__value_drop_alias(&kdg_r[%d]);\n", i);
       continue;
     }
-    kdg_printf(b, "  if (!kd__st) kd__st = %s(&kd__r[%d], %s, \"%s\");\n  else kd_value_destroy(&kd__r[%d]);\n",
+    kdg_printf(b, "  if (!kdg_st) kdg_st = %s(&kdg_r[%d], %s, \"%s\");\n  else kd_value_destroy(&kdg_r[%d]);\n",
                kdg_ret_fn(c->r[i].kind), i, c->r[i].name, c->qualified, i);
   }
-  kdg_printf(b, "  return kd__st;\n}\n\n");
+  kdg_printf(b, "  return kdg_st;\n}\n\n");
+  for (int rd = 0; rd < 2; rd++) {
+    char fname[300];
+    snprintf(fname, sizeof fname, rd ? "kd_redispatch_%s" : "kd_%s", rd ? cn : c->ename);
+    kdg_printf(b, "kd_status %s(%s", fname, rd ? "kd_keyset keys" : "");
+    if (rd && (c->np || c->nouts)) kdg_printf(b, ", ");
+    if (!rd || c->np || c->nouts) kdg_print_params(b, c, true);
+    kdg_printf(b, ") {\n  return kdg_call_%s(\"%s\", %s%s", cn, fname, rd ? "&keys" : "NULL", sep);
+    kdg_print_call_args(b, c, true);
+    kdg_printf(b, ");\n}\n\n");
+  }
 }
 
 static int write_entry(gen_ctx *g, const char *out_dir) {
@@ -826,8 +803,7 @@ static int write_entry(gen_ctx *g, const char *out_dir) {
   for (size_t i = 0; i < g->f->nfuncs; i++) {
     const kdg_cfunc *c = &g->cf[i];
     if (!c->ok) continue;
-    kdg_emit_entry(&b, c, false);
-    kdg_emit_entry(&b, c, true);
+    kdg_emit_entry(&b, c);
   }
   char path[4096];
   snprintf(path, sizeof path, "%s/ops/gen_entry.c", out_dir);
@@ -870,25 +846,25 @@ static int write_direct(gen_ctx *g, const char *out_dir) {
 }
 
 void kdg_emit_boxed_adapter(kdg_buf *b, const kdg_cfunc *c) {
-  kdg_printf(b, "kd_status kd__boxed_%s(const kd_call *call, kd_stack *stack, kd_unboxed_fn fn) {\n",
+  kdg_printf(b, "kd_status kdk__boxed_%s(const kd_call *call, kd_stack *stack, kd_unboxed_fn fn) {\n",
              c->f->cname);
-  kdg_printf(b, "  kd_status kd__st = kdk__box_check_depth(call, stack, %d);\n  if (kd__st) return kd__st;\n",
+  kdg_printf(b, "  kd_status kdg_st = kdk__box_check_depth(call, stack, %d);\n  if (kdg_st) return kdg_st;\n",
              c->np);
   if (c->np) {
-    kdg_printf(b, "  const kd_value *kd__v = stack->items + stack->size - %d;\n", c->np);
-    kdg_printf(b, "  kd_arg kd__a[%d];\n  kdk__box_scratch kd__x[%d];\n", c->np, c->np);
+    kdg_printf(b, "  const kd_value *kdg_v = stack->items + stack->size - %d;\n", c->np);
+    kdg_printf(b, "  kd_arg kdg_a[%d];\n  kdk__box_scratch kdg_x[%d];\n", c->np, c->np);
     for (int p = 0; p < c->np; p++)
       kdg_printf(b,
-                 "  if ((kd__st = kdk__box_arg(&kd__v[%d], %s, &kd__a[%d], &kd__x[%d], call, %d, \"%s\")))\n"
-                 "    return kd__st;\n",
+                 "  if ((kdg_st = kdk__box_arg(&kdg_v[%d], %s, &kdg_a[%d], &kdg_x[%d], call, %d, \"%s\")))\n"
+                 "    return kdg_st;\n",
                  p, kdg_ctype_of(c->p[p].kind)->box_kind, p, p, p, kd_argument_name(c->p[p].arg));
   } else {
-    kdg_printf(b, "  kd_arg kd__a[1];\n");
+    kdg_printf(b, "  kd_arg kdg_a[1];\n");
   }
-  kdg_printf(b, "  kd_value kd__r[%d];\n", c->nr ? c->nr : 1);
-  for (int r = 0; r < c->nr; r++) kdg_printf(b, "  kd__r[%d] = kd_value_none();\n", r);
-  kdg_printf(b, "  if ((kd__st = fn(call, kd__a, kd__r))) return kd__st;\n");
-  kdg_printf(b, "  return kdk__box_finish(stack, %d, kd__r, %d);\n}\n\n", c->np, c->nr);
+  kdg_printf(b, "  kd_value kdg_r[%d];\n", c->nr ? c->nr : 1);
+  for (int r = 0; r < c->nr; r++) kdg_printf(b, "  kdg_r[%d] = kd_value_none();\n", r);
+  kdg_printf(b, "  if ((kdg_st = fn(call, kdg_a, kdg_r))) return kdg_st;\n");
+  kdg_printf(b, "  return kdk__box_finish(stack, %d, kdg_r, %d);\n}\n\n", c->np, c->nr);
 }
 
 static int write_boxed(gen_ctx *g, const char *out_dir) {
@@ -938,16 +914,16 @@ int kdg_emit_structured_wrapper(kdg_buf *b, const kdg_swrap *w, kdg_diag *d, con
   kdg_printf(b, ") {\n");
   /* given tensors */
   if (f->kind == KDG_INPLACE) {
-    kdg_printf(b, "  kd_tensor *kd__given[1] = {%s};\n", c->p[0].name);
+    kdg_printf(b, "  kd_tensor *kdg_given[1] = {%s};\n", c->p[0].name);
   } else if (f->kind == KDG_OUT) {
-    kdg_printf(b, "  kd_tensor *kd__given[%d] = {", nout);
+    kdg_printf(b, "  kd_tensor *kdg_given[%d] = {", nout);
     int n = 0;
     for (int p = 0; p < c->np; p++)
       if (c->p[p].is_out) kdg_printf(b, "%s%s", n++ ? ", " : "", c->p[p].name);
     kdg_printf(b, "};\n");
   }
   /* device: the first tensor input, for functional outputs */
-  kdg_printf(b, "  kd_device kd__dev = ");
+  kdg_printf(b, "  kd_device kdg_dev = ");
   if (meta_key) {
     kdg_printf(b, "(kd_device){KD_DEVICE_META, 0};\n");
   } else {
@@ -965,17 +941,17 @@ int kdg_emit_structured_wrapper(kdg_buf *b, const kdg_swrap *w, kdg_diag *d, con
       kdg_printf(b, "}, %d);\n", nt);
     }
   }
-  kdg_printf(b, "  kdk_structured kd__s;\n  kdk_structured_init(&kd__s, \"%s\", %s, %d, %s, kd__dev);\n",
-             c->qualified, mode, nout, f->kind == KDG_FUNCTIONAL ? "NULL" : "kd__given");
-  if (w->iter) kdg_printf(b, "  kdk_iter kd__it;\n  kdk_iter_init(&kd__it, &kd__s);\n");
-  if (*w->pre) kdg_printf(b, "  %s kd__pre;\n", w->pre);
-  kdg_printf(b, "  kd_status kd__st = %s(&kd__s%s", w->meta, w->iter ? ", &kd__it" : "");
+  kdg_printf(b, "  kdk_structured kdg_s;\n  kdk_structured_init(&kdg_s, \"%s\", %s, %d, %s, kdg_dev);\n",
+             c->qualified, mode, nout, f->kind == KDG_FUNCTIONAL ? "NULL" : "kdg_given");
+  if (w->iter) kdg_printf(b, "  kdk_iter kdg_it;\n  kdk_iter_init(&kdg_it, &kdg_s);\n");
+  if (*w->pre) kdg_printf(b, "  %s kdg_pre;\n", w->pre);
+  kdg_printf(b, "  kd_status kdg_st = %s(&kdg_s%s", w->meta, w->iter ? ", &kdg_it" : "");
   for (int p = 0; p < c->np; p++)
     if (!c->p[p].is_out) kdg_printf(b, ", %s", c->p[p].name);
-  if (*w->pre) kdg_printf(b, ", &kd__pre");
+  if (*w->pre) kdg_printf(b, ", &kdg_pre");
   kdg_printf(b, ");\n");
   if (w->impl) {
-    kdg_printf(b, "  if (!kd__st) kd__st = %s(&kd__s%s", w->impl, w->iter ? ", &kd__it" : "");
+    kdg_printf(b, "  if (!kdg_st) kdg_st = %s(&kdg_s%s", w->impl, w->iter ? ", &kdg_it" : "");
     int q = 0;
     for (int p = 0; p < oc->np; p++) {
       if (oc->p[p].is_out) continue;
@@ -987,32 +963,36 @@ int kdg_emit_structured_wrapper(kdg_buf *b, const kdg_swrap *w, kdg_diag *d, con
       const kdg_precomputed *pr = kdg_replaced_by(oc->f, kd_argument_name(oc->p[p].arg));
       if (pr) {
         for (size_t k = 0; k < pr->nfields; k++)
-          kdg_printf(b, ", %skd__pre.%s", kdg_precomputed_byref(pr->fields[k].type) ? "&" : "",
+          kdg_printf(b, ", %skdg_pre.%s", kdg_precomputed_byref(pr->fields[k].type) ? "&" : "",
                      pr->fields[k].name);
         continue;
       }
       kdg_printf(b, ", %s", c->p[cp].name);
     }
-    for (int o = 0; o < nout; o++) kdg_printf(b, ", kdk_structured_output(&kd__s, %d)", o);
+    for (int o = 0; o < nout; o++) kdg_printf(b, ", kdk_structured_output(&kdg_s, %d)", o);
     kdg_printf(b, ");\n");
   }
-  if (w->iter) kdg_printf(b, "  if (!kd__st) kd__st = kdk_iter_finish(&kd__it);\n");
-  kdg_printf(b, "  if (!kd__st) kd__st = kdk_structured_finish(&kd__s);\n");
-  if (w->iter) kdg_printf(b, "  kdk_iter_release(&kd__it);\n");
-  if (f->kind == KDG_FUNCTIONAL) {
-    kdg_printf(b, "  kd_tensor *kd__take[%d];\n", nout);
-    kdg_printf(b, "  kdk_structured_release(&kd__s, kd__st ? NULL : kd__take);\n");
-    kdg_printf(b, "  if (kd__st) return kd__st;\n");
-    int o = 0;
-    for (int r = 0; r < c->nr; r++)
-      if (c->r[r].alias_of < 0) kdg_printf(b, "  *%s = kd__take[%d];\n", c->r[r].name, o++);
-    kdg_printf(b, "  return KD_OK;\n}\n\n");
-  } else {
-    kdg_printf(b, "  kdk_structured_release(&kd__s, NULL);\n  return kd__st;\n}\n\n");
-  }
+  kdg_emit_structured_finish(b, c, nout, w->iter);
   return 0;
 }
 
+
+void kdg_emit_structured_finish(kdg_buf *b, const kdg_cfunc *c, int nout, bool iter) {
+  if (iter) kdg_printf(b, "  if (!kdg_st) kdg_st = kdk_iter_finish(&kdg_it);\n");
+  kdg_printf(b, "  if (!kdg_st) kdg_st = kdk_structured_finish(&kdg_s);\n");
+  if (iter) kdg_printf(b, "  kdk_iter_release(&kdg_it);\n");
+  if (c->f->kind == KDG_FUNCTIONAL) {
+    kdg_printf(b, "  kd_tensor *kdg_take[%d];\n", nout);
+    kdg_printf(b, "  kdk_structured_release(&kdg_s, kdg_st ? NULL : kdg_take);\n");
+    kdg_printf(b, "  if (kdg_st) return kdg_st;\n");
+    int o = 0;
+    for (int r = 0; r < c->nr; r++)
+      if (c->r[r].alias_of < 0) kdg_printf(b, "  *%s = kdg_take[%d];\n", c->r[r].name, o++);
+    kdg_printf(b, "  return KD_OK;\n}\n\n");
+  } else {
+    kdg_printf(b, "  kdk_structured_release(&kdg_s, NULL);\n  return kdg_st;\n}\n\n");
+  }
+}
 
 /* The structured wrapper of function c for one key. */
 static void emit_structured_wrapper(gen_ctx *g, kdg_buf *b, const kdg_cfunc *c, const target *t) {
@@ -1041,7 +1021,7 @@ void kdg_emit_unboxed_wrapper(kdg_buf *b, const kdg_cfunc *c, const char *fn, in
     if (!c->p[i].scalar_default) continue;
     char expr[128];
     if (!kdg_scalar_default_expr(c->p[i].arg, expr, sizeof expr)) continue;
-    kdg_printf(b, "  kd_scalar kd__d%d = %s;\n", i, expr);
+    kdg_printf(b, "  kd_scalar kdg_d%d = %s;\n", i, expr);
   }
   for (int i = 0; i < c->nr; i++) {
     if (c->r[i].alias_of >= 0) continue;
@@ -1050,41 +1030,41 @@ void kdg_emit_unboxed_wrapper(kdg_buf *b, const kdg_cfunc *c, const char *fn, in
     snprintf(base_t, sizeof base_t, "%.*s", (int)(strlen(rt) - 1), rt); /* drop the last '*' */
     while (base_t[0] && base_t[strlen(base_t) - 1] == ' ') base_t[strlen(base_t) - 1] = 0;
     if (c->r[i].kind == KDG_C_SCALAR)
-      kdg_printf(b, "  kd_scalar kd__o%d;\n", i);
+      kdg_printf(b, "  kd_scalar kdg_o%d;\n", i);
     else if (c->r[i].kind == KDG_C_TENSOR_LIST)
-      kdg_printf(b, "  kd_tensor_list kd__o%d = {NULL, 0};\n", i);
+      kdg_printf(b, "  kd_tensor_list kdg_o%d = {NULL, 0};\n", i);
     else
-      kdg_printf(b, "  %s%skd__o%d = 0;\n", base_t, base_t[strlen(base_t) - 1] == '*' ? "" : " ", i);
+      kdg_printf(b, "  %s%skdg_o%d = 0;\n", base_t, base_t[strlen(base_t) - 1] == '*' ? "" : " ", i);
   }
-  kdg_printf(b, "  kd_status kd__st = %s(", fn);
+  kdg_printf(b, "  kd_status kdg_st = %s(", fn);
   int n = 0;
   for (int i = 0; i < c->np; i++) {
     kdg_printf(b, "%s", n++ ? ", " : "");
     if (c->p[i].scalar_default) {
-      kdg_printf(b, "a[%d].s ? a[%d].s : &kd__d%d", i, i, i);
+      kdg_printf(b, "a[%d].s ? a[%d].s : &kdg_d%d", i, i, i);
       continue;
     }
     kdg_emit_unpack_arg(b, &c->p[i], i, "a");
   }
   for (int i = 0; i < c->nr; i++)
-    if (c->r[i].alias_of < 0) kdg_printf(b, "%s&kd__o%d", n++ ? ", " : "", i);
-  kdg_printf(b, ");\n  if (kd__st) return kd__st;\n");
+    if (c->r[i].alias_of < 0) kdg_printf(b, "%s&kdg_o%d", n++ ? ", " : "", i);
+  kdg_printf(b, ");\n  if (kdg_st) return kdg_st;\n");
   /* Tensor[] results first: when a list cannot become a value, every
    * other result is still the wrapper's to release. */
   for (int i = 0; i < c->nr; i++) {
     if (c->r[i].alias_of >= 0 || c->r[i].kind != KDG_C_TENSOR_LIST) continue;
-    kdg_printf(b, "  if ((kd__st = kdk__value_take_tensor_list(&kd__o%d, &r[%d], \"%s\"))) {\n", i, i,
+    kdg_printf(b, "  if ((kdg_st = kdk__value_take_tensor_list(&kdg_o%d, &r[%d], \"%s\"))) {\n", i, i,
                c->qualified);
     for (int j = 0; j < c->nr; j++) {
       if (j == i || c->r[j].alias_of >= 0) continue;
       if (c->r[j].kind == KDG_C_TENSOR_LIST && j < i)
         kdg_printf(b, "    kd_value_destroy(&r[%d]);\n", j);
       else if (c->r[j].kind == KDG_C_TENSOR_LIST)
-        kdg_printf(b, "    kd_tensor_list_free(&kd__o%d);\n", j);
+        kdg_printf(b, "    kd_tensor_list_free(&kdg_o%d);\n", j);
       else if (c->r[j].kind == KDG_C_TENSOR || c->r[j].kind == KDG_C_OPT_TENSOR)
-        kdg_printf(b, "    kd_tensor_release(kd__o%d);\n", j);
+        kdg_printf(b, "    kd_tensor_release(kdg_o%d);\n", j);
     }
-    kdg_printf(b, "    return kd__st;\n  }\n");
+    kdg_printf(b, "    return kdg_st;\n  }\n");
   }
   for (int i = 0; i < c->nr; i++) {
     const kdg_cret *cr = &c->r[i];
@@ -1096,12 +1076,12 @@ void kdg_emit_unboxed_wrapper(kdg_buf *b, const kdg_cfunc *c, const char *fn, in
     }
     switch (cr->kind) {
     case KDG_C_TENSOR:
-    case KDG_C_OPT_TENSOR: kdg_printf(b, "  r[%d] = kdk__value_take_tensor(kd__o%d);\n", i, i); break;
+    case KDG_C_OPT_TENSOR: kdg_printf(b, "  r[%d] = kdk__value_take_tensor(kdg_o%d);\n", i, i); break;
     case KDG_C_TENSOR_LIST: break; /* above */
-    case KDG_C_INT: kdg_printf(b, "  r[%d] = kd_value_int(kd__o%d);\n", i, i); break;
-    case KDG_C_FLOAT: kdg_printf(b, "  r[%d] = kd_value_double(kd__o%d);\n", i, i); break;
-    case KDG_C_BOOL: kdg_printf(b, "  r[%d] = kd_value_bool(kd__o%d);\n", i, i); break;
-    default: kdg_printf(b, "  r[%d] = kd_value_scalar(kd__o%d);\n", i, i); break;
+    case KDG_C_INT: kdg_printf(b, "  r[%d] = kd_value_int(kdg_o%d);\n", i, i); break;
+    case KDG_C_FLOAT: kdg_printf(b, "  r[%d] = kd_value_double(kdg_o%d);\n", i, i); break;
+    case KDG_C_BOOL: kdg_printf(b, "  r[%d] = kd_value_bool(kdg_o%d);\n", i, i); break;
+    default: kdg_printf(b, "  r[%d] = kd_value_scalar(kdg_o%d);\n", i, i); break;
     }
   }
   kdg_printf(b, "  return KD_OK;\n}\n");
@@ -1135,13 +1115,13 @@ static int write_register(gen_ctx *g, const char *out_dir) {
       bool sel = kdg_sel_guard_open(&b, g->ns, f, t[k].key);
       kdg_sel_guard_open(&impls, g->ns, f, t[k].key);
       char uname[600], bname[600];
-      snprintf(uname, sizeof uname, "kd__u_%.60s_%.400s", t[k].key, f->cname);
-      snprintf(bname, sizeof bname, "kd__b_%.60s_%.400s", t[k].key, f->cname);
+      snprintf(uname, sizeof uname, "kdg_u_%.60s_%.400s", t[k].key, f->cname);
+      snprintf(bname, sizeof bname, "kdg_b_%.60s_%.400s", t[k].key, f->cname);
       kdg_emit_unboxed_wrapper(&b, c, t[k].fn,
                                t[k].kind == TARGET_BACKEND_SELECT ? t[k].device_arg : -1, uname);
       kdg_printf(&b,
                  "static kd_status %s(const kd_call *call, kd_stack *stack) {\n"
-                 "  return kd__boxed_%s(call, stack, %s);\n}\n\n",
+                 "  return kdk__boxed_%s(call, stack, %s);\n}\n\n",
                  bname, f->cname, uname);
       kdg_printf(&impls, "    {\"%s%s%s\", \"%s\", %s, %s, \"%s\", \"%s:%d\"},\n",
                  f->name, *f->overload ? "." : "", f->overload, t[k].key, uname, bname, c->sig, g->src, t[k].line);
@@ -1150,23 +1130,23 @@ static int write_register(gen_ctx *g, const char *out_dir) {
       nimpl++;
     }
   }
-  kdg_printf(&b, "static const kdk__gen_def kd__defs[] = {\n%s};\n\n", defs.data ? defs.data : "");
+  kdg_printf(&b, "static const kdk__gen_def kdg_defs[] = {\n%s};\n\n", defs.data ? defs.data : "");
   /* a selective build may leave out every row: the table ends with a
    * sentinel row that is not counted */
-  kdg_printf(&b, "static const kdk__gen_impl kd__impls[] = {\n%s    {NULL, NULL, NULL, NULL, NULL, NULL}};\n\n",
+  kdg_printf(&b, "static const kdk__gen_impl kdg_impls[] = {\n%s    {NULL, NULL, NULL, NULL, NULL, NULL}};\n\n",
              nimpl ? impls.data : "");
   if (!strcmp(g->ns, "aten"))
     kdg_printf(&b,
                "kd_status kdk__ops_register(void) {\n"
-               "  return kdk__ops_register_tables(\"%s\", \"%s\", kd__defs, sizeof kd__defs / sizeof kd__defs[0],\n"
-               "                                 kd__impls, sizeof kd__impls / sizeof kd__impls[0] - 1);\n}\n",
+               "  return kdk__ops_register_tables(\"%s\", \"%s\", kdg_defs, sizeof kdg_defs / sizeof kdg_defs[0],\n"
+               "                                 kdg_impls, sizeof kdg_impls / sizeof kdg_impls[0] - 1);\n}\n",
                g->ns, g->src);
   else /* another library beside libkdops: its own registration function */
     kdg_printf(&b,
-               "kd_status kd__%s_register(kd_library **lib);\n"
-               "kd_status kd__%s_register(kd_library **lib) {\n"
-               "  return kdk__ops_register_lib(\"%s\", \"%s\", kd__defs, sizeof kd__defs / sizeof kd__defs[0],\n"
-               "                              kd__impls, sizeof kd__impls / sizeof kd__impls[0] - 1, lib);\n}\n",
+               "kd_status kdk__%s_register(kd_library **lib);\n"
+               "kd_status kdk__%s_register(kd_library **lib) {\n"
+               "  return kdk__ops_register_lib(\"%s\", \"%s\", kdg_defs, sizeof kdg_defs / sizeof kdg_defs[0],\n"
+               "                              kdg_impls, sizeof kdg_impls / sizeof kdg_impls[0] - 1, lib);\n}\n",
                g->ns, g->ns, g->ns, g->src);
   char path[4096];
   snprintf(path, sizeof path, "%s/ops/gen_register.c", out_dir);

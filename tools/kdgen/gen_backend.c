@@ -27,188 +27,41 @@
 #include "kd/dispatch.h"
 #include "kd/memory.h"
 
-#define BMAXP 64
-#define BMAXR 8
+/* ---- The C view of one function: gen.c's (kdg_fill_cfunc), with what a
+ * backend kernel cannot take or give as the reason in why[] ------------------ */
 
-/* ---- The C view of one function (docs/CODEGEN.md, "C types of schema types") */
-
-typedef struct bparam {
-  char name[80];
-  kdg_ckind kind;
-  const kd_argument *arg;
-  bool is_out;         /* Tensor(a!) keyword argument of an out= function */
-  bool scalar_default; /* a Scalar with a default: NULL means the default */
-} bparam;
-
-typedef struct bret {
-  char name[80];
-  kdg_ckind kind;
-  int alias_of; /* index of the argument it aliases, or -1 */
-} bret;
-
-typedef struct bfunc {
-  const kdg_func *f;
-  bparam p[BMAXP];
-  int np;
-  bret r[BMAXR];
-  int nr;
-  int nouts;
-  char sig[2048]; /* "(Tensor, Tensor, Scalar) -> Tensor" */
-} bfunc;
-
-static const char *const b_keywords[] = {
-    "auto",   "break",  "case",    "char",     "const",    "continue", "default", "do",
-    "double", "else",   "enum",    "extern",   "float",    "for",      "goto",    "if",
-    "inline", "int",    "long",    "register", "restrict", "return",   "short",   "signed",
-    "sizeof", "static", "struct",  "switch",   "typedef",  "union",    "unsigned", "void",
-    "volatile", "while", "bool",   "true",     "false",    NULL};
-
-static void b_cname(char *dst, size_t cap, const char *name) {
-  bool kw = false;
-  for (const char *const *k = b_keywords; *k; k++)
-    if (!strcmp(*k, name)) kw = true;
-  snprintf(dst, cap, "%s%s", name, kw ? "_" : "");
-}
-
-static const char *b_alias_set(const kd_argument *a) {
-  const kd_alias_info *al = kd_argument_alias(a);
-  if (!al || kd_alias_num_before(al) == 0) return NULL;
-  return kd_alias_before(al, 0);
-}
-
-/* Fills *c; false with the reason in why[] when kdgen cannot pass it. */
-static bool b_build(const kdg_func *f, bfunc *c, char *why, size_t cap) {
-  memset(c, 0, sizeof *c);
-  c->f = f;
-  const kd_schema *s = f->schema;
-  if (!s) {
+static bool b_build(const kdg_func *f, const char *ns, kdg_cfunc *c, char *why, size_t cap) {
+  if (!f->schema) {
+    memset(c, 0, sizeof *c);
     snprintf(why, cap, "its schema did not parse");
     return false;
   }
-  size_t na = kd_schema_num_arguments(s), nr = kd_schema_num_returns(s);
-  if (na > BMAXP || nr > BMAXR) {
+  if (!kdg_fill_cfunc(f, ns, c)) {
     snprintf(why, cap, "too many arguments or returns for kdgen");
     return false;
   }
-  size_t pos = (size_t)snprintf(c->sig, sizeof c->sig, "(");
-  for (size_t i = 0; i < na; i++) {
-    const kd_argument *a = kd_schema_argument(s, i);
-    bparam *p = &c->p[c->np++];
-    b_cname(p->name, sizeof p->name, kd_argument_name(a));
-    p->kind = kdg_ckind_of(kd_argument_type(a));
-    p->arg = a;
-    p->is_out = f->kind == KDG_OUT && kd_argument_is_write(a) && kd_argument_kwarg_only(a);
-    p->scalar_default = p->kind == KDG_C_SCALAR && kd_argument_default(a) != NULL;
-    char t[256];
-    kd_type_format(kd_argument_type(a), t, sizeof t);
-    if (p->kind == KDG_C_VALUE) {
+  char t[256];
+  for (int i = 0; i < c->np; i++)
+    if (c->p[i].kind == KDG_C_VALUE) {
+      kd_type_format(kd_argument_type(c->p[i].arg), t, sizeof t);
       snprintf(why, cap, "kdgen cannot pass a '%s' argument ('%s') to a backend kernel", t,
-               kd_argument_name(a));
+               kd_argument_name(c->p[i].arg));
       return false;
     }
-    pos += (size_t)snprintf(c->sig + pos, sizeof c->sig - pos, "%s%s", i ? ", " : "", t);
+  if (c->bad_ret >= 0) {
+    kd_type_format(kd_argument_type(kd_schema_return(f->schema, (size_t)c->bad_ret)), t, sizeof t);
+    snprintf(why, cap, "kdgen cannot return a '%s' from a backend kernel", t);
+    return false;
   }
-  pos += (size_t)snprintf(c->sig + pos, sizeof c->sig - pos, ") -> %s", nr == 1 ? "" : "(");
-  for (size_t i = 0; i < nr; i++) {
-    const kd_argument *r = kd_schema_return(s, i);
-    bret *cr = &c->r[c->nr++];
-    cr->kind = kdg_ckind_of(kd_argument_type(r));
-    cr->alias_of = -1;
-    const char *set = b_alias_set(r);
-    if (set && kd_argument_is_write(r))
-      for (int j = 0; j < c->np; j++) {
-        const char *aset = b_alias_set(c->p[j].arg);
-        if (aset && !strcmp(aset, set)) cr->alias_of = j;
-      }
-    const char *rn = kd_argument_name(r);
-    if (rn && *rn)
-      b_cname(cr->name, sizeof cr->name, rn);
-    else if (nr == 1)
-      snprintf(cr->name, sizeof cr->name, "out");
-    else
-      snprintf(cr->name, sizeof cr->name, "out%zu", i);
-    for (int j = 0; j < c->np; j++)
-      if (!strcmp(c->p[j].name, cr->name))
-        strncat(cr->name, "_out", sizeof cr->name - strlen(cr->name) - 1);
-    char t[256];
-    kd_type_format(kd_argument_type(r), t, sizeof t);
-    if (cr->alias_of < 0) {
-      c->nouts++;
-      if (!kdg_ctype_of(cr->kind)->ret || cr->kind == KDG_C_VALUE) {
-        snprintf(why, cap, "kdgen cannot return a '%s' from a backend kernel", t);
-        return false;
-      }
-    }
-    pos += (size_t)snprintf(c->sig + pos, sizeof c->sig - pos, "%s%s", i ? ", " : "", t);
-  }
-  snprintf(c->sig + pos, sizeof c->sig - pos, "%s", nr == 1 ? "" : ")");
+  c->ok = true;
   return true;
 }
 
-static void b_param(kdg_buf *b, const char *sep, kdg_ckind kind, const char *name) {
-  const char *t = kdg_ctype_of(kind)->param;
-  kdg_printf(b, "%s%s%s%s", sep, t, t[strlen(t) - 1] == '*' ? "" : " ", name);
-}
-
-/* "kd_tensor *self, ..., kd_tensor **out" */
-static void b_params(kdg_buf *b, const bfunc *c) {
-  int n = 0;
-  for (int i = 0; i < c->np; i++) b_param(b, n++ ? ", " : "", c->p[i].kind, c->p[i].name);
-  for (int i = 0; i < c->nr; i++)
-    if (c->r[i].alias_of < 0)
-      kdg_printf(b, "%s%s%s", n++ ? ", " : "", kdg_ctype_of(c->r[i].kind)->ret, c->r[i].name);
-  if (!n) kdg_printf(b, "void");
-}
-
-static void b_args(kdg_buf *b, const bfunc *c) {
-  int n = 0;
-  for (int i = 0; i < c->np; i++) kdg_printf(b, "%s%s", n++ ? ", " : "", c->p[i].name);
-  for (int i = 0; i < c->nr; i++)
-    if (c->r[i].alias_of < 0) kdg_printf(b, "%s%s", n++ ? ", " : "", c->r[i].name);
-}
-
-/* The expression reading kd_arg a[i] as the parameter's C type. */
-static void b_unpack(kdg_buf *b, const bparam *p, int i) {
-  switch (p->kind) {
-  case KDG_C_TENSOR:
-  case KDG_C_OPT_TENSOR: kdg_printf(b, "a[%d].t", i); break;
-  case KDG_C_TENSOR_LIST:
-  case KDG_C_OPT_TENSOR_LIST:
-    kdg_printf(b, "(kd_tensors){a[%d].tensors.data, a[%d].tensors.size}", i, i);
-    break;
-  case KDG_C_INT: kdg_printf(b, "a[%d].i", i); break;
-  case KDG_C_FLOAT: kdg_printf(b, "a[%d].f", i); break;
-  case KDG_C_BOOL: kdg_printf(b, "a[%d].b", i); break;
-  case KDG_C_SCALAR:
-  case KDG_C_OPT_SCALAR: kdg_printf(b, "a[%d].s", i); break;
-  case KDG_C_DTYPE: kdg_printf(b, "a[%d].dtype", i); break;
-  case KDG_C_LAYOUT: kdg_printf(b, "a[%d].layout", i); break;
-  case KDG_C_DEVICE: kdg_printf(b, "a[%d].device", i); break;
-  case KDG_C_MF: kdg_printf(b, "a[%d].mf", i); break;
-  case KDG_C_OPT_INT: kdg_printf(b, "(a[%d].opt.has ? &a[%d].opt.v.i : NULL)", i, i); break;
-  case KDG_C_OPT_FLOAT: kdg_printf(b, "(a[%d].opt.has ? &a[%d].opt.v.f : NULL)", i, i); break;
-  case KDG_C_OPT_BOOL: kdg_printf(b, "(a[%d].opt.has ? &a[%d].opt.v.b : NULL)", i, i); break;
-  case KDG_C_OPT_DTYPE: kdg_printf(b, "(a[%d].opt.has ? &a[%d].opt.v.dtype : NULL)", i, i); break;
-  case KDG_C_OPT_LAYOUT: kdg_printf(b, "(a[%d].opt.has ? &a[%d].opt.v.layout : NULL)", i, i); break;
-  case KDG_C_OPT_DEVICE: kdg_printf(b, "(a[%d].opt.has ? &a[%d].opt.v.device : NULL)", i, i); break;
-  case KDG_C_OPT_MF: kdg_printf(b, "(a[%d].opt.has ? &a[%d].opt.v.mf : NULL)", i, i); break;
-  case KDG_C_INTS: kdg_printf(b, "(kd_ints){a[%d].ints.data, a[%d].ints.size}", i, i); break;
-  case KDG_C_FLOATS: kdg_printf(b, "(kd_floats){a[%d].floats.data, a[%d].floats.size}", i, i); break;
-  case KDG_C_BOOLS: kdg_printf(b, "(kd_bools){a[%d].bools.data, a[%d].bools.size}", i, i); break;
-  case KDG_C_STR:
-  case KDG_C_OPT_STR: kdg_printf(b, "a[%d].str.data", i); break;
-  case KDG_C_VALUE:
-  case KDG_C_COUNT: kdg_printf(b, "a[%d].value", i); break;
-  }
-}
-
+/* The C type of a precomputed field a backend's impl takes: gen.c's, but for
+ * what it would take by pointer or as a memory format (not supported here). */
 static const char *b_precomputed_ctype(const char *schema_type) {
-  if (!strcmp(schema_type, "int") || !strcmp(schema_type, "SymInt")) return "int64_t";
-  if (!strcmp(schema_type, "bool")) return "bool";
-  if (!strcmp(schema_type, "float")) return "double";
-  if (!strcmp(schema_type, "ScalarType")) return "kd_dtype";
-  if (!strcmp(schema_type, "int[]")) return "kd_ints";
-  return NULL;
+  if (!strcmp(schema_type, "MemoryFormat") || kdg_precomputed_byref(schema_type)) return NULL;
+  return kdg_precomputed_ctype(schema_type);
 }
 
 /* ---- What each entry becomes ------------------------------------------------- */
@@ -231,7 +84,7 @@ typedef struct bplan {
   char key_enum[64];
   kdg_strategy strategy; /* of the plan's key (kdg_bentry_key_strategy) */
   char why[600];
-  bfunc c;            /* C view of f */
+  kdg_cfunc c;            /* C view of f */
   char qualified[300]; /* "aten::add.Tensor" */
   const char *ns;
   /* PLAN_KERNEL */
@@ -241,7 +94,7 @@ typedef struct bplan {
   const kdg_func *out;      /* the group's out function (upstream) */
   const kdg_bentry *oe;     /* the backend's entry of the out function, or NULL */
   const kdg_func *nout;     /* libkdops' out function (Legacy, LegacyMeta) */
-  bfunc oc;                 /* C view of out */
+  kdg_cfunc oc;                 /* C view of out */
   char meta[300], impl[300], pre[300];
   bool iter, author_meta, author_impl;
   const kdg_precomputed *precomputed;
@@ -265,13 +118,6 @@ typedef struct bgen {
   char dev_enum[64];   /* "KD_DEVICE_PRIVATEUSE1" */
   const char *name, *prefix, *ns, *up_ns;
 } bgen;
-
-/* The structured out function of f's group upstream, or NULL. */
-static const kdg_func *b_structured_out(const kdg_func *f) {
-  if (f->structured) return f;
-  if (f->structured_delegate && f->delegate && f->delegate->structured) return f->delegate;
-  return NULL;
-}
 
 static const kdg_bentry *b_entry_of(const kdg_backend *b, const kdg_func *f) {
   for (size_t i = 0; i < b->nentries; i++)
@@ -313,14 +159,14 @@ static char **b_native_stubs(const kdg_func *n, size_t *count) {
 
 static void b_plan_structured(bgen *g, bplan *p) {
   const kdg_bentry *e = p->e;
-  const kdg_func *out = b_structured_out(p->f);
+  const kdg_func *out = kdg_structured_out(p->f);
   if (!out) {
     snprintf(p->why, sizeof p->why, "'%s' is not in a structured group upstream", p->f->qualified);
     return;
   }
   p->out = out;
   p->oe = b_entry_of(g->b, out);
-  if (!b_build(out, &p->oc, p->why, sizeof p->why)) return;
+  if (!b_build(out, p->ns, &p->oc, p->why, sizeof p->why)) return;
   const kdg_func *ofn = out->group && out->group->functional ? out->group->functional : out;
   const kdg_bentry *ke = p->oe ? p->oe : e; /* the entry naming the group's kernel */
   kdg_strategy st = e->strategy;
@@ -429,7 +275,7 @@ static void b_plan_kernel(bgen *g, bplan *p) {
   p->kind = PLAN_KERNEL;
 }
 
-static bool b_is_tensor(const bparam *q) {
+static bool b_is_tensor(const kdg_cparam *q) {
   return q->kind == KDG_C_TENSOR || q->kind == KDG_C_OPT_TENSOR;
 }
 
@@ -471,7 +317,7 @@ static void b_plan(bgen *g, bplan *p) {
              g->b->opts.key);
     return;
   }
-  if (!b_build(p->f, &p->c, p->why, sizeof p->why)) return;
+  if (!b_build(p->f, p->ns, &p->c, p->why, sizeof p->why)) return;
   if (e->structured)
     b_plan_structured(g, p);
   else
@@ -517,7 +363,7 @@ static void b_plan_other(bgen *g, bplan *p) {
     snprintf(p->why, sizeof p->why, "no kernel for %s", p->key);
     return;
   }
-  if (!b_build(p->f, &p->c, p->why, sizeof p->why)) return;
+  if (!b_build(p->f, p->ns, &p->c, p->why, sizeof p->why)) return;
   if (p->strategy == KDG_STRATEGY_LEGACY) {
     const kdg_func *n = b_native_of(g, p->f, p->why, sizeof p->why);
     if (!n) return;
@@ -559,14 +405,12 @@ static void b_schema_comment(kdg_buf *b, const bplan *p, const kdg_func *f) {
 static void b_meta_params(kdg_buf *b, const bplan *p) {
   kdg_printf(b, "kdk_structured *s%s", p->iter ? ", kdk_iter *iter" : "");
   for (int i = 0; i < p->oc.np; i++)
-    if (!p->oc.p[i].is_out) b_param(b, ", ", p->oc.p[i].kind, p->oc.p[i].name);
+    if (!p->oc.p[i].is_out) kdg_print_param(b, ", ", p->oc.p[i].kind, p->oc.p[i].name);
   if (*p->pre) kdg_printf(b, ", %s *pre", p->pre);
 }
 
 static const kdg_precomputed *b_replaced(const bplan *p, const char *arg) {
-  for (size_t i = 0; i < p->nprecomputed; i++)
-    if (!strcmp(p->precomputed[i].replaces, arg)) return &p->precomputed[i];
-  return NULL;
+  return kdg_replaced_in(p->precomputed, p->nprecomputed, arg);
 }
 
 /* impl's parameters: inputs (precomputed fields in place of what they
@@ -581,7 +425,7 @@ static void b_impl_params(kdg_buf *b, const bplan *p) {
         kdg_printf(b, ", %s %s", b_precomputed_ctype(pr->fields[q].type), pr->fields[q].name);
       continue;
     }
-    b_param(b, ", ", p->oc.p[i].kind, p->oc.p[i].name);
+    kdg_print_param(b, ", ", p->oc.p[i].kind, p->oc.p[i].name);
   }
   const kdg_precomputed *add = b_replaced(p, "");
   if (add)
@@ -618,13 +462,19 @@ static size_t b_stubs(const bgen *g, char **list, size_t cap) {
   return n;
 }
 
+/* A generated header's first lines: where it comes from, then its guard
+ * KDGEN_<NAME>_<WHAT>_H. */
+static void b_header_open(const bgen *g, kdg_buf *b, const char *what) {
+  char un[128];
+  b_upper(un, sizeof un, g->name);
+  kdg_printf(b, B_GENERATED "#ifndef KDGEN_%s_%s_H\n#define KDGEN_%s_%s_H\n\n", g->b->path, un, what,
+             un, what);
+}
+
 static int b_write_functions(bgen *g, const char *out_dir) {
   kdg_buf b;
   kdg_buf_init(&b);
-  char guard[256], un[128];
-  b_upper(un, sizeof un, g->name);
-  snprintf(guard, sizeof guard, "KDGEN_%s_FUNCTIONS_H", un);
-  kdg_printf(&b, B_GENERATED "#ifndef %s\n#define %s\n\n", g->b->path, guard, guard);
+  b_header_open(g, &b, "FUNCTIONS");
   kdg_printf(&b,
              "/* What the author of the backend \"%s\" writes (docs/CODEGEN.md, \"Backends\").\n"
              " * Kernels receive borrowed arguments; a `kd_tensor **` output receives one\n"
@@ -665,7 +515,7 @@ static int b_write_functions(bgen *g, const char *out_dir) {
                    p->e->is_new ? "a new operator" : "unstructured");
       b_schema_comment(&b, p, p->f);
       kdg_printf(&b, "kd_status %s(", p->fn);
-      b_params(&b, &p->c);
+      kdg_print_params(&b, &p->c, true);
       kdg_printf(&b, ");\n\n");
     } else if (p->kind == PLAN_STRUCTURED && (p->author_meta || p->author_impl)) {
       if (b_seen(done, ndone, p->impl)) continue;
@@ -749,54 +599,54 @@ static void b_emit_same_device(const bgen *g, kdg_buf *b) {
 
 /* The device check and guard in front of the raw target. */
 static void b_emit_checked(const bgen *g, kdg_buf *b, const bplan *p) {
-  const bfunc *c = &p->c;
+  const kdg_cfunc *c = &p->c;
   char fn[400], raw[400];
   b_target(g, p, fn, sizeof fn);
   b_raw_target(g, p, raw, sizeof raw);
   kdg_printf(b, "/* device_check: %s; device_guard: %s */\nstatic kd_status %s(",
              p->check ? "ExactSame" : "NoCheck", p->guard >= 0 ? c->p[p->guard].name : "none", fn);
-  b_params(b, c);
-  kdg_printf(b, ") {\n  kd_status kd__st;\n");
+  kdg_print_params(b, c, true);
+  kdg_printf(b, ") {\n  kd_status kdg_st;\n");
   if (p->check) {
     /* As torchgen: the out arguments, then the others. */
     int n = 0;
-    kdg_printf(b, "  kd_tensor *const kd__t[] = {");
+    kdg_printf(b, "  kd_tensor *const kdg_t[] = {");
     for (int pass = 0; pass < 2; pass++)
       for (int i = 0; i < c->np; i++)
         if (b_is_tensor(&c->p[i]) && c->p[i].is_out == (pass == 0))
           kdg_printf(b, "%s%s", n++ ? ", " : "", c->p[i].name);
-    kdg_printf(b, "};\n  static const char *const kd__n[] = {");
+    kdg_printf(b, "};\n  static const char *const kdg_n[] = {");
     n = 0;
     for (int pass = 0; pass < 2; pass++)
       for (int i = 0; i < c->np; i++)
         if (b_is_tensor(&c->p[i]) && c->p[i].is_out == (pass == 0))
           kdg_printf(b, "%s\"%s\"", n++ ? ", " : "", kd_argument_name(c->p[i].arg));
-    kdg_printf(b, "};\n  if ((kd__st = %s__same_device(\"wrapper_%s_%s\", %d, kd__t, kd__n)))\n"
-                  "    return kd__st;\n",
+    kdg_printf(b, "};\n  if ((kdg_st = %s__same_device(\"wrapper_%s_%s\", %d, kdg_t, kdg_n)))\n"
+                  "    return kdg_st;\n",
                g->name, b_key_of(g, p), p->f->cname, n);
   }
   if (p->guard >= 0) {
-    const bparam *q = &c->p[p->guard];
-    kdg_printf(b, "  kd_device_guard kd__g;\n  kd__g.active = false;\n");
+    const kdg_cparam *q = &c->p[p->guard];
+    kdg_printf(b, "  kd_device_guard kdg_g;\n  kdg_g.active = false;\n");
     if (q->kind == KDG_C_DEVICE)
-      kdg_printf(b, "  if ((kd__st = kd_device_guard_enter(&kd__g, %s))) return kd__st;\n", q->name);
+      kdg_printf(b, "  if ((kdg_st = kd_device_guard_enter(&kdg_g, %s))) return kdg_st;\n", q->name);
     else if (q->kind == KDG_C_OPT_DEVICE)
-      kdg_printf(b, "  if (%s && (kd__st = kd_device_guard_enter(&kd__g, *%s))) return kd__st;\n",
+      kdg_printf(b, "  if (%s && (kdg_st = kd_device_guard_enter(&kdg_g, *%s))) return kdg_st;\n",
                  q->name, q->name);
     else
       kdg_printf(b,
-                 "  if (%s && (kd__st = kd_device_guard_enter(&kd__g, kd_tensor_device(%s)))) return kd__st;\n",
+                 "  if (%s && (kdg_st = kd_device_guard_enter(&kdg_g, kd_tensor_device(%s)))) return kdg_st;\n",
                  q->name, q->name);
   }
-  kdg_printf(b, "  kd__st = %s(", raw);
-  b_args(b, c);
+  kdg_printf(b, "  kdg_st = %s(", raw);
+  kdg_print_call_args(b, c, true);
   kdg_printf(b, ");\n");
-  if (p->guard >= 0) kdg_printf(b, "  kd_device_guard_exit(&kd__g);\n");
-  kdg_printf(b, "  return kd__st;\n}\n\n");
+  if (p->guard >= 0) kdg_printf(b, "  kd_device_guard_exit(&kdg_g);\n");
+  kdg_printf(b, "  return kdg_st;\n}\n\n");
 }
 
 static void b_emit_structured(const bgen *g, kdg_buf *b, const bplan *p) {
-  const bfunc *c = &p->c;
+  const kdg_cfunc *c = &p->c;
   const kdg_func *f = p->f;
   int nout = 0;
   for (int i = 0; i < p->oc.np; i++) nout += p->oc.p[i].is_out;
@@ -807,12 +657,12 @@ static void b_emit_structured(const bgen *g, kdg_buf *b, const bplan *p) {
   b_raw_target(g, p, fn, sizeof fn);
   kdg_printf(b, "/* %s: %s + %s */\nstatic kd_status %s(", kdg_strategy_name(p->e->strategy), p->meta,
              p->impl, fn);
-  b_params(b, c);
+  kdg_print_params(b, c, true);
   kdg_printf(b, ") {\n");
   if (f->kind == KDG_INPLACE) {
-    kdg_printf(b, "  kd_tensor *kd__given[1] = {%s};\n", c->p[0].name);
+    kdg_printf(b, "  kd_tensor *kdg_given[1] = {%s};\n", c->p[0].name);
   } else if (f->kind == KDG_OUT) {
-    kdg_printf(b, "  kd_tensor *kd__given[%d] = {", nout);
+    kdg_printf(b, "  kd_tensor *kdg_given[%d] = {", nout);
     int n = 0;
     for (int i = 0; i < c->np; i++)
       if (c->p[i].is_out) kdg_printf(b, "%s%s", n++ ? ", " : "", c->p[i].name);
@@ -823,19 +673,19 @@ static void b_emit_structured(const bgen *g, kdg_buf *b, const bplan *p) {
   for (int i = 0; i < c->np && first < 0; i++)
     if (!c->p[i].is_out && c->p[i].kind == KDG_C_TENSOR) first = i;
   if (first >= 0)
-    kdg_printf(b, "  kd_device kd__dev = kd_tensor_device(%s);\n", c->p[first].name);
+    kdg_printf(b, "  kd_device kdg_dev = kd_tensor_device(%s);\n", c->p[first].name);
   else
-    kdg_printf(b, "  kd_device kd__dev = kd_current_device(%s);\n", g->dev_enum);
-  kdg_printf(b, "  kdk_structured kd__s;\n  kdk_structured_init(&kd__s, \"%s\", %s, %d, %s, kd__dev);\n",
-             p->qualified, mode, nout, f->kind == KDG_FUNCTIONAL ? "NULL" : "kd__given");
-  if (p->iter) kdg_printf(b, "  kdk_iter kd__it;\n  kdk_iter_init(&kd__it, &kd__s);\n");
-  if (*p->pre) kdg_printf(b, "  %s kd__pre;\n", p->pre);
-  kdg_printf(b, "  kd_status kd__st = %s(&kd__s%s", p->meta, p->iter ? ", &kd__it" : "");
+    kdg_printf(b, "  kd_device kdg_dev = kd_current_device(%s);\n", g->dev_enum);
+  kdg_printf(b, "  kdk_structured kdg_s;\n  kdk_structured_init(&kdg_s, \"%s\", %s, %d, %s, kdg_dev);\n",
+             p->qualified, mode, nout, f->kind == KDG_FUNCTIONAL ? "NULL" : "kdg_given");
+  if (p->iter) kdg_printf(b, "  kdk_iter kdg_it;\n  kdk_iter_init(&kdg_it, &kdg_s);\n");
+  if (*p->pre) kdg_printf(b, "  %s kdg_pre;\n", p->pre);
+  kdg_printf(b, "  kd_status kdg_st = %s(&kdg_s%s", p->meta, p->iter ? ", &kdg_it" : "");
   for (int i = 0; i < c->np; i++)
     if (!c->p[i].is_out) kdg_printf(b, ", %s", c->p[i].name);
-  if (*p->pre) kdg_printf(b, ", &kd__pre");
+  if (*p->pre) kdg_printf(b, ", &kdg_pre");
   kdg_printf(b, ");\n");
-  kdg_printf(b, "  if (!kd__st) kd__st = %s(&kd__s%s", p->impl, p->iter ? ", &kd__it" : "");
+  kdg_printf(b, "  if (!kdg_st) kdg_st = %s(&kdg_s%s", p->impl, p->iter ? ", &kdg_it" : "");
   int q = 0;
   for (int i = 0; i < p->oc.np; i++) {
     if (p->oc.p[i].is_out) continue;
@@ -845,35 +695,22 @@ static void b_emit_structured(const bgen *g, kdg_buf *b, const bplan *p) {
     q++;
     const kdg_precomputed *pr = b_replaced(p, kd_argument_name(p->oc.p[i].arg));
     if (pr) {
-      for (size_t k = 0; k < pr->nfields; k++) kdg_printf(b, ", kd__pre.%s", pr->fields[k].name);
+      for (size_t k = 0; k < pr->nfields; k++) kdg_printf(b, ", kdg_pre.%s", pr->fields[k].name);
       continue;
     }
     kdg_printf(b, ", %s", c->p[cp].name);
   }
   const kdg_precomputed *add = b_replaced(p, "");
   if (add)
-    for (size_t k = 0; k < add->nfields; k++) kdg_printf(b, ", kd__pre.%s", add->fields[k].name);
-  for (int o = 0; o < nout; o++) kdg_printf(b, ", kdk_structured_output(&kd__s, %d)", o);
+    for (size_t k = 0; k < add->nfields; k++) kdg_printf(b, ", kdg_pre.%s", add->fields[k].name);
+  for (int o = 0; o < nout; o++) kdg_printf(b, ", kdk_structured_output(&kdg_s, %d)", o);
   kdg_printf(b, ");\n");
-  if (p->iter) kdg_printf(b, "  if (!kd__st) kd__st = kdk_iter_finish(&kd__it);\n");
-  kdg_printf(b, "  if (!kd__st) kd__st = kdk_structured_finish(&kd__s);\n");
-  if (p->iter) kdg_printf(b, "  kdk_iter_release(&kd__it);\n");
-  if (f->kind == KDG_FUNCTIONAL) {
-    kdg_printf(b, "  kd_tensor *kd__take[%d];\n", nout);
-    kdg_printf(b, "  kdk_structured_release(&kd__s, kd__st ? NULL : kd__take);\n");
-    kdg_printf(b, "  if (kd__st) return kd__st;\n");
-    int o = 0;
-    for (int r = 0; r < c->nr; r++)
-      if (c->r[r].alias_of < 0) kdg_printf(b, "  *%s = kd__take[%d];\n", c->r[r].name, o++);
-    kdg_printf(b, "  return KD_OK;\n}\n\n");
-  } else {
-    kdg_printf(b, "  kdk_structured_release(&kd__s, NULL);\n  return kd__st;\n}\n\n");
-  }
+  kdg_emit_structured_finish(b, c, nout, p->iter);
 }
 
 /* The kd_unboxed_fn adapter of a plan. */
 static void b_emit_adapter(const bgen *g, kdg_buf *b, const bplan *p, size_t idx) {
-  const bfunc *c = &p->c;
+  const kdg_cfunc *c = &p->c;
   char fn[400];
   b_target(g, p, fn, sizeof fn);
   kdg_printf(b, "static kd_status %s__u%zu(const kd_call *call, const kd_arg *a, kd_value *r) {\n",
@@ -884,34 +721,34 @@ static void b_emit_adapter(const bgen *g, kdg_buf *b, const bplan *p, size_t idx
   for (int i = 0; i < c->np; i++) {
     char expr[128];
     if (c->p[i].scalar_default && kdg_scalar_default_expr(c->p[i].arg, expr, sizeof expr))
-      kdg_printf(b, "  kd_scalar kd__d%d = %s;\n", i, expr);
+      kdg_printf(b, "  kd_scalar kdg_d%d = %s;\n", i, expr);
   }
   for (int i = 0; i < c->nr; i++) {
     if (c->r[i].alias_of >= 0) continue;
     switch (c->r[i].kind) {
     case KDG_C_TENSOR:
-    case KDG_C_OPT_TENSOR: kdg_printf(b, "  kd_tensor *kd__o%d = NULL;\n", i); break;
-    case KDG_C_INT: kdg_printf(b, "  int64_t kd__o%d = 0;\n", i); break;
-    case KDG_C_FLOAT: kdg_printf(b, "  double kd__o%d = 0;\n", i); break;
-    case KDG_C_BOOL: kdg_printf(b, "  bool kd__o%d = false;\n", i); break;
-    default: kdg_printf(b, "  kd_scalar kd__o%d = kd_scalar_int(0);\n", i); break;
+    case KDG_C_OPT_TENSOR: kdg_printf(b, "  kd_tensor *kdg_o%d = NULL;\n", i); break;
+    case KDG_C_INT: kdg_printf(b, "  int64_t kdg_o%d = 0;\n", i); break;
+    case KDG_C_FLOAT: kdg_printf(b, "  double kdg_o%d = 0;\n", i); break;
+    case KDG_C_BOOL: kdg_printf(b, "  bool kdg_o%d = false;\n", i); break;
+    default: kdg_printf(b, "  kd_scalar kdg_o%d = kd_scalar_int(0);\n", i); break;
     }
   }
-  kdg_printf(b, "  kd_status kd__st = %s(", fn);
+  kdg_printf(b, "  kd_status kdg_st = %s(", fn);
   int n = 0;
   for (int i = 0; i < c->np; i++) {
     kdg_printf(b, "%s", n++ ? ", " : "");
     char expr[128];
     if (c->p[i].scalar_default && kdg_scalar_default_expr(c->p[i].arg, expr, sizeof expr))
-      kdg_printf(b, "a[%d].s ? a[%d].s : &kd__d%d", i, i, i);
+      kdg_printf(b, "a[%d].s ? a[%d].s : &kdg_d%d", i, i, i);
     else
-      b_unpack(b, &c->p[i], i);
+      kdg_emit_unpack_arg(b, &c->p[i], i, "a");
   }
   for (int i = 0; i < c->nr; i++)
-    if (c->r[i].alias_of < 0) kdg_printf(b, "%s&kd__o%d", n++ ? ", " : "", i);
-  kdg_printf(b, ");\n  if (kd__st) return kd__st;\n");
+    if (c->r[i].alias_of < 0) kdg_printf(b, "%s&kdg_o%d", n++ ? ", " : "", i);
+  kdg_printf(b, ");\n  if (kdg_st) return kdg_st;\n");
   for (int i = 0; i < c->nr; i++) {
-    const bret *cr = &c->r[i];
+    const kdg_cret *cr = &c->r[i];
     if (cr->alias_of >= 0) {
       kdg_printf(b, "  r[%d] = kd_value_tensor_borrowed(a[%d].t);\n", i, cr->alias_of);
       continue;
@@ -919,13 +756,13 @@ static void b_emit_adapter(const bgen *g, kdg_buf *b, const bplan *p, size_t idx
     switch (cr->kind) {
     case KDG_C_TENSOR:
     case KDG_C_OPT_TENSOR:
-      kdg_printf(b, "  r[%d] = kd_value_tensor(kd__o%d); /* takes its own reference */\n", i, i);
-      kdg_printf(b, "  kd_tensor_release(kd__o%d);\n", i);
+      kdg_printf(b, "  r[%d] = kd_value_tensor(kdg_o%d); /* takes its own reference */\n", i, i);
+      kdg_printf(b, "  kd_tensor_release(kdg_o%d);\n", i);
       break;
-    case KDG_C_INT: kdg_printf(b, "  r[%d] = kd_value_int(kd__o%d);\n", i, i); break;
-    case KDG_C_FLOAT: kdg_printf(b, "  r[%d] = kd_value_double(kd__o%d);\n", i, i); break;
-    case KDG_C_BOOL: kdg_printf(b, "  r[%d] = kd_value_bool(kd__o%d);\n", i, i); break;
-    default: kdg_printf(b, "  r[%d] = kd_value_scalar(kd__o%d);\n", i, i); break;
+    case KDG_C_INT: kdg_printf(b, "  r[%d] = kd_value_int(kdg_o%d);\n", i, i); break;
+    case KDG_C_FLOAT: kdg_printf(b, "  r[%d] = kd_value_double(kdg_o%d);\n", i, i); break;
+    case KDG_C_BOOL: kdg_printf(b, "  r[%d] = kd_value_bool(kdg_o%d);\n", i, i); break;
+    default: kdg_printf(b, "  r[%d] = kd_value_scalar(kdg_o%d);\n", i, i); break;
     }
   }
   kdg_printf(b, "  return KD_OK;\n}\n\n");
@@ -933,16 +770,16 @@ static void b_emit_adapter(const bgen *g, kdg_buf *b, const bplan *p, size_t idx
 
 /* The direct call kd_<name>_<cname>: outputs checked, Scalar defaults filled. */
 static void b_emit_direct(const bgen *g, kdg_buf *b, kdg_buf *h, const bplan *p) {
-  const bfunc *c = &p->c;
+  const kdg_cfunc *c = &p->c;
   char fn[400], dname[400];
   b_target(g, p, fn, sizeof fn);
   snprintf(dname, sizeof dname, "kd_%s_%s", g->name, p->f->cname);
   b_schema_comment(h, p, p->f);
   kdg_printf(h, "kd_status %s(", dname);
-  b_params(h, c);
+  kdg_print_params(h, c, true);
   kdg_printf(h, ");\n");
   kdg_printf(b, "kd_status %s(", dname);
-  b_params(b, c);
+  kdg_print_params(b, c, true);
   kdg_printf(b, ") {\n");
   for (int i = 0; i < c->nr; i++) {
     if (c->r[i].alias_of >= 0) continue;
@@ -954,11 +791,11 @@ static void b_emit_direct(const bgen *g, kdg_buf *b, kdg_buf *h, const bplan *p)
   for (int i = 0; i < c->np; i++) {
     char expr[128];
     if (!c->p[i].scalar_default || !kdg_scalar_default_expr(c->p[i].arg, expr, sizeof expr)) continue;
-    kdg_printf(b, "  kd_scalar kd__d%d;\n  if (!%s) {\n    kd__d%d = %s;\n    %s = &kd__d%d;\n  }\n",
+    kdg_printf(b, "  kd_scalar kdg_d%d;\n  if (!%s) {\n    kdg_d%d = %s;\n    %s = &kdg_d%d;\n  }\n",
                i, c->p[i].name, i, expr, c->p[i].name, i);
   }
   kdg_printf(b, "  return %s(", fn);
-  b_args(b, c);
+  kdg_print_call_args(b, c, true);
   kdg_printf(b, ");\n}\n\n");
 }
 
@@ -999,10 +836,7 @@ static int b_write_plugin(bgen *g, const char *out_dir) {
   kdg_buf b, h;
   kdg_buf_init(&b);
   kdg_buf_init(&h);
-  char guard[256], un[128];
-  b_upper(un, sizeof un, g->name);
-  snprintf(guard, sizeof guard, "KDGEN_%s_DIRECT_H", un);
-  kdg_printf(&h, B_GENERATED "#ifndef %s\n#define %s\n\n", g->b->path, guard, guard);
+  b_header_open(g, &h, "DIRECT");
   kdg_printf(&h,
              "/* Direct calls of the backend \"%s\"'s kernels, without the dispatcher, for\n"
              " * the plugin's own code (not exported). Arguments are borrowed; a\n"

@@ -93,20 +93,30 @@ typedef struct kdg_cfunc {
   char sig[2048];      /* "(Tensor, Scalar) -> Tensor" */
   char qualified[256]; /* "aten::add.Tensor": ns::name[.overload] */
   char ename[200];     /* the entry point's name without "kd_" */
+  int bad_alias;       /* the first return aliasing what no argument has, or -1 */
+  int bad_ret;         /* the first output kdgen cannot return, or -1 */
   bool ok;
 } kdg_cfunc;
+
+/* Fills *c, the C view of f in namespace ns, reporting nothing: false only
+ * when f has more arguments or returns than KDG_MAXP / KDG_MAXR. What the
+ * writers cannot generate is left in bad_alias and bad_ret for the caller to
+ * judge (c->ok stays false). */
+bool kdg_fill_cfunc(const kdg_func *f, const char *ns, kdg_cfunc *c);
 
 /* Fills *c, the C view of f in namespace ns ("aten"). An unsupported type or
  * an alias no argument has is reported through d (at path:f->line); returns
  * c->ok. */
 bool kdg_build_cfunc(const kdg_func *f, const char *ns, kdg_cfunc *c, kdg_diag *d, const char *path);
 
+/* SEP, then "kd_tensor *NAME": one parameter of kind's C type. */
+void kdg_print_param(kdg_buf *b, const char *sep, kdg_ckind kind, const char *name);
 /* "kd_tensor *self, const kd_scalar *alpha, kd_tensor **out" (with_outs: the
  * output parameters of the returns that alias no argument); "void" when none. */
 void kdg_print_params(kdg_buf *b, const kdg_cfunc *c, bool with_outs);
 /* "self, alpha, out" */
 void kdg_print_call_args(kdg_buf *b, const kdg_cfunc *c, bool with_outs);
-/* Statements filling kd_arg kd__a[i] from the typed parameters. */
+/* Statements filling kd_arg kdg_a[i] from the typed parameters. */
 void kdg_emit_pack_args(kdg_buf *b, const kdg_cfunc *c);
 /* The expression reading kd_arg a[i] as p's C type. */
 void kdg_emit_unpack_arg(kdg_buf *b, const kdg_cparam *p, int i, const char *a);
@@ -114,13 +124,14 @@ void kdg_emit_unpack_arg(kdg_buf *b, const kdg_cparam *p, int i, const char *a);
 bool kdg_scalar_default_expr(const kd_argument *a, char *buf, size_t cap);
 /* Statements replacing NULL Scalars that have defaults by their defaults. */
 void kdg_emit_scalar_defaults(kdg_buf *b, const kdg_cfunc *c);
-/* Statements rejecting NULL output pointers (KD_EINVAL naming fname) and
- * setting tensor outputs to NULL. */
+/* Statements rejecting NULL output pointers (KD_EINVAL naming fname, or the
+ * generated local `kdg_fn` when fname is NULL) and setting tensor outputs to
+ * NULL. */
 void kdg_emit_check_outs(kdg_buf *b, const kdg_cfunc *c, const char *fname);
-/* The entry point kd_<ename> (or kd_<ename>_redispatch): looks the operator
- * up by c->qualified and calls it unboxed. */
-void kdg_emit_entry(kdg_buf *b, const kdg_cfunc *c, bool redispatch);
-/* kd_status kd__boxed_<cname>(call, stack, fn): the boxed adapter. */
+/* The entry point kd_<ename> and kd_redispatch_<cname> around one packer:
+ * look the operator up by c->qualified and call it unboxed. */
+void kdg_emit_entry(kdg_buf *b, const kdg_cfunc *c);
+/* kd_status kdk__boxed_<cname>(call, stack, fn): the boxed adapter. */
 void kdg_emit_boxed_adapter(kdg_buf *b, const kdg_cfunc *c);
 /* "static kd_status UNAME(call, a, r)": the kd_unboxed_fn around `fn`, a C
  * function with c's parameters. device_arg >= 0: a BackendSelect kernel
@@ -139,6 +150,8 @@ const char *kdg_precomputed_ctype(const char *schema_type);
 bool kdg_precomputed_byref(const char *schema_type);
 /* The precomputed line of `out` replacing argument `arg`, or NULL. */
 const kdg_precomputed *kdg_replaced_by(const kdg_func *out, const char *arg);
+/* The same in the n lines of v ("" for arg: the line that adds fields). */
+const kdg_precomputed *kdg_replaced_in(const kdg_precomputed *v, size_t n, const char *arg);
 
 /* One structured wrapper: function c of the group whose out function is oc,
  * built on meta `meta` (and its precompute struct `pre`, "" when none), then
@@ -153,6 +166,10 @@ typedef struct kdg_swrap {
   const char *impl;    /* "kdk_native_add_out", or NULL */
   bool meta_device;    /* functional outputs on the Meta device */
 } kdg_swrap;
+/* The end of a structured wrapper of c, after its impl call: finish the
+ * iterator (iter) and the structured run, release them, hand a functional
+ * variant's nout outputs over, return the status and close the function. */
+void kdg_emit_structured_finish(kdg_buf *b, const kdg_cfunc *c, int nout, bool iter);
 /* Emits "kd_status FN(params) {...}"; a delegate whose arguments differ from
  * the out function's is reported through d at path. Returns 0 or -1. */
 int kdg_emit_structured_wrapper(kdg_buf *b, const kdg_swrap *w, kdg_diag *d, const char *path);

@@ -364,13 +364,12 @@ static void set_names(loader *L, kdg_func *fn) {
   size_t nl = strlen(name), ol = strlen(ovl);
   fn->name = dup_s(L, name);
   fn->overload = dup_s(L, ovl);
-  fn->cname = kd_host_malloc(nl + ol + 2);
+  fn->cname = kdg_cname(name, ovl);
   fn->qualified = kd_host_malloc(nl + ol + 2);
   if (!fn->cname || !fn->qualified) {
     L->oom = true;
     return;
   }
-  snprintf(fn->cname, nl + ol + 2, "%s%s%s", name, ol ? "_" : "", ovl);
   snprintf(fn->qualified, nl + ol + 2, "%s%s%s", name, ol ? "." : "", ovl);
   /* base: without the in-place '_'. Dunder names keep their underscores; an
    * in-place dunder (__iadd__) has the out-of-place one as base (__add__). */
@@ -463,9 +462,9 @@ static bool set_bare_names(loader *L, kdg_func *fn, int line) {
   fn->name = dup_n(L, s, nl);
   fn->overload = dup_s(L, dot ? dot + 1 : "");
   fn->qualified = dup_s(L, s);
-  fn->cname = dup_s(L, s);
   fn->base = dup_n(L, s, nl);
-  if (fn->cname && dot) fn->cname[nl] = '_';
+  fn->cname = fn->name && fn->overload ? kdg_cname(fn->name, fn->overload) : NULL;
+  if (!fn->cname) L->oom = true;
   return !L->oom;
 }
 

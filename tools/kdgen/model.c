@@ -9,35 +9,79 @@
 #include "model.h"
 #include "kd/memory.h"
 
+__attribute__((format(printf, 4, 0))) static void report(const char *file, int line, const char *what,
+                                                         const char *fmt, va_list ap) {
+  if (!file) file = "kdgen";
+  if (line > 0)
+    fprintf(stderr, "%s:%d: %s: ", file, line, what);
+  else
+    fprintf(stderr, "%s: %s: ", file, what);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+}
+
 void kdg_error(kdg_diag *d, const char *file, int line, const char *fmt, ...) {
   bool print = d == NULL || d->max_print == 0 || d->errors < d->max_print;
   if (d) d->errors++;
   if (!print) return;
-  if (!file) file = "kdgen";
-  if (line > 0)
-    fprintf(stderr, "%s:%d: error: ", file, line);
-  else
-    fprintf(stderr, "%s: error: ", file);
   va_list ap;
   va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
+  report(file, line, "error", fmt, ap);
   va_end(ap);
-  fputc('\n', stderr);
 }
 
 void kdg_note(kdg_diag *d, const char *file, int line, const char *fmt, ...) {
   if (d) d->notes++;
-  if (!file) file = "kdgen";
-  if (line > 0)
-    fprintf(stderr, "%s:%d: note: ", file, line);
-  else
-    fprintf(stderr, "%s: note: ", file);
   va_list ap;
   va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
+  report(file, line, "note", fmt, ap);
   va_end(ap);
-  fputc('\n', stderr);
 }
+
+char *kdg_cname(const char *name, const char *overload) {
+  size_t nl = strlen(name), ol = strlen(overload);
+  const char *pre = "", *core = name, *tail = "";
+  size_t cl = nl;
+  if (nl > 4 && !strncmp(name, "__", 2) && !strcmp(name + nl - 2, "__")) {
+    pre = "dunder_"; /* __and__, __iand__: the underscores are Python's, not ours */
+    core = name + 2;
+    cl = nl - 4;
+  } else {
+    if (cl > 1 && core[cl - 1] == '_') { /* in place: the '_' ends the stem */
+      cl--;
+      tail = "_";
+    }
+    if (cl > 1 && core[0] == '_') { /* private: _softmax */
+      pre = "internal_";
+      core++;
+      cl--;
+    }
+  }
+  size_t cap = strlen(pre) + cl + 1 + ol + strlen(tail) + 1;
+  char *s = kd_host_malloc(cap);
+  if (s) snprintf(s, cap, "%s%.*s%s%s%s", pre, (int)cl, core, ol ? "_" : "", overload, tail);
+  return s;
+}
+
+/* Operator names whose entry point would be a name of the core API
+ * (kd_stack is the boxed stack): their entry points get "_op" appended
+ * (docs/CODEGEN.md). */
+static const char *const core_names[] = {
+    "allocator", "arg",    "argument", "call",   "device", "dtype",  "kernel",
+    "keyset",    "layout", "library",  "list",   "op",     "registration", "scalar",
+    "schema",    "stack",  "status",   "storage", "string", "tensor", "type",
+    "value",     NULL};
+
+void kdg_entry_name(char *dst, size_t cap, const char *cname) {
+  bool clash = false;
+  for (const char *const *n = core_names; *n; n++)
+    if (!strcmp(*n, cname)) clash = true;
+  snprintf(dst, cap, "%s%s", cname, clash ? "_op" : "");
+}
+
+const char *const kdg_direct_prefixes[] = {"cpu",         "cuda",        "meta",
+                                           "privateuse1", "privateuse2", "privateuse3",
+                                           NULL};
 
 static void free_strings(char **v, size_t n) {
   for (size_t i = 0; i < n; i++) kd_host_free(v[i]);

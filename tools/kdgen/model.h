@@ -59,7 +59,7 @@ typedef struct kdg_func {
   kd_schema *schema; /* parsed; owned */
   char *name;        /* "add_" (without namespace) */
   char *overload;    /* "Tensor", or "" */
-  char *cname;       /* "add__Tensor" (docs/CODEGEN.md) */
+  char *cname;       /* "add_Tensor_": the C stem, kdg_cname (docs/CODEGEN.md) */
   char *base;        /* "add": name without a trailing '_' (the header it lives in) */
   kdg_kind kind;
 
@@ -164,5 +164,21 @@ kdg_func *kdg_find(const kdg_file *f, const char *qualified);
 
 /* The line of `key` in fn's entry, or fn->line when the key was not written. */
 int kdg_key_line(const kdg_func *fn, const char *key);
+
+/* The C stem of operator name.overload (docs/CODEGEN.md, "Names"), in a
+ * kd_host_malloc'd string the caller frees (NULL when out of memory):
+ * a private name's leading '_' becomes "internal_" (_softmax ->
+ * internal_softmax), a dunder __and__ becomes dunder_and, and the in-place
+ * trailing '_' moves to the end (add_.Tensor -> add_Tensor_). Different
+ * operators can still meet on one stem (add_.Tensor, add.Tensor_): the
+ * validator rejects that. */
+char *kdg_cname(const char *name, const char *overload);
+
+/* The entry point's name without "kd_": cname, or cname + "_op" when cname
+ * is a type name of the core API ("stack": kd_stack is the boxed stack). */
+void kdg_entry_name(char *dst, size_t cap, const char *cname);
+/* The lower-case backend names of direct calls (kd_<prefix>_<cname>),
+ * NULL-terminated. */
+extern const char *const kdg_direct_prefixes[];
 
 #endif

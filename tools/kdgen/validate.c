@@ -320,8 +320,25 @@ static void check_structured(vctx *V, kdg_func *fn) {
   }
 }
 
+/* Generated functions name their locals kdg_* (docs/CODEGEN.md, "Names"): no
+ * argument or return may take that prefix. */
+static void check_local_names(vctx *V, kdg_func *fn) {
+  size_t na = kd_schema_num_arguments(fn->schema), nr = kd_schema_num_returns(fn->schema);
+  for (size_t i = 0; i < na + nr; i++) {
+    const kd_argument *a =
+        i < na ? kd_schema_argument(fn->schema, i) : kd_schema_return(fn->schema, i - na);
+    const char *n = kd_argument_name(a);
+    if (n && !strncmp(n, "kdg_", 4))
+      ERR(fn, "func",
+          "%s '%s' of '%s' begins with 'kdg_', the prefix of the generated code's locals; "
+          "rename it",
+          i < na ? "argument" : "return", n, fn->qualified);
+  }
+}
+
 static void check_entry(vctx *V, kdg_func *fn) {
   check_variants(V, fn);
+  check_local_names(V, fn);
   if (fn->device_check && strcmp(fn->device_check, "NoCheck") &&
       strcmp(fn->device_check, "ExactSame"))
     ERR(fn, "device_check", "device_check of '%s' must be NoCheck or ExactSame, found '%s'",
@@ -384,30 +401,59 @@ static void check_names(vctx *V) {
   }
 }
 
-/* Same C name from different operator names: "a_b" and "a.b". */
-static int cmp_cname(const void *a, const void *b) {
-  const kdg_func *x = *(kdg_func *const *)a, *y = *(kdg_func *const *)b;
-  int c = strcmp(x->cname, y->cname);
+/* Two operators that would give one C name: "a_b" and "a.b", "add_.Tensor"
+ * and "add.Tensor_", "_x" and "internal_x", "x" and "redispatch_x" (whose
+ * entry point is the redispatch form of x's), "add" and "cpu_add" (x's
+ * direct call). Every name a function can give is listed, whether or not it
+ * is generated for this file, so that adding a backend key never breaks a
+ * file that was accepted. */
+typedef struct cname_use {
+  char name[320]; /* without "kd_" */
+  const kdg_func *f;
+  bool entry; /* f's entry point (a clash of others implies one of these) */
+} cname_use;
+
+static int cmp_cname_use(const void *a, const void *b) {
+  const cname_use *x = a, *y = b;
+  int c = strcmp(x->name, y->name);
   if (c) return c;
-  return (x > y) - (x < y);
+  return x->f->line - y->f->line;
 }
 
 static void check_cnames(vctx *V) {
-  size_t n = V->nby_name;
+  size_t n = V->nby_name, per = 2;
   if (n < 2) return;
-  kdg_func **v = kd_host_malloc(n * sizeof *v);
+  for (const char *const *p = kdg_direct_prefixes; *p; p++) per++;
+  cname_use *v = kd_host_malloc(n * per * sizeof *v);
   if (!v) {
     kdg_error(V->d, V->f->path, 0, "out of memory");
     return;
   }
-  memcpy(v, V->by_name, n * sizeof *v);
-  qsort(v, n, sizeof *v, cmp_cname);
-  for (size_t i = 1; i < n; i++) {
-    kdg_func *a = v[i - 1], *b = v[i];
-    if (!strcmp(a->cname, b->cname) && strcmp(a->qualified, b->qualified))
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++) {
+    const kdg_func *f = V->by_name[i];
+    kdg_entry_name(v[m].name, sizeof v[m].name, f->cname);
+    v[m].entry = true;
+    v[m++].f = f;
+    snprintf(v[m].name, sizeof v[m].name, "redispatch_%s", f->cname);
+    v[m].entry = false;
+    v[m++].f = f;
+    for (const char *const *p = kdg_direct_prefixes; *p; p++) {
+      snprintf(v[m].name, sizeof v[m].name, "%s_%s", *p, f->cname);
+      v[m].entry = false;
+      v[m++].f = f;
+    }
+  }
+  qsort(v, m, sizeof *v, cmp_cname_use);
+  for (size_t i = 1; i < m; i++) {
+    const kdg_func *a = v[i - 1].f, *b = v[i].f;
+    /* Two stems that meet under the same prefix meet as entry points too:
+     * one message per pair, at the entry point or where a prefix meets. */
+    bool same_stem = !strcmp(a->cname, b->cname) && !v[i - 1].entry && !v[i].entry;
+    if (!strcmp(v[i - 1].name, v[i].name) && strcmp(a->qualified, b->qualified) && !same_stem)
       kdg_error(V->d, V->f->path, b->line,
-                "'%s' and '%s' (line %d) both have the C name '%s'; rename one", b->qualified,
-                a->qualified, a->line, b->cname);
+                "'%s' and '%s' (line %d) both have the C name 'kd_%s'; rename one", b->qualified,
+                a->qualified, a->line, v[i].name);
   }
   kd_host_free(v);
 }

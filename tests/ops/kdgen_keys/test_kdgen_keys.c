@@ -24,7 +24,7 @@
 #include "gen_support.h"
 #include "kdgen_all_native.h"
 
-kd_status kd__kdgkeys_register(kd_library **lib);
+kd_status kdk__kdgkeys_register(kd_library **lib);
 
 static char trace[1024]; /* "name name ..." of the kernels that ran */
 
@@ -77,7 +77,7 @@ kd_status kdk_native_kdgk_neg_cpu(kd_tensor *self, kd_tensor **out) {
  * keys with the tensor's own key set. */
 kd_status kdk_native_kdgk_neg_autograd_cpu(kd_tensor *self, kd_tensor **out) {
   ran("neg_autograd_cpu");
-  return kd_kdgk_neg_redispatch(kd_keyset_below(kd_tensor_key_set(self), KD_KEY_AUTOGRAD_CPU), self,
+  return kd_redispatch_kdgk_neg(kd_keyset_below(kd_tensor_key_set(self), KD_KEY_AUTOGRAD_CPU), self,
                                 out);
 }
 
@@ -94,7 +94,7 @@ kd_status kdk_native_kdgk_scale(kd_tensor *self, kd_tensor **out) {
 kd_status kdk_native_kdgk_scale_autograd(kd_tensor *self, kd_tensor **out) {
   ran("scale_autograd");
   kd_keyset ks = kd_tensor_key_set(self);
-  return kd_kdgk_scale_redispatch(kd_keyset_below(ks, kd_keyset_highest(ks & kd_keyset_autograd())),
+  return kd_redispatch_kdgk_scale(kd_keyset_below(ks, kd_keyset_highest(ks & kd_keyset_autograd())),
                                   self, out);
 }
 
@@ -110,7 +110,7 @@ static kd_library *lib;
 static int setup(void **state) {
   (void)state;
   KD_ASSERT_OK(kd_ops_open());
-  KD_ASSERT_OK(kd__kdgkeys_register(&lib));
+  KD_ASSERT_OK(kdk__kdgkeys_register(&lib));
   return 0;
 }
 
@@ -190,12 +190,12 @@ static void test_nested_kernel(void **state) {
                                      KSET(AUTOGRAD_NESTED_TENSOR) | KSET(NESTED_TENSOR_CPU)};
   for (size_t i = 0; i < sizeof nested / sizeof *nested; i++) {
     trace[0] = 0;
-    KD_ASSERT_OK(kd_kdgk_neg_redispatch(nested[i], x, &y));
+    KD_ASSERT_OK(kd_redispatch_kdgk_neg(nested[i], x, &y));
     assert_string_equal(trace, "neg_nested");
     kd_tensor_release(y);
   }
   /* no composite for the dense keys: CUDA has no kernel */
-  KD_ASSERT_ERR(kd_kdgk_neg_redispatch(KSET(CUDA), x, &y), KD_ENOKERNEL, "'CUDA' backend");
+  KD_ASSERT_ERR(kd_redispatch_kdgk_neg(KSET(CUDA), x, &y), KD_ENOKERNEL, "'CUDA' backend");
   assert_null(y);
   kd_tensor_release(x);
 }
@@ -220,16 +220,16 @@ static void test_autograd_alias_and_noncomposite(void **state) {
                                         KSET(PRIVATEUSE2)};
   for (size_t i = 0; i < sizeof composite / sizeof *composite; i++) {
     trace[0] = 0;
-    KD_ASSERT_OK(kd_kdgk_scale_redispatch(composite[i], x, &y));
+    KD_ASSERT_OK(kd_redispatch_kdgk_scale(composite[i], x, &y));
     assert_string_equal(trace, "scale");
     kd_tensor_release(y);
   }
   /* SparsePrivateUse1 has its own kernel; the other Sparse keys none */
   trace[0] = 0;
-  KD_ASSERT_OK(kd_kdgk_scale_redispatch(KSET(SPARSE_PRIVATEUSE1), x, &y));
+  KD_ASSERT_OK(kd_redispatch_kdgk_scale(KSET(SPARSE_PRIVATEUSE1), x, &y));
   assert_string_equal(trace, "scale_sparse_pu1");
   kd_tensor_release(y);
-  KD_ASSERT_ERR(kd_kdgk_scale_redispatch(KSET(SPARSE_CPU), x, &y), KD_ENOKERNEL,
+  KD_ASSERT_ERR(kd_redispatch_kdgk_scale(KSET(SPARSE_CPU), x, &y), KD_ENOKERNEL,
                 "'SparseCPU' backend");
   assert_null(y);
   /* the direct call of CPU takes the composite kernel, without the dispatcher */
@@ -262,17 +262,17 @@ static void test_structured_group_keys(void **state) {
   assert_string_equal(trace, "twice_cpu");
   kd_tensor_release(y);
   trace[0] = 0;
-  KD_ASSERT_OK(kd_kdgk_twice_redispatch(KSET(SPARSE_CPU), x, &y));
+  KD_ASSERT_OK(kd_redispatch_kdgk_twice(KSET(SPARSE_CPU), x, &y));
   assert_string_equal(trace, "twice_sparse");
   kd_tensor_release(y);
   kd_tensor *o = tensor_on(KD_DEVICE_CPU);
   trace[0] = 0;
-  KD_ASSERT_OK(kd_kdgk_twice_out_redispatch(KSET(QUANTIZED_CPU), x, o));
+  KD_ASSERT_OK(kd_redispatch_kdgk_twice_out(KSET(QUANTIZED_CPU), x, o));
   assert_string_equal(trace, "twice_out_quantized");
   /* the functional variant has no QuantizedCPU kernel, the out= one no SparseCPU one */
-  KD_ASSERT_ERR(kd_kdgk_twice_redispatch(KSET(QUANTIZED_CPU), x, &y), KD_ENOKERNEL,
+  KD_ASSERT_ERR(kd_redispatch_kdgk_twice(KSET(QUANTIZED_CPU), x, &y), KD_ENOKERNEL,
                 "'QuantizedCPU' backend");
-  KD_ASSERT_ERR(kd_kdgk_twice_out_redispatch(KSET(SPARSE_CPU), x, o), KD_ENOKERNEL,
+  KD_ASSERT_ERR(kd_redispatch_kdgk_twice_out(KSET(SPARSE_CPU), x, o), KD_ENOKERNEL,
                 "'SparseCPU' backend");
   kd_tensor_release(o);
   kd_tensor_release(x);

@@ -20,7 +20,7 @@
 #include "gen_support.h"
 #include "kdgen_all_native.h"
 
-kd_status kd__kdgtest_register(kd_library **lib);
+kd_status kdk__kdgtest_register(kd_library **lib);
 
 static int cpu_calls, pu1_calls, halves_calls;
 
@@ -97,7 +97,7 @@ static int setup(void **state) {
   KD_ASSERT_OK(kd_ops_open());
   kd_allocator a = {KD_ALLOCATOR_API_VERSION, h_alloc, h_free, NULL, h_copy, h_copy};
   KD_ASSERT_OK(kd_allocator_set(KD_DEVICE_PRIVATEUSE1, &a));
-  KD_ASSERT_OK(kd__kdgtest_register(&lib));
+  KD_ASSERT_OK(kdk__kdgtest_register(&lib));
   return 0;
 }
 
