@@ -1,38 +1,34 @@
 #!/usr/bin/env python3
 """Writes the generated seeds of fuzz/corpus/ (docs/FUZZING.md).
 
-    python3 fuzz/seeds.py          (from the repository root)
+    python3 fuzz/seeds.py          rewrite them (from anywhere)
+    python3 fuzz/seeds.py --check  exit 1, naming the files, when the
+                                   corpus differs from what it would write
 
-Rewrites the files named seed-* of corpus/schema (every schema of
-ops/native_functions.yaml), corpus/boxed (one natural call per operator of
-that file, by name), corpus/dlpack (DLPack descriptions and foreign
-geometries), corpus/kdgen_yaml (the small files of tests/kdgen). Files named
-finding-* (regressions) and the hand-written seeds are left alone. The byte
-formats are the harnesses' (fuzz/fuzz.h, fuzz_boxed.c, fuzz_dlpack.c); this
-script only needs to be run again when they change.
+The script owns every file named seed-* of fuzz/corpus/: corpus/schema (every
+schema of ops/native_functions.yaml, one file per operator, named after it),
+corpus/boxed (one natural call per operator of that file, by name),
+corpus/dlpack (DLPack descriptions and foreign geometries),
+corpus/kdgen_yaml (the small files of tests/kdgen and tests/kdgen/gen, and
+each backend fixture of tests/kdgen/backend after its upstream and tags), and
+the finding-* files of issue 15's findings (findings() below). It removes
+seed-* files it would not write. Every other file (hand-written seeds,
+later findings) is left alone: name a hand-made seed anything but seed-*.
+The byte formats are the harnesses' (fuzz/fuzz.h, fuzz_boxed.c,
+fuzz_dlpack.c); run the script again when they, the operators or the kdgen
+fixtures change (the CTest test fuzz_seeds_in_step runs --check).
 """
 import os
 import re
-import shutil
+import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CORPUS = os.path.join(ROOT, "fuzz", "corpus")
 
 
-def clear(name):
-    d = os.path.join(CORPUS, name)
-    os.makedirs(d, exist_ok=True)
-    for f in os.listdir(d):
-        if f.startswith("seed-"):
-            os.remove(os.path.join(d, f))
-    return d
-
-
-def write(d, name, data):
-    if isinstance(data, str):
-        data = data.encode()
-    with open(os.path.join(d, "seed-" + name), "wb") as f:
-        f.write(data)
+def read(path):
+    with open(path, "rb") as f:
+        return f.read()
 
 
 def schemas():
@@ -158,8 +154,9 @@ def dlpack_seeds():
 
 
 def findings():
-    """Regressions: the known findings of issue 15, one file each (more are
-    added by hand as finding-* when fuzzing finds them)."""
+    """Regressions: the known findings of issue 15, one file each, as a dict
+    of paths under corpus/ (more are added by hand as finding-* when fuzzing
+    finds them)."""
     f = {}
     # (1) a list default on an Any or type-variable argument
     f["schema/finding-1-any-list-default"] = "f(Any x=[]) -> ()"
@@ -192,44 +189,86 @@ def findings():
     f["boxed/finding-7-reshape-empty-overflow"] = b"\xffaten::reshape\x00\x02" + empty + shape
     # (8) kd: a nested list where a size is expected
     f["kd_lang/finding-8-zeros-nested-list"] = "zeros([1,3,[4]])\n"
-    for path, data in f.items():
-        os.makedirs(os.path.dirname(os.path.join(CORPUS, path)), exist_ok=True)
-        with open(os.path.join(CORPUS, path), "wb") as out:
-            out.write(data.encode() if isinstance(data, str) else data)
+    return f
 
 
-def main():
-    findings()
-    d = clear("schema")
-    for i, s in enumerate(schemas()):
-        write(d, "%03d" % i, s)
-    d = clear("boxed")
-    for i, s in enumerate(schemas()):
-        write(d, "%03d-%s" % (i, s.split("(", 1)[0]), boxed_seed(s))
-    d = clear("dlpack")
-    for name, data in dlpack_seeds().items():
-        write(d, name, data)
-    d = clear("kdgen_yaml")
+def small_yaml(folder):
+    """The .yaml files of folder of at most 4 KiB, sorted by name."""
+    return [f for f in sorted(os.listdir(folder))
+            if f.endswith(".yaml") and os.path.getsize(os.path.join(folder, f)) <= 4096]
+
+
+def kdgen_seeds():
+    s = {}
     src = os.path.join(ROOT, "tests", "kdgen")
-    for f in sorted(os.listdir(src)):
-        p = os.path.join(src, f)
-        if f.endswith(".yaml") and os.path.getsize(p) <= 4096:
-            shutil.copy(p, os.path.join(d, "seed-" + f))
-    with open(os.path.join(ROOT, "ops", "tags.yaml"), "rb") as f:
-        tags = f.read()
-    with open(os.path.join(src, "valid.yaml"), "rb") as f:
-        valid = f.read()
-    write(d, "valid-with-tags", valid + b"\x00" + tags)
+    for folder in (src, os.path.join(src, "gen")):
+        for f in small_yaml(folder):
+            if f in s:
+                raise SystemExit("seeds.py: two kdgen fixtures named " + f)
+            s[f] = read(os.path.join(folder, f))
+    tags = read(os.path.join(ROOT, "ops", "tags.yaml"))
+    s["valid-with-tags"] = read(os.path.join(src, "valid.yaml")) + b"\x00" + tags
     # Backend files (tests/kdgen/backend): upstream, NUL, tags, NUL, backend.
     bsrc = os.path.join(src, "backend")
-    with open(os.path.join(bsrc, "upstream.yaml"), "rb") as f:
-        upstream = f.read()
-    for f in sorted(os.listdir(bsrc)):
-        p = os.path.join(bsrc, f)
-        if f.endswith(".yaml") and f != "upstream.yaml" and os.path.getsize(p) <= 4096:
-            with open(p, "rb") as fp:
-                write(d, "backend-" + f, upstream + b"\x00" + tags + b"\x00" + fp.read())
+    upstream = read(os.path.join(bsrc, "upstream.yaml"))
+    for f in small_yaml(bsrc):
+        if f != "upstream.yaml":
+            s["backend-" + f] = upstream + b"\x00" + tags + b"\x00" + read(os.path.join(bsrc, f))
+    return s
+
+
+def corpus():
+    """Every file the script owns: {path under corpus/: bytes}."""
+    out = {}
+    for path, data in findings().items():
+        out[path] = data.encode() if isinstance(data, str) else data
+    # Named after the operator (not numbered): a new operator adds one file.
+    for s in schemas():
+        name = s.split("(", 1)[0]
+        out["schema/seed-" + name] = s.encode()
+        out["boxed/seed-" + name] = boxed_seed(s)
+    for name, data in dlpack_seeds().items():
+        out["dlpack/seed-" + name] = data
+    for name, data in kdgen_seeds().items():
+        out["kdgen_yaml/seed-" + name] = data
+    return out
+
+
+def owned_now():
+    """The seed-* files in the corpus now (paths under corpus/)."""
+    out = set()
+    for d in sorted(os.listdir(CORPUS)):
+        if os.path.isdir(os.path.join(CORPUS, d)):
+            out |= {d + "/" + f for f in os.listdir(os.path.join(CORPUS, d)) if f.startswith("seed-")}
+    return out
+
+
+def main(argv):
+    want = corpus()
+    stale = sorted(owned_now() - set(want))
+    if argv[1:] == ["--check"]:
+        bad = [p for p in sorted(want)
+               if not os.path.exists(os.path.join(CORPUS, p)) or read(os.path.join(CORPUS, p)) != want[p]]
+        for p in bad:
+            print("seeds.py: fuzz/corpus/%s differs from what the script writes" % p)
+        for p in stale:
+            print("seeds.py: fuzz/corpus/%s is a seed-* file the script does not write (a hand-made seed is named other than seed-*)" % p)
+        if bad or stale:
+            print("seeds.py: run python3 fuzz/seeds.py and commit fuzz/corpus")
+            return 1
+        print("seeds.py: fuzz/corpus agrees with the script (%d files)" % len(want))
+        return 0
+    if argv[1:]:
+        print(__doc__)
+        return 2
+    for p in stale:
+        os.remove(os.path.join(CORPUS, p))
+    for p, data in want.items():
+        os.makedirs(os.path.dirname(os.path.join(CORPUS, p)), exist_ok=True)
+        with open(os.path.join(CORPUS, p), "wb") as f:
+            f.write(data)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main(sys.argv))

@@ -11,15 +11,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The one export macro. The library is built with hidden visibility by default;
- * every public function is marked KD_API. */
+/* libkdispatch's export macro (libkdops has its own, KDK_API in kdk/common.h).
+ * The library is built with hidden visibility by default; every public
+ * function is marked KD_API. On Windows the build defines
+ * KD_BUILDING_KDISPATCH for the DLL and KD_STATIC for the static archive,
+ * whose users define KD_STATIC too (the CMake target does). */
 #if defined(_WIN32)
-#  if defined(KD_BUILDING_SHARED)
+#  if defined(KD_BUILDING_KDISPATCH)
 #    define KD_API __declspec(dllexport)
-#  elif defined(KD_USING_SHARED)
-#    define KD_API __declspec(dllimport)
-#  else
+#  elif defined(KD_STATIC)
 #    define KD_API
+#  else
+#    define KD_API __declspec(dllimport)
 #  endif
 #elif defined(__GNUC__) || defined(__clang__)
 #  define KD_API __attribute__((visibility("default")))

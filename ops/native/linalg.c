@@ -233,7 +233,6 @@ static bool blas_operand(int64_t rows, int64_t cols, mat3 X, bool colmajor,
   }
   return false;
 }
-#endif
 
 /* A contiguous copy of t (a new reference) and its mat3. */
 static kd_status contiguous_copy(kd_tensor *t, kd_tensor **copy, mat3 *mv) {
@@ -242,6 +241,7 @@ static kd_status contiguous_copy(kd_tensor *t, kd_tensor **copy, mat3 *mv) {
   *mv = mat3_of(*copy);
   return KD_OK;
 }
+#endif
 
 /* c = alpha * a @ b + beta * c over 3-d cpu tensors a (B, n, m), b (B, m, p),
  * c (B, n, p) of one dtype; beta NULL or zero: c is not read. c's elements

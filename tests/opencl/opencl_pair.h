@@ -168,14 +168,7 @@ static inline int kdt_teardown(void **state) {
 /* main's start: the plugin's path, or the skip. Returns -1 to go on, else
  * the exit status. */
 static inline int kdt_main_start(int argc, char **argv) {
-  if (argc < 2) {
-    fprintf(stderr, "usage: %s path/to/libkd_opencl.so\n", argv[0]);
-    return 2;
-  }
-  int skip = kdcl_test_skip_without_platform(NULL, &kdt_fp64);
-  if (skip) return skip;
-  kdt_plugin_path = argv[1];
-  return -1;
+  return kdcl_test_main_start(argc, argv, &kdt_plugin_path, NULL, &kdt_fp64);
 }
 
 #endif

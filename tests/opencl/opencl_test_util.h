@@ -52,4 +52,20 @@ static inline int kdcl_test_skip_without_platform(bool *fp16, bool *fp64) {
   return KDCL_TEST_SKIP;
 }
 
+/* The start of a test's main that takes the plugin's path (argv[1]): sets
+ * *plugin to it and returns -1 to go on; otherwise returns the exit status,
+ * 2 (after a usage line) without the path or KDCL_TEST_SKIP without a
+ * platform. fp16 / fp64 as kdcl_test_skip_without_platform. */
+static inline int kdcl_test_main_start(int argc, char **argv, const char **plugin, bool *fp16,
+                                       bool *fp64) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: %s path/to/libkd_opencl.so\n", argv[0]);
+    return 2;
+  }
+  int skip = kdcl_test_skip_without_platform(fp16, fp64);
+  if (skip) return skip;
+  *plugin = argv[1];
+  return -1;
+}
+
 #endif

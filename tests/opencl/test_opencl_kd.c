@@ -108,13 +108,8 @@ static void test_backends_env_and_errors(void **state) {
 }
 
 int main(int argc, char **argv) {
-  if (argc < 2) {
-    fprintf(stderr, "usage: %s PLUGIN\n", argv[0]);
-    return 2;
-  }
-  int skip = kdcl_test_skip_without_platform(NULL, NULL);
-  if (skip) return skip;
-  P = argv[1];
+  int r = kdcl_test_main_start(argc, argv, &P, NULL, NULL);
+  if (r >= 0) return r;
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_run_on_opencl),
       cmocka_unit_test(test_table_and_kernels),

@@ -152,13 +152,8 @@ static void test_unload_busy(void **state) {
 }
 
 int main(int argc, char **argv) {
-  if (argc < 2) {
-    fprintf(stderr, "usage: %s PLUGIN\n", argv[0]);
-    return 2;
-  }
-  int skip = kdcl_test_skip_without_platform(NULL, NULL);
-  if (skip) return skip;
-  g_plugin_path = argv[1];
+  int r = kdcl_test_main_start(argc, argv, &g_plugin_path, NULL, NULL);
+  if (r >= 0) return r;
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_unload_and_reload),
       cmocka_unit_test(test_load_twice_refused),

@@ -244,13 +244,8 @@ static void check_catches_a_wrong_result(void **state) {
 }
 
 int main(int argc, char **argv) {
-  if (argc < 2) {
-    fprintf(stderr, "usage: %s PLUGIN\n", argv[0]);
-    return 2;
-  }
-  int skip = kdcl_test_skip_without_platform(NULL, NULL);
-  if (skip) return skip;
-  g_plugin_path = argv[1];
+  int r = kdcl_test_main_start(argc, argv, &g_plugin_path, NULL, NULL);
+  if (r >= 0) return r;
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(check_catches_a_wrong_result),
       cmocka_unit_test(threads_agree_with_cpu),

@@ -2,7 +2,7 @@
  * lang_impl.h: the parts of the little language (lang.h) shared between its
  * files. Nothing here is for other code.
  *
- *   lang_util.c    a growing text buffer, the arena, the interpreter's error
+ *   lang_util.c    the arena, the interpreter's error
  *   lang_lex.c     tokens (and kdc_lang_complete)
  *   lang_parse.c   statements and expressions into syntax trees
  *   lang_eval.c    the interpreter: kdc_lang_new/run/free, names, builtins
@@ -24,24 +24,9 @@
 
 #include "kd/kd.h"
 #include "lang.h"
+#include "sbuf.h" /* the text buffer (kdc_sbuf) */
 
-/* ---- Text buffer and arena (lang_util.c) ---------------------------------- */
-
-/* A growing NUL-terminated string. `data` is owned (NULL until the first
- * write); once `failed` is set (out of memory) writes are dropped. */
-typedef struct kdc_sbuf {
-  char *data;
-  size_t len, cap;
-  bool failed;
-} kdc_sbuf;
-
-void kdc_sbuf_putn(kdc_sbuf *b, const char *s, size_t n);
-void kdc_sbuf_puts(kdc_sbuf *b, const char *s);
-void kdc_sbuf_printf(kdc_sbuf *b, const char *fmt, ...) KD_PRINTF_LIKE(2, 3);
-void kdc_sbuf_vprintf(kdc_sbuf *b, const char *fmt, va_list ap);
-/* The text so far ("" before any write). */
-const char *kdc_sbuf_str(const kdc_sbuf *b);
-void kdc_sbuf_free(kdc_sbuf *b);
+/* ---- Arena (lang_util.c) ------------------------------------------------- */
 
 /* Bump allocation of zeroed memory, all freed at once. */
 typedef struct kdc_arena_block kdc_arena_block;

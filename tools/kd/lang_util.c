@@ -1,6 +1,6 @@
 /*
- * lang_util.c: small pieces of the little language (lang_impl.h): a growing
- * text buffer, an arena for syntax trees, the error record.
+ * lang_util.c: small pieces of the little language (lang_impl.h): an arena
+ * for syntax trees, the error record.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -8,68 +8,6 @@
 
 #include "lang_impl.h"
 #include "kd/memory.h"
-
-/* ---- Text buffer ----------------------------------------------------------- */
-
-static bool sbuf_reserve(kdc_sbuf *b, size_t extra) {
-  if (b->failed) return false;
-  if (b->cap > b->len && extra < b->cap - b->len) return true; /* room for the NUL too */
-  size_t cap = b->cap ? b->cap : 128;
-  while (cap - b->len <= extra) {
-    if (cap > SIZE_MAX / 2) {
-      b->failed = true;
-      return false;
-    }
-    cap *= 2;
-  }
-  char *p = kd_host_realloc(b->data, cap);
-  if (!p) {
-    b->failed = true;
-    return false;
-  }
-  b->data = p;
-  b->cap = cap;
-  return true;
-}
-
-void kdc_sbuf_putn(kdc_sbuf *b, const char *s, size_t n) {
-  if (!sbuf_reserve(b, n)) return;
-  if (n) memcpy(b->data + b->len, s, n);
-  b->len += n;
-  b->data[b->len] = '\0';
-}
-
-void kdc_sbuf_puts(kdc_sbuf *b, const char *s) { kdc_sbuf_putn(b, s, strlen(s)); }
-
-void kdc_sbuf_vprintf(kdc_sbuf *b, const char *fmt, va_list ap) {
-  va_list ap2;
-  va_copy(ap2, ap);
-  int n = vsnprintf(NULL, 0, fmt, ap2);
-  va_end(ap2);
-  if (n < 0) {
-    b->failed = true;
-    return;
-  }
-  if (!sbuf_reserve(b, (size_t)n)) return;
-  vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
-  b->len += (size_t)n;
-}
-
-void kdc_sbuf_printf(kdc_sbuf *b, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  kdc_sbuf_vprintf(b, fmt, ap);
-  va_end(ap);
-}
-
-const char *kdc_sbuf_str(const kdc_sbuf *b) { return b->data ? b->data : ""; }
-
-void kdc_sbuf_free(kdc_sbuf *b) {
-  kd_host_free(b->data);
-  b->data = NULL;
-  b->len = b->cap = 0;
-  b->failed = false;
-}
 
 /* ---- Arena ----------------------------------------------------------------- */
 

@@ -56,6 +56,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "kd/memory.h"
+#include "sbuf.h"
 
 /* PyTorch's default print options. */
 #define PRINT_PRECISION 4
@@ -65,75 +66,10 @@
 /* strlen("tensor(") */
 #define PRINT_INDENT 7
 
-/* ---- Growing text buffer --------------------------------------------------- */
-
-/* `data` is owned (malloc'd); once `failed` is set every write is dropped and
- * the caller reports KD_ENOMEM. */
-typedef struct pbuf {
-  char *data;
-  size_t len, cap;
-  bool failed;
-} pbuf;
-
-static bool pb_reserve(pbuf *b, size_t extra) {
-  if (b->failed) return false;
-  if (extra <= b->cap - b->len) return true;
-  size_t cap = b->cap ? b->cap : 256;
-  while (cap - b->len < extra) {
-    if (cap > SIZE_MAX / 2) {
-      b->failed = true;
-      return false;
-    }
-    cap *= 2;
-  }
-  char *p = kd_host_realloc(b->data, cap);
-  if (!p) {
-    b->failed = true;
-    return false;
-  }
-  b->data = p;
-  b->cap = cap;
-  return true;
-}
-
-static void pb_putn(pbuf *b, const char *s, size_t n) {
-  if (n == 0 || !pb_reserve(b, n)) return;
-  memcpy(b->data + b->len, s, n);
-  b->len += n;
-}
-
-static void pb_puts(pbuf *b, const char *s) { pb_putn(b, s, strlen(s)); }
-
-static void pb_repeat(pbuf *b, char c, size_t n) {
-  if (n == 0 || !pb_reserve(b, n)) return;
-  memset(b->data + b->len, c, n);
-  b->len += n;
-}
-
-static void pb_printf(pbuf *b, const char *fmt, ...) KD_PRINTF_LIKE(2, 3);
-static void pb_printf(pbuf *b, const char *fmt, ...) {
-  char tmp[512];
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-  va_end(ap);
-  if (n < 0) {
-    b->failed = true;
-    return;
-  }
-  if ((size_t)n < sizeof tmp) {
-    pb_putn(b, tmp, (size_t)n);
-    return;
-  }
-  if (!pb_reserve(b, (size_t)n + 1)) return;
-  va_start(ap, fmt);
-  vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
-  va_end(ap);
-  b->len += (size_t)n;
-}
+/* ---- Output ---------------------------------------------------------------- */
 
 /* Writes the buffer to `out` and frees it; 0, or -1 with the error set. */
-static int pb_flush(pbuf *b, FILE *out) {
+static int flush_to(kdc_sbuf *b, FILE *out) {
   int rc = 0;
   if (b->failed) {
     kd_set_error(KD_ENOMEM, "print: out of memory while formatting");
@@ -142,9 +78,7 @@ static int pb_flush(pbuf *b, FILE *out) {
     kd_set_error(KD_EINTERNAL, "print: writing the output failed");
     rc = -1;
   }
-  kd_host_free(b->data);
-  b->data = NULL;
-  b->len = b->cap = 0;
+  kdc_sbuf_free(b);
   return rc;
 }
 
@@ -166,43 +100,21 @@ static const unsigned char *elem_ptr(const esrc *s, int64_t off) {
   return s->data + (ptrdiff_t)off * (ptrdiff_t)s->itemsize;
 }
 
+/* The element at p, of C type T (memcpy: p need not be aligned). */
+#define ELEM_AS(T, p) (*(T *)memcpy(&(T){0}, (p), sizeof(T)))
+
 /* A floating or complex element as double; `part` picks the real (0) or the
  * imaginary (1) part of a complex one. */
 static double elem_double(const esrc *s, int64_t off, int part) {
   const unsigned char *p = elem_ptr(s, off);
   switch (s->dtype) {
-    case KD_FLOAT16: {
-      uint16_t bits;
-      memcpy(&bits, p, sizeof bits);
-      return (double)kd_half_to_float(bits);
-    }
-    case KD_BFLOAT16: {
-      uint16_t bits;
-      memcpy(&bits, p, sizeof bits);
-      return (double)kd_bfloat16_to_float(bits);
-    }
-    case KD_FLOAT32: {
-      float v;
-      memcpy(&v, p, sizeof v);
-      return (double)v;
-    }
-    case KD_FLOAT64: {
-      double v;
-      memcpy(&v, p, sizeof v);
-      return v;
-    }
-    case KD_COMPLEX64: {
-      float v[2];
-      memcpy(v, p, sizeof v);
-      return (double)v[part];
-    }
-    case KD_COMPLEX128: {
-      double v[2];
-      memcpy(v, p, sizeof v);
-      return v[part];
-    }
-    default:
-      return 0;
+    case KD_FLOAT16: return (double)kd_half_to_float(ELEM_AS(uint16_t, p));
+    case KD_BFLOAT16: return (double)kd_bfloat16_to_float(ELEM_AS(uint16_t, p));
+    case KD_FLOAT32: return (double)ELEM_AS(float, p);
+    case KD_FLOAT64: return ELEM_AS(double, p);
+    case KD_COMPLEX64: return (double)ELEM_AS(float, p + (size_t)part * sizeof(float));
+    case KD_COMPLEX128: return ELEM_AS(double, p + (size_t)part * sizeof(double));
+    default: return 0;
   }
 }
 
@@ -210,32 +122,13 @@ static double elem_double(const esrc *s, int64_t off, int part) {
 static int64_t elem_int(const esrc *s, int64_t off) {
   const unsigned char *p = elem_ptr(s, off);
   switch (s->dtype) {
-    case KD_BOOL:
-      return *p != 0;
-    case KD_UINT8:
-      return *p;
-    case KD_INT8: {
-      int8_t v;
-      memcpy(&v, p, sizeof v);
-      return v;
-    }
-    case KD_INT16: {
-      int16_t v;
-      memcpy(&v, p, sizeof v);
-      return v;
-    }
-    case KD_INT32: {
-      int32_t v;
-      memcpy(&v, p, sizeof v);
-      return v;
-    }
-    case KD_INT64: {
-      int64_t v;
-      memcpy(&v, p, sizeof v);
-      return v;
-    }
-    default:
-      return 0;
+    case KD_BOOL: return *p != 0;
+    case KD_UINT8: return *p;
+    case KD_INT8: return ELEM_AS(int8_t, p);
+    case KD_INT16: return ELEM_AS(int16_t, p);
+    case KD_INT32: return ELEM_AS(int32_t, p);
+    case KD_INT64: return ELEM_AS(int64_t, p);
+    default: return 0;
   }
 }
 
@@ -340,7 +233,7 @@ static void formatter_init(formatter *f, const esrc *s, bool floating, int part)
 /* ---- Contents -------------------------------------------------------------- */
 
 typedef struct printer {
-  pbuf *b;
+  kdc_sbuf *b;
   const esrc *s;
   formatter f1;    /* the values, or the real parts */
   formatter f2;    /* the imaginary parts */
@@ -350,14 +243,14 @@ typedef struct printer {
 static void put_elem(printer *p, int64_t off) {
   char buf[ELEM_BUF];
   size_t n = format_elem(&p->f1, p->s, off, buf);
-  if (n < p->f1.width) pb_repeat(p->b, ' ', p->f1.width - n);
-  pb_putn(p->b, buf, n);
+  if (n < p->f1.width) kdc_sbuf_repeat(p->b, ' ', p->f1.width - n);
+  kdc_sbuf_putn(p->b, buf, n);
   if (p->complex) {
     /* The imaginary part is formatted padded, then stripped of its padding. */
     n = format_elem(&p->f2, p->s, off, buf);
-    if (buf[0] != '-') pb_putn(p->b, "+", 1);
-    pb_putn(p->b, buf, n);
-    pb_putn(p->b, "j", 1);
+    if (buf[0] != '-') kdc_sbuf_putn(p->b, "+", 1);
+    kdc_sbuf_putn(p->b, buf, n);
+    kdc_sbuf_putn(p->b, "j", 1);
   }
 }
 
@@ -373,24 +266,24 @@ static void put_vector(printer *p, int64_t off, size_t indent) {
     per_line = (PRINT_LINEWIDTH - indent) / item_len;
   bool cut = s->summarize && n > 2 * PRINT_EDGEITEMS;
   int64_t items = cut ? 2 * PRINT_EDGEITEMS + 1 : n;
-  pb_putn(p->b, "[", 1);
+  kdc_sbuf_putn(p->b, "[", 1);
   for (int64_t k = 0; k < items; k++) {
     if (k > 0) {
       if ((uint64_t)k % per_line == 0) {
-        pb_putn(p->b, ",\n", 2);
-        pb_repeat(p->b, ' ', indent + 1);
+        kdc_sbuf_putn(p->b, ",\n", 2);
+        kdc_sbuf_repeat(p->b, ' ', indent + 1);
       } else {
-        pb_putn(p->b, ", ", 2);
+        kdc_sbuf_putn(p->b, ", ", 2);
       }
     }
     if (cut && k == PRINT_EDGEITEMS) {
-      pb_puts(p->b, " ...");
+      kdc_sbuf_puts(p->b, " ...");
       continue;
     }
     int64_t i = (cut && k > PRINT_EDGEITEMS) ? n - (items - k) : k;
     put_elem(p, off + i * stride);
   }
-  pb_putn(p->b, "]", 1);
+  kdc_sbuf_putn(p->b, "]", 1);
 }
 
 /* Dimensions dim.. of the tensor, starting at element `off`. */
@@ -407,23 +300,23 @@ static void put_nested(printer *p, int dim, int64_t off, size_t indent) {
   }
   int64_t n = s->sizes[dim];
   bool cut = s->summarize && n > 2 * PRINT_EDGEITEMS;
-  pb_putn(p->b, "[", 1);
+  kdc_sbuf_putn(p->b, "[", 1);
   for (int64_t i = 0; i < n; i++) {
     if (i > 0) {
-      pb_putn(p->b, ",", 1);
-      pb_repeat(p->b, '\n', (size_t)(rest - 1));
-      pb_repeat(p->b, ' ', indent + 1);
+      kdc_sbuf_putn(p->b, ",", 1);
+      kdc_sbuf_repeat(p->b, '\n', (size_t)(rest - 1));
+      kdc_sbuf_repeat(p->b, ' ', indent + 1);
     }
     if (cut && i == PRINT_EDGEITEMS) {
-      pb_puts(p->b, "...");
-      pb_putn(p->b, ",", 1);
-      pb_repeat(p->b, '\n', (size_t)(rest - 1));
-      pb_repeat(p->b, ' ', indent + 1);
+      kdc_sbuf_puts(p->b, "...");
+      kdc_sbuf_putn(p->b, ",", 1);
+      kdc_sbuf_repeat(p->b, '\n', (size_t)(rest - 1));
+      kdc_sbuf_repeat(p->b, ' ', indent + 1);
       i = n - PRINT_EDGEITEMS;
     }
     put_nested(p, dim + 1, off + i * s->strides[dim], indent + 1);
   }
-  pb_putn(p->b, "]", 1);
+  kdc_sbuf_putn(p->b, "]", 1);
 }
 
 /* ---- Whole tensors --------------------------------------------------------- */
@@ -431,7 +324,7 @@ static void put_nested(printer *p, int dim, int64_t off, size_t indent) {
 /* PyTorch's _add_suffixes: `start` is where "tensor(" begins in the buffer.
  * Its running length of the last line is two more than the line's real
  * length until a suffix has been put on a new line; that quirk is kept. */
-static void add_suffixes(pbuf *b, size_t start, const char *const *suffixes, int n) {
+static void add_suffixes(kdc_sbuf *b, size_t start, const char *const *suffixes, int n) {
   size_t last_nl = start; /* one past the last newline, or start */
   for (size_t i = start; i < b->len && !b->failed; i++)
     if (b->data[i] == '\n') last_nl = i + 1;
@@ -439,16 +332,16 @@ static void add_suffixes(pbuf *b, size_t start, const char *const *suffixes, int
   for (int i = 0; i < n; i++) {
     size_t len = strlen(suffixes[i]);
     if (line_len + len + 2 > PRINT_LINEWIDTH) {
-      pb_putn(b, ",\n", 2);
-      pb_repeat(b, ' ', PRINT_INDENT);
+      kdc_sbuf_putn(b, ",\n", 2);
+      kdc_sbuf_repeat(b, ' ', PRINT_INDENT);
       line_len = PRINT_INDENT + len;
     } else {
-      pb_putn(b, ", ", 2);
+      kdc_sbuf_putn(b, ", ", 2);
       line_len += len + 2;
     }
-    pb_puts(b, suffixes[i]);
+    kdc_sbuf_puts(b, suffixes[i]);
   }
-  pb_putn(b, ")", 1);
+  kdc_sbuf_putn(b, ")", 1);
 }
 
 /* "size=(2, 3)", "size=(5,)", "size=()". */
@@ -463,7 +356,7 @@ static void format_size(char *buf, size_t cap, const kd_tensor *t) {
 
 /* Appends t's repr to b; 0, or -1 with the error set (b may then hold part
  * of the text: the callers discard it). */
-static int append_tensor(pbuf *b, const kd_tensor *t) {
+static int append_tensor(kdc_sbuf *b, const kd_tensor *t) {
   if (!t) {
     kd_set_error(KD_EINVAL, "print: NULL tensor");
     return -1;
@@ -487,12 +380,12 @@ static int append_tensor(pbuf *b, const kd_tensor *t) {
     suffixes[nsuffixes++] = device_sfx;
   }
 
-  pb_puts(b, "tensor(");
+  kdc_sbuf_puts(b, "tensor(");
   if (device.type == KD_DEVICE_META) {
     /* No data: the size stands in for it. */
     suffixes[nsuffixes++] = size_sfx;
     if (dtype != def) suffixes[nsuffixes++] = dtype_sfx;
-    pb_puts(b, "...");
+    kdc_sbuf_puts(b, "...");
     add_suffixes(b, start, suffixes, nsuffixes);
     return 0;
   }
@@ -500,7 +393,7 @@ static int append_tensor(pbuf *b, const kd_tensor *t) {
     /* No element tells the dtype, so anything but the default is named. */
     if (kd_tensor_ndim(t) != 1) suffixes[nsuffixes++] = size_sfx;
     if (dtype != def) suffixes[nsuffixes++] = dtype_sfx;
-    pb_puts(b, "[]");
+    kdc_sbuf_puts(b, "[]");
     add_suffixes(b, start, suffixes, nsuffixes);
     return 0;
   }
@@ -565,12 +458,12 @@ int kdc_print_tensor(FILE *out, const kd_tensor *t) {
     kd_set_error(KD_EINVAL, "print: NULL output stream");
     return -1;
   }
-  pbuf b = {NULL, 0, 0, false};
+  kdc_sbuf b = {NULL, 0, 0, false};
   if (append_tensor(&b, t) != 0) {
-    kd_host_free(b.data);
+    kdc_sbuf_free(&b);
     return -1;
   }
-  return pb_flush(&b, out);
+  return flush_to(&b, out);
 }
 
 /* ---- Python reprs of other values ----------------------------------------- */
@@ -582,14 +475,14 @@ int kdc_print_tensor(FILE *out, const kd_tensor *t) {
  * ".0" to integral positional values (floats; not the parts of a complex).
  * `sign` writes "+" before values that do not start with "-" (the imaginary
  * part of a complex). */
-static void put_float_repr(pbuf *b, double d, bool dot0, bool sign) {
+static void put_float_repr(kdc_sbuf *b, double d, bool dot0, bool sign) {
   if (isnan(d)) {
-    pb_puts(b, sign ? "+nan" : "nan");
+    kdc_sbuf_puts(b, sign ? "+nan" : "nan");
     return;
   }
-  if (sign && !signbit(d)) pb_putn(b, "+", 1);
+  if (sign && !signbit(d)) kdc_sbuf_putn(b, "+", 1);
   if (isinf(d)) {
-    pb_puts(b, d < 0 ? "-inf" : "inf");
+    kdc_sbuf_puts(b, d < 0 ? "-inf" : "inf");
     return;
   }
   char sci[64];
@@ -602,26 +495,26 @@ static void put_float_repr(pbuf *b, double d, bool dot0, bool sign) {
   const char *e = strchr(sci, 'e');
   int exp = e ? atoi(e + 1) : 0;
   if (exp < -4 || exp >= 16) {
-    pb_puts(b, sci);
+    kdc_sbuf_puts(b, sci);
     return;
   }
   int decimals = digits - 1 - exp;
-  pb_printf(b, "%.*f", decimals > 0 ? decimals : 0, d);
-  if (decimals <= 0 && dot0) pb_puts(b, ".0");
+  kdc_sbuf_printf(b, "%.*f", decimals > 0 ? decimals : 0, d);
+  if (decimals <= 0 && dot0) kdc_sbuf_puts(b, ".0");
 }
 
 /* Python's repr of complex(re, im): "2j" when the real part is +0, else
  * "(1+2j)", "(1.5-0j)", "(nan+infj)". */
-static void put_complex_repr(pbuf *b, double re, double im) {
+static void put_complex_repr(kdc_sbuf *b, double re, double im) {
   if (re == 0 && !signbit(re)) {
     put_float_repr(b, im, false, false);
-    pb_putn(b, "j", 1);
+    kdc_sbuf_putn(b, "j", 1);
     return;
   }
-  pb_putn(b, "(", 1);
+  kdc_sbuf_putn(b, "(", 1);
   put_float_repr(b, re, false, false);
   put_float_repr(b, im, false, true);
-  pb_puts(b, "j)");
+  kdc_sbuf_puts(b, "j)");
 }
 
 /* Length of the valid UTF-8 sequence at s (at most n bytes), 0 if invalid. */
@@ -655,57 +548,57 @@ static size_t utf8_len(const unsigned char *s, size_t n) {
  * and no double quote; backslash, the quote, \t \n \r escaped; other control
  * characters (also U+0080..U+009F) as \xNN. Valid UTF-8 text is written as
  * it is; a byte that is not part of valid UTF-8 is written as \xNN. */
-static void put_string_repr(pbuf *b, const char *text, size_t len) {
+static void put_string_repr(kdc_sbuf *b, const char *text, size_t len) {
   const unsigned char *s = (const unsigned char *)text;
   bool has_single = memchr(text, '\'', len) != NULL;
   bool has_double = memchr(text, '"', len) != NULL;
   char quote = has_single && !has_double ? '"' : '\'';
-  pb_putn(b, &quote, 1);
+  kdc_sbuf_putn(b, &quote, 1);
   for (size_t i = 0; i < len;) {
     unsigned char c = s[i];
     if (c == (unsigned char)quote || c == '\\') {
-      pb_putn(b, "\\", 1);
-      pb_putn(b, (const char *)&s[i], 1);
+      kdc_sbuf_putn(b, "\\", 1);
+      kdc_sbuf_putn(b, (const char *)&s[i], 1);
       i++;
     } else if (c == '\n') {
-      pb_puts(b, "\\n");
+      kdc_sbuf_puts(b, "\\n");
       i++;
     } else if (c == '\r') {
-      pb_puts(b, "\\r");
+      kdc_sbuf_puts(b, "\\r");
       i++;
     } else if (c == '\t') {
-      pb_puts(b, "\\t");
+      kdc_sbuf_puts(b, "\\t");
       i++;
     } else if (c < 0x20 || c == 0x7f) {
-      pb_printf(b, "\\x%02x", c);
+      kdc_sbuf_printf(b, "\\x%02x", c);
       i++;
     } else if (c < 0x80) {
-      pb_putn(b, (const char *)&s[i], 1);
+      kdc_sbuf_putn(b, (const char *)&s[i], 1);
       i++;
     } else {
       size_t n = utf8_len(s + i, len - i);
       if (n == 2 && c == 0xc2 && s[i + 1] < 0xa0) {
-        pb_printf(b, "\\x%02x", s[i + 1]); /* a C1 control character */
+        kdc_sbuf_printf(b, "\\x%02x", s[i + 1]); /* a C1 control character */
         i += 2;
       } else if (n) {
-        pb_putn(b, (const char *)&s[i], n);
+        kdc_sbuf_putn(b, (const char *)&s[i], n);
         i += n;
       } else {
-        pb_printf(b, "\\x%02x", c);
+        kdc_sbuf_printf(b, "\\x%02x", c);
         i++;
       }
     }
   }
-  pb_putn(b, &quote, 1);
+  kdc_sbuf_putn(b, &quote, 1);
 }
 
-static void put_scalar_repr(pbuf *b, const kd_scalar *s) {
+static void put_scalar_repr(kdc_sbuf *b, const kd_scalar *s) {
   switch (s->kind) {
     case KD_SCALAR_BOOL:
-      pb_puts(b, s->v.b ? "True" : "False");
+      kdc_sbuf_puts(b, s->v.b ? "True" : "False");
       return;
     case KD_SCALAR_INT:
-      pb_printf(b, "%" PRId64, s->v.i);
+      kdc_sbuf_printf(b, "%" PRId64, s->v.i);
       return;
     case KD_SCALAR_DOUBLE:
       put_float_repr(b, s->v.d, true, false);
@@ -714,32 +607,32 @@ static void put_scalar_repr(pbuf *b, const kd_scalar *s) {
       put_complex_repr(b, s->v.c.re, s->v.c.im);
       return;
   }
-  pb_puts(b, "<invalid scalar>");
+  kdc_sbuf_puts(b, "<invalid scalar>");
 }
 
-static int append_value(pbuf *b, const kd_value *v);
+static int append_value(kdc_sbuf *b, const kd_value *v);
 
 /* Lists and tuples: "[a, b]", "(a, b)", "(a,)". */
-static int append_list(pbuf *b, const kd_value *v) {
+static int append_list(kdc_sbuf *b, const kd_value *v) {
   size_t n = kd_value_list_size(v);
   bool tuple = v->tag == KD_VALUE_TUPLE;
-  pb_putn(b, tuple ? "(" : "[", 1);
+  kdc_sbuf_putn(b, tuple ? "(" : "[", 1);
   for (size_t i = 0; i < n; i++) {
-    if (i) pb_putn(b, ", ", 2);
+    if (i) kdc_sbuf_putn(b, ", ", 2);
     switch (v->tag) {
       case KD_VALUE_INT_LIST:
-        pb_printf(b, "%" PRId64, kd_value_int_list_data(v)[i]);
+        kdc_sbuf_printf(b, "%" PRId64, kd_value_int_list_data(v)[i]);
         break;
       case KD_VALUE_DOUBLE_LIST:
         put_float_repr(b, kd_value_double_list_data(v)[i], true, false);
         break;
       case KD_VALUE_BOOL_LIST:
-        pb_puts(b, kd_value_bool_list_data(v)[i] ? "True" : "False");
+        kdc_sbuf_puts(b, kd_value_bool_list_data(v)[i] ? "True" : "False");
         break;
       case KD_VALUE_TENSOR_LIST:
       case KD_VALUE_OPT_TENSOR_LIST: {
         kd_tensor *t = kd_value_tensor_list_data(v)[i];
-        if (!t) pb_puts(b, "None");
+        if (!t) kdc_sbuf_puts(b, "None");
         else if (append_tensor(b, t) != 0) return -1;
         break;
       }
@@ -754,21 +647,21 @@ static int append_list(pbuf *b, const kd_value *v) {
       }
     }
   }
-  if (tuple && n == 1) pb_putn(b, ",", 1);
-  pb_putn(b, tuple ? ")" : "]", 1);
+  if (tuple && n == 1) kdc_sbuf_putn(b, ",", 1);
+  kdc_sbuf_putn(b, tuple ? ")" : "]", 1);
   return 0;
 }
 
-static int append_value(pbuf *b, const kd_value *v) {
+static int append_value(kdc_sbuf *b, const kd_value *v) {
   switch (v->tag) {
     case KD_VALUE_NONE:
-      pb_puts(b, "None");
+      kdc_sbuf_puts(b, "None");
       return 0;
     case KD_VALUE_BOOL:
-      pb_puts(b, v->u.b ? "True" : "False");
+      kdc_sbuf_puts(b, v->u.b ? "True" : "False");
       return 0;
     case KD_VALUE_INT:
-      pb_printf(b, "%" PRId64, v->u.i);
+      kdc_sbuf_printf(b, "%" PRId64, v->u.i);
       return 0;
     case KD_VALUE_DOUBLE:
       put_float_repr(b, v->u.d, true, false);
@@ -786,19 +679,19 @@ static int append_value(pbuf *b, const kd_value *v) {
       put_scalar_repr(b, &v->u.s);
       return 0;
     case KD_VALUE_DTYPE:
-      pb_puts(b, kd_dtype_name(v->u.dtype));
+      kdc_sbuf_puts(b, kd_dtype_name(v->u.dtype));
       return 0;
     case KD_VALUE_LAYOUT:
-      pb_puts(b, kd_layout_name(v->u.layout));
+      kdc_sbuf_puts(b, kd_layout_name(v->u.layout));
       return 0;
     case KD_VALUE_DEVICE: {
       char name[64];
       kd_device_format(v->u.device, name, sizeof name);
-      pb_puts(b, name);
+      kdc_sbuf_puts(b, name);
       return 0;
     }
     case KD_VALUE_MEMORY_FORMAT:
-      pb_puts(b, kd_memory_format_name(v->u.mf));
+      kdc_sbuf_puts(b, kd_memory_format_name(v->u.mf));
       return 0;
     case KD_VALUE_TENSOR:
       return append_tensor(b, v->u.t);
@@ -822,10 +715,10 @@ int kdc_print_value(FILE *out, const kd_value *v) {
     kd_set_error(KD_EINVAL, "print: NULL %s", out ? "value" : "output stream");
     return -1;
   }
-  pbuf b = {NULL, 0, 0, false};
+  kdc_sbuf b = {NULL, 0, 0, false};
   if (append_value(&b, v) != 0) {
-    kd_host_free(b.data);
+    kdc_sbuf_free(&b);
     return -1;
   }
-  return pb_flush(&b, out);
+  return flush_to(&b, out);
 }
