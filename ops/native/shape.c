@@ -415,8 +415,11 @@ static void index_select_write(const kd_tensor *self, int64_t dim, const kd_tens
                                kd_tensor *r) {
   int n = kd_tensor_ndim(self);
   size_t isz = kd_tensor_itemsize(self);
+  /* Nothing to write: an empty result may have no storage (no pointer
+   * arithmetic on NULL, even by zero). */
+  if (kd_tensor_numel(r) == 0) return;
   if (n == 0) {
-    if (kd_tensor_numel(r)) memcpy(bytes_of(r), bytes_of(self), isz);
+    memcpy(bytes_of(r), bytes_of(self), isz);
     return;
   }
   /* Every other dimension: one strided copy per selected slice. */

@@ -439,6 +439,14 @@ static void test_index_select(void **state) {
   KD_ASSERT_OK(kd_index_select(a, 1, ie, &r));
   EXPECT_SHAPE(r, KD_FLOAT64, KD_DEVICE_CPU, 3, 0);
   kd_tensor_release(r);
+  /* Self empty along another dimension (no storage): an empty result, no write
+   * (regression: fuzz/corpus/boxed/finding-13-index-select-empty-self). */
+  kd_tensor *no_cols = EMPTY(KD_FLOAT32, 2, 0), *one = FROM(KD_INT64, (1), 1);
+  KD_ASSERT_OK(kd_index_select(no_cols, 0, one, &r));
+  EXPECT_SHAPE(r, KD_FLOAT32, KD_DEVICE_CPU, 1, 0);
+  kd_tensor_release(r);
+  kd_tensor_release(one);
+  kd_tensor_release(no_cols);
   /* Errors. */
   kd_tensor *ib = FROM(KD_INT64, (1), 3), *in = FROM(KD_INT64, (1), -1);
   KD_ASSERT_ERR(kd_index_select(a, 0, ib, &r), KD_ERANGE, "index out of range in self");
