@@ -33,7 +33,9 @@
  * (CPU, META, PRIVATEUSE1, TRACER, ...); an alias key
  * (COMPOSITE_EXPLICIT_AUTOGRAD, COMPOSITE_IMPLICIT_AUTOGRAD, CATCH_ALL)
  * stands for every key, so it asks whether the operator was called at all.
- * `op` is the token form of the name (add_Tensor for add.Tensor).
+ * `op` is the token form of the name (add_Tensor for add.Tensor; add__Tensor
+ * for the in-place add_.Tensor: the name's own '_', then the separator, as
+ * KD_REGISTER_KERNEL_OVERLOAD pastes it; docs/CODEGEN.md).
  *
  * How: each test pastes KD_ALLOW_ns__op__KEY and looks at what it expands
  * to. A defined name expands to `~, (mask)`, two macro arguments, which
